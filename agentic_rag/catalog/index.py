@@ -1,0 +1,184 @@
+"""Building the Qdrant index from PostgreSQL alone: one collection per entity type.
+
+Each point is one entity: its id is the entity's uuid, its vector embeds a short description
+(name, aliases, what it is, synopsis), its payload carries the id, type, name, year and parent
+ids for filtering. A hash of text, payload and model is stored with the point, so a sync embeds
+only what changed and a second run does nothing.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+from qdrant_client import QdrantClient, models
+
+from agentic_rag.catalog.vocabulary import ENTITY_TYPES
+from agentic_rag.models.embeddings import Embedder
+from agentic_rag.settings import Settings
+from agentic_rag.storage.qdrant import collection_name, drop_collections, ensure_collections
+
+# One fixed query per entity type: (id, payload, text). Built in SQL so the same documents come out
+# whichever process rebuilds the index.
+DOCUMENT_SQL: dict[str, str] = {
+    "anime": """
+        SELECT a.id::text, jsonb_build_object('id', a.id, 'type', 'anime', 'name', a.title, 'aliases', a.aliases,
+                 'year', a.year, 'format', a.format, 'genres', to_jsonb(a.genres), 'franchise_id', a.franchise_id,
+                 'popularity', a.popularity),
+               concat_ws('. ', a.title,
+                 nullif(array_to_string(a.aliases || ARRAY[a.title_native, a.title_romaji], ', '), ''),
+                 upper(a.format) || ' anime from ' || a.year, 'Studio: ' || s.names,
+                 'Genres: ' || nullif(array_to_string(a.genres, ', '), ''), a.synopsis)
+        FROM anime a
+        LEFT JOIN LATERAL (SELECT string_agg(st.name, ', ' ORDER BY st.name) AS names FROM anime_studio x
+                           JOIN studio st ON st.id = x.studio_id WHERE x.anime_id = a.id) s ON true
+        ORDER BY a.id""",
+    "manga": """
+        SELECT m.id::text, jsonb_build_object('id', m.id, 'type', 'manga', 'name', m.title, 'aliases', m.aliases,
+                 'year', m.year, 'genres', to_jsonb(m.genres), 'franchise_id', m.franchise_id,
+                 'popularity', m.popularity),
+               concat_ws('. ', m.title,
+                 nullif(array_to_string(m.aliases || ARRAY[m.title_native, m.title_romaji], ', '), ''),
+                 'Manga from ' || m.year || coalesce(' by ' || p.names, ''), 'Serialized in ' || m.magazine,
+                 'Genres: ' || nullif(array_to_string(m.genres, ', '), ''), m.synopsis)
+        FROM manga m
+        LEFT JOIN LATERAL (SELECT string_agg(DISTINCT pe.name, ', ') AS names FROM manga_author x
+                           JOIN person pe ON pe.id = x.person_id WHERE x.manga_id = m.id) p ON true
+        ORDER BY m.id""",
+    "character": """
+        SELECT c.id::text, jsonb_build_object('id', c.id, 'type', 'character', 'name', c.name, 'aliases', c.aliases,
+                 'anime_ids', coalesce(w.ids, '[]'::jsonb), 'popularity', c.popularity),
+               concat_ws('. ', c.name, nullif(array_to_string(c.aliases || ARRAY[c.name_native], ', '), ''),
+                 'Character in ' || w.titles, c.description)
+        FROM character c
+        LEFT JOIN LATERAL (SELECT jsonb_agg(a.id ORDER BY a.year, a.id) AS ids,
+                                  string_agg(a.title, ', ' ORDER BY a.year, a.id) AS titles
+                           FROM anime_character x JOIN anime a ON a.id = x.anime_id
+                           WHERE x.character_id = c.id) w ON true
+        ORDER BY c.id""",
+    "episode": """
+        SELECT e.id::text, jsonb_build_object('id', e.id, 'type', 'episode',
+                 'name', coalesce(e.title, a.title || ' episode ' || e.number), 'anime_id', e.anime_id,
+                 'number', e.number, 'year', a.year),
+               concat_ws(': ', a.title || ' episode ' || e.number, e.title)
+        FROM episode e JOIN anime a ON a.id = e.anime_id
+        ORDER BY e.id""",
+    "franchise": """
+        SELECT f.id::text, jsonb_build_object('id', f.id, 'type', 'franchise', 'name', f.name,
+                 'popularity', f.popularity),
+               concat_ws('. ', f.name || ' franchise', f.description)
+        FROM franchise f ORDER BY f.id""",
+    "studio": """
+        SELECT s.id::text, jsonb_build_object('id', s.id, 'type', 'studio', 'name', s.name, 'year', s.founded,
+                 'popularity', s.popularity),
+               concat_ws('. ', s.name, 'Animation studio' || coalesce(', founded ' || s.founded, ''),
+                 'Animated ' || w.titles)
+        FROM studio s
+        LEFT JOIN LATERAL (SELECT string_agg(a.title, ', ' ORDER BY a.year, a.id) AS titles FROM anime_studio x
+                           JOIN anime a ON a.id = x.anime_id WHERE x.studio_id = s.id) w ON true
+        ORDER BY s.id""",
+    "person": """
+        SELECT p.id::text, jsonb_build_object('id', p.id, 'type', 'person', 'name', p.name, 'aliases', p.aliases,
+                 'popularity', p.popularity),
+               concat_ws('. ', p.name, nullif(array_to_string(p.aliases || ARRAY[p.native_name], ', '), ''),
+                 'Credited on ' || w.titles)
+        FROM person p
+        LEFT JOIN LATERAL (SELECT string_agg(DISTINCT t.title, ', ') AS titles FROM (
+                             SELECT a.title FROM anime_staff x JOIN anime a ON a.id = x.anime_id
+                              WHERE x.person_id = p.id
+                             UNION ALL
+                             SELECT m.title FROM manga_author x JOIN manga m ON m.id = x.manga_id
+                              WHERE x.person_id = p.id
+                           ) t) w ON true
+        ORDER BY p.id""",
+}
+COUNT_SQL = {t: f"SELECT count(*) FROM {t}" for t in ENTITY_TYPES}  # noqa: S608  fixed table names
+
+
+@dataclass(slots=True)
+class IndexChange:
+    """What a sync did to one collection."""
+
+    upserted: int = 0
+    deleted: int = 0
+    unchanged: int = 0
+    embed_seconds: float = 0.0
+
+
+Progress = Callable[[str, int, int], None]  # (entity type, points done now, total)
+
+
+def _existing_hashes(client: QdrantClient, collection: str) -> dict[str, str]:
+    out: dict[str, str] = {}
+    offset = None
+    while True:
+        points, offset = client.scroll(collection, limit=2048, offset=offset, with_payload=["_hash"],
+                                       with_vectors=False)
+        out.update({str(p.id): str((p.payload or {}).get("_hash", "")) for p in points})
+        if offset is None:
+            return out
+
+
+def _hash(text: str, payload: dict[str, Any], model: str) -> str:
+    blob = json.dumps([text, payload, model], sort_keys=True, ensure_ascii=False)
+    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+
+
+async def sync_index(
+    dsn: str,
+    client: QdrantClient,
+    embedder: Embedder,
+    settings: Settings,
+    *,
+    rebuild: bool = False,
+    progress: Progress | None = None,
+) -> dict[str, IndexChange]:
+    """Make every collection mirror its PostgreSQL table. ``rebuild`` drops the collections first."""
+    import time
+
+    dim = await asyncio.to_thread(lambda: embedder.dimension)
+    if rebuild:
+        await asyncio.to_thread(drop_collections, client, settings)
+    await asyncio.to_thread(ensure_collections, client, settings, dim)
+    report: dict[str, IndexChange] = {}
+    batch = settings.ingest_batch_size
+    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+        for entity_type in ENTITY_TYPES:
+            name = collection_name(settings, entity_type)
+            change = report[entity_type] = IndexChange()
+            existing = await asyncio.to_thread(_existing_hashes, client, name)
+            total = (await (await conn.execute(COUNT_SQL[entity_type])).fetchone() or (0,))[0]
+            seen: set[str] = set()
+            async with conn.transaction(), conn.cursor(name=f"docs_{entity_type}") as cur:
+                await cur.execute(DOCUMENT_SQL[entity_type])
+                while rows := await cur.fetchmany(batch):
+                    todo = []
+                    for pid, payload, text in rows:
+                        seen.add(pid)
+                        h = _hash(text, payload, embedder.model_name)
+                        if existing.get(pid) == h:
+                            change.unchanged += 1
+                        else:
+                            todo.append((pid, {**payload, "_hash": h}, text))
+                    if todo:
+                        t0 = time.perf_counter()
+                        vectors = await embedder.aembed([t for _, _, t in todo])
+                        change.embed_seconds += time.perf_counter() - t0
+                        points = [models.PointStruct(id=pid, vector=vec.tolist(), payload=payload)
+                                  for (pid, payload, _), vec in zip(todo, vectors, strict=True)]
+                        await asyncio.to_thread(client.upsert, name, points, wait=True)
+                        change.upserted += len(points)
+                    if progress:
+                        progress(entity_type, len(rows), total)
+            stale = [pid for pid in existing if pid not in seen]
+            if stale:
+                await asyncio.to_thread(
+                    client.delete, name, models.PointIdsList(points=stale), wait=True
+                )
+            change.deleted = len(stale)
+    return report

