@@ -108,12 +108,20 @@ def start_private_cluster(data_dir: Path, port: int) -> str:
     return dsn
 
 
-def resolve_dsn(settings: Settings) -> str:
+def stop_private_cluster(data_dir: Path) -> None:
+    """Stop the private cluster under ``data_dir/pg`` if it runs."""
+    pgdata = (data_dir / "pg" / "data").resolve()
+    if (pgdata / "postmaster.pid").exists():
+        subprocess.run([*_as_user(), _pg_bin("pg_ctl"), "-D", str(pgdata), "-m", "fast", "-w", "stop"],
+                       check=True, capture_output=True, text=True)
+
+
+def resolve_dsn(settings: Settings, *, system_server: str = SYSTEM_SERVER) -> str:
     """The DSN to use, creating the database (and a private cluster) when none is configured."""
     if settings.database_url:
         return settings.database_url
-    if _answers(SYSTEM_SERVER):
-        server = SYSTEM_SERVER
+    if _answers(system_server):
+        server = system_server
     else:
         log.info("no PostgreSQL on 127.0.0.1:5432; using a private cluster in %s", settings.data_dir)
         server = start_private_cluster(settings.data_dir, settings.local_postgres_port)

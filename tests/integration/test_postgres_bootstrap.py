@@ -1,0 +1,49 @@
+"""With no DATABASE_URL and no server on the usual port, a private cluster is started and used."""
+
+from __future__ import annotations
+
+import os
+import tempfile
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import migrate, resolve_dsn, stop_private_cluster
+
+pytestmark = pytest.mark.integration
+
+NOBODY_HOME = "postgresql://postgres@127.0.0.1:1/postgres"  # nothing listens on port 1
+
+
+@pytest.fixture
+def data_dir() -> Iterator[Path]:
+    # Not pytest's tmp_path: that lives under a 0700 directory the unprivileged postgres user
+    # (when tests run as root) cannot enter.
+    path = Path(tempfile.mkdtemp(prefix="agentic-rag-pg-"))
+    path.chmod(0o755)
+    yield path
+    stop_private_cluster(path)
+
+
+async def test_a_private_cluster_is_started_when_no_server_answers(data_dir: Path) -> None:
+    settings = Settings(data_dir=data_dir, local_postgres_port=54331, database_name="agentic_rag")
+    dsn = resolve_dsn(settings, system_server=NOBODY_HOME)
+    assert "54331" in dsn and "agentic_rag" in dsn
+    assert (data_dir / "pg" / "data" / "PG_VERSION").exists()
+    with psycopg.connect(dsn) as conn:
+        row = conn.execute("SELECT current_database(), current_setting('port')").fetchone()
+        assert row == ("agentic_rag", "54331")
+    pid = (data_dir / "pg" / "data" / "postmaster.pid").read_text().split()[0]
+    uid = next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
+               if line.startswith("Uid:"))
+    assert int(uid) != 0 and (os.geteuid() == 0 or int(uid) == os.geteuid())  # postgres never runs as root
+    assert await migrate(dsn) == ["0001_catalog.sql"]
+    # a second resolution reuses the running cluster and the existing database
+    assert resolve_dsn(settings, system_server=NOBODY_HOME) == dsn
+    stop_private_cluster(data_dir)
+    # and a later one starts it again from the same files, migrations already applied
+    again = resolve_dsn(settings, system_server=NOBODY_HOME)
+    assert await migrate(again) == []
