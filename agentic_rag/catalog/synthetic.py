@@ -137,7 +137,7 @@ def _check_vocabularies() -> None:
     """Every word is safe as an unquoted COPY text field and as a quoted array element."""
     words = [w for pair in _SYLLABLES for w in pair]
     words += [*_ADJECTIVES, *_NOUNS, *GENRES, *_MAGAZINES, *_ARCHETYPES, *_GOALS, *_TRAITS, *_PARTS]
-    words += [*_STUDIO_FORMS, *_FAMILY_DETAILS]
+    words += [*(f.format("x") for f in _STUDIO_FORMS), *_FAMILY_DETAILS]
     bad = [w for w in words if any(ch in w for ch in '\\\t\n\r"{},')]
     if bad:
         raise AssertionError(f"vocabulary words need escaping: {bad}")
@@ -185,10 +185,11 @@ _M64 = (1 << 64) - 1
 
 def _mix(x: Arr) -> Arr:
     """splitmix64 finaliser over a uint64 array (wrapping arithmetic)."""
-    z = x + np.uint64(0x9E3779B97F4A7C15)
+    z: Arr = x + np.uint64(0x9E3779B97F4A7C15)
     z = (z ^ (z >> np.uint64(30))) * np.uint64(0xBF58476D1CE4E5B9)
     z = (z ^ (z >> np.uint64(27))) * np.uint64(0x94D049BB133111EB)
-    return z ^ (z >> np.uint64(31))
+    out: Arr = z ^ (z >> np.uint64(31))
+    return out
 
 
 def _hash(seed: int, salt: str, idx: Arr) -> Arr:
@@ -219,8 +220,9 @@ def _draw(rng: np.random.Generator, cdf: Arr, size: int) -> Arr:
     """``size`` preferential draws: index i with probability proportional to its weight."""
     if size == 0:
         return np.zeros(0, dtype=np.int64)
-    u = rng.random(size) * cdf[-1]
-    return np.minimum(np.searchsorted(cdf, u, side="right"), len(cdf) - 1).astype(np.int64)
+    u: Arr = rng.random(size) * cdf[-1]
+    out: Arr = np.minimum(np.searchsorted(cdf, u, side="right"), len(cdf) - 1).astype(np.int64)
+    return out
 
 
 def _word(h: Arr, lo: int = 2, hi: int = 3, shift: int = 0) -> tuple[Arr, Arr]:
@@ -262,7 +264,7 @@ def _rank_in_group(group: Arr) -> Arr:
 def uuid5_ids(entity_type: str, keys: list[str]) -> Arr:
     """``str(entity_id(entity_type, key))`` for many keys at once, as a numpy ``S36`` array."""
     prefix = ID_NAMESPACE.bytes + f"{entity_type}:".encode()
-    raw = b"".join(hashlib.sha1(prefix + k.encode()).digest()[:16] for k in keys)  # noqa: S324 - uuid5 is sha1
+    raw = b"".join(hashlib.sha1(prefix + k.encode()).digest()[:16] for k in keys)
     b = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 16).copy()
     b[:, 6] = (b[:, 6] & 0x0F) | 0x50  # version 5
     b[:, 8] = (b[:, 8] & 0x3F) | 0x80  # RFC 4122 variant
@@ -306,7 +308,7 @@ class _Structure:
     rel: dict[str, tuple[Arr, ...]] = field(default_factory=dict)
 
 
-def _build(n: int, seed: int) -> _Structure:  # noqa: PLR0915 - one linear recipe
+def _build(n: int, seed: int) -> _Structure:
     counts = entity_counts(n)
     F, S, P, A, M, C, E = (counts[t] for t in ("franchise", "studio", "person", "anime", "manga", "character",
                                                "episode"))
@@ -350,7 +352,9 @@ def _build(n: int, seed: int) -> _Structure:  # noqa: PLR0915 - one linear recip
     root[o_fr[pos == 0]] = order[pos == 0]
     # latest main entry at or before each member (the first member is main, so it always exists)
     last_main = order[np.maximum.accumulate(np.where(is_main, np.arange(len(order)), 0))] if len(order) else order
-    src, dst, typ = [], [], []
+    src: list[Arr] = []
+    dst: list[Arr] = []
+    typ: list[Arr] = []
     prev_main_pos = np.maximum.accumulate(np.where(is_main, np.arange(len(order)), -1))
     # main entries after the first: sequel of the previous main entry, or a new branch off the root
     m_idx = np.flatnonzero(is_main & (pos > 0))
@@ -428,7 +432,9 @@ def _build(n: int, seed: int) -> _Structure:  # noqa: PLR0915 - one linear recip
 
     # Anime staff: one credit per (anime, role); franchises often keep their director.
     fr_director = _draw(rng, cdf_p, F)
-    st_a, st_p, st_r = [], [], []
+    st_a: list[Arr] = []
+    st_p: list[Arr] = []
+    st_r: list[Arr] = []
     role_p = {"director": 1.0, "chief_director": 0.08, "series_composition": 0.75, "character_design": 0.7,
               "music": 0.8, "producer": 0.5}
     for role, p in role_p.items():
@@ -469,9 +475,9 @@ def _build(n: int, seed: int) -> _Structure:  # noqa: PLR0915 - one linear recip
     codes = np.unique(np.concatenate(picks_a) * C + np.concatenate(picks_c))
     ac_a, ac_c = codes // C, codes % C
     by_pop = np.lexsort((-w_c[ac_c], ac_a))
-    role = np.ones(len(ac_a), dtype=np.int8)
-    role[by_pop[_rank_in_group(ac_a[by_pop]) < _MAIN_PER_ANIME]] = 0
-    ac = (ac_a, ac_c, role)
+    ac_role = np.ones(len(ac_a), dtype=np.int8)
+    ac_role[by_pop[_rank_in_group(ac_a[by_pop]) < _MAIN_PER_ANIME]] = 0
+    ac = (ac_a, ac_c, ac_role)
 
     # Characters in manga: the manga their first anime adapts, or now and then another manga.
     adapted = a_manga[first]
@@ -483,7 +489,7 @@ def _build(n: int, seed: int) -> _Structure:  # noqa: PLR0915 - one linear recip
     mc = (codes // C, codes % C)
 
     # Character relationships: partners from the same anime or popular characters anywhere; one fact per pair.
-    out_deg = rng.poisson(4.7, C)
+    out_deg = rng.poisson(5.0, C)
     rs = np.repeat(np.arange(C), out_deg)
     ac_start, ac_size = _group_starts(ac_a, A)
     local = rng.random(len(rs)) < 0.55
@@ -550,6 +556,7 @@ class SyntheticCatalog:
         self.n, self.seed = n, seed
         self.entities = entity_counts(n)
         self._st = _build(n, seed)
+        self._id_cache: dict[str, Arr] = {}
 
     @property
     def fingerprint(self) -> str:
@@ -568,9 +575,21 @@ class SyntheticCatalog:
         """Relation rows: every relation table plus each episode's link to its anime."""
         return sum(self.counts[t] for t in RELATION_TABLES) + self.counts["episode"]
 
+    @cached_property
+    def expected_edges(self) -> int:
+        """Rows the edge table gains: both directions of every fact (staff credits merged per person)."""
+        rel = self._st.rel
+        facts = sum(len(rel[t][0]) for t in ("episode", "anime_related_anime", "anime_related_manga",
+                                              "anime_character", "manga_character", "character_relationship",
+                                              "anime_studio"))
+        staff = len(np.unique(rel["anime_staff"][0] * self.entities["person"] + rel["anime_staff"][1]))
+        authors = len(np.unique(rel["manga_author"][0] * self.entities["person"] + rel["manga_author"][1]))
+        part_of = int((self._st.a_fr >= 0).sum() + (self._st.m_fr >= 0).sum())
+        return 2 * (facts + staff + authors + part_of)
+
     # ids: one S36 array per entity type, computed on first use
     def _ids(self, entity_type: str) -> Arr:
-        cache: dict[str, Arr] = self.__dict__.setdefault("_id_cache", {})
+        cache = self._id_cache
         if entity_type not in cache:
             if entity_type == "episode":
                 ep_a, ep_n = self._st.rel["episode"]
@@ -630,17 +649,11 @@ class SyntheticCatalog:
     def _anime_titles(self, a: Arr) -> tuple[Arr, Arr, Arr]:
         st = self._st
         fr = st.a_fr[a]
-        title, romaji, native = self._standalone_names("anime-title", a)
-        # standalone adaptations share their manga's title
-        m = st.a_manga[a]
-        solo = (fr < 0) & (m >= 0)
-        if solo.any():
-            t2, r2, n2 = self._standalone_names("anime-title", a[solo])
-            title[solo], romaji[solo], native[solo] = t2, r2, n2
+        title, romaji, native = self._standalone_names("anime-title", a)  # adapted manga share these
         inf = np.flatnonzero(fr >= 0)
         if len(inf):
             ft, fro, fn = self._franchise_names(fr[inf])
-            q = st.a_main_q[a[inf]]
+            q = np.maximum(st.a_main_q[a[inf]], 0)  # films and specials take the franchise's own title
             seg, season = q // _SEGMENT, q % _SEGMENT + 1
             h = _hash(self.seed, "franchise-seg", fr[inf] * 1000 + np.maximum(seg, 0))
             phrase = _ADJ[_pick(h, len(_ADJ))] + " " + _NOUN[_pick(h, len(_NOUN), 8)]
@@ -727,7 +740,7 @@ class SyntheticCatalog:
         nominal = np.select([fmt == 1, fmt == 4, fmt == 2, fmt == 3], [1, 1 + _pick(h, 3, 28), 1 + _pick(h, 6, 28),
                                                                       6 + _pick(h, 8, 28)], nominal)
         episodes = np.maximum(nominal, st.a_eps[a])
-        alias = np.where(_unit(_hash(self.seed, "anime-alias", a)) < 0.3, romaji, None)
+        alias = np.where(_unit(_hash(self.seed, "anime-alias", a)) < 0.3, romaji, _EMPTY[0])
         fmt_s = np.array(_FORMATS, dtype=object)[fmt].tolist()
         syn_h = _hash(self.seed, "anime-synopsis", a)
         genres = self._genres("anime-genres", a)
@@ -739,7 +752,7 @@ class SyntheticCatalog:
         n = len(a)
         return list(zip(
             self._id("anime", a), _key("anime", a), [SOURCE] * n, title.tolist(), native.tolist(), romaji.tolist(),
-            [[x] if x is not None and x != t else [] for x, t in zip(alias.tolist(), title.tolist(), strict=True)],
+            [[x] if x and x != t else [] for x, t in zip(alias.tolist(), title.tolist(), strict=True)],
             fmt_s, year.tolist(), [None if e < 0 else e for e in end_year.tolist()], episodes.tolist(),
             ["airing" if x else "finished" for x in airing.tolist()], genres, st.pop["anime"][a].tolist(),
             synopsis, self._opt_id("franchise", st.a_fr[a]), ["{}"] * n, strict=True,
@@ -870,3 +883,181 @@ def generate(n: int, seed: int = 0) -> dict[str, Iterator[Row]]:
     """
     cat = SyntheticCatalog(n, seed)
     return {t.name: cat.rows(t.name) for t in TABLES}
+
+
+# -- loading ----------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class SyntheticReport:
+    """What a synthetic load did: rows per table, edge rows, timings."""
+
+    n: int
+    seed: int
+    fingerprint: str
+    tables: dict[str, int] = field(default_factory=dict)
+    edges: int = 0
+    deleted: int = 0  # rows of an earlier synthetic load removed first (edges included)
+    seconds: float = 0.0
+    skipped: bool = False  # the same (n, seed) was already loaded: nothing was changed
+    phases: dict[str, float] = field(default_factory=dict)  # seconds per phase: generate, delete, copy, edge...
+
+    @property
+    def entity_rows(self) -> int:
+        return sum(self.tables.get(t, 0) for t in ENTITY_TABLES)
+
+    @property
+    def relation_rows(self) -> int:
+        """Rows of the relation tables plus each episode's link to its anime."""
+        return sum(self.tables.get(t, 0) for t in RELATION_TABLES) + self.tables.get("episode", 0)
+
+    @property
+    def rows(self) -> int:
+        """Every row written: entity and relation tables, and edges."""
+        return sum(self.tables.values()) + self.edges
+
+    @property
+    def rows_per_second(self) -> float:
+        return self.rows / self.seconds if self.seconds > 0 and not self.skipped else 0.0
+
+    def describe(self) -> str:
+        if self.skipped:
+            return (f"synthetic catalog n={self.n} seed={self.seed} already loaded "
+                    f"({self.entity_rows} entities, {self.relation_rows} relation rows, {self.edges} edges): "
+                    "nothing changed.")
+        per_table = ", ".join(f"{t} {c}" for t, c in self.tables.items())
+        return (f"synthetic catalog n={self.n} seed={self.seed}: {self.entity_rows} entities, "
+                f"{self.relation_rows} relation rows, {self.edges} edges in {self.seconds:.1f} s "
+                f"({self.rows_per_second:,.0f} rows/s; replaced {self.deleted} earlier rows).\n  {per_table}")
+
+
+_LOCK_KEY = 7243002  # serialises synthetic loads (migrations use 7243001)
+_BULK_SETTINGS = (
+    "SET LOCAL synchronous_commit = off",
+    "SET LOCAL statement_timeout = 0",
+    "SET LOCAL work_mem = '256MB'",
+    "SET LOCAL maintenance_work_mem = '512MB'",
+)
+_INSERT_EDGES = (
+    "INSERT INTO edge (src_id, rel, dst_id, src_type, dst_type, detail, source) "
+    "SELECT DISTINCT ON (src_id, rel, dst_id) src_id, rel, dst_id, src_type, dst_type, detail, source "
+    "FROM edge_source WHERE source = %s ORDER BY src_id, rel, dst_id, detail NULLS LAST"
+)
+Cursor = psycopg.AsyncCursor[tuple[Any, ...]]
+
+
+async def _loaded(cur: Cursor, fp: str) -> dict[str, int] | None:
+    """The recorded counts if this exact catalog is loaded (and its small tables still hold it)."""
+    await cur.execute("SELECT fingerprint, counts FROM catalog_load WHERE source = %s", (SOURCE,))
+    row = await cur.fetchone()
+    if row is None or row[0] != fp:
+        return None
+    counts: dict[str, int] = {str(k): int(v) for k, v in row[1].items()}
+    for table in ("franchise", "studio", "anime"):
+        await cur.execute(
+            sql.SQL("SELECT count(*) FROM {} WHERE source = %s").format(sql.Identifier(table)), (SOURCE,)
+        )
+        got = await cur.fetchone()
+        if got is None or int(got[0]) != counts.get(table):
+            return None
+    return counts
+
+
+async def _delete_synthetic(cur: Cursor) -> int:
+    """Remove every synthetic row, children first; demo rows are never touched."""
+    deleted = 0
+    for name in ("edge", *(t.name for t in reversed(TABLES))):
+        await cur.execute(sql.SQL("DELETE FROM {} WHERE source = %s").format(sql.Identifier(name)), (SOURCE,))
+        deleted += max(cur.rowcount, 0)
+    return deleted
+
+
+async def _copy_table(cur: Cursor, cat: SyntheticCatalog, table: str, progress: Progress) -> int:
+    t = TABLE_BY_NAME[table]
+    total, done = cat.counts[table], 0
+    progress(table, 0, total)
+    stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(
+        sql.Identifier(t.name), sql.SQL(", ").join(sql.Identifier(c) for c in t.columns)
+    )
+    async with cur.copy(stmt) as copy:
+        for chunk in cat.chunks(table):
+            for row in chunk:
+                await copy.write_row(row)
+            done += len(chunk)
+            progress(table, done, total)
+    return done
+
+
+async def load_synthetic(
+    dsn: str, n: int, seed: int = 0, *, progress: Progress | None = None,
+) -> SyntheticReport:
+    """Replace the database's synthetic catalog with the one generated from ``(n, seed)``.
+
+    Migrates first. If ``catalog_load`` says this very catalog is loaded, nothing is changed and the
+    report says ``skipped``. Otherwise one transaction deletes the earlier synthetic rows, COPYs every
+    table (parents first, so the foreign keys are checked as rows arrive), derives the edge table from
+    the ``edge_source`` view and records the load; then the tables are analysed. Demo rows are never
+    touched. ``progress(table, rows_done, rows_total)`` is called as each table's rows go in.
+    """
+    from agentic_rag.catalog.records import CatalogError
+
+    entity_counts(n)  # validate before touching the database
+    if seed < 0:
+        raise ValueError(f"seed must be >= 0, got {seed}")
+    step: Progress = progress or (lambda _t, _d, _n: None)
+    fp = fingerprint(n, seed)
+    report = SyntheticReport(n=n, seed=seed, fingerprint=fp)
+    await migrate(dsn)
+    t0 = time.perf_counter()
+    current = "catalog_load"
+    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        async with conn.cursor() as cur:
+            recorded = await _loaded(cur, fp)
+        if recorded is None:
+            t = time.perf_counter()
+            cat = SyntheticCatalog(n, seed)
+            report.phases["structure"] = time.perf_counter() - t
+            try:
+                async with conn.transaction(), conn.cursor() as cur:
+                    await cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
+                    recorded = await _loaded(cur, fp)  # a concurrent run may have just loaded it
+                    if recorded is None:
+                        for setting in _BULK_SETTINGS:
+                            await cur.execute(setting)
+                        t = time.perf_counter()
+                        current = "delete"
+                        report.deleted = await _delete_synthetic(cur)
+                        report.phases["delete"] = time.perf_counter() - t
+                        for table in TABLES:
+                            t, current = time.perf_counter(), table.name
+                            report.tables[table.name] = await _copy_table(cur, cat, table.name, step)
+                            report.phases[f"copy {table.name}"] = time.perf_counter() - t
+                        t, current = time.perf_counter(), "edge"
+                        step("edge", 0, cat.expected_edges)
+                        await cur.execute(_INSERT_EDGES, (SOURCE,))
+                        report.edges = cur.rowcount
+                        step("edge", report.edges, cat.expected_edges)
+                        report.phases["edge"] = time.perf_counter() - t
+                        current = "catalog_load"
+                        await cur.execute(
+                            "INSERT INTO catalog_load (source, fingerprint, counts) VALUES (%s, %s, %s) "
+                            "ON CONFLICT (source) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, "
+                            "counts = EXCLUDED.counts, loaded_at = now()",
+                            (SOURCE, fp, json.dumps({**report.tables, "edge": report.edges})),
+                        )
+            except psycopg.Error as exc:
+                diag = exc.diag
+                detail = f" ({diag.message_detail})" if diag.message_detail else ""
+                raise CatalogError(
+                    f"synthetic load failed at {current}, nothing was changed: {diag.message_primary or exc}{detail}"
+                ) from exc
+            if recorded is None:
+                t = time.perf_counter()
+                names = sql.SQL(", ").join(sql.Identifier(x) for x in (*(t.name for t in TABLES), "edge"))
+                await conn.execute(sql.SQL("ANALYZE {}").format(names))
+                report.phases["analyze"] = time.perf_counter() - t
+    if recorded is not None:
+        report.skipped = True
+        report.edges = recorded.pop("edge", 0)
+        report.tables = recorded
+    report.seconds = time.perf_counter() - t0
+    return report

@@ -1,0 +1,105 @@
+"""``compare``: structured differences between two entities, what they share, and how they connect."""
+
+from __future__ import annotations
+
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+import psycopg
+
+from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
+from agentic_rag.retrievers.hydrate import hydrate, labels
+
+Query = Callable[[psycopg.AsyncConnection[Any], str, dict[str, Any]], Awaitable[list[tuple[Any, ...]]]]
+
+# Attributes compared per entity type (record columns from hydrate.RECORD_SQL).
+FIELDS: dict[str, tuple[str, ...]] = {
+    "anime": ("format", "year", "end_year", "episode_count", "status", "studios", "genres"),
+    "manga": ("year", "end_year", "volumes", "status", "magazine", "authors", "genres"),
+    "character": ("anime",),
+    "episode": ("anime_title", "number", "season", "aired"),
+    "franchise": (),
+    "studio": ("year",),
+    "person": (),
+}
+# What two entities can have in common: a group name for each outgoing relation.
+SHARED_BY: dict[str, str] = {
+    "features": "characters", "staff": "staff", "animated_by": "studios", "part_of": "franchise",
+    "adapted_from": "source material", "appears_in": "works", "worked_on": "works", "animated": "works",
+    "includes": "works",
+}
+NEIGHBOR_CAP = 1000  # per entity and relation; a hub cannot make compare unbounded
+
+SHARED_SQL = """
+    SELECT f.src::text, e.rel, e.dst_id::text, e.dst_type
+    FROM unnest(%(ids)s::uuid[]) AS f(src)
+    CROSS JOIN LATERAL unnest(%(rels)s::text[]) AS r(rel)
+    CROSS JOIN LATERAL (
+        SELECT rel, dst_id, dst_type FROM edge WHERE edge.src_id = f.src AND edge.rel = r.rel LIMIT %(cap)s
+    ) e"""
+DIRECT_SQL = "SELECT rel, detail FROM edge WHERE src_id = %(a)s::uuid AND dst_id = %(b)s::uuid ORDER BY rel"
+
+
+def _fmt(value: Any) -> str:
+    if value is None:
+        return "unknown"
+    if isinstance(value, list):
+        return ", ".join(str(v) for v in value) or "none"
+    return str(value)
+
+
+async def compare_entities(conn: psycopg.AsyncConnection[Any], intent: GraphIntent, meta: dict[str, Any],
+                           query: Query) -> GraphResult:
+    """Compare ``intent.start`` with ``intent.end``; both are known to exist."""
+    assert intent.end is not None  # GraphIntent guarantees it for compare
+    a_ref, b_ref = intent.start, intent.end
+    records = {r["id"]: r for r in await hydrate(conn, [a_ref, b_ref])}
+    a, b = records[a_ref.id], records[b_ref.id]
+    fields = [f for f in FIELDS[a_ref.entity_type] if a_ref.entity_type == b_ref.entity_type
+              or f in FIELDS[b_ref.entity_type]]
+    differences = {f: {"a": a.get(f), "b": b.get(f)} for f in fields if a.get(f) != b.get(f)}
+    same = {f: a.get(f) for f in fields if a.get(f) == b.get(f) and a.get(f) is not None}
+
+    rows = await query(conn, SHARED_SQL, {"ids": [a_ref.id, b_ref.id], "rels": list(SHARED_BY), "cap": NEIGHBOR_CAP})
+    sides: dict[str, dict[str, dict[str, str]]] = {a_ref.id: {}, b_ref.id: {}}
+    for src, rel, dst, dst_type in rows:
+        sides[src].setdefault(SHARED_BY[rel], {})[dst] = dst_type
+    shared_refs: dict[str, list[EntityRef]] = {}
+    for group, a_side in sides[a_ref.id].items():
+        common = sorted(set(a_side) & set(sides[b_ref.id].get(group, {})))
+        if common:
+            shared_refs[group] = [EntityRef(entity_type=a_side[d], id=d) for d in common]  # type: ignore[arg-type]
+
+    direct = await query(conn, DIRECT_SQL, {"a": a_ref.id, "b": b_ref.id})
+    all_refs = [a_ref, b_ref, *(r for refs in shared_refs.values() for r in refs)]
+    names = await labels(conn, all_refs)
+    an, bn = names[a_ref.id], names[b_ref.id]
+    shared = {g: [names.get(r.id, r.id) for r in refs] for g, refs in shared_refs.items()}
+
+    lines = [f"Comparison of {an} [id {a_ref.id}] and {bn} [id {b_ref.id}]:"]
+    lines += [f"- {f}: {_fmt(d['a'])} vs {_fmt(d['b'])}" for f, d in differences.items()]
+    lines += [f"- both {f}: {_fmt(v)}" for f, v in same.items()]
+    lines += [f"- shared {g} ({len(v)}): {', '.join(v[:15])}{' ...' if len(v) > 15 else ''}"
+              for g, v in shared.items()]
+    lines += [f"- directly related: {an} --{rel}--> {bn}{f' ({detail})' if detail else ''}" for rel, detail in direct]
+    if not (differences or same or shared or direct):
+        lines.append("- nothing comparable was found between them")
+    paths = [GraphPath(nodes=[a_ref, b_ref], rels=[rel]) for rel, _ in direct]
+    meta.update({
+        "a": {f: a.get(f) for f in fields} | {"name": a["name"], "id": a_ref.id},
+        "b": {f: b.get(f) for f in fields} | {"name": b["name"], "id": b_ref.id},
+        "differences": differences, "same": same, "shared": shared, "direct": [r for r, _ in direct],
+    })
+    nodes = list(dict.fromkeys(all_refs))[:500]
+    return GraphResult(summary="\n".join(lines), paths=paths, node_ids=nodes, count=2, meta=_jsonable(meta))
+
+
+def _jsonable(value: Any) -> Any:
+    """Dates and other non-JSON scalars from records become strings, so the result serialises."""
+    if isinstance(value, dict):
+        return {k: _jsonable(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_jsonable(v) for v in value]
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    return str(value)

@@ -1,0 +1,346 @@
+"""Bounded graph primitives over PostgreSQL: neighbors, k_hop, path, compare (seed 001 section 3.2-3.3).
+
+``PostgresGraphExecutor.execute(GraphIntent) -> GraphResult`` is the one seam for graph work.
+Only the fixed SQL below ever runs. Traversal goes level by level: each level is one query that
+expands every frontier node through a ``LATERAL ... LIMIT fanout`` index scan, so a hub of
+degree 100k costs ``fanout`` index entries, never 100k; the frontier itself is capped, and visited
+nodes are never expanded twice (a recursive CTE re-expands cycles, see LightRAG PR #3103). Every
+limit the intent asks for is clamped to the server's caps, every query has a server-side
+``statement_timeout`` and a client-side timeout, and transient failures are retried with
+backoff before surfacing as one :class:`GraphError`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg_pool import AsyncConnectionPool
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from agentic_rag.catalog.vocabulary import EDGE_TYPE_BY_NAME, STORED_EDGE_TYPES
+from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
+from agentic_rag.retrievers.compare import compare_entities
+from agentic_rag.retrievers.hydrate import exists, labels
+from agentic_rag.settings import Settings
+
+T = TypeVar("T")
+Conn = psycopg.AsyncConnection[Any]
+
+# Derived edges are two stored hops through an intermediate node.
+DERIVED_HOPS: dict[str, tuple[str, str]] = {
+    "same_studio": ("animated_by", "animated"),
+    "shared_staff": ("staff", "worked_on"),
+    "co_appears": ("appears_in", "features"),
+    "shares_franchise": ("part_of", "includes"),
+}
+
+EXPAND_SQL = """
+    SELECT f.src::text, e.rel, e.dst_id::text, e.dst_type, e.detail
+    FROM unnest(%(frontier)s::uuid[]) AS f(src)
+    CROSS JOIN LATERAL (
+        SELECT rel, dst_id, dst_type, detail FROM edge
+        WHERE edge.src_id = f.src AND edge.rel = ANY(%(rels)s::text[])
+        LIMIT %(fanout)s
+    ) e"""
+
+YEARS_SQL = """
+    SELECT id::text, year FROM anime WHERE id = ANY(%(ids)s::uuid[])
+    UNION ALL SELECT id::text, year FROM manga WHERE id = ANY(%(ids)s::uuid[])"""
+
+
+class GraphError(RuntimeError):
+    """A graph query could not complete: ``timeout`` (ran past its limit) or ``unavailable``."""
+
+    def __init__(self, kind: Literal["timeout", "unavailable"], message: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+
+
+@dataclass(frozen=True, slots=True)
+class Caps:
+    """Server-side ceilings; an intent can ask for less, never more."""
+
+    max_hops: int
+    max_results: int
+    max_fanout: int
+    max_frontier: int
+    max_paths: int
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> Caps:
+        return cls(s.graph_max_hops, s.graph_max_results, s.graph_max_fanout, s.graph_max_frontier,
+                   s.graph_max_paths)
+
+
+@dataclass(slots=True)
+class Hop:
+    src: str
+    rel: str
+    dst: str
+    dst_type: str
+    detail: str | None
+
+
+def _transient(exc: BaseException) -> bool:
+    # A statement timeout is a verdict on the query, not a passing fault: retrying repeats it.
+    return isinstance(exc, psycopg.OperationalError) and not isinstance(exc, pgerrors.QueryCanceled)
+
+
+class PostgresGraphExecutor:
+    """Runs :class:`GraphIntent` against the ``edge`` table with hard caps and timeouts."""
+
+    def __init__(self, pool: AsyncConnectionPool, settings: Settings) -> None:
+        self._pool = pool
+        self._caps = Caps.from_settings(settings)
+        self._timeout = settings.query_timeout_ms / 1000
+        self._attempts = settings.retry_attempts
+
+    async def execute(self, intent: GraphIntent) -> GraphResult:
+        """Run one primitive. No match is a result with count 0; failures raise :class:`GraphError`."""
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self._attempts), wait=wait_exponential(multiplier=0.05, max=1.0),
+                retry=retry_if_exception(_transient), reraise=True,
+            ):
+                with attempt:
+                    async with self._pool.connection() as conn:
+                        return await self._run(conn, intent)
+        except (TimeoutError, pgerrors.QueryCanceled) as exc:
+            raise GraphError("timeout", f"graph {intent.query_type} ran past its time limit") from exc
+        except psycopg.OperationalError as exc:
+            raise GraphError("unavailable", f"graph {intent.query_type} failed after {self._attempts} "
+                                            f"attempts: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _q(self, conn: Conn, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+        async with asyncio.timeout(self._timeout):
+            cur = await conn.execute(sql, params)  # fixed text above; values bound
+            return await cur.fetchall()
+
+    async def _run(self, conn: Conn, intent: GraphIntent) -> GraphResult:
+        clamped: dict[str, list[int]] = {}
+
+        def clamp(name: str, asked: int, cap: int) -> int:
+            if asked > cap:
+                clamped[name] = [asked, cap]
+            return min(asked, cap)
+
+        hops = clamp("max_hops", intent.max_hops, self._caps.max_hops)
+        results = clamp("max_results", intent.limits.max_results, self._caps.max_results)
+        fanout = clamp("max_fanout_per_hop", intent.limits.max_fanout_per_hop, self._caps.max_fanout)
+        meta: dict[str, Any] = {"query_type": intent.query_type}
+        if clamped:
+            meta["clamped"] = clamped
+        for ref in (intent.start, intent.end):
+            if ref is not None and not await exists(conn, ref):
+                return GraphResult(summary=f"No {ref.entity_type} with id {ref.id} exists in the catalog.",
+                                   count=0, meta={**meta, "missing": ref.id})
+        run: dict[str, Callable[[], Awaitable[GraphResult]]] = {
+            "neighbors": lambda: self._neighbors(conn, intent, results, meta),
+            "k_hop": lambda: self._k_hop(conn, intent, hops, results, fanout, meta),
+            "path": lambda: self._path(conn, intent, hops, fanout, meta),
+            "compare": lambda: compare_entities(conn, intent, meta, self._q),
+        }
+        return await run[intent.query_type]()
+
+    # -- traversal ------------------------------------------------------------------------------------
+
+    async def _expand(self, conn: Conn, frontier: Sequence[str], rels: Sequence[str], fanout: int) -> list[Hop]:
+        if not frontier or not rels:
+            return []
+        rows = await self._q(conn, EXPAND_SQL, {"frontier": list(frontier), "rels": list(rels), "fanout": fanout})
+        return [Hop(*r) for r in rows]
+
+    @staticmethod
+    def _stored_rels(edge_types: Sequence[str]) -> list[str]:
+        """The stored edge types a traversal follows; derived ones become their two stored hops."""
+        if not edge_types:
+            return list(STORED_EDGE_TYPES)
+        out: list[str] = []
+        for name in edge_types:
+            for rel in DERIVED_HOPS.get(name, (name,)):
+                if rel not in out:
+                    out.append(rel)
+        return out
+
+    async def _keep(self, conn: Conn, intent: GraphIntent, nodes: list[EntityRef]) -> list[EntityRef]:
+        """Apply the intent's node filters (type, year range) to result nodes."""
+        f = intent.filters
+        if f.node_types:
+            nodes = [n for n in nodes if n.entity_type in f.node_types]
+        if f.year_min is None and f.year_max is None:
+            return nodes
+        years = dict(await self._q(conn, YEARS_SQL, {"ids": [n.id for n in nodes]}))
+        lo, hi = f.year_min or -10**6, f.year_max or 10**6
+        return [n for n in nodes if n.id not in years or lo <= years[n.id] <= hi]
+
+    async def _neighbors(self, conn: Conn, intent: GraphIntent, results: int, meta: dict[str, Any]) -> GraphResult:
+        start = intent.start
+        wanted = list(intent.edge_types) or list(STORED_EDGE_TYPES)
+        stored = [r for r in wanted if r not in DERIVED_HOPS]
+        paths: list[GraphPath] = []
+        found: dict[str, EntityRef] = {}
+        for h in await self._expand(conn, [start.id], stored, results):
+            if h.dst not in found:
+                found[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)  # type: ignore[arg-type]
+                paths.append(GraphPath(nodes=[start, found[h.dst]], rels=[h.rel]))  # type: ignore[list-item]
+        for derived in (r for r in wanted if r in DERIVED_HOPS):
+            first, second = DERIVED_HOPS[derived]
+            mids = await self._expand(conn, [start.id], [first], results)
+            mid_ref = {m.dst: EntityRef(entity_type=m.dst_type, id=m.dst) for m in mids}  # type: ignore[arg-type]
+            for h in await self._expand(conn, list(mid_ref), [second], results):
+                if h.dst != start.id and h.dst not in found:
+                    found[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)  # type: ignore[arg-type]
+                    paths.append(GraphPath(nodes=[start, mid_ref[h.src], found[h.dst]],
+                                           rels=[first, second]))  # type: ignore[list-item]
+        kept = {n.id for n in await self._keep(conn, intent, list(found.values()))}
+        paths = [p for p in paths if p.nodes[-1].id in kept]
+        names = await labels(conn, [start, *(n for p in paths for n in p.nodes)])
+        years = {n.id: int(y) for n in found.values() for y in [_year(names.get(n.id, ""))] if y}
+        paths.sort(key=lambda p: (p.rels[-1] if len(p.rels) == 1 else f"~{intent.edge_types}",
+                                  years.get(p.nodes[-1].id, 0), names.get(p.nodes[-1].id, "")))
+        paths = paths[:results]
+        who = names.get(start.id, start.id)
+        via = ", ".join(intent.edge_types) or "any relation"
+        if not paths:
+            return GraphResult(summary=f"{who} has no neighbors via {via}.", count=0, meta=meta)
+        lines = [f"Neighbors of {who} via {via} ({len(paths)}):"]
+        lines += [f"- {_describe(p, names)}" for p in paths]
+        nodes = _unique([start, *(p.nodes[-1] for p in paths)])
+        return GraphResult(summary="\n".join(lines), paths=paths[:50], node_ids=nodes, count=len(paths), meta=meta)
+
+    async def _k_hop(self, conn: Conn, intent: GraphIntent, hops: int, results: int, fanout: int,
+                     meta: dict[str, Any]) -> GraphResult:
+        start, rels = intent.start, self._stored_rels(intent.edge_types)
+        parent: dict[str, tuple[str, str] | None] = {start.id: None}
+        refs: dict[str, EntityRef] = {start.id: start}
+        depth: dict[str, int] = {start.id: 0}
+        frontier = [start.id]
+        for level in range(1, hops + 1):
+            nxt: list[str] = []
+            for h in await self._expand(conn, frontier, rels, fanout):
+                if h.dst not in parent:
+                    parent[h.dst] = (h.src, h.rel)
+                    refs[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)  # type: ignore[arg-type]
+                    depth[h.dst] = level
+                    nxt.append(h.dst)
+            if len(nxt) > self._caps.max_frontier:
+                meta["frontier_truncated_at_hop"] = level
+                nxt = nxt[: self._caps.max_frontier]
+            frontier = nxt
+            if not frontier or len(parent) > results * 4:
+                break
+        reached = await self._keep(conn, intent, [refs[n] for n in parent if n != start.id])
+        reached = sorted(reached, key=lambda r: depth[r.id])[:results]
+        paths = [_chain(r.id, parent, refs) for r in reached[:50]]
+        names = await labels(conn, [start, *(n for p in paths for n in p.nodes)])
+        who = names.get(start.id, start.id)
+        if not reached:
+            return GraphResult(summary=f"Nothing is reachable from {who} within {hops} hops.", count=0, meta=meta)
+        meta["depths"] = {r.id: depth[r.id] for r in reached}
+        lines = [f"Within {hops} hops of {who} ({len(reached)} nodes, nearest first):"]
+        lines += [f"- [{depth[p.nodes[-1].id]}] {_describe(p, names)}" for p in paths]
+        return GraphResult(summary="\n".join(lines), paths=paths, node_ids=_unique([start, *reached]),
+                           count=len(reached), meta=meta)
+
+    async def _path(self, conn: Conn, intent: GraphIntent, hops: int, fanout: int,
+                    meta: dict[str, Any]) -> GraphResult:
+        """Bidirectional breadth-first search; returns up to max_paths shortest chains."""
+        assert intent.end is not None  # GraphIntent guarantees it for path
+        start, end = intent.start, intent.end
+        rels = self._stored_rels(intent.edge_types)
+        back_rels = list(dict.fromkeys(EDGE_TYPE_BY_NAME[r].inverse for r in rels))
+        refs = {start.id: start, end.id: end}
+        # fwd[x]: ways to reach x from start as (prev, rel prev->x); bwd[x]: (next, rel x->next) toward end
+        fwd: dict[str, list[tuple[str, str]]] = {start.id: []}
+        bwd: dict[str, list[tuple[str, str]]] = {end.id: []}
+        dist_f, dist_b = {start.id: 0}, {end.id: 0}
+        front_f, front_b = [start.id], [end.id]
+        while not (set(fwd) & set(bwd)) and dist_f[front_f[0]] + dist_b[front_b[0]] < hops:
+            forward = len(front_f) <= len(front_b)
+            frontier, seen, dist = (front_f, fwd, dist_f) if forward else (front_b, bwd, dist_b)
+            nxt: list[str] = []
+            for h in await self._expand(conn, frontier, rels if forward else back_rels, fanout):
+                link = (h.src, h.rel if forward else EDGE_TYPE_BY_NAME[h.rel].inverse)
+                if h.dst not in seen:
+                    seen[h.dst] = [link]
+                    dist[h.dst] = dist[h.src] + 1
+                    refs[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)  # type: ignore[arg-type]
+                    nxt.append(h.dst)
+                elif dist[h.dst] == dist[h.src] + 1 and len(seen[h.dst]) < 4:
+                    seen[h.dst].append(link)
+            if len(nxt) > self._caps.max_frontier:
+                meta["frontier_truncated"] = True
+                nxt = nxt[: self._caps.max_frontier]
+            if not nxt:
+                break
+            if forward:
+                front_f = nxt
+            else:
+                front_b = nxt
+        meet = set(fwd) & set(bwd)
+        names = await labels(conn, [start, end])
+        a, b = names.get(start.id, start.id), names.get(end.id, end.id)
+        if not meet:
+            return GraphResult(summary=f"No path between {a} and {b} within {hops} hops.", count=0, meta=meta)
+        best = min(dist_f[m] + dist_b[m] for m in meet)
+        paths: list[GraphPath] = []
+        for m in sorted(m for m in meet if dist_f[m] + dist_b[m] == best):
+            for head in _walk(m, fwd, reverse=True):
+                for tail in _walk(m, bwd, reverse=False):
+                    nodes, edge_rels = head[0] + tail[0][1:], head[1] + tail[1]
+                    path = GraphPath(nodes=[refs[n] for n in nodes], rels=edge_rels)  # type: ignore[arg-type]
+                    if path not in paths:
+                        paths.append(path)
+        paths = paths[: self._caps.max_paths]
+        names = await labels(conn, [n for p in paths for n in p.nodes])
+        meta["hops"] = best
+        lines = [f"{len(paths)} shortest path(s) of {best} hop(s) between {a} and {b}:"]
+        lines += [f"- {_describe(p, names, full=True)}" for p in paths]
+        return GraphResult(summary="\n".join(lines), paths=paths,
+                           node_ids=_unique([n for p in paths for n in p.nodes]), count=len(paths), meta=meta)
+
+
+def _walk(node: str, links: dict[str, list[tuple[str, str]]], *, reverse: bool,
+          limit: int = 8) -> list[tuple[list[str], list[str]]]:
+    """Chains of (nodes, rels) from the search root to ``node`` (reverse) or from ``node`` to it."""
+    if not links[node]:
+        return [([node], [])]
+    out: list[tuple[list[str], list[str]]] = []
+    for other, rel in links[node]:
+        for nodes, rels in _walk(other, links, reverse=reverse, limit=limit):
+            out.append((nodes + [node], rels + [rel]) if reverse else ([node, *nodes], [rel, *rels]))
+            if len(out) >= limit:
+                return out
+    return out
+
+
+def _chain(node: str, parent: dict[str, tuple[str, str] | None], refs: dict[str, EntityRef]) -> GraphPath:
+    nodes, rels = [node], []
+    while (link := parent[nodes[0]]) is not None:
+        nodes.insert(0, link[0])
+        rels.insert(0, link[1])
+    return GraphPath(nodes=[refs[n] for n in nodes], rels=rels)  # type: ignore[arg-type]
+
+
+def _describe(path: GraphPath, names: dict[str, str], *, full: bool = False) -> str:
+    if not full and len(path.rels) == 1:
+        return f"{path.rels[0]}: {names.get(path.nodes[-1].id, path.nodes[-1].id)} [id {path.nodes[-1].id}]"
+    parts = [names.get(path.nodes[0].id, path.nodes[0].id)]
+    for rel, node in zip(path.rels, path.nodes[1:], strict=True):
+        parts.append(f"--{rel}--> {names.get(node.id, node.id)}")
+    return " ".join(parts) + f" [end id {path.nodes[-1].id}]"
+
+
+def _year(label: str) -> str | None:
+    tail = label.rsplit(", ", 1)[-1].rstrip(")")
+    return tail if tail.isdigit() else None
+
+
+def _unique(refs: Sequence[EntityRef]) -> list[EntityRef]:
+    return list(dict.fromkeys(refs))[:500]
