@@ -114,6 +114,17 @@ class SearchFilters(ProtocolModel):
         return self == SearchFilters()
 
 
+# Which collections carry the payload field each filter reads.
+FILTER_APPLIES_TO: dict[str, tuple[str, ...]] = {
+    "year_min": ("anime", "manga", "episode", "studio"),
+    "year_max": ("anime", "manga", "episode", "studio"),
+    "format": ("anime",),
+    "genres": ("anime", "manga"),
+    "anime_id": ("episode", "character"),
+    "franchise_id": ("anime", "manga"),
+}
+
+
 class SearchIntent(ProtocolModel):
     """One semantic lookup in one Qdrant collection, or a fetch by id when filters.id is set."""
 
@@ -129,6 +140,10 @@ class SearchIntent(ProtocolModel):
     def _query_or_ids(self) -> SearchIntent:
         if self.query is None and not self.filters.id:
             raise ValueError("a search needs a query, or filters.id to fetch entities by id")
+        for name, types in FILTER_APPLIES_TO.items():
+            if getattr(self.filters, name) not in (None, []) and self.entity_type not in types:
+                raise ValueError(f"filters.{name} applies to {' and '.join(types)} searches, "
+                                 f"not {self.entity_type}")
         return self
 
 

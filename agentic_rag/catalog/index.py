@@ -97,6 +97,7 @@ DOCUMENT_SQL: dict[str, str] = {
                            ) t) w ON true
         ORDER BY p.id""",
 }
+TEXT_IN_PAYLOAD = 400  # the start of the embedded text, shown in search summaries
 COUNT_SQL = {t: f"SELECT count(*) FROM {t}" for t in ENTITY_TYPES}  # noqa: S608  fixed table names
 
 
@@ -164,7 +165,7 @@ async def sync_index(
                         if existing.get(pid) == h:
                             change.unchanged += 1
                         else:
-                            todo.append((pid, {**payload, "_hash": h}, text))
+                            todo.append((pid, {**payload, "text": text[:TEXT_IN_PAYLOAD], "_hash": h}, text))
                     if todo:
                         t0 = time.perf_counter()
                         vectors = await embedder.aembed([t for _, _, t in todo])

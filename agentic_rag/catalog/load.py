@@ -91,14 +91,31 @@ SYNC_EDGES = (
 )
 
 
-async def sync_edges(cur: psycopg.AsyncCursor[tuple[object, ...]], source: str) -> Change:
-    """Make the edge table's rows of ``source`` equal to what the relation tables imply."""
-    await cur.execute(SYNC_EDGES[0], {"source": source})
-    await cur.execute(SYNC_EDGES[1], {"source": source})
+SYNC_NAMES = (
+    "CREATE TEMP TABLE want_name ON COMMIT DROP AS "
+    "SELECT entity_id, norm, entity_type, name, kind, popularity, source FROM entity_name_source "
+    "WHERE source = %(source)s",
+    "DELETE FROM entity_name n WHERE n.source = %(source)s AND NOT EXISTS "
+    "(SELECT 1 FROM want_name w WHERE w.entity_id = n.entity_id AND w.norm = n.norm)",
+    "INSERT INTO entity_name (entity_id, norm, entity_type, name, kind, popularity, source) "
+    "SELECT entity_id, norm, entity_type, name, kind, popularity, source FROM want_name "
+    "ON CONFLICT (entity_id, norm) DO UPDATE SET (entity_type, name, kind, popularity, source) = "
+    "ROW(EXCLUDED.entity_type, EXCLUDED.name, EXCLUDED.kind, EXCLUDED.popularity, EXCLUDED.source) "
+    "WHERE (entity_name.entity_type, entity_name.name, entity_name.kind, entity_name.popularity, "
+    "entity_name.source) IS DISTINCT FROM (EXCLUDED.entity_type, EXCLUDED.name, EXCLUDED.kind, "
+    "EXCLUDED.popularity, EXCLUDED.source) RETURNING (xmax = 0)",
+)
+
+
+async def _sync(cur: psycopg.AsyncCursor[tuple[object, ...]], steps: tuple[str, str, str], want: str,
+                source: str) -> Change:
+    """Make a derived table's rows of ``source`` equal to its source view: delete, then upsert."""
+    await cur.execute(steps[0], {"source": source})
+    await cur.execute(steps[1], {"source": source})
     deleted = cur.rowcount
-    await cur.execute(SYNC_EDGES[2], {"source": source})
+    await cur.execute(steps[2], {"source": source})
     flags = [bool(r[0]) for r in await cur.fetchall()]
-    await cur.execute("SELECT count(*) FROM want_edge")
+    await cur.execute(f"SELECT count(*) FROM {want}")  # noqa: S608  fixed temp table name
     (total,) = await cur.fetchone() or (0,)
     return Change(inserted=sum(flags), updated=len(flags) - sum(flags), deleted=deleted, total=int(str(total)))
 
@@ -123,7 +140,9 @@ async def load_rows(
                 current = t.name
                 changes[t.name].deleted = await _delete_stale(cur, t, source)
             current = "edge"
-            changes["edge"] = await sync_edges(cur, source)
+            changes["edge"] = await _sync(cur, SYNC_EDGES, "want_edge", source)
+            current = "entity_name"
+            changes["entity_name"] = await _sync(cur, SYNC_NAMES, "want_name", source)
             step("edge")
     except psycopg.Error as exc:
         diag = exc.diag

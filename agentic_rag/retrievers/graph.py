@@ -7,7 +7,7 @@ degree 100k costs ``fanout`` index entries, never 100k; the frontier itself is c
 nodes are never expanded twice (a recursive CTE re-expands cycles, see LightRAG PR #3103). Every
 limit the intent asks for is clamped to the server's caps, every query has a server-side
 ``statement_timeout`` and a client-side timeout, and transient failures are retried with
-backoff before surfacing as one :class:`GraphError`.
+backoff before surfacing as one :class:`~agentic_rag.retrievers.errors.RetrievalError`.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal, TypeVar
+from typing import Any
 
 import psycopg
 from psycopg import errors as pgerrors
@@ -25,10 +25,10 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 from agentic_rag.catalog.vocabulary import EDGE_TYPE_BY_NAME, STORED_EDGE_TYPES
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
 from agentic_rag.retrievers.compare import compare_entities
+from agentic_rag.retrievers.errors import RetrievalError, transient_db_error
 from agentic_rag.retrievers.hydrate import exists, labels
 from agentic_rag.settings import Settings
 
-T = TypeVar("T")
 Conn = psycopg.AsyncConnection[Any]
 
 # Derived edges are two stored hops through an intermediate node.
@@ -51,14 +51,6 @@ EXPAND_SQL = """
 YEARS_SQL = """
     SELECT id::text, year FROM anime WHERE id = ANY(%(ids)s::uuid[])
     UNION ALL SELECT id::text, year FROM manga WHERE id = ANY(%(ids)s::uuid[])"""
-
-
-class GraphError(RuntimeError):
-    """A graph query could not complete: ``timeout`` (ran past its limit) or ``unavailable``."""
-
-    def __init__(self, kind: Literal["timeout", "unavailable"], message: str) -> None:
-        super().__init__(message)
-        self.kind = kind
 
 
 @dataclass(frozen=True, slots=True)
@@ -86,11 +78,6 @@ class Hop:
     detail: str | None
 
 
-def _transient(exc: BaseException) -> bool:
-    # A statement timeout is a verdict on the query, not a passing fault: retrying repeats it.
-    return isinstance(exc, psycopg.OperationalError) and not isinstance(exc, pgerrors.QueryCanceled)
-
-
 class PostgresGraphExecutor:
     """Runs :class:`GraphIntent` against the ``edge`` table with hard caps and timeouts."""
 
@@ -101,20 +88,20 @@ class PostgresGraphExecutor:
         self._attempts = settings.retry_attempts
 
     async def execute(self, intent: GraphIntent) -> GraphResult:
-        """Run one primitive. No match is a result with count 0; failures raise :class:`GraphError`."""
+        """Run one primitive. No match is a result with count 0; failures raise ``RetrievalError``."""
         try:
             async for attempt in AsyncRetrying(
                 stop=stop_after_attempt(self._attempts), wait=wait_exponential(multiplier=0.05, max=1.0),
-                retry=retry_if_exception(_transient), reraise=True,
+                retry=retry_if_exception(transient_db_error), reraise=True,
             ):
                 with attempt:
                     async with self._pool.connection() as conn:
                         return await self._run(conn, intent)
         except (TimeoutError, pgerrors.QueryCanceled) as exc:
-            raise GraphError("timeout", f"graph {intent.query_type} ran past its time limit") from exc
+            raise RetrievalError("pg_graph", "timeout", f"graph {intent.query_type} ran past its time limit") from exc
         except psycopg.OperationalError as exc:
-            raise GraphError("unavailable", f"graph {intent.query_type} failed after {self._attempts} "
-                                            f"attempts: {exc}") from exc
+            raise RetrievalError("pg_graph", "unavailable", f"graph {intent.query_type} failed after "
+                                 f"{self._attempts} attempts: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
     async def _q(self, conn: Conn, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:

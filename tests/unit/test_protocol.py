@@ -18,12 +18,14 @@ NAMI = p.EntityRef(entity_type="character", id=U2)
 PATH = p.GraphPath(nodes=[LUFFY, p.EntityRef(entity_type="anime", id=U3), NAMI], rels=["appears_in", "features"])
 GRAPH = p.GraphIntent(rationale="explain relation", query_type="path", start=LUFFY, end=NAMI, edge_types=["ally"])
 SEARCH = p.SearchIntent(rationale="resolve", entity_type="character", query="Luffy",
-                        filters=p.SearchFilters(year_min=1990, genres=["Action"]))
+                        filters=p.SearchFilters(anime_id=U3))
 
 # One fully populated example of every contract: each must round-trip through its JSON schema.
 EXAMPLES: list[BaseModel] = [
     LUFFY,
     p.SearchFilters(id=[U1], year_min=1999, year_max=2005, format=["tv"], genres=["action"], anime_id=U3),
+    p.SearchIntent(rationale="r", entity_type="anime", query="pirates", limit=5,
+                   filters=p.SearchFilters(year_min=1999, format=["tv"], genres=["Action"], franchise_id=U2)),
     SEARCH,
     p.SearchIntent(rationale="fetch", entity_type="anime", filters=p.SearchFilters(id=[U3])),
     GRAPH,
@@ -136,6 +138,8 @@ def test_inconsistent_next_steps_are_rejected_with_clear_messages(data: dict[str
          "less than or equal to 50"),
         (p.SearchIntent, {"rationale": "r", "entity_type": "anime", "query": "x" * 501}, "at most 500 characters"),
         (p.SearchFilters, {"id": [U1] * 10_000}, "at most 50 items"),
+        (p.SearchIntent, {"rationale": "r", "entity_type": "anime", "query": "x", "filters": {"anime_id": U1}},
+         "filters.anime_id applies to episode and character searches, not anime"),
         (p.SearchFilters, {"year_min": 2010, "year_max": 2000}, "year_min \\(2010\\) is after year_max"),
         (p.SearchFilters, {"owner": "x"}, "Extra inputs are not permitted"),
         (p.DraftAnswer, {"answer": "a", "confidence": 1.5}, "less than or equal to 1"),

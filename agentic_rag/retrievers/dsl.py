@@ -1,0 +1,452 @@
+"""Structured queries: the safe form of text-to-SQL.
+
+The model never writes SQL. It fills a :class:`StructuredQuery` (entity type, ANDed conditions, an
+optional aggregate and grouping, ordering, limit) whose every field name and operator comes from
+the allowlists below; :func:`compile_query` turns it into SQL assembled only from the fixed
+fragments in this module, with every user value bound as a ``%(pN)s`` parameter, and
+:func:`run_query` runs it read-only under a server-side ``statement_timeout`` and a client-side
+``asyncio.timeout``.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+from dataclasses import dataclass
+from decimal import Decimal
+from typing import Annotated, Any, Literal, get_args
+
+import psycopg
+from psycopg import errors as pgerrors
+from psycopg import sql
+from psycopg.rows import dict_row
+from pydantic import Field, StringConstraints, model_validator
+
+from agentic_rag.catalog.vocabulary import ENTITY_TYPES, EntityType
+from agentic_rag.protocol import EntityRef, ProtocolModel, Rationale, SummaryText
+
+__all__ = [
+    "ENTITIES", "OPS_BY_KIND", "Aggregate", "Col", "Condition", "Entity", "OrderKey", "QueryResult",
+    "StructuredQuery", "compile_query", "describe", "like_escape", "run_query",
+]
+
+Kind = Literal["numeric", "text", "text_array", "bool", "date", "link"]
+Op = Literal["eq", "ne", "lt", "lte", "gt", "gte", "in", "contains", "ilike_prefix", "ilike_substring"]
+AggOp = Literal["count", "avg", "min", "max", "sum"]
+FieldName = Literal[
+    "title", "year", "end_year", "episode_count", "format", "status", "genres", "popularity", "finished",
+    "studio", "staff", "franchise", "character", "volumes", "magazine", "author", "name", "anime", "manga",
+    "number", "season", "aired", "founded",
+]
+OrderField = FieldName | Literal["value", "group_key"]
+
+
+@dataclass(frozen=True, slots=True)
+class Col:
+    """One allowlisted field: a fixed SQL expression over the entity's alias ``t`` (for a link, over
+    ``l`` inside ``link``, a fixed ``FROM ... WHERE <joined to t>`` fragment), and its kind."""
+
+    expr: str
+    kind: Kind
+    group: bool = False
+    link: str | None = None
+
+
+@dataclass(frozen=True, slots=True)
+class Entity:
+    source: str  # FROM fragment; the entity's own table is aliased t
+    name: str  # display-name expression
+    order: str  # default ORDER BY
+    cols: dict[str, Col]
+
+
+def _link(table: str, fk: str, target: str, key: str, expr: str = "l.name") -> Col:
+    return Col(expr, "link", True, f"{table} lj JOIN {target} l ON l.id = lj.{fk} WHERE lj.{key} = t.id")
+
+
+_TITLE, _POP = Col("t.title", "text"), Col("t.popularity", "numeric")
+_YEARS = {"year": Col("t.year", "numeric", True), "end_year": Col("t.end_year", "numeric", True)}
+_WORK = {"genres": Col("t.genres", "text_array", True), "popularity": _POP,
+         "finished": Col("(t.status = 'finished')", "bool", True),
+         "franchise": Col("l.name", "link", True, "franchise l WHERE l.id = t.franchise_id")}
+
+ENTITIES: dict[EntityType, Entity] = {
+    "anime": Entity("anime t", "t.title", "t.popularity DESC, t.title", {
+        "title": _TITLE, **_YEARS, "episode_count": Col("t.episode_count", "numeric"),
+        "format": Col("t.format", "text", True), "status": Col("t.status", "text", True), **_WORK,
+        "studio": _link("anime_studio", "studio_id", "studio", "anime_id"),
+        "staff": _link("anime_staff", "person_id", "person", "anime_id"),
+        "character": _link("anime_character", "character_id", "character", "anime_id"),
+    }),
+    "manga": Entity("manga t", "t.title", "t.popularity DESC, t.title", {
+        "title": _TITLE, **_YEARS, "volumes": Col("t.volumes", "numeric"),
+        "status": Col("t.status", "text", True), "magazine": Col("t.magazine", "text", True), **_WORK,
+        "author": _link("manga_author", "person_id", "person", "manga_id"),
+        "character": _link("manga_character", "character_id", "character", "manga_id"),
+    }),
+    "character": Entity("character t", "t.name", "t.popularity DESC, t.name", {
+        "name": Col("t.name", "text"), "popularity": _POP,
+        "anime": _link("anime_character", "anime_id", "anime", "character_id", "l.title"),
+        "manga": _link("manga_character", "manga_id", "manga", "character_id", "l.title"),
+    }),
+    "episode": Entity("episode t JOIN anime a ON a.id = t.anime_id",
+                      "coalesce(t.title, a.title || ' episode ' || t.number)", "a.title, t.number", {
+        "number": Col("t.number", "numeric"), "title": Col("t.title", "text"),
+        "season": Col("t.season", "numeric", True), "aired": Col("t.aired", "date"),
+        "anime": Col("a.title", "text", True),
+    }),
+    "studio": Entity("studio t", "t.name", "t.popularity DESC, t.name", {
+        "name": Col("t.name", "text"), "founded": Col("t.founded", "numeric", True), "popularity": _POP,
+        "anime": _link("anime_studio", "anime_id", "anime", "studio_id", "l.title"),
+    }),
+    "person": Entity("person t", "t.name", "t.popularity DESC, t.name", {
+        "name": Col("t.name", "text"), "popularity": _POP,
+        "anime": _link("anime_staff", "anime_id", "anime", "person_id", "l.title"),
+        "manga": _link("manga_author", "manga_id", "manga", "person_id", "l.title"),
+    }),
+    "franchise": Entity("franchise t", "t.name", "t.popularity DESC, t.name", {
+        "name": Col("t.name", "text"), "popularity": _POP,
+    }),
+}
+assert set(ENTITIES) == set(ENTITY_TYPES)
+assert {f for e in ENTITIES.values() for f in e.cols} == set(get_args(FieldName))
+
+OPS_BY_KIND: dict[Kind, tuple[Op, ...]] = {
+    "numeric": ("eq", "ne", "lt", "lte", "gt", "gte", "in"),
+    "date": ("eq", "ne", "lt", "lte", "gt", "gte"),
+    "text": ("eq", "ne", "in", "ilike_prefix", "ilike_substring"),
+    "link": ("eq", "ne", "in", "ilike_prefix", "ilike_substring"),
+    "text_array": ("contains", "in"),
+    "bool": ("eq", "ne"),
+}
+_TEXT_LIST = "(SELECT array_agg(lower(v)) FROM unnest({p}::text[]) AS v)"
+# Fixed condition templates: {x} is an allowlisted column expression, {p} a bound placeholder.
+_COND: dict[tuple[str, str], str] = {
+    **{("numeric", op): f"{{x}} {sym} {{p}}" for op, sym in
+       (("eq", "="), ("lt", "<"), ("lte", "<="), ("gt", ">"), ("gte", ">="))},
+    ("numeric", "ne"): "{x} IS DISTINCT FROM {p}",
+    ("numeric", "in"): "{x} = ANY({p})",
+    **{("date", op): f"{{x}} {sym} {{p}}::date" for op, sym in
+       (("eq", "="), ("lt", "<"), ("lte", "<="), ("gt", ">"), ("gte", ">="))},
+    ("date", "ne"): "{x} IS DISTINCT FROM {p}::date",
+    ("text", "eq"): "lower({x}) = lower({p})",
+    ("text", "ne"): "lower({x}) IS DISTINCT FROM lower({p})",
+    ("text", "in"): f"lower({{x}}) = ANY({_TEXT_LIST})",
+    ("text", "ilike_prefix"): "{x} ILIKE {p} ESCAPE '\\'",
+    ("text", "ilike_substring"): "{x} ILIKE {p} ESCAPE '\\'",
+    ("text_array", "contains"): "lower({p}) = ANY({x})",
+    ("text_array", "contains_all"): f"{{x}} @> {_TEXT_LIST}",
+    ("text_array", "in"): f"{{x}} && {_TEXT_LIST}",
+    ("bool", "eq"): "{x} = {p}",
+    ("bool", "ne"): "{x} IS DISTINCT FROM {p}",
+}
+_AGG = {"count": "count({x})", "avg": "round(avg({x})::numeric, 2)", "min": "min({x})", "max": "max({x})",
+        "sum": "sum({x})"}
+_DIR = {"asc": "ASC NULLS LAST", "desc": "DESC NULLS LAST"}
+
+Scalar = (
+    bool | Annotated[int, Field(ge=-(10**9), le=10**9)]
+    | Annotated[float, Field(ge=-1e9, le=1e9, allow_inf_nan=False)]
+    | Annotated[str, StringConstraints(min_length=1, max_length=200)]
+)
+Value = Scalar | Annotated[list[Scalar], Field(min_length=1, max_length=50)]
+_FIELDS_DOC = "; ".join(f"{t}: {', '.join(e.cols)}" for t, e in ENTITIES.items())
+
+
+class Condition(ProtocolModel):
+    """One filter; all conditions of a query are ANDed."""
+
+    field: FieldName = Field(description=f"Field to filter on; it must belong to entity_type. {_FIELDS_DOC}.")
+    op: Op = Field(description=(
+        "eq/ne: equal/not equal (text is case-insensitive). lt/lte/gt/gte: numeric or date (YYYY-MM-DD) "
+        "fields. in: value is a list; matches any (on genres: has any). contains: genres has the value "
+        "(a list: has all). ilike_prefix / ilike_substring: text starts with / contains the value. "
+        "studio, staff, author, franchise, character, anime, manga match by related name or title."
+    ))
+    value: Value = Field(description="The value: a number, text, true/false, or a list for op=in.")
+
+
+class Aggregate(ProtocolModel):
+    """Compute one number over the matching rows (per group when group_by is set)."""
+
+    op: AggOp = Field(description="count rows, or avg/min/max/sum of a numeric field.")
+    field: FieldName | None = Field(None, description="Numeric field to aggregate; omit for count.")
+
+
+class OrderKey(ProtocolModel):
+    """One sort key."""
+
+    field: OrderField = Field(description="A field of entity_type; for aggregate queries 'value' or 'group_key'.")
+    direction: Literal["asc", "desc"] = Field("asc", description="Sort direction.")
+
+
+class StructuredQuery(ProtocolModel):
+    """A catalog query as data: filter, count, average or rank entities of one type. No SQL."""
+
+    rationale: Rationale = Field(description="Short operational reason for this query (for logs).")
+    entity_type: EntityType = Field(description="The kind of entity to query.")
+    where: list[Condition] = Field(default_factory=list, max_length=8, description="Conditions, ANDed.")
+    aggregate: Aggregate | None = Field(None, description="Return an aggregate instead of entity rows.")
+    group_by: FieldName | None = Field(
+        None, description="Aggregate per value of this field (counts rows when aggregate is omitted).")
+    order_by: list[OrderKey] = Field(default_factory=list, max_length=3, description="Sort keys, in order.")
+    limit: int = Field(20, ge=1, le=100, description="Most rows (or groups) returned.")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _known_fields(cls, data: Any) -> Any:
+        # Runs on raw input so that a field unknown to every entity type is still reported with the
+        # fields allowed for *this* entity type, rather than as a bare literal mismatch.
+        if not isinstance(data, dict) or data.get("entity_type") not in ENTITIES:
+            return data
+        named: list[tuple[str, Any, tuple[str, ...]]] = [("group_by", data.get("group_by"), ())]
+        orderable: tuple[str, ...] = ("value", "group_key")
+        for key, extra in (("where", ()), ("order_by", orderable)):
+            items = data.get(key)
+            for i, item in enumerate(items if isinstance(items, list) else []):
+                if isinstance(item, dict):
+                    named.append((f"{key}[{i}].field", item.get("field"), extra))
+        if isinstance(data.get("aggregate"), dict):
+            named.append(("aggregate.field", data["aggregate"].get("field"), ()))
+        for where, name, extra in named:
+            if isinstance(name, str) and name not in ENTITIES[data["entity_type"]].cols and name not in extra:
+                raise ValueError(_unknown(data["entity_type"], name, where, extra))
+        return data
+
+    @model_validator(mode="after")
+    def _fits_entity(self) -> StructuredQuery:
+        cols = ENTITIES[self.entity_type].cols
+        for i, c in enumerate(self.where):
+            _check_condition(self.entity_type, i, c)
+        agg, grouped = self.aggregate, self.aggregate is not None or self.group_by is not None
+        if agg is not None:
+            if agg.field is None and agg.op != "count":
+                raise ValueError(f"aggregate op {agg.op!r} needs a numeric field: {_kinds(self.entity_type)}")
+            if agg.field is not None and _col(self.entity_type, agg.field, "aggregate.field").kind != "numeric":
+                raise ValueError(f"aggregate.field must be numeric; numeric fields of {self.entity_type}: "
+                                 f"{_kinds(self.entity_type)}")
+        if self.group_by is not None and not _col(self.entity_type, self.group_by, "group_by").group:
+            allowed = ", ".join(f for f, c in cols.items() if c.group)
+            raise ValueError(f"{self.entity_type} cannot be grouped by {self.group_by!r}; groupable: {allowed}")
+        for i, k in enumerate(self.order_by):
+            if grouped:
+                if k.field not in ("value", "group_key") or (k.field == "group_key" and self.group_by is None):
+                    raise ValueError(f"order_by[{i}]: aggregate queries sort by 'value' or (with group_by) "
+                                     f"'group_key', not {k.field!r}")
+            elif k.field in ("value", "group_key") or _col(self.entity_type, k.field, "order_by").kind in (
+                    "link", "text_array"):
+                sortable = ", ".join(f for f, c in cols.items() if c.kind not in ("link", "text_array"))
+                raise ValueError(f"order_by[{i}]: cannot sort {self.entity_type} by {k.field!r}; "
+                                 f"sortable: {sortable}")
+        return self
+
+
+def _unknown(entity_type: str, name: str, where: str, extra: tuple[str, ...] = ()) -> str:
+    allowed = ", ".join([*ENTITIES[entity_type].cols, *extra])  # type: ignore[index]
+    return f"{where}: {entity_type} has no field {name!r}; allowed fields for {entity_type}: {allowed}"
+
+
+def _col(entity_type: EntityType, name: str, where: str) -> Col:
+    col = ENTITIES[entity_type].cols.get(name)
+    if col is None:
+        raise ValueError(_unknown(entity_type, name, where))
+    return col
+
+
+def _kinds(entity_type: EntityType, kind: Kind = "numeric") -> str:
+    return ", ".join(f for f, c in ENTITIES[entity_type].cols.items() if c.kind == kind)
+
+
+_SCALAR_TYPES: dict[Kind, tuple[type, ...]] = {
+    "numeric": (int, float), "text": (str,), "link": (str,), "text_array": (str,), "date": (str,), "bool": (bool,),
+}
+
+
+def _check_condition(entity_type: EntityType, i: int, c: Condition) -> None:
+    col, at = _col(entity_type, c.field, f"where[{i}].field"), f"where[{i}] ({c.field} {c.op})"
+    if c.op not in OPS_BY_KIND[col.kind]:
+        raise ValueError(f"{at}: {c.field!r} is a {col.kind} field; its ops are {', '.join(OPS_BY_KIND[col.kind])}")
+    many = isinstance(c.value, list)
+    if c.op == "in" and not many:
+        raise ValueError(f"{at}: op 'in' takes a list of values")
+    if many and c.op not in ("in", "contains"):
+        raise ValueError(f"{at}: a list value needs op 'in'")
+    values = c.value if isinstance(c.value, list) else [c.value]
+    want = _SCALAR_TYPES[col.kind]
+    for v in values:
+        if not isinstance(v, want) or (isinstance(v, bool) and bool not in want):
+            raise ValueError(f"{at}: {c.field!r} takes {'/'.join(t.__name__ for t in want)} values, got {v!r}")
+        if isinstance(v, str) and "\x00" in v:
+            raise ValueError(f"{at}: text values cannot contain NUL characters")
+        if col.kind == "date":
+            try:
+                dt.date.fromisoformat(str(v))
+            except ValueError:
+                raise ValueError(f"{at}: dates are written YYYY-MM-DD, got {v!r}") from None
+
+
+def like_escape(value: str) -> str:
+    """``value`` with the LIKE metacharacters ``\\``, ``%`` and ``_`` escaped (escape char ``\\``)."""
+    return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
+
+
+def _bind(c: Condition) -> Any:
+    if c.op == "ilike_prefix":
+        return like_escape(str(c.value)) + "%"
+    if c.op == "ilike_substring":
+        return "%" + like_escape(str(c.value)) + "%"
+    if isinstance(c.value, list) and any(isinstance(v, float) for v in c.value):
+        return [float(v) for v in c.value]  # one element type per bound array
+    return c.value
+
+
+def _condition(col: Col, c: Condition, pname: str) -> sql.Composable:
+    kind, op = ("text" if col.kind == "link" else col.kind), str(c.op)
+    if col.kind == "text_array" and op == "contains" and isinstance(c.value, list):
+        op = "contains_all"
+    negate = col.kind == "link" and op == "ne"  # "not by X" is NOT EXISTS (... = X), not "some other"
+    inner = sql.SQL(_COND[(kind, "eq" if negate else op)]).format(x=sql.SQL(col.expr), p=sql.Placeholder(pname))
+    if col.link is None:
+        return inner
+    exists = "NOT EXISTS (SELECT 1 FROM {} AND {})" if negate else "EXISTS (SELECT 1 FROM {} AND {})"
+    return sql.SQL(exists).format(sql.SQL(col.link), inner)
+
+
+def compile_query(q: StructuredQuery) -> tuple[sql.Composed, dict[str, Any]]:
+    """SQL for ``q`` from fixed fragments and allowlisted names only; every value is in the params."""
+    ent, params = ENTITIES[q.entity_type], {}
+    conds: list[sql.Composable] = []
+    for i, c in enumerate(q.where):
+        params[f"p{i}"] = _bind(c)
+        conds.append(_condition(ent.cols[c.field], c, f"p{i}"))
+    where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conds) if conds else sql.SQL("")
+    source: sql.Composable = sql.SQL(ent.source)
+    if q.aggregate is None and q.group_by is None:
+        shown = [(f, c) for f, c in ent.cols.items() if c.link is None and c.expr != ent.name]
+        select = sql.SQL(", ").join([
+            sql.SQL("t.id::text AS id, {} AS entity_type, {} AS name").format(
+                sql.Literal(q.entity_type), sql.SQL(ent.name)),
+            *(sql.SQL("{} AS {}").format(sql.SQL(c.expr), sql.Identifier(f)) for f, c in shown),
+            sql.SQL("count(*) OVER () AS total"),
+        ])
+        keys = [sql.SQL("{} {}").format(sql.SQL(ent.cols[k.field].expr), sql.SQL(_DIR[k.direction]))
+                for k in q.order_by]
+        order = sql.SQL(", ").join([*keys, sql.SQL(ent.order), sql.SQL("t.id")])
+        params["limit"] = q.limit
+        query = sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT {}").format(
+            select, source, where, order, sql.Placeholder("limit"))
+        return query, params
+    agg = q.aggregate or Aggregate(op="count")
+    x = sql.SQL(ent.cols[agg.field].expr if agg.field else "*")
+    value = sql.SQL(_AGG[agg.op]).format(x=x)
+    if q.group_by is None:
+        return sql.SQL("SELECT {} AS value, count(*) AS n FROM {}{}").format(value, source, where), params
+    g = ent.cols[q.group_by]
+    if g.link is not None:
+        source += sql.SQL(" JOIN LATERAL (SELECT DISTINCT {} AS k FROM {}) AS g ON true").format(
+            sql.SQL(g.expr), sql.SQL(g.link))
+    elif g.kind == "text_array":
+        source += sql.SQL(" CROSS JOIN LATERAL unnest({}) AS g(k)").format(sql.SQL(g.expr))
+    key = sql.SQL("g.k" if g.link is not None or g.kind == "text_array" else g.expr)
+    by: list[sql.Composable] = [sql.SQL("{} {}").format(sql.Identifier(k.field), sql.SQL(_DIR[k.direction]))
+                                for k in q.order_by] or [sql.SQL("value DESC NULLS LAST")]
+    order = sql.SQL(", ").join([*by, sql.SQL("group_key ASC NULLS LAST")])
+    params["limit"] = q.limit
+    query = sql.SQL(
+        "SELECT {} AS group_key, {} AS value, count(*) AS n, count(*) OVER () AS total FROM {}{}"
+        " GROUP BY 1 ORDER BY {} LIMIT {}"
+    ).format(key, value, source, where, order, sql.Placeholder("limit"))
+    return query, params
+
+
+class QueryResult(ProtocolModel):
+    """What a structured query returned, as the loop reads it."""
+
+    summary: SummaryText = Field(description="Readable lines: entity rows with ids, or group values.")
+    rows: list[dict[str, Any]] = Field(default_factory=list, max_length=100, description="Result rows.")
+    entities: list[EntityRef] = Field(default_factory=list, max_length=100, description="Entity rows as refs.")
+    count: int = Field(ge=0, description="Rows (entities or groups) returned; 0 means nothing matched.")
+    total: int = Field(ge=0, description="Rows or groups matching before the limit.")
+    params_bound: int = Field(ge=0, description="Number of values bound as parameters.")
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, list):
+        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+    if isinstance(v, str):
+        return repr(v if len(v) <= 60 else v[:57] + "...")
+    return str(v)
+
+
+def describe(q: StructuredQuery) -> str:
+    """The query in words, for summaries and logs."""
+    out: str = q.entity_type
+    if q.aggregate is not None or q.group_by is not None:
+        agg = q.aggregate or Aggregate(op="count")
+        out = f"{agg.op}({agg.field or '*'}) of {q.entity_type}"
+        out += f" per {q.group_by}" if q.group_by else ""
+    if q.where:
+        out += " where " + " and ".join(f"{c.field} {c.op} {_fmt(c.value)}" for c in q.where)
+    return out
+
+
+def _plain(v: Any) -> Any:
+    if isinstance(v, Decimal):
+        return int(v) if v == v.to_integral_value() else float(v)
+    if isinstance(v, dt.date):
+        return v.isoformat()
+    return v
+
+
+def _summarise(q: StructuredQuery, rows: list[dict[str, Any]], total: int) -> str:
+    what = describe(q)
+    if not rows:
+        return f"No {q.entity_type} matched: {what}." + (" The count is 0." if q.aggregate else "")
+    if q.aggregate is not None and q.group_by is None:
+        return f"{what}: {rows[0]['value']} (over {rows[0]['n']} matching rows)."
+    if q.group_by is not None or q.aggregate is not None:
+        head = f"{what} ({len(rows)} of {total} groups):"
+        lines = [f"- {r['group_key']}: {r['value']} (n={r['n']})" for r in rows]
+    else:
+        head = f"{what} ({len(rows)} of {total} matches):"
+        lines = []
+        for r in rows:
+            extra = ", ".join(f"{k}={_fmt(v)}" for k, v in r.items()
+                              if k not in ("id", "entity_type", "name") and v not in (None, []))
+            lines.append(f"- {r['name']} ({r['entity_type']}, id {r['id']}){': ' + extra if extra else ''}")
+    text = head
+    for i, line in enumerate(lines):
+        if len(text) + len(line) > 7800:
+            return text + f"\n... {len(lines) - i} more rows in the structured result."
+        text += "\n" + line
+    return text
+
+
+async def run_query(conn: psycopg.AsyncConnection[Any], q: StructuredQuery, *, timeout_s: float) -> QueryResult:
+    """Run ``q`` read-only. The server cancels it after 0.8 * ``timeout_s`` (``statement_timeout``), the client
+    gives up at ``timeout_s``; either raises :class:`TimeoutError`. No match is a result with count 0.
+
+    It runs in its own transaction (a savepoint when ``conn`` is already in one) that is always rolled
+    back, so neither the read-only mode nor the timeout outlives the call."""
+    query, params = compile_query(q)
+    rows: list[dict[str, Any]] = []
+    try:
+        async with asyncio.timeout(timeout_s):
+            async with conn.transaction():
+                await conn.execute("SELECT set_config('transaction_read_only', 'on', true), "
+                                   "set_config('statement_timeout', %s, true)", (f"{max(1, int(timeout_s * 800))}ms",))
+                async with conn.cursor(row_factory=dict_row) as cur:
+                    await cur.execute(query, params)
+                    rows = await cur.fetchall()
+                raise psycopg.Rollback()
+    except pgerrors.QueryCanceled as exc:
+        raise TimeoutError(f"structured query ran past its statement timeout: {describe(q)}") from exc
+    rows = [{k: _plain(v) for k, v in r.items()} for r in rows]
+    total = 0
+    for r in rows:
+        total = max(total, int(r.pop("total", 0)))
+    if q.aggregate is not None and q.group_by is None and rows and rows[0]["n"] == 0:
+        rows = []
+    entities = [EntityRef(entity_type=r["entity_type"], id=r["id"]) for r in rows if "id" in r]
+    return QueryResult(summary=_summarise(q, rows, total), rows=rows, entities=entities, count=len(rows),
+                       total=total or len(rows), params_bound=len(params))

@@ -1,0 +1,123 @@
+"""Qdrant retrieval (seed 001 section 3.1): fetch by id, or embed and search with structured filters."""
+
+from __future__ import annotations
+
+import asyncio
+import threading
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, TypeVar
+
+import numpy as np
+import numpy.typing as npt
+from qdrant_client import QdrantClient, models
+from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from agentic_rag.protocol import RetrievalResult, SearchFilters, SearchIntent
+from agentic_rag.retrievers.errors import RetrievalError
+from agentic_rag.settings import Settings
+from agentic_rag.storage.qdrant import collection_name
+
+T = TypeVar("T")
+EmbedFn = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
+SNIPPET_CHARS = 200
+
+
+def compile_filter(filters: SearchFilters) -> models.Filter | None:
+    """SearchFilters -> a Qdrant filter. Values become match/range conditions, never query text."""
+    must: list[models.Condition] = []
+    if filters.year_min is not None or filters.year_max is not None:
+        must.append(models.FieldCondition(key="year", range=models.Range(gte=filters.year_min, lte=filters.year_max)))
+    if filters.format:
+        must.append(models.FieldCondition(key="format", match=models.MatchAny(any=list(filters.format))))
+    if filters.genres:
+        must.append(models.FieldCondition(key="genres", match=models.MatchAny(any=list(filters.genres))))
+    if filters.anime_id:
+        # episodes carry their one parent; characters the list of anime they appear in
+        must.append(models.Filter(should=[
+            models.FieldCondition(key="anime_id", match=models.MatchValue(value=filters.anime_id)),
+            models.FieldCondition(key="anime_ids", match=models.MatchAny(any=[filters.anime_id])),
+        ]))
+    if filters.franchise_id:
+        must.append(models.FieldCondition(key="franchise_id", match=models.MatchValue(value=filters.franchise_id)))
+    return models.Filter(must=must) if must else None
+
+
+def _transient(exc: BaseException) -> bool:
+    if isinstance(exc, UnexpectedResponse):
+        return exc.status_code is not None and exc.status_code >= 500
+    return isinstance(exc, (ResponseHandlingException, ConnectionError))
+
+
+def _row(payload: dict[str, Any], score: float | None) -> dict[str, Any]:
+    row = {k: v for k, v in payload.items() if k not in ("_hash", "text")}
+    row["entity_type"] = row.pop("type", None)
+    row["snippet"] = str(payload.get("text", ""))[:SNIPPET_CHARS]
+    if score is not None:
+        row["score"] = round(float(score), 4)
+    return row
+
+
+def summarize(intent: SearchIntent, rows: list[dict[str, Any]]) -> str:
+    what = f"ids {', '.join(intent.filters.id[:5])}" if intent.filters.id else repr(intent.query)
+    if not rows:
+        return f"No {intent.entity_type} found for {what}."
+    lines = [f"{len(rows)} {intent.entity_type} result(s) for {what}:"]
+    for i, row in enumerate(rows, 1):
+        year = f", {row['year']}" if row.get("year") else ""
+        lines.append(f"{i}. {row.get('name')} ({row['entity_type']}{year}) [id {row['id']}]: {row['snippet']}")
+    return "\n".join(lines)
+
+
+class QdrantExecutor:
+    """Runs :class:`SearchIntent` against one collection per entity type. Never blocks the event loop."""
+
+    def __init__(self, client: QdrantClient, embed: EmbedFn, settings: Settings) -> None:
+        self.client = client
+        self.settings = settings
+        self._embed = embed
+        self._timeout = settings.query_timeout_ms / 1000
+        self._attempts = settings.retry_attempts
+        # local mode is an in-process store: one call at a time
+        self._lock = threading.Lock() if settings.qdrant_url is None else None
+
+    def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:
+        if self._lock is None:
+            return fn(*args, **kwargs)
+        with self._lock:
+            return fn(*args, **kwargs)
+
+    async def execute(self, intent: SearchIntent) -> RetrievalResult:
+        """Fetch by ``filters.id`` (no embedding) or search semantically; 0 results is a result."""
+        name = collection_name(self.settings, intent.entity_type)
+        try:
+            async with asyncio.timeout(self._timeout):
+                async for attempt in AsyncRetrying(
+                    stop=stop_after_attempt(self._attempts), wait=wait_exponential(multiplier=0.05, max=1.0),
+                    retry=retry_if_exception(_transient), reraise=True,
+                ):
+                    with attempt:
+                        return await self._run(name, intent)
+        except TimeoutError as exc:
+            raise RetrievalError("qdrant", "timeout", f"qdrant search in {name} ran past its time limit") from exc
+        except (UnexpectedResponse, ResponseHandlingException, ConnectionError) as exc:
+            raise RetrievalError("qdrant", "unavailable", f"qdrant search in {name} failed: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _run(self, name: str, intent: SearchIntent) -> RetrievalResult:
+        if intent.filters.id:
+            points = await asyncio.to_thread(self.call, self.client.retrieve, name, list(intent.filters.id),
+                                             with_payload=True, with_vectors=False)
+            order = {pid: i for i, pid in enumerate(intent.filters.id)}
+            points = sorted(points, key=lambda p: order.get(str(p.id), 0))
+            payloads = [(p.payload or {}, None) for p in points]
+        else:
+            assert intent.query is not None  # SearchIntent guarantees a query or ids
+            vector = (await self._embed([intent.query]))[0]
+            response = await asyncio.to_thread(
+                self.call, self.client.query_points, name, query=vector.tolist(),
+                query_filter=compile_filter(intent.filters), limit=intent.limit, with_payload=True,
+            )
+            payloads = [(p.payload or {}, p.score) for p in response.points]
+        rows = [_row(payload, score) for payload, score in payloads]
+        return RetrievalResult(summary=summarize(intent, rows), raw_data=rows, count=len(rows))

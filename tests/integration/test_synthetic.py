@@ -1,0 +1,200 @@
+"""The synthetic catalog loaded into a real PostgreSQL (its own scratch database, recreated per run)."""
+
+from __future__ import annotations
+
+import os
+from collections.abc import AsyncIterator, Iterator
+
+import psycopg
+import pytest
+from psycopg import sql
+
+from agentic_rag.catalog.synthetic import SyntheticCatalog, SyntheticReport, fingerprint, load_synthetic
+from agentic_rag.catalog.tables import ENTITY_TABLES, RELATION_TABLES, TABLES
+from agentic_rag.catalog.vocabulary import entity_id
+from agentic_rag.storage.postgres import SYSTEM_SERVER, migrate
+
+pytestmark = pytest.mark.integration
+Conn = psycopg.AsyncConnection[tuple[object, ...]]
+
+DATABASE = "agentic_rag_synth_test"
+N, SEED = 2000, 0
+DEMO_FRANCHISE = "test-demo-franchise"
+DEMO_ANIME = "test-demo-anime"
+
+
+@pytest.fixture(scope="module")
+def synth_dsn() -> Iterator[str]:
+    """A fresh scratch database for this module (an earlier run's copy is dropped first)."""
+    configured = os.environ.get("RAG_DATABASE_URL") or os.environ.get("DATABASE_URL")
+    server = psycopg.conninfo.make_conninfo(configured, dbname="postgres") if configured else SYSTEM_SERVER
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(DATABASE)))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
+    yield psycopg.conninfo.make_conninfo(server, dbname=DATABASE)
+
+
+@pytest.fixture(scope="module")
+async def demo_ids(synth_dsn: str) -> dict[str, str]:
+    """A demo franchise and anime (and their edges) that no synthetic load may touch."""
+    await migrate(synth_dsn)
+    f, a = str(entity_id("franchise", DEMO_FRANCHISE)), str(entity_id("anime", DEMO_ANIME))
+    async with await psycopg.AsyncConnection.connect(synth_dsn, autocommit=True) as conn:
+        await conn.execute(
+            "INSERT INTO franchise (id, key, source, name, popularity) VALUES (%s, %s, 'demo', 'Demo Franchise', 7)",
+            (f, DEMO_FRANCHISE),
+        )
+        await conn.execute(
+            "INSERT INTO anime (id, key, source, title, format, year, status, franchise_id) "
+            "VALUES (%s, %s, 'demo', 'Demo Anime', 'tv', 2001, 'finished', %s)",
+            (a, DEMO_ANIME, f),
+        )
+        await conn.execute(
+            "INSERT INTO edge (src_id, rel, dst_id, src_type, dst_type, source) VALUES "
+            "(%s, 'part_of', %s, 'anime', 'franchise', 'demo'), (%s, 'includes', %s, 'franchise', 'anime', 'demo')",
+            (a, f, f, a),
+        )
+    return {"franchise": f, "anime": a}
+
+
+@pytest.fixture(scope="module")
+def progress_calls() -> list[tuple[str, int, int]]:
+    return []
+
+
+@pytest.fixture(scope="module")
+async def loaded(synth_dsn: str, demo_ids: dict[str, str], progress_calls: list[tuple[str, int, int]]
+                 ) -> SyntheticReport:
+    return await load_synthetic(synth_dsn, N, SEED, progress=lambda t, d, n: progress_calls.append((t, d, n)))
+
+
+@pytest.fixture
+async def conn(synth_dsn: str) -> AsyncIterator[Conn]:
+    async with await psycopg.AsyncConnection.connect(synth_dsn, autocommit=True) as c:
+        yield c
+
+
+async def _scalar(conn: Conn, query: str, *params: object) -> int:
+    row = await (await conn.execute(query, params or None)).fetchone()
+    assert row is not None
+    value = row[0]
+    assert isinstance(value, int)
+    return value
+
+
+async def _synthetic_counts(conn: Conn) -> dict[str, int]:
+    return {t: await _scalar(conn, f"SELECT count(*) FROM {t} WHERE source = 'synthetic'")
+            for t in (*ENTITY_TABLES, *RELATION_TABLES, "edge")}
+
+
+async def _demo_rows(conn: Conn) -> list[tuple[object, ...]]:
+    cur = await conn.execute(
+        "SELECT 'franchise', id::text, name, popularity::text FROM franchise WHERE source = 'demo' "
+        "UNION ALL SELECT 'anime', id::text, title, franchise_id::text FROM anime WHERE source = 'demo' "
+        "UNION ALL SELECT 'edge', src_id::text, rel, dst_id::text FROM edge WHERE source = 'demo' ORDER BY 1, 2, 3"
+    )
+    return await cur.fetchall()
+
+
+async def test_load_writes_the_generated_counts(loaded: SyntheticReport, conn: Conn) -> None:
+    expected = SyntheticCatalog(N, SEED)
+    assert not loaded.skipped
+    assert loaded.tables == expected.counts
+    assert loaded.entity_rows == N
+    assert loaded.relation_rows == expected.relation_rows >= 4 * N
+    assert loaded.edges == expected.expected_edges
+    assert loaded.rows_per_second > 0
+    assert await _synthetic_counts(conn) == {**expected.counts, "edge": expected.expected_edges}
+    row = await (await conn.execute("SELECT fingerprint FROM catalog_load WHERE source = 'synthetic'")).fetchone()
+    assert row == (fingerprint(N, SEED),)
+
+
+async def test_progress_reports_every_table(loaded: SyntheticReport, progress_calls: list[tuple[str, int, int]]
+                                            ) -> None:
+    last = {t: (d, n) for t, d, n in progress_calls}
+    assert list(last) == [*(t.name for t in TABLES), "edge"]
+    assert all(d == n for d, n in last.values())
+    assert {t: d for t, (d, _) in last.items() if t != "edge"} == loaded.tables
+
+
+async def test_every_edge_is_a_relation_and_its_endpoints_exist(loaded: SyntheticReport, conn: Conn) -> None:
+    ids = " UNION ALL ".join(f"SELECT id, '{t}' AS t FROM {t}" for t in ENTITY_TABLES)
+    dangling = await _scalar(conn, f"""
+        WITH ids AS ({ids})
+        SELECT count(*) FROM edge e WHERE e.source = 'synthetic' AND (
+          NOT EXISTS (SELECT 1 FROM ids WHERE ids.id = e.src_id AND ids.t = e.src_type)
+          OR NOT EXISTS (SELECT 1 FROM ids WHERE ids.id = e.dst_id AND ids.t = e.dst_type))""")
+    assert dangling == 0
+    for a, b in (("edge", "edge_source"), ("edge_source", "edge")):
+        extra = await _scalar(conn, f"SELECT count(*) FROM (SELECT src_id, rel, dst_id FROM {a} WHERE source = "
+                                    f"'synthetic' EXCEPT SELECT src_id, rel, dst_id FROM {b}) x")
+        assert extra == 0, f"{a} has rows {b} lacks"
+    # the schema's foreign keys hold (PostgreSQL checked them on COPY; count anyway)
+    fks = {
+        "anime_character": (("anime_id", "anime"), ("character_id", "character")),
+        "character_relationship": (("character_id", "character"), ("related_character_id", "character")),
+        "anime_staff": (("anime_id", "anime"), ("person_id", "person")),
+        "episode": (("anime_id", "anime"),),
+    }
+    for table, refs in fks.items():
+        for col, parent in refs:
+            orphans = await _scalar(conn, f"SELECT count(*) FROM {table} x WHERE NOT EXISTS "
+                                          f"(SELECT 1 FROM {parent} p WHERE p.id = x.{col})")
+            assert orphans == 0, f"{table}.{col}"
+
+
+async def test_degrees_are_heavy_tailed(loaded: SyntheticReport, conn: Conn) -> None:
+    cur = await conn.execute(
+        "SELECT max(c), percentile_cont(0.5) WITHIN GROUP (ORDER BY c) FROM "
+        "(SELECT anime_id, count(*) AS c FROM anime_character GROUP BY anime_id) x"
+    )
+    top, median = await cur.fetchone() or (0, 0)
+    assert top >= 20 * median  # type: ignore[operator]
+    hub_popularity = await _scalar(conn, """
+        SELECT a.popularity FROM anime a JOIN anime_character ac ON ac.anime_id = a.id
+        GROUP BY a.id ORDER BY count(*) DESC LIMIT 1""")
+    assert hub_popularity == 100
+
+
+async def test_demo_rows_are_untouched(loaded: SyntheticReport, conn: Conn, demo_ids: dict[str, str]) -> None:
+    rows = await _demo_rows(conn)
+    assert rows == [
+        ("anime", demo_ids["anime"], "Demo Anime", demo_ids["franchise"]),
+        ("edge", demo_ids["anime"], "part_of", demo_ids["franchise"]),
+        ("edge", demo_ids["franchise"], "includes", demo_ids["anime"]),
+        ("franchise", demo_ids["franchise"], "Demo Franchise", "7"),
+    ]
+
+
+async def test_the_same_load_again_changes_nothing(loaded: SyntheticReport, synth_dsn: str, conn: Conn) -> None:
+    async def state() -> tuple[object, ...]:
+        counts = await _synthetic_counts(conn)
+        cur = await conn.execute("SELECT fingerprint, counts, loaded_at FROM catalog_load WHERE source = 'synthetic'")
+        record = await cur.fetchone()
+        cur = await conn.execute("SELECT md5(string_agg(e::text, ',' ORDER BY src_id, rel, dst_id)) FROM edge e")
+        edges = await cur.fetchone()
+        cur = await conn.execute("SELECT md5(string_agg(c::text, ',' ORDER BY id)) FROM character c")
+        chars = await cur.fetchone()
+        return counts, record, edges, chars
+
+    before = await state()
+    again = await load_synthetic(synth_dsn, N, SEED)
+    assert again.skipped
+    assert again.tables == loaded.tables and again.edges == loaded.edges
+    assert "nothing changed" in again.describe()
+    assert await state() == before
+
+
+async def test_another_seed_replaces_the_synthetic_rows_only(loaded: SyntheticReport, synth_dsn: str, conn: Conn,
+                                                            demo_ids: dict[str, str]) -> None:
+    """Runs last: replaces the module's catalog with another one."""
+    demo_before = await _demo_rows(conn)
+    other = await load_synthetic(synth_dsn, 1500, seed=1)
+    assert not other.skipped
+    assert other.deleted == sum(loaded.tables.values()) + loaded.edges
+    expected = SyntheticCatalog(1500, 1)
+    assert await _synthetic_counts(conn) == {**expected.counts, "edge": expected.expected_edges}
+    first_anime = next(expected.rows("anime"))
+    title = await (await conn.execute("SELECT title FROM anime WHERE key = %s", (first_anime[1],))).fetchone()
+    assert title == (first_anime[3],)
+    assert await _demo_rows(conn) == demo_before
