@@ -10,6 +10,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
+from qdrant_client import QdrantClient
 
 from agentic_rag.catalog.index import IndexChange, Progress, sync_index
 from agentic_rag.catalog.load import Change, load_rows
@@ -69,6 +70,8 @@ async def ingest_demo(
     index: bool = True,
     on_step: Callable[[str], None] | None = None,
     progress: Progress | None = None,
+    embedder: Embedder | None = None,
+    client: QdrantClient | None = None,
 ) -> IngestReport:
     """Load the shipped catalog (validated first; one transaction), then sync Qdrant from PostgreSQL."""
     files = catalog_files(data_dir)
@@ -82,20 +85,26 @@ async def ingest_demo(
     report.pg_seconds = time.perf_counter() - t0
     await _record_load(dsn, "demo", files_fingerprint(files), {k: v.total for k, v in report.tables.items()})
     if index:
-        report.index, report.index_seconds = await index_catalog(dsn, settings, progress=progress)
+        report.index, report.index_seconds = await index_catalog(dsn, settings, progress=progress,
+                                                                 embedder=embedder, client=client)
     return report
 
 
 async def index_catalog(
     dsn: str, settings: Settings, *, rebuild: bool = False, progress: Progress | None = None,
-    embedder: Embedder | None = None,
+    embedder: Embedder | None = None, client: QdrantClient | None = None,
 ) -> tuple[dict[str, IndexChange], float]:
-    """Sync (or with ``rebuild``, recreate) every Qdrant collection from PostgreSQL alone."""
+    """Sync (or with ``rebuild``, recreate) every Qdrant collection from PostgreSQL alone.
+
+    Opens (and closes) its own client unless given one: local mode allows one per storage path.
+    """
     t0 = time.perf_counter()
-    client = open_qdrant(settings)
+    own = client is None
+    qdrant = open_qdrant(settings) if client is None else client
     try:
-        changes = await sync_index(dsn, client, embedder or Embedder(settings), settings, rebuild=rebuild,
+        changes = await sync_index(dsn, qdrant, embedder or Embedder(settings), settings, rebuild=rebuild,
                                    progress=progress)
     finally:
-        client.close()
+        if own:
+            qdrant.close()
     return changes, time.perf_counter() - t0

@@ -121,17 +121,14 @@ OPS_BY_KIND: dict[Kind, tuple[Op, ...]] = {
 }
 _TEXT_LIST = "(SELECT array_agg(lower(v)) FROM unnest({p}::text[]) AS v)"
 # Fixed condition templates: {x} is an allowlisted column expression, {p} a bound placeholder.
+_CMP = {"eq": "=", "ne": "IS DISTINCT FROM", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 _COND: dict[tuple[str, str], str] = {
-    **{("numeric", op): f"{{x}} {sym} {{p}}" for op, sym in
-       (("eq", "="), ("lt", "<"), ("lte", "<="), ("gt", ">"), ("gte", ">="))},
-    ("numeric", "ne"): "{x} IS DISTINCT FROM {p}",
+    **{(kind, op): f"{{x}} {sym} {{p}}{cast}" for op, sym in _CMP.items() for kind, cast in
+       (("numeric", ""), ("date", "::date"))},
     ("numeric", "in"): "{x} = ANY({p})",
-    **{("date", op): f"{{x}} {sym} {{p}}::date" for op, sym in
-       (("eq", "="), ("lt", "<"), ("lte", "<="), ("gt", ">"), ("gte", ">="))},
-    ("date", "ne"): "{x} IS DISTINCT FROM {p}::date",
     ("text", "eq"): "lower({x}) = lower({p})",
     ("text", "ne"): "lower({x}) IS DISTINCT FROM lower({p})",
-    ("text", "in"): f"lower({{x}}) = ANY({_TEXT_LIST})",
+    ("text", "in"): "lower({x}) IN (SELECT lower(v) FROM unnest({p}::text[]) AS v)",
     ("text", "ilike_prefix"): "{x} ILIKE {p} ESCAPE '\\'",
     ("text", "ilike_substring"): "{x} ILIKE {p} ESCAPE '\\'",
     ("text_array", "contains"): "lower({p}) = ANY({x})",
@@ -253,8 +250,8 @@ def _col(entity_type: EntityType, name: str, where: str) -> Col:
     return col
 
 
-def _kinds(entity_type: EntityType, kind: Kind = "numeric") -> str:
-    return ", ".join(f for f, c in ENTITIES[entity_type].cols.items() if c.kind == kind)
+def _kinds(entity_type: EntityType) -> str:
+    return ", ".join(f for f, c in ENTITIES[entity_type].cols.items() if c.kind == "numeric")
 
 
 _SCALAR_TYPES: dict[Kind, tuple[type, ...]] = {
@@ -372,7 +369,8 @@ class QueryResult(ProtocolModel):
 
 def _fmt(v: Any) -> str:
     if isinstance(v, list):
-        return "[" + ", ".join(_fmt(x) for x in v) + "]"
+        more = f", ... {len(v) - 5} more" if len(v) > 5 else ""
+        return "[" + ", ".join(_fmt(x) for x in v[:5]) + more + "]"
     if isinstance(v, str):
         return repr(v if len(v) <= 60 else v[:57] + "...")
     return str(v)
@@ -387,7 +385,7 @@ def describe(q: StructuredQuery) -> str:
         out += f" per {q.group_by}" if q.group_by else ""
     if q.where:
         out += " where " + " and ".join(f"{c.field} {c.op} {_fmt(c.value)}" for c in q.where)
-    return out
+    return out if len(out) <= 2000 else out[:1997] + "..."
 
 
 def _plain(v: Any) -> Any:

@@ -9,13 +9,17 @@ from pathlib import Path
 import psycopg
 import pytest
 from psycopg import sql
+from psycopg_pool import AsyncConnectionPool
+from qdrant_client import QdrantClient
 
 from agentic_rag.catalog.ingest import IngestReport, ingest_demo
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import resolve_dsn
+from agentic_rag.storage.postgres import make_pool, resolve_dsn
+from agentic_rag.storage.qdrant import open_qdrant
 
-TEST_DATABASE = "agentic_rag_test"
+# One database per test session, dropped at the end: concurrent runs never share state.
+TEST_DATABASE = f"agentic_rag_test_{os.getpid()}"
 
 
 @pytest.fixture(scope="session")
@@ -27,26 +31,52 @@ def settings(tmp_path_factory: pytest.TempPathFactory) -> Settings:
 
 
 @pytest.fixture(scope="session")
-def dsn(settings: Settings) -> Iterator[str]:
-    """A freshly created test database (dropped first if an earlier run left it)."""
-    server = resolve_dsn(settings.model_copy(update={"database_name": "postgres"}))
-    if settings.database_url:  # DATABASE_URL points at some database: work beside it, not in it
-        server = psycopg.conninfo.make_conninfo(server, dbname="postgres")
+def server(settings: Settings) -> str:
+    """DSN of the PostgreSQL server's maintenance database (resolved like the app resolves it)."""
+    dsn = resolve_dsn(settings.model_copy(update={"database_name": "postgres"}))
+    # DATABASE_URL points at some database: tests work beside it, never in it
+    return psycopg.conninfo.make_conninfo(dsn, dbname="postgres")
+
+
+@pytest.fixture(scope="session")
+def dsn(server: str) -> Iterator[str]:
+    """A freshly created database for this session."""
+    name = sql.Identifier(TEST_DATABASE)
     with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(TEST_DATABASE)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(TEST_DATABASE)))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
     yield psycopg.conninfo.make_conninfo(server, dbname=TEST_DATABASE)
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
 
 
 @pytest.fixture(scope="session")
 def embedder(settings: Settings) -> Embedder:
-    return Embedder(settings)
+    e = Embedder(settings)
+    e.embed(["warm up"])  # load the model once, outside any timed call
+    return e
 
 
 @pytest.fixture(scope="session")
-async def demo(dsn: str, settings: Settings) -> IngestReport:
+def qdrant(settings: Settings) -> Iterator[QdrantClient]:
+    """The session's one local-mode client (local mode allows one per storage path)."""
+    client = open_qdrant(settings)
+    yield client
+    client.close()
+
+
+@pytest.fixture(scope="session")
+async def demo(dsn: str, settings: Settings, embedder: Embedder, qdrant: QdrantClient) -> IngestReport:
     """The demo catalog loaded into PostgreSQL and Qdrant once per session: the first ingest."""
-    return await ingest_demo(dsn, settings)
+    return await ingest_demo(dsn, settings, embedder=embedder, client=qdrant)
+
+
+@pytest.fixture(scope="session")
+async def pool(demo: IngestReport, dsn: str, settings: Settings) -> AsyncIterator[AsyncConnectionPool]:
+    p = make_pool(dsn, settings)
+    await p.open(wait=True)
+    yield p
+    await p.close()
 
 
 @pytest.fixture

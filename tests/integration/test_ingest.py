@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
-from qdrant_client import models
+from qdrant_client import QdrantClient, models
 
 from agentic_rag.catalog.ingest import IngestReport, index_catalog, ingest_demo
 from agentic_rag.catalog.load import load_rows
@@ -18,7 +18,7 @@ from agentic_rag.catalog.vocabulary import ENTITY_TYPES, STORED_EDGE_TYPES, enti
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import migrate
-from agentic_rag.storage.qdrant import collection_name, open_qdrant
+from agentic_rag.storage.qdrant import collection_name
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.AsyncConnection[tuple[object, ...]]
@@ -45,9 +45,10 @@ async def test_ingestion_counts_match_the_data_files(demo: IngestReport, conn: C
     assert demo.tables["anime"].inserted == len(cat.anime)
 
 
-async def test_reingestion_is_a_no_op(demo: IngestReport, dsn: str, settings: Settings, conn: Conn) -> None:
+async def test_reingestion_is_a_no_op(demo: IngestReport, dsn: str, settings: Settings, conn: Conn,
+                                      embedder: Embedder, qdrant: QdrantClient) -> None:
     before = await _snapshot(conn)
-    again = await ingest_demo(dsn, settings)
+    again = await ingest_demo(dsn, settings, embedder=embedder, client=qdrant)
     assert not again.changed
     assert all(c.inserted == c.updated == c.deleted == 0 for c in again.tables.values())
     assert all(c.upserted == c.deleted == 0 for c in again.index.values())
@@ -84,39 +85,33 @@ async def test_ids_are_uuid5_of_natural_keys(demo: IngestReport, conn: Conn) -> 
 
 
 async def test_qdrant_holds_one_collection_per_type_with_payloads(demo: IngestReport, conn: Conn,
-                                                                  settings: Settings) -> None:
-    client = open_qdrant(settings)
-    try:
-        for entity_type in ENTITY_TYPES:
-            name = collection_name(settings, entity_type)
-            assert client.count(name).count == await _count(conn, entity_type), entity_type
-        luffy = str(entity_id("character", "monkey-d-luffy"))
-        (point,) = client.retrieve(collection_name(settings, "character"), [luffy], with_vectors=True)
-        payload = point.payload or {}
-        assert payload["id"] == luffy and payload["type"] == "character" and payload["name"] == "Monkey D. Luffy"
-        assert str(entity_id("anime", "one-piece")) in payload["anime_ids"]
-        assert len(point.vector) == 384  # type: ignore[arg-type]
-        anime = client.retrieve(collection_name(settings, "anime"), [str(entity_id("anime", "one-piece"))])[0]
-        assert anime.payload and anime.payload["year"] == 1999 and anime.payload["franchise_id"]
-    finally:
-        client.close()
+                                                                  settings: Settings, qdrant: QdrantClient) -> None:
+    client = qdrant
+    for entity_type in ENTITY_TYPES:
+        name = collection_name(settings, entity_type)
+        assert client.count(name).count == await _count(conn, entity_type), entity_type
+    luffy = str(entity_id("character", "monkey-d-luffy"))
+    (point,) = client.retrieve(collection_name(settings, "character"), [luffy], with_vectors=True)
+    payload = point.payload or {}
+    assert payload["id"] == luffy and payload["type"] == "character" and payload["name"] == "Monkey D. Luffy"
+    assert str(entity_id("anime", "one-piece")) in payload["anime_ids"]
+    assert len(point.vector) == 384  # type: ignore[arg-type]
+    anime = client.retrieve(collection_name(settings, "anime"), [str(entity_id("anime", "one-piece"))])[0]
+    assert anime.payload and anime.payload["year"] == 1999 and anime.payload["franchise_id"]
 
 
 async def test_semantic_search_finds_the_described_entity(demo: IngestReport, settings: Settings,
-                                                          embedder: Embedder) -> None:
-    client = open_qdrant(settings)
-    try:
-        vec = embedder.embed(["the rubber-bodied captain of the Straw Hat Pirates"])[0]
-        hits = client.query_points(collection_name(settings, "character"), query=vec.tolist(), limit=3).points
-        assert hits[0].payload and hits[0].payload["name"] == "Monkey D. Luffy"
-        # a structured filter compiles to Qdrant and narrows to one anime's episodes
-        one_piece = str(entity_id("anime", "one-piece"))
-        flt = models.Filter(must=[models.FieldCondition(key="anime_id", match=models.MatchValue(value=one_piece))])
-        eps = client.query_points(collection_name(settings, "episode"), query=vec.tolist(), query_filter=flt,
-                                  limit=5).points
-        assert eps and all(p.payload and p.payload["anime_id"] == one_piece for p in eps)
-    finally:
-        client.close()
+                                                          embedder: Embedder, qdrant: QdrantClient) -> None:
+    client = qdrant
+    vec = embedder.embed(["the rubber-bodied captain of the Straw Hat Pirates"])[0]
+    hits = client.query_points(collection_name(settings, "character"), query=vec.tolist(), limit=3).points
+    assert hits[0].payload and hits[0].payload["name"] == "Monkey D. Luffy"
+    # a structured filter compiles to Qdrant and narrows to one anime's episodes
+    one_piece = str(entity_id("anime", "one-piece"))
+    flt = models.Filter(must=[models.FieldCondition(key="anime_id", match=models.MatchValue(value=one_piece))])
+    eps = client.query_points(collection_name(settings, "episode"), query=vec.tolist(), query_filter=flt,
+                              limit=5).points
+    assert eps and all(p.payload and p.payload["anime_id"] == one_piece for p in eps)
 
 
 def test_embeddings_are_384_dimensional_unit_vectors_and_semantic(embedder: Embedder) -> None:
@@ -128,11 +123,10 @@ def test_embeddings_are_384_dimensional_unit_vectors_and_semantic(embedder: Embe
 
 
 async def test_reindex_rebuilds_qdrant_from_postgres_alone(demo: IngestReport, dsn: str, settings: Settings,
-                                                            conn: Conn) -> None:
-    client = open_qdrant(settings)
-    client.delete_collection(collection_name(settings, "anime"))
-    client.close()
-    changes, _ = await index_catalog(dsn, settings, rebuild=True)
+                                                            conn: Conn, embedder: Embedder,
+                                                            qdrant: QdrantClient) -> None:
+    qdrant.delete_collection(collection_name(settings, "anime"))
+    changes, _ = await index_catalog(dsn, settings, rebuild=True, embedder=embedder, client=qdrant)
     for entity_type, change in changes.items():
         assert change.upserted == await _count(conn, entity_type), entity_type
 
