@@ -56,10 +56,10 @@ DOCUMENT_SQL: dict[str, str] = {
                concat_ws('. ', c.name, nullif(array_to_string(c.aliases || ARRAY[c.name_native], ', '), ''),
                  'Character in ' || w.titles, c.description)
         FROM character c
-        LEFT JOIN LATERAL (SELECT jsonb_agg(a.id ORDER BY a.year, a.id) AS ids,
-                                  string_agg(a.title, ', ' ORDER BY a.year, a.id) AS titles
-                           FROM anime_character x JOIN anime a ON a.id = x.anime_id
-                           WHERE x.character_id = c.id) w ON true
+        LEFT JOIN LATERAL (SELECT jsonb_agg(t.id ORDER BY t.year, t.id) AS ids,
+                                  string_agg(t.title, ', ' ORDER BY t.year, t.id) AS titles FROM (
+                             SELECT a.id, a.title, a.year FROM anime_character x JOIN anime a ON a.id = x.anime_id
+                             WHERE x.character_id = c.id ORDER BY a.year, a.id LIMIT 20) t) w ON true
         ORDER BY c.id""",
     "episode": """
         SELECT e.id::text, jsonb_build_object('id', e.id, 'type', 'episode',
@@ -79,8 +79,9 @@ DOCUMENT_SQL: dict[str, str] = {
                concat_ws('. ', s.name, 'Animation studio' || coalesce(', founded ' || s.founded, ''),
                  'Animated ' || w.titles)
         FROM studio s
-        LEFT JOIN LATERAL (SELECT string_agg(a.title, ', ' ORDER BY a.year, a.id) AS titles FROM anime_studio x
-                           JOIN anime a ON a.id = x.anime_id WHERE x.studio_id = s.id) w ON true
+        LEFT JOIN LATERAL (SELECT string_agg(t.title, ', ') AS titles FROM (
+                             SELECT a.title FROM anime_studio x JOIN anime a ON a.id = x.anime_id
+                             WHERE x.studio_id = s.id ORDER BY a.popularity DESC, a.id LIMIT 20) t) w ON true
         ORDER BY s.id""",
     "person": """
         SELECT p.id::text, jsonb_build_object('id', p.id, 'type', 'person', 'name', p.name, 'aliases', p.aliases,
@@ -88,13 +89,14 @@ DOCUMENT_SQL: dict[str, str] = {
                concat_ws('. ', p.name, nullif(array_to_string(p.aliases || ARRAY[p.native_name], ', '), ''),
                  'Credited on ' || w.titles)
         FROM person p
-        LEFT JOIN LATERAL (SELECT string_agg(DISTINCT t.title, ', ') AS titles FROM (
-                             SELECT a.title FROM anime_staff x JOIN anime a ON a.id = x.anime_id
-                              WHERE x.person_id = p.id
-                             UNION ALL
-                             SELECT m.title FROM manga_author x JOIN manga m ON m.id = x.manga_id
-                              WHERE x.person_id = p.id
-                           ) t) w ON true
+        LEFT JOIN LATERAL (SELECT string_agg(t.title, ', ') AS titles FROM (
+                             SELECT DISTINCT ON (title) title, popularity FROM (
+                               SELECT a.title, a.popularity FROM anime_staff x JOIN anime a ON a.id = x.anime_id
+                                WHERE x.person_id = p.id
+                               UNION ALL
+                               SELECT m.title, m.popularity FROM manga_author x JOIN manga m ON m.id = x.manga_id
+                                WHERE x.person_id = p.id) c
+                             ORDER BY title, popularity DESC LIMIT 20) t) w ON true
         ORDER BY p.id""",
 }
 TEXT_IN_PAYLOAD = 400  # the start of the embedded text, shown in search summaries

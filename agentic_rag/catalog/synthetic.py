@@ -539,6 +539,15 @@ def _build(n: int, seed: int) -> _Structure:
 
 # -- rows -----------------------------------------------------------------------------------------
 
+# The entity types a relation table's first two columns refer to.
+_REFERENCES: dict[str, tuple[str, str]] = {
+    "anime_related_anime": ("anime", "anime"), "anime_related_manga": ("anime", "manga"),
+    "anime_character": ("anime", "character"), "manga_character": ("manga", "character"),
+    "character_relationship": ("character", "character"), "anime_studio": ("anime", "studio"),
+    "anime_staff": ("anime", "person"), "manga_author": ("manga", "person"),
+}
+
+
 def _key(entity_type: str, idx: Arr) -> list[str]:
     return [f"syn-{entity_type}-{i}" for i in idx.tolist()]
 
@@ -609,12 +618,29 @@ class SyntheticCatalog:
         out: list[str | None] = ids.tolist()
         return out
 
+    def _uuid_rank(self, entity_type: str) -> Arr:
+        """Each entity's position in uuid order (PostgreSQL's order of uuid values)."""
+        ids = self._ids(entity_type)
+        rank = np.empty(len(ids), dtype=np.int64)
+        rank[np.argsort(ids, kind="stable")] = np.arange(len(ids))
+        return rank
+
+    def _order(self, table: str) -> Arr:
+        """Rows in primary-key order: index insertion then appends, and foreign-key lookups run in order."""
+        if table in ENTITY_TABLES:
+            return np.argsort(self._ids(table), kind="stable")
+        left, right = _REFERENCES[table]
+        cols = self._st.rel[table]
+        order: Arr = np.lexsort((self._uuid_rank(right)[cols[1]], self._uuid_rank(left)[cols[0]]))
+        return order
+
     def chunks(self, table: str) -> Iterator[list[Row]]:
-        """The rows of ``table`` in chunks of at most :data:`CHUNK_ROWS`."""
+        """The rows of ``table`` in chunks of at most :data:`CHUNK_ROWS`, in primary-key order."""
         total = self.counts[table]
         make = getattr(self, f"_rows_{table}")
+        order = self._order(table)
         for lo in range(0, total, CHUNK_ROWS):
-            rows: list[Row] = make(np.arange(lo, min(total, lo + CHUNK_ROWS)))
+            rows: list[Row] = make(order[lo:lo + CHUNK_ROWS])
             yield rows
 
     def rows(self, table: str) -> Iterator[Row]:
@@ -896,6 +922,7 @@ class SyntheticReport:
     fingerprint: str
     tables: dict[str, int] = field(default_factory=dict)
     edges: int = 0
+    names: int = 0  # typeahead names derived into entity_name
     deleted: int = 0  # rows of an earlier synthetic load removed first (edges included)
     seconds: float = 0.0
     skipped: bool = False  # the same (n, seed) was already loaded: nothing was changed
@@ -942,6 +969,10 @@ _INSERT_EDGES = (
     "SELECT DISTINCT ON (src_id, rel, dst_id) src_id, rel, dst_id, src_type, dst_type, detail, source "
     "FROM edge_source WHERE source = %s ORDER BY src_id, rel, dst_id, detail NULLS LAST"
 )
+_INSERT_NAMES = (
+    "INSERT INTO entity_name (entity_id, norm, entity_type, name, kind, popularity, source) "
+    "SELECT entity_id, norm, entity_type, name, kind, popularity, source FROM entity_name_source WHERE source = %s"
+)
 Cursor = psycopg.AsyncCursor[tuple[Any, ...]]
 
 
@@ -963,9 +994,9 @@ async def _loaded(cur: Cursor, fp: str) -> dict[str, int] | None:
 
 
 async def _delete_synthetic(cur: Cursor) -> int:
-    """Remove every synthetic row, children first; demo rows are never touched."""
+    """Remove every synthetic row, derived tables and children first; demo rows are never touched."""
     deleted = 0
-    for name in ("edge", *(t.name for t in reversed(TABLES))):
+    for name in ("edge", "entity_name", *(t.name for t in reversed(TABLES))):
         await cur.execute(sql.SQL("DELETE FROM {} WHERE source = %s").format(sql.Identifier(name)), (SOURCE,))
         deleted += max(cur.rowcount, 0)
     return deleted
@@ -1037,6 +1068,10 @@ async def load_synthetic(
                         report.edges = cur.rowcount
                         step("edge", report.edges, cat.expected_edges)
                         report.phases["edge"] = time.perf_counter() - t
+                        t, current = time.perf_counter(), "entity_name"
+                        await cur.execute(_INSERT_NAMES, (SOURCE,))
+                        report.names = cur.rowcount
+                        report.phases["entity_name"] = time.perf_counter() - t
                         current = "catalog_load"
                         await cur.execute(
                             "INSERT INTO catalog_load (source, fingerprint, counts) VALUES (%s, %s, %s) "
@@ -1052,9 +1087,12 @@ async def load_synthetic(
                 ) from exc
             if recorded is None:
                 t = time.perf_counter()
-                names = sql.SQL(", ").join(sql.Identifier(x) for x in (*(t.name for t in TABLES), "edge"))
-                await conn.execute(sql.SQL("ANALYZE {}").format(names))
-                report.phases["analyze"] = time.perf_counter() - t
+                names = sql.SQL(", ").join(sql.Identifier(x) for x in (*(t.name for t in TABLES), "edge",
+                                                                        "entity_name"))
+                # after a replacement, VACUUM too: the old rows are dead tuples that slow the next load
+                verb = sql.SQL("VACUUM (ANALYZE)" if report.deleted else "ANALYZE")
+                await conn.execute(sql.SQL("{} {}").format(verb, names))
+                report.phases["vacuum analyze" if report.deleted else "analyze"] = time.perf_counter() - t
     if recorded is not None:
         report.skipped = True
         report.edges = recorded.pop("edge", 0)

@@ -68,7 +68,7 @@ async def compare_entities(conn: psycopg.AsyncConnection[Any], intent: GraphInte
     for group, a_side in sides[a_ref.id].items():
         common = sorted(set(a_side) & set(sides[b_ref.id].get(group, {})))
         if common:
-            shared_refs[group] = [EntityRef(entity_type=a_side[d], id=d) for d in common]  # type: ignore[arg-type]
+            shared_refs[group] = [EntityRef(entity_type=a_side[d], id=d) for d in common]
 
     direct = await query(conn, DIRECT_SQL, {"a": a_ref.id, "b": b_ref.id})
     all_refs = [a_ref, b_ref, *(r for refs in shared_refs.values() for r in refs)]

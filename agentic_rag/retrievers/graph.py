@@ -168,23 +168,23 @@ class PostgresGraphExecutor:
 
     async def _neighbors(self, conn: Conn, intent: GraphIntent, results: int, meta: dict[str, Any]) -> GraphResult:
         start = intent.start
-        wanted = list(intent.edge_types) or list(STORED_EDGE_TYPES)
+        wanted: list[str] = list(intent.edge_types) or list(STORED_EDGE_TYPES)
         stored = [r for r in wanted if r not in DERIVED_HOPS]
         paths: list[GraphPath] = []
         found: dict[str, EntityRef] = {}
         for h in await self._expand(conn, [start.id], stored, results):
             if h.dst not in found:
-                found[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)  # type: ignore[arg-type]
-                paths.append(GraphPath(nodes=[start, found[h.dst]], rels=[h.rel]))  # type: ignore[list-item]
+                found[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)
+                paths.append(GraphPath(nodes=[start, found[h.dst]], rels=[h.rel]))
         for derived in (r for r in wanted if r in DERIVED_HOPS):
             first, second = DERIVED_HOPS[derived]
             mids = await self._expand(conn, [start.id], [first], results)
-            mid_ref = {m.dst: EntityRef(entity_type=m.dst_type, id=m.dst) for m in mids}  # type: ignore[arg-type]
+            mid_ref = {m.dst: EntityRef(entity_type=m.dst_type, id=m.dst) for m in mids}
             for h in await self._expand(conn, list(mid_ref), [second], results):
                 if h.dst != start.id and h.dst not in found:
-                    found[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)  # type: ignore[arg-type]
+                    found[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)
                     paths.append(GraphPath(nodes=[start, mid_ref[h.src], found[h.dst]],
-                                           rels=[first, second]))  # type: ignore[list-item]
+                                           rels=[first, second]))
         kept = {n.id for n in await self._keep(conn, intent, list(found.values()))}
         paths = [p for p in paths if p.nodes[-1].id in kept]
         names = await labels(conn, [start, *(n for p in paths for n in p.nodes)])
@@ -213,7 +213,7 @@ class PostgresGraphExecutor:
             for h in await self._expand(conn, frontier, rels, fanout):
                 if h.dst not in parent:
                     parent[h.dst] = (h.src, h.rel)
-                    refs[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)  # type: ignore[arg-type]
+                    refs[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)
                     depth[h.dst] = level
                     nxt.append(h.dst)
             if len(nxt) > self._caps.max_frontier:
@@ -257,7 +257,7 @@ class PostgresGraphExecutor:
                 if h.dst not in seen:
                     seen[h.dst] = [link]
                     dist[h.dst] = dist[h.src] + 1
-                    refs[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)  # type: ignore[arg-type]
+                    refs[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)
                     nxt.append(h.dst)
                 elif dist[h.dst] == dist[h.src] + 1 and len(seen[h.dst]) < 4:
                     seen[h.dst].append(link)
@@ -281,7 +281,7 @@ class PostgresGraphExecutor:
             for head in _walk(m, fwd, reverse=True):
                 for tail in _walk(m, bwd, reverse=False):
                     nodes, edge_rels = head[0] + tail[0][1:], head[1] + tail[1]
-                    path = GraphPath(nodes=[refs[n] for n in nodes], rels=edge_rels)  # type: ignore[arg-type]
+                    path = GraphPath(nodes=[refs[n] for n in nodes], rels=edge_rels)
                     if path not in paths:
                         paths.append(path)
         paths = paths[: self._caps.max_paths]
@@ -301,18 +301,19 @@ def _walk(node: str, links: dict[str, list[tuple[str, str]]], *, reverse: bool,
     out: list[tuple[list[str], list[str]]] = []
     for other, rel in links[node]:
         for nodes, rels in _walk(other, links, reverse=reverse, limit=limit):
-            out.append((nodes + [node], rels + [rel]) if reverse else ([node, *nodes], [rel, *rels]))
+            out.append(([*nodes, node], [*rels, rel]) if reverse else ([node, *nodes], [rel, *rels]))
             if len(out) >= limit:
                 return out
     return out
 
 
 def _chain(node: str, parent: dict[str, tuple[str, str] | None], refs: dict[str, EntityRef]) -> GraphPath:
-    nodes, rels = [node], []
+    nodes: list[str] = [node]
+    rels: list[str] = []
     while (link := parent[nodes[0]]) is not None:
         nodes.insert(0, link[0])
         rels.insert(0, link[1])
-    return GraphPath(nodes=[refs[n] for n in nodes], rels=rels)  # type: ignore[arg-type]
+    return GraphPath(nodes=[refs[n] for n in nodes], rels=rels)
 
 
 def _describe(path: GraphPath, names: dict[str, str], *, full: bool = False) -> str:

@@ -61,7 +61,8 @@ FUZZY_SQL = f"""
     WHERE n.norm %%> %(norm)s AND {_TYPES}
     ORDER BY round(word_similarity(%(norm)s, n.norm)::numeric, 1) DESC, n.popularity DESC, n.norm
     LIMIT %(cand)s"""  # noqa: S608
-PRIMARY_SQL = "SELECT entity_id::text, name FROM entity_name WHERE entity_id = ANY(%(ids)s::uuid[]) AND kind = 'primary'"
+PRIMARY_SQL = ("SELECT entity_id::text, name FROM entity_name "
+               "WHERE entity_id = ANY(%(ids)s::uuid[]) AND kind = 'primary'")
 FUZZY_THRESHOLD = "0.5"
 
 

@@ -110,7 +110,7 @@ class QdrantExecutor:
                                              with_payload=True, with_vectors=False)
             order = {pid: i for i, pid in enumerate(intent.filters.id)}
             points = sorted(points, key=lambda p: order.get(str(p.id), 0))
-            payloads = [(p.payload or {}, None) for p in points]
+            payloads: list[tuple[dict[str, Any], float | None]] = [(p.payload or {}, None) for p in points]
         else:
             assert intent.query is not None  # SearchIntent guarantees a query or ids
             vector = (await self._embed([intent.query]))[0]

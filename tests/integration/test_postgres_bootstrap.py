@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import os
 import tempfile
 from collections.abc import Iterator
+from importlib import resources
 from pathlib import Path
 
 import psycopg
@@ -28,6 +28,12 @@ def data_dir() -> Iterator[Path]:
     stop_private_cluster(path)
 
 
+def _postmaster_uid(data_dir: Path) -> int:
+    pid = (data_dir / "pg" / "data" / "postmaster.pid").read_text().split()[0]
+    status = Path(f"/proc/{pid}/status").read_text().splitlines()
+    return int(next(line.split()[1] for line in status if line.startswith("Uid:")))
+
+
 async def test_a_private_cluster_is_started_when_no_server_answers(data_dir: Path) -> None:
     settings = Settings(data_dir=data_dir, local_postgres_port=54331, database_name="agentic_rag")
     dsn = resolve_dsn(settings, system_server=NOBODY_HOME)
@@ -36,11 +42,10 @@ async def test_a_private_cluster_is_started_when_no_server_answers(data_dir: Pat
     with psycopg.connect(dsn) as conn:
         row = conn.execute("SELECT current_database(), current_setting('port')").fetchone()
         assert row == ("agentic_rag", "54331")
-    pid = (data_dir / "pg" / "data" / "postmaster.pid").read_text().split()[0]
-    uid = next(line.split()[1] for line in Path(f"/proc/{pid}/status").read_text().splitlines()
-               if line.startswith("Uid:"))
-    assert int(uid) != 0 and (os.geteuid() == 0 or int(uid) == os.geteuid())  # postgres never runs as root
-    assert await migrate(dsn) == ["0001_catalog.sql"]
+    assert _postmaster_uid(data_dir) != 0  # postgres never runs as root; as root we run it as nobody
+    shipped = sorted(p.name for p in resources.files("agentic_rag.storage").joinpath("migrations").iterdir()
+                     if p.name.endswith(".sql"))
+    assert await migrate(dsn) == shipped
     # a second resolution reuses the running cluster and the existing database
     assert resolve_dsn(settings, system_server=NOBODY_HOME) == dsn
     stop_private_cluster(data_dir)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import uuid
 from collections.abc import AsyncIterator
 
@@ -72,7 +73,7 @@ async def test_exact_then_prefix_then_popularity_then_name(pconn: Conn) -> None:
     assert [h.popularity for h in exact] == sorted((h.popularity for h in exact), reverse=True)
     prefix = [h for h in hits if h.match == "prefix"]
     assert any(h.name == "Naruto Shippuden" for h in prefix)
-    for a, b in zip(prefix, prefix[1:], strict=False):
+    for a, b in itertools.pairwise(prefix):
         assert (a.popularity, b.name.lower()) >= (b.popularity, a.name.lower())
 
 

@@ -9,29 +9,31 @@ import psycopg
 import pytest
 from psycopg import sql
 
+from agentic_rag.catalog.records import CatalogError
 from agentic_rag.catalog.synthetic import SyntheticCatalog, SyntheticReport, fingerprint, load_synthetic
 from agentic_rag.catalog.tables import ENTITY_TABLES, RELATION_TABLES, TABLES
 from agentic_rag.catalog.vocabulary import entity_id
-from agentic_rag.storage.postgres import SYSTEM_SERVER, migrate
+from agentic_rag.storage.postgres import migrate
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.AsyncConnection[tuple[object, ...]]
 
-DATABASE = "agentic_rag_synth_test"
+DATABASE = f"agentic_rag_synth_test_{os.getpid()}"
 N, SEED = 2000, 0
 DEMO_FRANCHISE = "test-demo-franchise"
 DEMO_ANIME = "test-demo-anime"
 
 
 @pytest.fixture(scope="module")
-def synth_dsn() -> Iterator[str]:
-    """A fresh scratch database for this module (an earlier run's copy is dropped first)."""
-    configured = os.environ.get("RAG_DATABASE_URL") or os.environ.get("DATABASE_URL")
-    server = psycopg.conninfo.make_conninfo(configured, dbname="postgres") if configured else SYSTEM_SERVER
+def synth_dsn(server: str) -> Iterator[str]:
+    """A fresh scratch database for this module, dropped afterwards."""
+    name = sql.Identifier(DATABASE)
     with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(DATABASE)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(DATABASE)))
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+        conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
     yield psycopg.conninfo.make_conninfo(server, dbname=DATABASE)
+    with psycopg.connect(server, autocommit=True) as conn:
+        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
 
 
 @pytest.fixture(scope="module")
@@ -185,13 +187,34 @@ async def test_the_same_load_again_changes_nothing(loaded: SyntheticReport, synt
     assert await state() == before
 
 
+async def test_a_reference_into_the_synthetic_catalog_blocks_its_replacement(
+    loaded: SyntheticReport, synth_dsn: str, conn: Conn,
+) -> None:
+    before = await _synthetic_counts(conn)
+    stray = str(entity_id("anime", "test-stray"))
+    await conn.execute(
+        "INSERT INTO anime (id, key, source, title, format, year, status, franchise_id) "
+        "VALUES (%s, 'test-stray', 'demo', 'Stray', 'tv', 2001, 'finished', %s)",
+        (stray, str(entity_id("franchise", "syn-franchise-0"))),
+    )
+    try:
+        with pytest.raises(CatalogError, match="nothing was changed"):
+            await load_synthetic(synth_dsn, 1500, seed=1)
+    finally:
+        await conn.execute("DELETE FROM anime WHERE id = %s", (stray,))
+    assert await _synthetic_counts(conn) == before
+    row = await (await conn.execute("SELECT fingerprint FROM catalog_load WHERE source = 'synthetic'")).fetchone()
+    assert row == (fingerprint(N, SEED),)
+
+
 async def test_another_seed_replaces_the_synthetic_rows_only(loaded: SyntheticReport, synth_dsn: str, conn: Conn,
                                                             demo_ids: dict[str, str]) -> None:
     """Runs last: replaces the module's catalog with another one."""
     demo_before = await _demo_rows(conn)
     other = await load_synthetic(synth_dsn, 1500, seed=1)
     assert not other.skipped
-    assert other.deleted == sum(loaded.tables.values()) + loaded.edges
+    assert loaded.names > 0
+    assert other.deleted == sum(loaded.tables.values()) + loaded.edges + loaded.names
     expected = SyntheticCatalog(1500, 1)
     assert await _synthetic_counts(conn) == {**expected.counts, "edge": expected.expected_edges}
     first_anime = next(expected.rows("anime"))
