@@ -158,6 +158,45 @@ def migrate() -> None:
     console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
 
 
+@app.command()
+def search(
+    query: Annotated[str, typer.Argument(help="What a user typed, e.g. 'lufy'.")],
+    type_: Annotated[list[str] | None, typer.Option("--type", help="Restrict to an entity type (repeatable).")] = None,
+    limit: Annotated[int, typer.Option(min=1, max=50)] = 10,
+) -> None:
+    """The typeahead lane: entities whose names match, exact then prefix then fuzzy, popular first."""
+    import psycopg
+    from pydantic import ValidationError
+
+    from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, typeahead
+
+    settings = _settings()
+    try:
+        q = TypeaheadQuery.model_validate({"q": query, "types": type_ or None, "limit": limit})
+    except ValidationError as exc:
+        problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
+        raise _fail(ValueError(problems)) from None
+    try:
+        dsn = resolve_dsn(settings)
+    except DatabaseUnavailable as exc:
+        raise _fail(exc) from None
+
+    async def run() -> list[TypeaheadHit]:
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+            return list(await typeahead(conn, q))
+
+    try:
+        hits = asyncio.run(run())
+    except psycopg.errors.UndefinedTable:
+        raise _fail(RuntimeError("the catalog is not loaded yet: run `agentic-rag ingest` first")) from None
+    table = Table(title=f"search {query!r}")
+    for col in ("name", "type", "match", "matched name", "popularity", "id"):
+        table.add_column(col)
+    for h in hits:
+        table.add_row(h.name, h.entity.entity_type, h.match, h.matched, str(h.popularity), h.entity.id)
+    console.print(table if hits else f"no match for {query!r}")
+
+
 @app.command("db-url")
 def db_url() -> None:
     """Print the PostgreSQL DSN in use (starting the private cluster if that is what it takes)."""

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import psycopg
+from psycopg.conninfo import conninfo_to_dict
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
@@ -60,9 +62,16 @@ class Settings(BaseSettings):
 
     @field_validator("database_url")
     @classmethod
-    def _dsn_scheme(cls, v: str | None) -> str | None:
-        if v is not None and not v.startswith(("postgresql://", "postgres://", "host=", "dbname=")):
-            raise ValueError("must be a PostgreSQL DSN (postgresql://user@host:port/db)")
+    def _dsn_parses(cls, v: str | None) -> str | None:
+        if v is None:
+            return v
+        expected = "not a PostgreSQL DSN (postgresql://user@host:port/db or 'key=value ...')"
+        try:
+            conninfo_to_dict(v)
+        except psycopg.ProgrammingError as exc:
+            raise ValueError(f"{expected}: {exc}") from None
+        if "=" not in v and "://" not in v:  # libpq reads a bare word as a database name; nobody means that here
+            raise ValueError(expected)
         return v
 
     @property

@@ -17,10 +17,10 @@ import time
 from pathlib import Path
 
 import psycopg
-from agentic_rag.catalog.synthetic import load_synthetic
 from psycopg import sql
 
 from agentic_rag.catalog.ingest import index_catalog, ingest_demo
+from agentic_rag.catalog.synthetic import load_synthetic
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import resolve_dsn
@@ -65,7 +65,7 @@ async def main() -> None:
             index, index_s = await index_catalog(dsn, settings_syn, embedder=embedder)
             points = sum(c.upserted for c in index.values())
             embed_s = sum(c.embed_seconds for c in index.values())
-            total = syn.total_rows
+            total = syn.rows
             rows.append((f"synthetic {args.synthetic:,} entities", f"{total:,}",
                          f"{total / syn.seconds:,.0f}", f"{points:,}",
                          f"{points / embed_s:,.0f} ({points / index_s:,.0f} end to end)"))
