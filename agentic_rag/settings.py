@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Literal
 
 import psycopg
 from psycopg.conninfo import conninfo_to_dict
@@ -49,6 +50,32 @@ class Settings(BaseSettings):
     graph_max_fanout: int = Field(100, ge=1, le=10_000, description="Most edges expanded per node per hop.")
     graph_max_frontier: int = Field(5000, ge=1, le=1_000_000, description="Most nodes expanded in one hop.")
     graph_max_paths: int = Field(5, ge=1, le=50, description="Most shortest paths a path query returns.")
+
+    # -- models: the planner plays rewrite/select/draft, the validator plays grade/validate --------
+    planner_backend: Literal["heuristic", "transformers", "openai", "vllm"] = Field(
+        "heuristic", description="Which backend the planner model runs on (heuristic: no model at all)."
+    )
+    planner_model: str | None = Field(
+        None, description="Model for the planner: a local directory (transformers, vllm) or a served name (openai)."
+    )
+    validator_backend: Literal["heuristic", "transformers", "openai", "vllm"] = Field(
+        "heuristic", description="Which backend the validator model runs on."
+    )
+    validator_model: str | None = Field(None, description="Model for the validator (as planner_model).")
+    openai_base_url: str | None = Field(
+        None, description="Base URL of an OpenAI-compatible server (e.g. http://127.0.0.1:8000/v1)."
+    )
+    openai_api_key: str = Field("EMPTY", description="API key sent to the OpenAI-compatible server.")
+    generation_max_attempts: int = Field(
+        3, ge=1, le=10, description="Attempts per structured generation (first try plus corrections)."
+    )
+    generation_timeout_ms: int = Field(60_000, ge=100, le=600_000, description="Limit on one model call.")
+    model_device: str = Field("cpu", description="torch device for the transformers backend.")
+    vllm_gpu_memory_utilization: float = Field(0.85, gt=0.0, le=1.0, description="vLLM: share of GPU memory.")
+    vllm_max_model_len: int = Field(8192, ge=256, le=1_048_576, description="vLLM: context length.")
+    vllm_structured_backend: Literal["xgrammar", "guidance", "outlines", "auto"] = Field(
+        "xgrammar", description="vLLM structured-output backend."
+    )
 
     # -- embeddings ----------------------------------------------------------------------------------
     embedding_model: str | None = Field(

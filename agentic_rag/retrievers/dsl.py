@@ -1,11 +1,10 @@
-"""Structured queries: the safe form of text-to-SQL.
+"""Compiling structured queries to SQL: the safe form of text-to-SQL.
 
-The model never writes SQL. It fills a :class:`StructuredQuery` (entity type, ANDed conditions, an
-optional aggregate and grouping, ordering, limit) whose every field name and operator comes from
-the allowlists below; :func:`compile_query` turns it into SQL assembled only from the fixed
-fragments in this module, with every user value bound as a ``%(pN)s`` parameter, and
-:func:`run_query` runs it read-only under a server-side ``statement_timeout`` and a client-side
-``asyncio.timeout``.
+The model never writes SQL. It fills a :class:`~agentic_rag.protocol.StructuredQuery` whose every
+field and operator comes from the protocol's closed vocabulary; :func:`compile_query` turns it into
+SQL assembled only from the fixed fragments in this module, with every user value bound as a
+``%(pN)s`` parameter, and :func:`run_query` runs it read-only under a server-side
+``statement_timeout`` and a client-side ``asyncio.timeout``.
 """
 
 from __future__ import annotations
@@ -14,41 +13,28 @@ import asyncio
 import datetime as dt
 from dataclasses import dataclass
 from decimal import Decimal
-from typing import Annotated, Any, Literal, get_args
+from typing import Any
 
 import psycopg
 from psycopg import errors as pgerrors
 from psycopg import sql
 from psycopg.rows import dict_row
-from pydantic import Field, StringConstraints, model_validator
+from pydantic import Field
 
-from agentic_rag.catalog.vocabulary import ENTITY_TYPES, EntityType
-from agentic_rag.protocol import EntityRef, ProtocolModel, Rationale, SummaryText
+from agentic_rag.catalog.vocabulary import EntityType
+from agentic_rag.protocol import EntityRef, ProtocolModel, SummaryText
+from agentic_rag.protocol.query import FIELDS, Aggregate, Condition, StructuredQuery
 
-__all__ = [
-    "ENTITIES", "OPS_BY_KIND", "Aggregate", "Col", "Condition", "Entity", "OrderKey", "QueryResult",
-    "StructuredQuery", "compile_query", "describe", "like_escape", "run_query",
-]
-
-Kind = Literal["numeric", "text", "text_array", "bool", "date", "link"]
-Op = Literal["eq", "ne", "lt", "lte", "gt", "gte", "in", "contains", "ilike_prefix", "ilike_substring"]
-AggOp = Literal["count", "avg", "min", "max", "sum"]
-FieldName = Literal[
-    "title", "year", "end_year", "episode_count", "format", "status", "genres", "popularity", "finished",
-    "studio", "staff", "franchise", "character", "volumes", "magazine", "author", "name", "anime", "manga",
-    "number", "season", "aired", "founded",
-]
-OrderField = FieldName | Literal["value", "group_key"]
+__all__ = ["ENTITIES", "Col", "Entity", "QueryResult", "compile_query", "describe", "like_escape", "run_query"]
 
 
 @dataclass(frozen=True, slots=True)
 class Col:
-    """One allowlisted field: a fixed SQL expression over the entity's alias ``t`` (for a link, over
-    ``l`` inside ``link``, a fixed ``FROM ... WHERE <joined to t>`` fragment), and its kind."""
+    """One allowlisted field's SQL: a fixed expression over the entity's alias ``t`` (for a link, over
+    ``l`` inside ``link``, a fixed ``FROM ... WHERE <joined to t>`` fragment). What may be done with
+    the field (its kind, grouping) is the protocol's ``FIELDS``."""
 
     expr: str
-    kind: Kind
-    group: bool = False
     link: str | None = None
 
 
@@ -61,64 +47,56 @@ class Entity:
 
 
 def _link(table: str, fk: str, target: str, key: str, expr: str = "l.name") -> Col:
-    return Col(expr, "link", True, f"{table} lj JOIN {target} l ON l.id = lj.{fk} WHERE lj.{key} = t.id")
+    return Col(expr, f"{table} lj JOIN {target} l ON l.id = lj.{fk} WHERE lj.{key} = t.id")
 
 
-_TITLE, _POP = Col("t.title", "text"), Col("t.popularity", "numeric")
-_YEARS = {"year": Col("t.year", "numeric", True), "end_year": Col("t.end_year", "numeric", True)}
-_WORK = {"genres": Col("t.genres", "text_array", True), "popularity": _POP,
-         "finished": Col("(t.status = 'finished')", "bool", True),
-         "franchise": Col("l.name", "link", True, "franchise l WHERE l.id = t.franchise_id")}
+_TITLE, _POP = Col("t.title"), Col("t.popularity")
+_YEARS = {"year": Col("t.year"), "end_year": Col("t.end_year")}
+_WORK = {"genres": Col("t.genres"), "popularity": _POP, "finished": Col("(t.status = 'finished')"),
+         "franchise": Col("l.name", "franchise l WHERE l.id = t.franchise_id")}
 
 ENTITIES: dict[EntityType, Entity] = {
     "anime": Entity("anime t", "t.title", "t.popularity DESC, t.title", {
-        "title": _TITLE, **_YEARS, "episode_count": Col("t.episode_count", "numeric"),
-        "format": Col("t.format", "text", True), "status": Col("t.status", "text", True), **_WORK,
+        "title": _TITLE, **_YEARS, "episode_count": Col("t.episode_count"), "format": Col("t.format"),
+        "status": Col("t.status"), **_WORK,
         "studio": _link("anime_studio", "studio_id", "studio", "anime_id"),
         "staff": _link("anime_staff", "person_id", "person", "anime_id"),
         "character": _link("anime_character", "character_id", "character", "anime_id"),
     }),
     "manga": Entity("manga t", "t.title", "t.popularity DESC, t.title", {
-        "title": _TITLE, **_YEARS, "volumes": Col("t.volumes", "numeric"),
-        "status": Col("t.status", "text", True), "magazine": Col("t.magazine", "text", True), **_WORK,
+        "title": _TITLE, **_YEARS, "volumes": Col("t.volumes"), "status": Col("t.status"),
+        "magazine": Col("t.magazine"), **_WORK,
         "author": _link("manga_author", "person_id", "person", "manga_id"),
         "character": _link("manga_character", "character_id", "character", "manga_id"),
     }),
     "character": Entity("character t", "t.name", "t.popularity DESC, t.name", {
-        "name": Col("t.name", "text"), "popularity": _POP,
+        "name": Col("t.name"), "popularity": _POP,
         "anime": _link("anime_character", "anime_id", "anime", "character_id", "l.title"),
         "manga": _link("manga_character", "manga_id", "manga", "character_id", "l.title"),
     }),
     "episode": Entity("episode t JOIN anime a ON a.id = t.anime_id",
                       "coalesce(t.title, a.title || ' episode ' || t.number)", "a.title, t.number", {
-        "number": Col("t.number", "numeric"), "title": Col("t.title", "text"),
-        "season": Col("t.season", "numeric", True), "aired": Col("t.aired", "date"),
-        "anime": Col("a.title", "text", True),
+        "number": Col("t.number"), "title": Col("t.title"), "season": Col("t.season"), "aired": Col("t.aired"),
+        "anime": Col("a.title"),
     }),
     "studio": Entity("studio t", "t.name", "t.popularity DESC, t.name", {
-        "name": Col("t.name", "text"), "founded": Col("t.founded", "numeric", True), "popularity": _POP,
+        "name": Col("t.name"), "founded": Col("t.founded"), "popularity": _POP,
         "anime": _link("anime_studio", "anime_id", "anime", "studio_id", "l.title"),
     }),
     "person": Entity("person t", "t.name", "t.popularity DESC, t.name", {
-        "name": Col("t.name", "text"), "popularity": _POP,
+        "name": Col("t.name"), "popularity": _POP,
         "anime": _link("anime_staff", "anime_id", "anime", "person_id", "l.title"),
         "manga": _link("manga_author", "manga_id", "manga", "person_id", "l.title"),
     }),
     "franchise": Entity("franchise t", "t.name", "t.popularity DESC, t.name", {
-        "name": Col("t.name", "text"), "popularity": _POP,
+        "name": Col("t.name"), "popularity": _POP,
     }),
 }
-assert set(ENTITIES) == set(ENTITY_TYPES)
-assert {f for e in ENTITIES.values() for f in e.cols} == set(get_args(FieldName))
+# Every field of the vocabulary has SQL here and nothing else does; links (and only links) join.
+assert {t: set(e.cols) for t, e in ENTITIES.items()} == {t: set(f) for t, f in FIELDS.items()}
+assert all((c.link is not None) == (FIELDS[t][f].kind == "link")
+           for t, e in ENTITIES.items() for f, c in e.cols.items())
 
-OPS_BY_KIND: dict[Kind, tuple[Op, ...]] = {
-    "numeric": ("eq", "ne", "lt", "lte", "gt", "gte", "in"),
-    "date": ("eq", "ne", "lt", "lte", "gt", "gte"),
-    "text": ("eq", "ne", "in", "ilike_prefix", "ilike_substring"),
-    "link": ("eq", "ne", "in", "ilike_prefix", "ilike_substring"),
-    "text_array": ("contains", "in"),
-    "bool": ("eq", "ne"),
-}
 _TEXT_LIST = "(SELECT array_agg(lower(v)) FROM unnest({p}::text[]) AS v)"
 # Fixed condition templates: {x} is an allowlisted column expression, {p} a bound placeholder.
 _CMP = {"eq": "=", "ne": "IS DISTINCT FROM", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
@@ -141,147 +119,6 @@ _AGG = {"count": "count({x})", "avg": "round(avg({x})::numeric, 2)", "min": "min
         "sum": "sum({x})"}
 _DIR = {"asc": "ASC NULLS LAST", "desc": "DESC NULLS LAST"}
 
-Scalar = (
-    bool | Annotated[int, Field(ge=-(10**9), le=10**9)]
-    | Annotated[float, Field(ge=-1e9, le=1e9, allow_inf_nan=False)]
-    | Annotated[str, StringConstraints(min_length=1, max_length=200)]
-)
-Value = Scalar | Annotated[list[Scalar], Field(min_length=1, max_length=50)]
-_FIELDS_DOC = "; ".join(f"{t}: {', '.join(e.cols)}" for t, e in ENTITIES.items())
-
-
-class Condition(ProtocolModel):
-    """One filter; all conditions of a query are ANDed."""
-
-    field: FieldName = Field(description=f"Field to filter on; it must belong to entity_type. {_FIELDS_DOC}.")
-    op: Op = Field(description=(
-        "eq/ne: equal/not equal (text is case-insensitive). lt/lte/gt/gte: numeric or date (YYYY-MM-DD) "
-        "fields. in: value is a list; matches any (on genres: has any). contains: genres has the value "
-        "(a list: has all). ilike_prefix / ilike_substring: text starts with / contains the value. "
-        "studio, staff, author, franchise, character, anime, manga match by related name or title."
-    ))
-    value: Value = Field(description="The value: a number, text, true/false, or a list for op=in.")
-
-
-class Aggregate(ProtocolModel):
-    """Compute one number over the matching rows (per group when group_by is set)."""
-
-    op: AggOp = Field(description="count rows, or avg/min/max/sum of a numeric field.")
-    field: FieldName | None = Field(None, description="Numeric field to aggregate; omit for count.")
-
-
-class OrderKey(ProtocolModel):
-    """One sort key."""
-
-    field: OrderField = Field(description="A field of entity_type; for aggregate queries 'value' or 'group_key'.")
-    direction: Literal["asc", "desc"] = Field("asc", description="Sort direction.")
-
-
-class StructuredQuery(ProtocolModel):
-    """A catalog query as data: filter, count, average or rank entities of one type. No SQL."""
-
-    rationale: Rationale = Field(description="Short operational reason for this query (for logs).")
-    entity_type: EntityType = Field(description="The kind of entity to query.")
-    where: list[Condition] = Field(default_factory=list, max_length=8, description="Conditions, ANDed.")
-    aggregate: Aggregate | None = Field(None, description="Return an aggregate instead of entity rows.")
-    group_by: FieldName | None = Field(
-        None, description="Aggregate per value of this field (counts rows when aggregate is omitted).")
-    order_by: list[OrderKey] = Field(default_factory=list, max_length=3, description="Sort keys, in order.")
-    limit: int = Field(20, ge=1, le=100, description="Most rows (or groups) returned.")
-
-    @model_validator(mode="before")
-    @classmethod
-    def _known_fields(cls, data: Any) -> Any:
-        # Runs on raw input so that a field unknown to every entity type is still reported with the
-        # fields allowed for *this* entity type, rather than as a bare literal mismatch.
-        if not isinstance(data, dict) or data.get("entity_type") not in ENTITIES:
-            return data
-        named: list[tuple[str, Any, tuple[str, ...]]] = [("group_by", data.get("group_by"), ())]
-        orderable: tuple[str, ...] = ("value", "group_key")
-        for key, extra in (("where", ()), ("order_by", orderable)):
-            items = data.get(key)
-            for i, item in enumerate(items if isinstance(items, list) else []):
-                if isinstance(item, dict):
-                    named.append((f"{key}[{i}].field", item.get("field"), extra))
-        if isinstance(data.get("aggregate"), dict):
-            named.append(("aggregate.field", data["aggregate"].get("field"), ()))
-        for where, name, extra in named:
-            if isinstance(name, str) and name not in ENTITIES[data["entity_type"]].cols and name not in extra:
-                raise ValueError(_unknown(data["entity_type"], name, where, extra))
-        return data
-
-    @model_validator(mode="after")
-    def _fits_entity(self) -> StructuredQuery:
-        cols = ENTITIES[self.entity_type].cols
-        for i, c in enumerate(self.where):
-            _check_condition(self.entity_type, i, c)
-        agg, grouped = self.aggregate, self.aggregate is not None or self.group_by is not None
-        if agg is not None:
-            if agg.field is None and agg.op != "count":
-                raise ValueError(f"aggregate op {agg.op!r} needs a numeric field: {_kinds(self.entity_type)}")
-            if agg.field is not None and _col(self.entity_type, agg.field, "aggregate.field").kind != "numeric":
-                raise ValueError(f"aggregate.field must be numeric; numeric fields of {self.entity_type}: "
-                                 f"{_kinds(self.entity_type)}")
-        if self.group_by is not None and not _col(self.entity_type, self.group_by, "group_by").group:
-            allowed = ", ".join(f for f, c in cols.items() if c.group)
-            raise ValueError(f"{self.entity_type} cannot be grouped by {self.group_by!r}; groupable: {allowed}")
-        for i, k in enumerate(self.order_by):
-            if grouped:
-                if k.field not in ("value", "group_key") or (k.field == "group_key" and self.group_by is None):
-                    raise ValueError(f"order_by[{i}]: aggregate queries sort by 'value' or (with group_by) "
-                                     f"'group_key', not {k.field!r}")
-            elif k.field in ("value", "group_key") or _col(self.entity_type, k.field, "order_by").kind in (
-                    "link", "text_array"):
-                sortable = ", ".join(f for f, c in cols.items() if c.kind not in ("link", "text_array"))
-                raise ValueError(f"order_by[{i}]: cannot sort {self.entity_type} by {k.field!r}; "
-                                 f"sortable: {sortable}")
-        return self
-
-
-def _unknown(entity_type: str, name: str, where: str, extra: tuple[str, ...] = ()) -> str:
-    allowed = ", ".join([*ENTITIES[entity_type].cols, *extra])  # type: ignore[index]
-    return f"{where}: {entity_type} has no field {name!r}; allowed fields for {entity_type}: {allowed}"
-
-
-def _col(entity_type: EntityType, name: str, where: str) -> Col:
-    col = ENTITIES[entity_type].cols.get(name)
-    if col is None:
-        raise ValueError(_unknown(entity_type, name, where))
-    return col
-
-
-def _kinds(entity_type: EntityType) -> str:
-    return ", ".join(f for f, c in ENTITIES[entity_type].cols.items() if c.kind == "numeric")
-
-
-_SCALAR_TYPES: dict[Kind, tuple[type, ...]] = {
-    "numeric": (int, float), "text": (str,), "link": (str,), "text_array": (str,), "date": (str,), "bool": (bool,),
-}
-
-
-def _check_condition(entity_type: EntityType, i: int, c: Condition) -> None:
-    col, at = _col(entity_type, c.field, f"where[{i}].field"), f"where[{i}] ({c.field} {c.op})"
-    if c.op not in OPS_BY_KIND[col.kind]:
-        raise ValueError(f"{at}: {c.field!r} is a {col.kind} field; its ops are {', '.join(OPS_BY_KIND[col.kind])}")
-    many = isinstance(c.value, list)
-    if c.op == "in" and not many:
-        raise ValueError(f"{at}: op 'in' takes a list of values")
-    if many and c.op not in ("in", "contains"):
-        raise ValueError(f"{at}: a list value needs op 'in'")
-    values = c.value if isinstance(c.value, list) else [c.value]
-    want = _SCALAR_TYPES[col.kind]
-    for v in values:
-        if not isinstance(v, want) or (isinstance(v, bool) and bool not in want):
-            raise ValueError(f"{at}: {c.field!r} takes {'/'.join(t.__name__ for t in want)} values, got {v!r}")
-        if isinstance(v, str) and "\x00" in v:
-            raise ValueError(f"{at}: text values cannot contain NUL characters")
-        if col.kind == "date":
-            try:
-                dt.date.fromisoformat(str(v))
-            except ValueError:
-                raise ValueError(f"{at}: dates are written YYYY-MM-DD, got {v!r}") from None
-
-
 def like_escape(value: str) -> str:
     """``value`` with the LIKE metacharacters ``\\``, ``%`` and ``_`` escaped (escape char ``\\``)."""
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
@@ -297,11 +134,12 @@ def _bind(c: Condition) -> Any:
     return c.value
 
 
-def _condition(col: Col, c: Condition, pname: str) -> sql.Composable:
-    kind, op = ("text" if col.kind == "link" else col.kind), str(c.op)
-    if col.kind == "text_array" and op == "contains" and isinstance(c.value, list):
+def _condition(entity_type: EntityType, c: Condition, pname: str) -> sql.Composable:
+    col, spec = ENTITIES[entity_type].cols[c.field], FIELDS[entity_type][c.field]
+    kind, op = ("text" if spec.kind == "link" else spec.kind), str(c.op)
+    if spec.kind == "text_array" and op == "contains" and isinstance(c.value, list):
         op = "contains_all"
-    negate = col.kind == "link" and op == "ne"  # "not by X" is NOT EXISTS (... = X), not "some other"
+    negate = spec.kind == "link" and op == "ne"  # "not by X" is NOT EXISTS (... = X), not "some other"
     inner = sql.SQL(_COND[(kind, "eq" if negate else op)]).format(x=sql.SQL(col.expr), p=sql.Placeholder(pname))
     if col.link is None:
         return inner
@@ -315,7 +153,7 @@ def compile_query(q: StructuredQuery) -> tuple[sql.Composed, dict[str, Any]]:
     conds: list[sql.Composable] = []
     for i, c in enumerate(q.where):
         params[f"p{i}"] = _bind(c)
-        conds.append(_condition(ent.cols[c.field], c, f"p{i}"))
+        conds.append(_condition(q.entity_type, c, f"p{i}"))
     where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conds) if conds else sql.SQL("")
     source: sql.Composable = sql.SQL(ent.source)
     if q.aggregate is None and q.group_by is None:
@@ -342,9 +180,10 @@ def compile_query(q: StructuredQuery) -> tuple[sql.Composed, dict[str, Any]]:
     if g.link is not None:
         source += sql.SQL(" JOIN LATERAL (SELECT DISTINCT {} AS k FROM {}) AS g ON true").format(
             sql.SQL(g.expr), sql.SQL(g.link))
-    elif g.kind == "text_array":
+    elif FIELDS[q.entity_type][q.group_by].kind == "text_array":
         source += sql.SQL(" CROSS JOIN LATERAL unnest({}) AS g(k)").format(sql.SQL(g.expr))
-    key = sql.SQL("g.k" if g.link is not None or g.kind == "text_array" else g.expr)
+    unnested = g.link is not None or FIELDS[q.entity_type][q.group_by].kind == "text_array"
+    key = sql.SQL("g.k" if unnested else g.expr)
     by: list[sql.Composable] = [sql.SQL("{} {}").format(sql.Identifier(k.field), sql.SQL(_DIR[k.direction]))
                                 for k in q.order_by] or [sql.SQL("value DESC NULLS LAST")]
     order = sql.SQL(", ").join([*by, sql.SQL("group_key ASC NULLS LAST")])

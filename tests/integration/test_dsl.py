@@ -9,7 +9,8 @@ import pytest
 from psycopg import errors as pgerrors
 
 from agentic_rag.catalog.ingest import IngestReport
-from agentic_rag.retrievers.dsl import ENTITIES, OPS_BY_KIND, QueryResult, StructuredQuery, compile_query, run_query
+from agentic_rag.protocol import FIELDS, OPS_BY_KIND, StructuredQuery
+from agentic_rag.retrievers.dsl import QueryResult, compile_query, run_query
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.AsyncConnection[Any]
@@ -150,10 +151,10 @@ async def test_every_template_runs(demo: IngestReport, conn: Conn) -> None:
                               "date": "2004-10-05", "bool": True}
     many: dict[str, Any] = {"numeric": [2000, 2001.5], "date": None, "bool": None}
     ran = 0
-    for entity_type, ent in ENTITIES.items():
-        numeric = [f for f, c in ent.cols.items() if c.kind == "numeric"]
+    for entity_type, fields in FIELDS.items():
+        numeric = [f for f, c in fields.items() if c.kind == "numeric"]
         queries: list[dict[str, Any]] = []
-        for field, col in ent.cols.items():
+        for field, col in fields.items():
             for op in OPS_BY_KIND[col.kind]:
                 value = many.get(col.kind, ["a", "action"]) if op == "in" else sample[col.kind]
                 queries.append({"where": [cond(field, op, value)]})

@@ -14,17 +14,8 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agentic_rag.catalog.vocabulary import ENTITY_TYPES
-from agentic_rag.retrievers.dsl import (
-    ENTITIES,
-    OPS_BY_KIND,
-    Condition,
-    QueryResult,
-    StructuredQuery,
-    _summarise,
-    compile_query,
-    describe,
-    like_escape,
-)
+from agentic_rag.protocol import FIELDS, OPS_BY_KIND, Condition, StructuredQuery
+from agentic_rag.retrievers.dsl import QueryResult, _summarise, compile_query, describe, like_escape
 
 
 def q(**kw: Any) -> StructuredQuery:
@@ -308,8 +299,8 @@ SCALARS: dict[str, st.SearchStrategy[Any]] = {
 
 @st.composite
 def conditions(draw: st.DrawFn, entity_type: str) -> dict[str, Any]:
-    field = draw(st.sampled_from(sorted(ENTITIES[entity_type].cols)))  # type: ignore[index]
-    kind = ENTITIES[entity_type].cols[field].kind  # type: ignore[index]
+    field = draw(st.sampled_from(sorted(FIELDS[entity_type])))  # type: ignore[index]
+    kind = FIELDS[entity_type][field].kind  # type: ignore[index]
     op = draw(st.sampled_from(OPS_BY_KIND[kind]))
     many = op == "in" or (op == "contains" and draw(st.booleans()))
     value = draw(st.lists(SCALARS[kind], min_size=1, max_size=50) if many else SCALARS[kind])
@@ -319,7 +310,7 @@ def conditions(draw: st.DrawFn, entity_type: str) -> dict[str, Any]:
 @st.composite
 def queries(draw: st.DrawFn) -> dict[str, Any]:
     entity_type = draw(st.sampled_from(ENTITY_TYPES))
-    cols = ENTITIES[entity_type].cols
+    cols = FIELDS[entity_type]
     numeric = [f for f, c in cols.items() if c.kind == "numeric"]
     groupable = [f for f, c in cols.items() if c.group]
     data: dict[str, Any] = {

@@ -34,6 +34,10 @@ EXAMPLES: list[BaseModel] = [
     p.NextStep(action="qdrant_search", rationale="resolve Luffy", search_intent=SEARCH),
     p.NextStep(action="pg_graph", rationale="traverse", graph_intent=GRAPH),
     p.NextStep(action="finish", rationale="enough"),
+    p.NextStep(action="pg_query", rationale="count", structured_query=p.StructuredQuery(
+        rationale="how many episodes", entity_type="anime",
+        where=[p.Condition(field="title", op="eq", value="Death Note")],
+        aggregate=p.Aggregate(op="max", field="episode_count"))),
     p.QueryRewrite(rewritten_query="Which anime features Monkey D. Luffy?", needs_external_context=True,
                    retrieval_mode="hybrid", mentions=["Luffy"], rationale="entity lookup"),
     p.RetrievalResult(summary="Monkey D. Luffy (character)", raw_data=[{"id": U1, "name": "Luffy"}], count=1),
@@ -82,8 +86,8 @@ def _walk(node: Any, path: str = "") -> list[str]:
     return bad
 
 
-MODEL_FACING = [p.QueryRewrite, p.NextStep, p.SearchIntent, p.GraphIntent, p.DraftAnswer, p.SufficiencyReport,
-                p.GradeReport, p.AgentResponse]
+MODEL_FACING = [p.QueryRewrite, p.NextStep, p.SearchIntent, p.GraphIntent, p.StructuredQuery, p.DraftAnswer,
+                p.SufficiencyReport, p.GradeReport, p.AgentResponse]
 
 
 @pytest.mark.parametrize("cls", MODEL_FACING, ids=lambda c: c.__name__)
@@ -113,7 +117,8 @@ def test_next_step_schema_admits_only_consistent_actions() -> None:
          "action='finish' must not carry search_intent"),
         ({"action": "qdrant_search", "rationale": "r", "search_intent": SEARCH.model_dump(),
           "graph_intent": GRAPH.model_dump()}, "must not carry graph_intent"),
-        ({"action": "sql", "rationale": "r"}, "Input should be 'qdrant_search', 'pg_graph' or 'finish'"),
+        ({"action": "sql", "rationale": "r"}, "Input should be 'qdrant_search', 'pg_graph', 'pg_query' or 'finish'"),
+        ({"action": "pg_query", "rationale": "r"}, "action='pg_query' requires structured_query"),
     ],
 )
 def test_inconsistent_next_steps_are_rejected_with_clear_messages(data: dict[str, Any], message: str) -> None:

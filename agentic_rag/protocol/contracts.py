@@ -1,4 +1,4 @@
-"""Typed contracts between every stage of the loop (seed 001 section 2, improved).
+"""The contracts of the loop's stages: steps the planner picks, results, drafts, judgments, responses.
 
 Every model here is what a stage emits or consumes: the planner and validator models are
 constrained to these JSON schemas, so the field descriptions are written for them. Every string
@@ -8,80 +8,40 @@ bounds, and every vocabulary is a closed ``Literal``.
 
 from __future__ import annotations
 
-from typing import Annotated, Any, Literal
+from typing import Any, Literal
 
 from pydantic import (
-    BaseModel,
-    BeforeValidator,
-    ConfigDict,
     Field,
     GetJsonSchemaHandler,
-    StringConstraints,
     model_validator,
 )
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
 from agentic_rag.catalog.vocabulary import AnimeFormat, EdgeTypeName, EntityType
-
-__all__ = [
-    "AgentResponse",
-    "Clarification",
-    "ClarificationChoice",
-    "DocumentGrade",
-    "DraftAnswer",
-    "EntityRef",
-    "Evidence",
-    "GradeReport",
-    "GraphFilters",
-    "GraphIntent",
-    "GraphLimits",
-    "GraphPath",
-    "GraphResult",
-    "NextStep",
-    "QueryRewrite",
-    "RetrievalResult",
-    "SearchFilters",
-    "SearchIntent",
-    "SufficiencyReport",
-]
-
-UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
-Uuid = Annotated[
-    str,
-    BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v),
-    StringConstraints(pattern=UUID_PATTERN, max_length=36),
-]
-Rationale = Annotated[str, StringConstraints(strip_whitespace=True, max_length=300)]
-QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
-ShortText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
-AnswerText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)]
-SummaryText = Annotated[str, StringConstraints(max_length=8000)]
-Genre = Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1, max_length=40)]
-Year = Annotated[int, Field(ge=1900, le=2100)]
-Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+from agentic_rag.protocol.base import (
+    AnswerText,
+    Confidence,
+    EntityRef,
+    Genre,
+    ProtocolModel,
+    QueryText,
+    Rationale,
+    ShortText,
+    SummaryText,
+    Uuid,
+    Year,
+)
+from agentic_rag.protocol.query import StructuredQuery
 
 RetrievalMode = Literal["vector", "graph", "hybrid", "none"]
-StepAction = Literal["qdrant_search", "pg_graph", "finish"]
+StepAction = Literal["qdrant_search", "pg_graph", "pg_query", "finish"]
 GraphQueryType = Literal["neighbors", "k_hop", "path", "compare"]
 ResponseStatus = Literal["answered", "not_found", "best_effort", "needs_clarification", "blocked"]
 TerminationReason = Literal[
     "sufficient", "fast_path", "max_turns", "deadline", "zero_results", "loop_detected", "blocked",
     "no_retrieval_needed",
 ]
-
-
-class ProtocolModel(BaseModel):
-    """Base of every contract: unknown fields are errors, so a model cannot smuggle data through."""
-
-    model_config = ConfigDict(extra="forbid", frozen=True)
-
-
-class EntityRef(ProtocolModel):
-    """A pointer to one catalog entity. The id is the only thing that identifies it."""
-
-    entity_type: EntityType = Field(description="Which kind of entity this is.")
-    id: Uuid = Field(description="Canonical UUID of the entity, copied exactly from retrieved context.")
 
 
 class SearchFilters(ProtocolModel):
@@ -195,8 +155,9 @@ class GraphIntent(ProtocolModel):
 
 
 _PAYLOAD_FOR: dict[str, str | None] = {
-    "qdrant_search": "search_intent", "pg_graph": "graph_intent", "finish": None,
+    "qdrant_search": "search_intent", "pg_graph": "graph_intent", "pg_query": "structured_query", "finish": None,
 }
+_PAYLOADS = ("search_intent", "graph_intent", "structured_query")
 
 
 class NextStep(ProtocolModel):
@@ -205,17 +166,19 @@ class NextStep(ProtocolModel):
     action: StepAction = Field(
         description=(
             "qdrant_search: semantic lookup or fetch by id. pg_graph: relationship traversal or "
-            "comparison over known ids. finish: the context already answers the question."
+            "comparison over known ids. pg_query: filter, count or aggregate catalog records by their "
+            "attributes. finish: the context already answers the question."
         )
     )
     rationale: Rationale = Field(description="Short operational reason for this step (for logs).")
     search_intent: SearchIntent | None = Field(None, description="Present exactly when action=qdrant_search.")
     graph_intent: GraphIntent | None = Field(None, description="Present exactly when action=pg_graph.")
+    structured_query: StructuredQuery | None = Field(None, description="Present exactly when action=pg_query.")
 
     @model_validator(mode="after")
     def _consistent(self) -> NextStep:
         wanted = _PAYLOAD_FOR[self.action]
-        for payload in ("search_intent", "graph_intent"):
+        for payload in _PAYLOADS:
             present = getattr(self, payload) is not None
             if payload == wanted and not present:
                 raise ValueError(f"action={self.action!r} requires {payload}")
@@ -236,7 +199,7 @@ class NextStep(ProtocolModel):
                 "rationale": props["rationale"],
             }
             required = ["action", "rationale"]
-            for other in ("search_intent", "graph_intent"):
+            for other in _PAYLOADS:
                 if other == payload:
                     ref = next(s for s in props[other]["anyOf"] if s.get("type") != "null")
                     properties[other] = {**ref, "description": props[other]["description"]}

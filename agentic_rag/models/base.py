@@ -1,0 +1,152 @@
+"""The one model interface: ``generate(messages, output_type) -> instance of output_type``.
+
+Every role (rewrite, select, draft for the planner; grade, validate for the validator) goes
+through it, on every backend. Text backends (vLLM, OpenAI-compatible, transformers) implement
+:class:`TextBackend.complete`, a schema-constrained completion; :class:`StructuredGenerator`
+turns that into validated objects: it parses the text with the pydantic model, and on failure
+retries with a correction message that quotes the validation error, a bounded number of times,
+before raising one typed :class:`GenerationError`.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass, field
+from typing import Any, Generic, Literal, Protocol, TypeVar
+
+from pydantic import BaseModel, ValidationError
+from typing_extensions import TypedDict
+
+T = TypeVar("T", bound=BaseModel)
+
+
+class Message(TypedDict):
+    """One chat message (the OpenAI chat-completions shape)."""
+
+    role: Literal["system", "user", "assistant"]
+    content: str
+
+
+@dataclass(slots=True)
+class Usage:
+    """What one ``generate`` call cost, summed over its attempts."""
+
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    attempts: int = 0
+    latency_ms: float = 0.0
+
+
+@dataclass(slots=True)
+class Generation(Generic[T]):
+    """A validated object and what producing it cost."""
+
+    output: T
+    usage: Usage
+
+
+@dataclass(slots=True)
+class Completion:
+    """Raw text from a text backend."""
+
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    finish_reason: str | None = None
+
+
+@dataclass(slots=True)
+class GenerationError(Exception):
+    """No valid instance after every attempt. Carries what each attempt said, for the trajectory."""
+
+    output_type: str
+    attempts: int
+    errors: list[str] = field(default_factory=list)
+    last_text: str = ""
+
+    def __str__(self) -> str:
+        last = self.errors[-1] if self.errors else "no output"
+        return f"no valid {self.output_type} after {self.attempts} attempt(s): {last}"
+
+
+class StructuredModel(Protocol):
+    """What the orchestrator calls: any backend, any role."""
+
+    name: str
+
+    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+                       temperature: float = 0.0) -> Generation[T]: ...
+
+
+class TextBackend(Protocol):
+    """A model that completes chat messages, constrained to a JSON schema when ``schema`` is given."""
+
+    name: str
+
+    async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
+                       temperature: float) -> Completion: ...
+
+
+def schema_for(output_type: type[BaseModel]) -> dict[str, Any]:
+    """The JSON schema a backend constrains decoding to (the pydantic schema, references inlined where cheap)."""
+    return output_type.model_json_schema()
+
+
+def _first_error(exc: ValidationError | ValueError) -> str:
+    if isinstance(exc, ValidationError):
+        errs = exc.errors(include_url=False)
+        return "; ".join(f"{'.'.join(str(p) for p in e['loc']) or '(root)'}: {e['msg']}" for e in errs[:5])
+    return str(exc)
+
+
+def correction(output_type: type[BaseModel], text: str, error: str) -> list[Message]:
+    """The messages that tell a model what was wrong with its last answer."""
+    return [
+        {"role": "assistant", "content": text[:4000]},
+        {"role": "user", "content": (
+            f"That output is not a valid {output_type.__name__}: {error}. Reply again with only a JSON object "
+            f"that matches the schema exactly."
+        )},
+    ]
+
+
+class StructuredGenerator:
+    """Validated structured generation over any :class:`TextBackend`, with bounded correction retries."""
+
+    def __init__(self, backend: TextBackend, *, max_attempts: int = 3, constrained: bool = True) -> None:
+        self.backend = backend
+        self.name = backend.name
+        self.max_attempts = max_attempts
+        # constrained=False sends no schema: the model may produce anything (used to exercise retries)
+        self.constrained = constrained
+
+    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+                       temperature: float = 0.0) -> Generation[T]:
+        usage = Usage()
+        schema = schema_for(output_type) if self.constrained else None
+        convo = list(messages)
+        errors: list[str] = []
+        text = ""
+        t0 = time.perf_counter()
+        for attempt in range(1, self.max_attempts + 1):
+            usage.attempts = attempt
+            done = await self.backend.complete(convo, schema, max_tokens=max_tokens, temperature=temperature)
+            usage.prompt_tokens += done.prompt_tokens
+            usage.completion_tokens += done.completion_tokens
+            text = done.text
+            try:
+                output = output_type.model_validate_json(text)
+            except (ValidationError, ValueError) as exc:
+                errors.append(_first_error(exc))
+                convo = [*messages, *correction(output_type, text, errors[-1])]
+                continue
+            usage.latency_ms = (time.perf_counter() - t0) * 1000
+            return Generation(output=output, usage=usage)
+        raise GenerationError(output_type.__name__, self.max_attempts, errors, text)
+
+
+def render_json(obj: BaseModel | dict[str, Any]) -> str:
+    """Compact JSON for prompts (model dumps exclude unset defaults to save tokens)."""
+    data = obj.model_dump(mode="json", exclude_none=True) if isinstance(obj, BaseModel) else obj
+    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))

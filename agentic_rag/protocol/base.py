@@ -1,0 +1,38 @@
+"""Shared building blocks of the protocol: bounded text types, the base model, EntityRef."""
+
+from __future__ import annotations
+
+from typing import Annotated
+
+from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
+
+from agentic_rag.catalog.vocabulary import EntityType
+
+UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+Uuid = Annotated[
+    str,
+    BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v),
+    StringConstraints(pattern=UUID_PATTERN, max_length=36),
+]
+Rationale = Annotated[str, StringConstraints(strip_whitespace=True, max_length=300)]
+QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
+ShortText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
+AnswerText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)]
+SummaryText = Annotated[str, StringConstraints(max_length=8000)]
+Genre = Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1, max_length=40)]
+Year = Annotated[int, Field(ge=1900, le=2100)]
+Confidence = Annotated[float, Field(ge=0.0, le=1.0)]
+
+class ProtocolModel(BaseModel):
+    """Base of every contract: unknown fields are errors, so a model cannot smuggle data through."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+
+class EntityRef(ProtocolModel):
+    """A pointer to one catalog entity. The id is the only thing that identifies it."""
+
+    entity_type: EntityType = Field(description="Which kind of entity this is.")
+    id: Uuid = Field(description="Canonical UUID of the entity, copied exactly from retrieved context.")
+
+
