@@ -1,0 +1,86 @@
+"""The heuristic model: all five roles, deterministic, no model at all.
+
+It follows the same protocol as the LLM backends (it reads the rendered prompt's state block and
+returns the requested contract), so the loop cannot tell the difference. It is the default when no
+model is configured and the baseline the models are evaluated against.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TypeVar, cast
+
+from pydantic import BaseModel
+
+from agentic_rag.models.base import Generation, Message, Usage
+from agentic_rag.models.heuristic.context import names_match, words
+from agentic_rag.models.heuristic.intent import analyze
+from agentic_rag.models.heuristic.planner import select
+from agentic_rag.models.heuristic.writer import draft
+from agentic_rag.models.prompts import read_state
+from agentic_rag.models.roles import ROLES, DraftInput, GradeInput, RewriteInput, SelectInput, ValidateInput
+from agentic_rag.protocol import DocumentGrade, GradeReport, QueryRewrite, RetrievalMode, SufficiencyReport
+
+T = TypeVar("T", bound=BaseModel)
+MODE: dict[str, RetrievalMode] = {"relation": "hybrid", "compare": "hybrid", "lookup": "vector", "appears_in": "hybrid",
+        "studio_works": "graph", "count_by_studio": "graph"}
+
+
+def rewrite(inp: RewriteInput) -> QueryRewrite:
+    a = analyze(inp.question)
+    question = " ".join(inp.question.split())[:500] or "?"
+    return QueryRewrite(rewritten_query=question, needs_external_context=True,
+                        retrieval_mode=MODE.get(a.intent, "hybrid"),
+                        mentions=[m[:200] for m in a.mentions][:6], rationale=f"{a.intent} question")
+
+
+def grade(inp: GradeInput) -> GradeReport:
+    a = analyze(inp.question)
+    asked = set().union(*(words(m) for m in a.mentions)) if a.mentions else words(inp.question)
+    return GradeReport(grades=[
+        DocumentGrade(index=item.index, relevant=any(names_match(m, item.entity) for m in a.mentions)
+                      or bool(asked & words(item.entity.name)))
+        for item in inp.items
+    ])
+
+
+def validate(inp: ValidateInput) -> SufficiencyReport:
+    d = inp.draft
+    if d.result_entities and d.confidence >= 0.6:
+        return SufficiencyReport(sufficient=True, rationale="the draft names its answer entities from context")
+    if d.confidence >= 0.8 and d.evidence.facts:
+        return SufficiencyReport(sufficient=True, rationale="the draft states the asked value from context")
+    a = analyze(inp.question)
+    missing = [f"{m} ({a.intent.replace('_', ' ')})" for m in a.mentions] or ["an answer to the question"]
+    return SufficiencyReport(sufficient=False, rationale="the draft does not answer the question yet",
+                             missing=[m[:200] for m in missing][:8],
+                             suggested_next_action="pg_graph" if d.source_entities else "qdrant_search")
+
+
+class HeuristicModel:
+    """A :class:`~agentic_rag.models.base.StructuredModel` that plays every role without a model."""
+
+    name = "heuristic"
+
+    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+                       temperature: float = 0.0) -> Generation[T]:
+        t0 = time.perf_counter()
+        role, state = read_state(messages)
+        if output_type not in ROLES or ROLES[output_type][0] != role:
+            raise ValueError(f"the {role} role does not produce {output_type.__name__}")
+        inp = ROLES[output_type][1].model_validate(state)
+        out: BaseModel
+        if isinstance(inp, RewriteInput):
+            out = rewrite(inp)
+        elif isinstance(inp, SelectInput):
+            out = select(inp)
+        elif isinstance(inp, DraftInput):
+            out = draft(inp)
+        elif isinstance(inp, GradeInput):
+            out = grade(inp)
+        else:
+            out = validate(cast(ValidateInput, inp))
+        return Generation(output=cast(T, out), usage=Usage(attempts=1, latency_ms=(time.perf_counter() - t0) * 1000))
+
+
+__all__ = ["HeuristicModel", "draft", "grade", "rewrite", "select", "validate"]

@@ -1,0 +1,72 @@
+"""Observe: retrieval results become context cards (seed 001 section 4, RetrievedContextProvider).
+
+A card keeps what a model needs to read (a summary) and what the next step needs to act on (ids,
+paths, a few structured fields), and stays small: raw rows are trimmed to the fields that carry ids
+and facts. The ``data`` keys are part of the contract with the planner:
+
+- qdrant_search: ``query`` (text or None), ``entity_type``, ``ids`` (for a fetch by id), ``rows``
+- pg_graph: ``kind`` (the query_type), ``start``, ``end``, ``edge_types``, ``meta``
+- pg_query: ``kind`` = "query", ``rows``, ``total``
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from agentic_rag.models.roles import CardEntity, ContextCard
+from agentic_rag.protocol import EntityRef, GraphIntent, GraphResult, RetrievalResult, SearchIntent, StructuredQuery
+from agentic_rag.retrievers.dsl import QueryResult, describe
+
+ROW_FIELDS = ("id", "entity_type", "name", "year", "format", "anime_ids", "anime_id", "franchise_id", "number",
+              "snippet", "matched_by", "value", "group_key", "n", "episode_count", "end_year", "status")
+MAX_ROWS = 50
+
+
+def _trim(row: dict[str, Any]) -> dict[str, Any]:
+    out = {k: row[k] for k in ROW_FIELDS if k in row and row[k] not in (None, [], "")}
+    if isinstance(out.get("anime_ids"), list):
+        out["anime_ids"] = out["anime_ids"][:50]
+    if isinstance(out.get("snippet"), str):
+        out["snippet"] = out["snippet"][:300]
+    return out
+
+
+def _detail(row: dict[str, Any]) -> str | None:
+    parts = [str(row["year"])] if row.get("year") else []
+    if row.get("matched_by"):
+        parts.append("matched by " + ", ".join(row["matched_by"]))
+    return "; ".join(parts) or None
+
+
+def from_search(turn: int, intent: SearchIntent, result: RetrievalResult) -> ContextCard:
+    rows = [_trim(r) for r in result.raw_data[:MAX_ROWS]]
+    entities = [CardEntity(ref=EntityRef(entity_type=r["entity_type"], id=r["id"]), name=str(r.get("name", ""))[:300],
+                           detail=_detail(r)) for r in rows if r.get("id") and r.get("entity_type")]
+    what = f"ids {', '.join(intent.filters.id[:3])}" if intent.filters.id else repr(intent.query)
+    return ContextCard(turn=turn, source="qdrant_search", request=f"{intent.entity_type} search for {what}"[:500],
+                       summary=result.summary, count=result.count, entities=entities,
+                       data={"query": intent.query, "entity_type": intent.entity_type,
+                             "ids": list(intent.filters.id), "rows": rows})
+
+
+def from_graph(turn: int, intent: GraphIntent, result: GraphResult, names: dict[str, str]) -> ContextCard:
+    entities = [CardEntity(ref=ref, name=names.get(ref.id, ref.id)[:300]) for ref in result.node_ids[:100]]
+    target = f" and {names.get(intent.end.id, intent.end.id)}" if intent.end else ""
+    request = f"{intent.query_type} from {names.get(intent.start.id, intent.start.id)}{target}"
+    if intent.edge_types:
+        request += f" via {', '.join(intent.edge_types)}"
+    meta = {k: v for k, v in result.meta.items() if k not in ("depths",)}
+    return ContextCard(turn=turn, source="pg_graph", request=request[:500], summary=result.summary,
+                       count=result.count, entities=entities, paths=result.paths[:20],
+                       data={"kind": intent.query_type, "start": intent.start.id,
+                             "end": intent.end.id if intent.end else None, "edge_types": list(intent.edge_types),
+                             "meta": meta})
+
+
+def from_query(turn: int, query: StructuredQuery, result: QueryResult) -> ContextCard:
+    rows = [_trim(r) for r in result.rows[:MAX_ROWS]]
+    entities = [CardEntity(ref=EntityRef(entity_type=r["entity_type"], id=r["id"]), name=str(r.get("name", ""))[:300],
+                           detail=_detail(r)) for r in rows if r.get("id") and r.get("entity_type")]
+    return ContextCard(turn=turn, source="pg_query", request=describe(query)[:500], summary=result.summary,
+                       count=result.count, entities=entities,
+                       data={"kind": "query", "rows": rows, "total": result.total})
