@@ -145,9 +145,12 @@ async def load_rows(
             changes["entity_name"] = await _sync(cur, SYNC_NAMES, "want_name", source)
             step("edge")
     except psycopg.Error as exc:
-        diag = exc.diag
-        detail = f" ({diag.message_detail})" if diag.message_detail else ""
-        raise CatalogError(
-            f"loading table {current} failed, nothing was changed: {diag.message_primary or exc}{detail}"
-        ) from exc
+        raise load_failure(f"loading table {current}", exc) from exc
     return changes
+
+
+def load_failure(where: str, exc: psycopg.Error) -> CatalogError:
+    """A database error during a (rolled back) load, said plainly with PostgreSQL's own detail."""
+    diag = exc.diag
+    detail = f" ({diag.message_detail})" if diag.message_detail else ""
+    return CatalogError(f"{where} failed, nothing was changed: {diag.message_primary or exc}{detail}")

@@ -3,7 +3,8 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
 import psycopg
@@ -38,16 +39,31 @@ def server(settings: Settings) -> str:
     return psycopg.conninfo.make_conninfo(dsn, dbname="postgres")
 
 
-@pytest.fixture(scope="session")
-def dsn(server: str) -> Iterator[str]:
-    """A freshly created database for this session."""
-    name = sql.Identifier(TEST_DATABASE)
+@contextmanager
+def scratch_database(server: str, database: str) -> Iterator[str]:
+    """A freshly created database, dropped afterwards; yields its DSN."""
+    name = sql.Identifier(database)
     with psycopg.connect(server, autocommit=True) as conn:
         conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
         conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
-    yield psycopg.conninfo.make_conninfo(server, dbname=TEST_DATABASE)
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+    try:
+        yield psycopg.conninfo.make_conninfo(server, dbname=database)
+    finally:
+        with psycopg.connect(server, autocommit=True) as conn:
+            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+
+
+@pytest.fixture(scope="session")
+def scratch(server: str) -> Callable[[str], AbstractContextManager[str]]:
+    """``with scratch("name") as dsn:`` a database of the test's own."""
+    return lambda database: scratch_database(server, database)
+
+
+@pytest.fixture(scope="session")
+def dsn(scratch: Callable[[str], AbstractContextManager[str]]) -> Iterator[str]:
+    """A freshly created database for this session."""
+    with scratch(TEST_DATABASE) as d:
+        yield d
 
 
 @pytest.fixture(scope="session")

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import os
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager
 
 import psycopg
 import pytest
-from psycopg import sql
 
 from agentic_rag.catalog.records import CatalogError
 from agentic_rag.catalog.synthetic import SyntheticCatalog, SyntheticReport, fingerprint, load_synthetic
@@ -25,15 +25,10 @@ DEMO_ANIME = "test-demo-anime"
 
 
 @pytest.fixture(scope="module")
-def synth_dsn(server: str) -> Iterator[str]:
+def synth_dsn(scratch: Callable[[str], AbstractContextManager[str]]) -> Iterator[str]:
     """A fresh scratch database for this module, dropped afterwards."""
-    name = sql.Identifier(DATABASE)
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
-    yield psycopg.conninfo.make_conninfo(server, dbname=DATABASE)
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+    with scratch(DATABASE) as dsn:
+        yield dsn
 
 
 @pytest.fixture(scope="module")

@@ -16,6 +16,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
+from agentic_rag.catalog.load import load_failure
 from agentic_rag.catalog.synthetic.rows import SOURCE, SyntheticCatalog
 from agentic_rag.catalog.synthetic.structure import entity_counts, fingerprint
 from agentic_rag.catalog.tables import ENTITY_TABLES, RELATION_TABLES, TABLE_BY_NAME, TABLES
@@ -140,7 +141,6 @@ async def load_synthetic(
     the ``edge_source`` view and records the load; then the tables are analysed. Demo rows are never
     touched. ``progress(table, rows_done, rows_total)`` is called as each table's rows go in.
     """
-    from agentic_rag.catalog.records import CatalogError
 
     entity_counts(n)  # validate before touching the database
     if seed < 0:
@@ -191,11 +191,7 @@ async def load_synthetic(
                             (SOURCE, fp, json.dumps({**report.tables, "edge": report.edges})),
                         )
             except psycopg.Error as exc:
-                diag = exc.diag
-                detail = f" ({diag.message_detail})" if diag.message_detail else ""
-                raise CatalogError(
-                    f"synthetic load failed at {current}, nothing was changed: {diag.message_primary or exc}{detail}"
-                ) from exc
+                raise load_failure(f"synthetic load at {current}", exc) from exc
             if recorded is None:
                 t = time.perf_counter()
                 names = sql.SQL(", ").join(sql.Identifier(x) for x in (*(t.name for t in TABLES), "edge",
