@@ -18,7 +18,22 @@ Rationale = Annotated[str, StringConstraints(strip_whitespace=True, max_length=3
 QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
 ShortText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
 AnswerText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)]
-SummaryText = Annotated[str, StringConstraints(max_length=8000)]
+SUMMARY_MAX = 8000
+SummaryText = Annotated[str, StringConstraints(max_length=SUMMARY_MAX)]
+
+
+def clip_lines(lines: list[str], limit: int = SUMMARY_MAX) -> str:
+    """Join summary lines, dropping whole lines at the end (and saying how many) to stay within ``limit``."""
+    out: list[str] = []
+    size = 0
+    for i, line in enumerate(lines):
+        line = line if len(line) <= limit // 4 else line[: limit // 4 - 3] + "..."
+        if size + len(line) + 1 > limit - 60:
+            out.append(f"... {len(lines) - i} more line(s) in the structured result.")
+            break
+        out.append(line)
+        size += len(line) + 1
+    return "\n".join(out)
 Genre = Annotated[str, StringConstraints(strip_whitespace=True, to_lower=True, min_length=1, max_length=40)]
 Year = Annotated[int, Field(ge=1900, le=2100)]
 Confidence = Annotated[float, Field(ge=0.0, le=1.0)]

@@ -8,6 +8,7 @@ from typing import Any
 import psycopg
 
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
+from agentic_rag.protocol.base import clip_lines
 from agentic_rag.retrievers.hydrate import hydrate, labels
 
 Query = Callable[[psycopg.AsyncConnection[Any], str, dict[str, Any]], Awaitable[list[tuple[Any, ...]]]]
@@ -91,7 +92,7 @@ async def compare_entities(conn: psycopg.AsyncConnection[Any], intent: GraphInte
         "differences": differences, "same": same, "shared": shared, "direct": [r for r, _ in direct],
     })
     nodes = list(dict.fromkeys(all_refs))[:500]
-    return GraphResult(summary="\n".join(lines), paths=paths, node_ids=nodes, count=2, meta=_jsonable(meta))
+    return GraphResult(summary=clip_lines(lines), paths=paths, node_ids=nodes, count=2, meta=_jsonable(meta))
 
 
 def _jsonable(value: Any) -> Any:

@@ -23,6 +23,7 @@ from pydantic import Field
 
 from agentic_rag.catalog.vocabulary import EntityType
 from agentic_rag.protocol import EntityRef, ProtocolModel, SummaryText
+from agentic_rag.protocol.base import clip_lines
 from agentic_rag.protocol.query import FIELDS, Aggregate, Condition, StructuredQuery
 
 __all__ = ["ENTITIES", "Col", "Entity", "QueryResult", "compile_query", "describe", "like_escape", "run_query"]
@@ -251,12 +252,7 @@ def _summarise(q: StructuredQuery, rows: list[dict[str, Any]], total: int) -> st
             extra = ", ".join(f"{k}={_fmt(v)}" for k, v in r.items()
                               if k not in ("id", "entity_type", "name") and v not in (None, []))
             lines.append(f"- {r['name']} ({r['entity_type']}, id {r['id']}){': ' + extra if extra else ''}")
-    text = head
-    for i, line in enumerate(lines):
-        if len(text) + len(line) > 7800:
-            return text + f"\n... {len(lines) - i} more rows in the structured result."
-        text += "\n" + line
-    return text
+    return clip_lines([head, *lines])
 
 
 async def run_query(conn: psycopg.AsyncConnection[Any], q: StructuredQuery, *, timeout_s: float) -> QueryResult:

@@ -24,6 +24,7 @@ from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait
 
 from agentic_rag.catalog.vocabulary import EDGE_TYPE_BY_NAME, STORED_EDGE_TYPES
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
+from agentic_rag.protocol.base import clip_lines
 from agentic_rag.retrievers.compare import compare_entities
 from agentic_rag.retrievers.errors import RetrievalError, transient_db_error
 from agentic_rag.retrievers.hydrate import exists, labels
@@ -199,7 +200,7 @@ class PostgresGraphExecutor:
         lines = [f"Neighbors of {who} via {via} ({len(paths)}):"]
         lines += [f"- {_describe(p, names)}" for p in paths]
         nodes = _unique([start, *(p.nodes[-1] for p in paths)])
-        return GraphResult(summary="\n".join(lines), paths=paths[:50], node_ids=nodes, count=len(paths), meta=meta)
+        return GraphResult(summary=clip_lines(lines), paths=paths[:50], node_ids=nodes, count=len(paths), meta=meta)
 
     async def _k_hop(self, conn: Conn, intent: GraphIntent, hops: int, results: int, fanout: int,
                      meta: dict[str, Any]) -> GraphResult:
@@ -232,7 +233,7 @@ class PostgresGraphExecutor:
         meta["depths"] = {r.id: depth[r.id] for r in reached}
         lines = [f"Within {hops} hops of {who} ({len(reached)} nodes, nearest first):"]
         lines += [f"- [{depth[p.nodes[-1].id]}] {_describe(p, names)}" for p in paths]
-        return GraphResult(summary="\n".join(lines), paths=paths, node_ids=_unique([start, *reached]),
+        return GraphResult(summary=clip_lines(lines), paths=paths, node_ids=_unique([start, *reached]),
                            count=len(reached), meta=meta)
 
     async def _path(self, conn: Conn, intent: GraphIntent, hops: int, fanout: int,
@@ -289,7 +290,7 @@ class PostgresGraphExecutor:
         meta["hops"] = best
         lines = [f"{len(paths)} shortest path(s) of {best} hop(s) between {a} and {b}:"]
         lines += [f"- {_describe(p, names, full=True)}" for p in paths]
-        return GraphResult(summary="\n".join(lines), paths=paths,
+        return GraphResult(summary=clip_lines(lines), paths=paths,
                            node_ids=_unique([n for p in paths for n in p.nodes]), count=len(paths), meta=meta)
 
 

@@ -14,6 +14,7 @@ from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedR
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from agentic_rag.protocol import RetrievalResult, SearchFilters, SearchIntent
+from agentic_rag.protocol.base import clip_lines
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import collection_name
@@ -66,7 +67,7 @@ def summarize(intent: SearchIntent, rows: list[dict[str, Any]]) -> str:
     for i, row in enumerate(rows, 1):
         year = f", {row['year']}" if row.get("year") else ""
         lines.append(f"{i}. {row.get('name')} ({row['entity_type']}{year}) [id {row['id']}]: {row['snippet']}")
-    return "\n".join(lines)
+    return clip_lines(lines)
 
 
 class QdrantExecutor:

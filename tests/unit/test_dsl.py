@@ -224,7 +224,7 @@ def test_summaries_stay_within_their_bound() -> None:
     rows = [{"id": f"00000000-0000-0000-0000-{i:012d}", "entity_type": "anime", "name": "y" * 200,
              "genres": ["z" * 40] * 8, "year": 2000} for i in range(100)]
     summary = _summarise(big, rows, 500)
-    assert len(summary) <= 8000 and summary.endswith("more rows in the structured result.")
+    assert len(summary) <= 8000 and summary.endswith("more line(s) in the structured result.")
     QueryResult(summary=summary, rows=rows, count=100, total=500, params_bound=9)
     assert _summarise(big, [], 0).startswith("No anime matched: anime where title in ['xxx")
 

@@ -161,3 +161,15 @@ def test_out_of_bound_values_are_rejected_with_clear_messages(cls: type[BaseMode
 
 def test_uuids_are_normalised_to_lower_case() -> None:
     assert p.EntityRef(entity_type="anime", id=U1.upper()).id == U1
+
+
+def test_long_summaries_are_clipped_by_whole_lines_and_say_so() -> None:
+    from agentic_rag.protocol.base import SUMMARY_MAX, clip_lines
+
+    lines = [f"- node {i}: " + "Very Long Synthetic Name " * 6 for i in range(500)]
+    text = clip_lines(lines)
+    assert len(text) <= SUMMARY_MAX
+    assert text.splitlines()[-1].startswith("... ") and "more line(s)" in text
+    p.GraphResult(summary=text, count=500)  # fits the contract
+    assert clip_lines(["a", "b"]) == "a\nb"
+    assert len(clip_lines(["x" * 50_000])) <= SUMMARY_MAX
