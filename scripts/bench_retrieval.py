@@ -33,7 +33,7 @@ from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import make_pool, resolve_dsn
+from agentic_rag.storage.postgres import make_pool, migrate, resolve_dsn
 
 ILIKE_SQL = """
     SELECT entity_type, id, name FROM (
@@ -186,15 +186,18 @@ async def main() -> None:
     ap.add_argument("--queries", type=int, default=200)
     ap.add_argument("--vector-sizes", default="1000,10000,100000")
     ap.add_argument("--out", type=Path, default=None, help="also write the results as JSON here")
+    ap.add_argument("--skip-vectors", action="store_true", help="PostgreSQL measurements only")
     args = ap.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
     settings = Settings()
     dsn = database(settings, f"agentic_rag_bench_{args.entities}")
     t0 = time.perf_counter()
     report = await load_synthetic(dsn, args.entities, args.seed)
+    await migrate(dsn)  # a catalog loaded by an older version gains newer indexes
     print(f"catalog: {'already loaded' if report.skipped else f'loaded in {time.perf_counter() - t0:.0f} s'}")
     results = await bench_postgres(dsn, settings, args.queries, random.Random(args.seed))
-    results |= bench_vectors([int(s) for s in args.vector_sizes.split(",")], np.random.default_rng(args.seed))
+    if not args.skip_vectors:
+        results |= bench_vectors([int(s) for s in args.vector_sizes.split(",")], np.random.default_rng(args.seed))
     if args.out:
         args.out.write_text(json.dumps(results, indent=2))
     print(f"\nsynthetic catalog: {args.entities:,} entities, seed {args.seed}; {os.cpu_count()} cores\n")

@@ -2,6 +2,7 @@
 
 No model and no agent. Matches come in tiers (an exact name, then names starting with the text,
 then fuzzy word matches for typos such as "Lufy"); within a tier, popularity first, then name.
+Prefix matching starts at two characters; every tier reads a bounded slice of an index.
 Names include aliases ("Luffy"), native ("ルフィ") and romanised titles; matching ignores case and
 accents ("Konosuke" finds "Kōnosuke").
 """
@@ -47,15 +48,26 @@ _COLS = "n.entity_id::text, n.entity_type, n.name, n.popularity"
 _TYPES = "(%(types)s::text[] IS NULL OR n.entity_type = ANY(%(types)s::text[]))"
 NORMALISE_SQL = "SELECT lower(unaccent(%(q)s))"
 EXACT_SQL = f"SELECT {_COLS} FROM entity_name n WHERE n.norm = %(norm)s AND {_TYPES}"  # noqa: S608
-# Walks the (bucket, popularity DESC) index: stops after `cand` matches, whatever the table size.
-PREFIX_SQL = f"""
-    SELECT {_COLS} FROM entity_name n
-    WHERE left(n.norm, 2) = left(%(norm)s, 2) AND n.norm LIKE %(pattern)s AND {_TYPES}
-    ORDER BY left(n.norm, 2), n.popularity DESC LIMIT %(cand)s"""  # noqa: S608
-PREFIX1_SQL = f"""
-    SELECT {_COLS} FROM entity_name n
-    WHERE n.norm LIKE %(pattern)s AND {_TYPES}
-    ORDER BY n.popularity DESC LIMIT %(cand)s"""  # noqa: S608
+
+
+def _bucket(k: int) -> str:
+    """Names in the query's k-letter bucket, most popular first: an index-only walk of a covering index."""
+    return f"""
+        SELECT {_COLS}, n.norm FROM entity_name n
+        WHERE left(n.norm, {k}) = left(%(norm)s, {k}) AND {{cond}} AND {_TYPES}
+        ORDER BY left(n.norm, {k}), n.popularity DESC LIMIT {{limit}}"""  # noqa: S608
+
+
+# Prefix: the walk stops after `cand` matches, whatever the table size.
+PREFIX_SQL = {k: _bucket(k).format(cond="n.norm LIKE %(pattern)s", limit="%(cand)s") for k in (2, 3)}
+# Typos after the second or third letter: score the bucket's most popular names (bounded), best first.
+NEAR_SQL = {k: f"""
+    SELECT entity_id, entity_type, name, popularity FROM ({_bucket(k).format(cond="true", limit=300)}) n
+    WHERE word_similarity(%(norm)s, n.norm) >= %(threshold)s
+    ORDER BY round(word_similarity(%(norm)s, n.norm)::numeric, 1) DESC, n.popularity DESC, n.norm
+    LIMIT %(cand)s""" for k in (3, 2)}  # noqa: S608
+# Anything else (a typo in the first letters, a word inside a long title): the trigram index, only
+# when nothing above matched.
 FUZZY_SQL = f"""
     SELECT {_COLS} FROM entity_name n
     WHERE n.norm %%> %(norm)s AND {_TYPES}
@@ -63,7 +75,7 @@ FUZZY_SQL = f"""
     LIMIT %(cand)s"""  # noqa: S608
 PRIMARY_SQL = ("SELECT entity_id::text, name FROM entity_name "
                "WHERE entity_id = ANY(%(ids)s::uuid[]) AND kind = 'primary'")
-FUZZY_THRESHOLD = "0.5"
+FUZZY_THRESHOLD = 0.5
 
 
 def _like_prefix(norm: str) -> str:
@@ -83,7 +95,7 @@ async def _typeahead(conn: psycopg.AsyncConnection[Any], query: TypeaheadQuery) 
     norm = str(row[0]) if row else query.q.lower()
     params: dict[str, Any] = {
         "norm": norm, "pattern": _like_prefix(norm), "types": list(query.types) if query.types else None,
-        "cand": query.limit * 4,
+        "cand": query.limit * 4, "threshold": FUZZY_THRESHOLD,
     }
     hits: dict[str, tuple[MatchTier, tuple[Any, ...]]] = {}
 
@@ -92,12 +104,21 @@ async def _typeahead(conn: psycopg.AsyncConnection[Any], query: TypeaheadQuery) 
             hits.setdefault(r[0], (tier, r))
 
     take("exact", await (await conn.execute(EXACT_SQL, params)).fetchall())
-    prefix_sql = PREFIX_SQL if len(norm) >= 2 else PREFIX1_SQL
-    take("prefix", await (await conn.execute(prefix_sql, params)).fetchall())
-    if len(hits) < query.limit and len(norm) >= 3:
+    exact = bool(hits)
+    if len(norm) >= 2:  # one letter is too little to rank a prefix by; exact names only
+        take("prefix", await (await conn.execute(PREFIX_SQL[min(len(norm), 3)], params)).fetchall())
+    # typo candidates only when the name was not typed exactly and the list is not full yet
+    for k in (3, 2):
+        if exact or len(hits) >= query.limit or len(norm) < 3:
+            break
+        before = len(hits)
+        take("fuzzy", await (await conn.execute(NEAR_SQL[k], params)).fetchall())
+        if len(hits) > before:
+            break
+    if not hits and len(norm) >= 3:
         async with conn.transaction():
             await conn.execute("SELECT set_config('pg_trgm.word_similarity_threshold', %s, true)",
-                               (FUZZY_THRESHOLD,))
+                               (str(FUZZY_THRESHOLD),))
             take("fuzzy", await (await conn.execute(FUZZY_SQL, params)).fetchall())
     order = {"exact": 0, "prefix": 1, "fuzzy": 2}
     best = sorted(hits.values(), key=lambda h: (order[h[0]], -h[1][3], h[1][2].lower()))[: query.limit]
