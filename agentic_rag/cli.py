@@ -206,6 +206,16 @@ def db_url() -> None:
         raise _fail(exc) from None
 
 
+@app.command("db-stop")
+def db_stop() -> None:
+    """Stop the private PostgreSQL cluster under the data dir, if one runs (its data stays)."""
+    from agentic_rag.storage.postgres import stop_private_cluster
+
+    settings = _settings()
+    stop_private_cluster(settings.data_dir)
+    console.print(f"private cluster in {settings.data_dir / 'pg'} is stopped")
+
+
 def _redact(dsn: str) -> str:
     from psycopg.conninfo import conninfo_to_dict
 
