@@ -9,10 +9,12 @@ from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstr
 from agentic_rag.catalog.vocabulary import EntityType
 
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
+# The constraints come first so the JSON schema keeps the pattern (constrained decoders need it);
+# the before-validator still runs first at validation time, so "ABC..." is accepted as "abc...".
 Uuid = Annotated[
     str,
-    BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v),
     StringConstraints(pattern=UUID_PATTERN, max_length=36),
+    BeforeValidator(lambda v: v.strip().lower() if isinstance(v, str) else v),
 ]
 Rationale = Annotated[str, StringConstraints(strip_whitespace=True, max_length=300)]
 QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]

@@ -163,6 +163,12 @@ def test_uuids_are_normalised_to_lower_case() -> None:
     assert p.EntityRef(entity_type="anime", id=U1.upper()).id == U1
 
 
+def test_the_uuid_pattern_reaches_the_json_schema() -> None:
+    # a constrained decoder only knows what the schema says: without the pattern it writes any string
+    schema = p.EntityRef.model_json_schema()["properties"]["id"]
+    assert schema["pattern"] == p.base.UUID_PATTERN and schema["maxLength"] == 36
+
+
 def test_long_summaries_are_clipped_by_whole_lines_and_say_so() -> None:
     from agentic_rag.protocol.base import SUMMARY_MAX, clip_lines
 
