@@ -1,0 +1,88 @@
+"""A :class:`TextBackend` over any OpenAI-compatible chat-completions server.
+
+vLLM's own server, SGLang, or ours (:mod:`agentic_rag.models.openai_server`): schemas go out as
+``response_format={"type": "json_schema", "json_schema": {"name", "schema", "strict": true}}``,
+the structured-outputs form every one of them honours.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import re
+from typing import Any, Literal
+
+from openai import APITimeoutError, AsyncOpenAI, BadRequestError, omit
+from openai.types.chat import ChatCompletionMessageParam
+from openai.types.shared_params import ResponseFormatJSONSchema
+
+from agentic_rag.models.base import Completion, Message
+from agentic_rag.settings import Settings
+
+
+def response_format(schema: dict[str, Any]) -> ResponseFormatJSONSchema:
+    """The ``response_format`` that constrains a completion to ``schema``, named after its title."""
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "output"))[:64]
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
+
+
+def _chat_message(message: Message) -> ChatCompletionMessageParam:
+    content = message["content"]
+    if message["role"] == "system":
+        return {"role": "system", "content": content}
+    if message["role"] == "user":
+        return {"role": "user", "content": content}
+    return {"role": "assistant", "content": content}
+
+
+class OpenAIBackend:
+    """Chat completions from ``settings.openai_base_url`` with the official ``openai`` client.
+
+    ``settings.generation_timeout_ms`` bounds each call as a whole, the client's own retries of
+    transient failures (connection errors, 429, 5xx) included; past it, ``TimeoutError``. A request
+    the server refuses as bad (400: say, a schema it cannot compile) raises ``ValueError``.
+    """
+
+    def __init__(self, settings: Settings, model: str, *, client: AsyncOpenAI | None = None) -> None:
+        if client is None and not settings.openai_base_url:
+            raise ValueError("the openai backend needs settings.openai_base_url (RAG_OPENAI_BASE_URL)")
+        self.name = model
+        self._timeout_s = settings.generation_timeout_ms / 1000
+        self._client = client or AsyncOpenAI(
+            base_url=settings.openai_base_url, api_key=settings.openai_api_key, timeout=self._timeout_s,
+        )
+
+    @classmethod
+    def from_settings(cls, settings: Settings, role: Literal["planner", "validator"]) -> OpenAIBackend:
+        """The planner's or the validator's served model, from ``RAG_PLANNER_MODEL`` / ``RAG_VALIDATOR_MODEL``."""
+        model = settings.planner_model if role == "planner" else settings.validator_model
+        if not model:
+            raise ValueError(f"RAG_{role.upper()}_MODEL must name the served model for the openai backend")
+        return cls(settings, model)
+
+    async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
+                       temperature: float) -> Completion:
+        chat = [_chat_message(m) for m in messages]
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                resp = await self._client.chat.completions.create(
+                    model=self.name, messages=chat, max_completion_tokens=max_tokens, temperature=temperature,
+                    response_format=omit if schema is None else response_format(schema),
+                )
+        except (TimeoutError, APITimeoutError):
+            raise TimeoutError(f"{self.name}: no completion within {self._timeout_s:g}s") from None
+        except BadRequestError as exc:
+            raise ValueError(f"{self.name} rejected the request: {exc.message}") from exc
+        if not resp.choices:
+            raise RuntimeError(f"{self.name}: the server returned no choices")
+        choice = resp.choices[0]
+        usage = resp.usage
+        return Completion(
+            text=choice.message.content or "",
+            prompt_tokens=usage.prompt_tokens if usage else 0,
+            completion_tokens=usage.completion_tokens if usage else 0,
+            finish_reason=choice.finish_reason,
+        )
+
+    async def aclose(self) -> None:
+        """Close the HTTP connections."""
+        await self._client.close()

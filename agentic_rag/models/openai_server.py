@@ -1,0 +1,260 @@
+"""The OpenAI-compatible chat-completions server over any :class:`TextBackend`.
+
+``create_app({"planner": backend, ...})`` serves ``POST /v1/chat/completions`` and ``GET /v1/models``
+so that any OpenAI client (the official ``openai`` package, :class:`OpenAIBackend`, other tools)
+can use our model deployments. ``response_format`` ``{"type": "json_schema", ...}`` constrains
+decoding to that schema; ``{"type": "json_object"}``, ``{"type": "text"}`` or no
+``response_format`` leave the output unconstrained.
+
+Scope, on purpose: no streaming (``stream`` must be false), one choice (``n`` must be 1), no
+tools. Request policy: the body is validated by pydantic; every field the OpenAI API defines
+that we cannot honour, and every field it does not define, is a 400 (as OpenAI answers
+"Unrecognized request argument"), never silently ignored. Errors have OpenAI's shape,
+``{"error": {"message", "type", "param", "code"}}``: 400 for a bad request (bad JSON, bad
+fields, an invalid JSON schema, or a request the backend rejects with ``ValueError``), 404 for
+an unknown model, 504 when the backend times out, 500 only for a fault of our own.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Annotated, Any, Literal
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from jsonschema import SchemaError  # type: ignore[import-untyped]
+from jsonschema.validators import validator_for  # type: ignore[import-untyped]
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.exceptions import HTTPException as StarletteHTTPException
+
+from agentic_rag.models.base import Message, TextBackend
+
+log = logging.getLogger(__name__)
+
+MAX_COMPLETION_TOKENS = 32_768
+DEFAULT_MAX_TOKENS = 1024
+MAX_SCHEMA_CHARS = 100_000
+
+
+class _Body(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+
+class TextPart(_Body):
+    """One text part of a message's content (the list form of ``content``)."""
+
+    type: Literal["text"]
+    text: str
+
+
+class ChatMessage(_Body):
+    """One input message. ``developer`` is read as ``system``; ``name`` is accepted and unused."""
+
+    role: Literal["system", "developer", "user", "assistant"]
+    content: str | list[TextPart] = Field(description="A string, or a list of text parts joined in order.")
+    name: str | None = None
+
+    def as_message(self) -> Message:
+        text = self.content if isinstance(self.content, str) else "".join(p.text for p in self.content)
+        role: Literal["system", "user", "assistant"] = "system" if self.role == "developer" else self.role
+        return {"role": role, "content": text}
+
+
+class JsonSchemaSpec(_Body):
+    """``response_format.json_schema``: the schema the output is constrained to."""
+
+    name: str = Field(pattern=r"^[A-Za-z0-9_-]{1,64}$", description="Name of the format (a-z, A-Z, 0-9, _ and -).")
+    description: str | None = None
+    schema_: dict[str, Any] = Field(alias="schema", description="A JSON schema (draft 2020-12 unless $schema says).")
+    strict: bool | None = Field(None, description="Accepted; output is always constrained exactly to the schema.")
+
+    @field_validator("schema_")
+    @classmethod
+    def _valid_schema(cls, schema: dict[str, Any]) -> dict[str, Any]:
+        if len(json.dumps(schema)) > MAX_SCHEMA_CHARS:
+            raise ValueError(f"schema is larger than {MAX_SCHEMA_CHARS} characters")
+        try:
+            validator_for(schema).check_schema(schema)
+        except SchemaError as exc:
+            path = "/".join(str(p) for p in exc.path) or "(root)"
+            raise ValueError(f"not a valid JSON schema at {path}: {exc.message}") from None
+        return schema
+
+
+class JsonSchemaFormat(_Body):
+    type: Literal["json_schema"]
+    json_schema: JsonSchemaSpec
+
+
+class JsonObjectFormat(_Body):
+    type: Literal["json_object"]
+
+
+class TextFormat(_Body):
+    type: Literal["text"]
+
+
+ResponseFormat = Annotated[JsonSchemaFormat | JsonObjectFormat | TextFormat, Field(discriminator="type")]
+
+
+class ChatCompletionRequest(_Body):
+    """The subset of OpenAI's chat-completions request this server honours."""
+
+    model: str = Field(description="A name from GET /v1/models.")
+    messages: list[ChatMessage] = Field(min_length=1, max_length=512)
+    response_format: ResponseFormat | None = None
+    max_completion_tokens: int | None = Field(None, ge=1, le=MAX_COMPLETION_TOKENS)
+    max_tokens: int | None = Field(None, ge=1, le=MAX_COMPLETION_TOKENS, description="Older name of the above.")
+    temperature: float | None = Field(None, ge=0.0, le=2.0, description="0 is greedy; default 1.")
+    n: int | None = Field(None, description="Must be 1.")
+    stream: bool | None = Field(None, description="Must be false: this server does not stream.")
+    user: str | None = Field(None, description="Accepted for compatibility; unused.")
+
+    @field_validator("n")
+    @classmethod
+    def _one_choice(cls, n: int | None) -> int | None:
+        if n not in (None, 1):
+            raise ValueError("only n=1 is supported")
+        return n
+
+    @field_validator("stream")
+    @classmethod
+    def _no_stream(cls, stream: bool | None) -> bool | None:
+        if stream:
+            raise ValueError("streaming is not supported; send stream=false")
+        return stream
+
+    def schema_constraint(self) -> dict[str, Any] | None:
+        if isinstance(self.response_format, JsonSchemaFormat):
+            return self.response_format.json_schema.schema_
+        return None
+
+
+class AssistantMessage(BaseModel):
+    role: Literal["assistant"] = "assistant"
+    content: str
+    refusal: str | None = None
+
+
+class Choice(BaseModel):
+    index: int
+    message: AssistantMessage
+    finish_reason: Literal["stop", "length"]
+    logprobs: None = None
+
+
+class CompletionUsage(BaseModel):
+    prompt_tokens: int
+    completion_tokens: int
+    total_tokens: int
+
+
+class ChatCompletion(BaseModel):
+    """OpenAI's ``ChatCompletion`` object."""
+
+    id: str
+    object: Literal["chat.completion"] = "chat.completion"
+    created: int
+    model: str
+    choices: list[Choice]
+    usage: CompletionUsage
+    system_fingerprint: str | None = None
+
+
+class ModelCard(BaseModel):
+    id: str
+    object: Literal["model"] = "model"
+    created: int
+    owned_by: str = "agentic-rag"
+
+
+class ModelList(BaseModel):
+    object: Literal["list"] = "list"
+    data: list[ModelCard]
+
+
+def error_response(status: int, message: str, *, type_: str = "invalid_request_error",
+                   param: str | None = None, code: str | None = None) -> JSONResponse:
+    """An OpenAI-style error body."""
+    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
+    return JSONResponse(body, status_code=status)
+
+
+def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
+    errors = exc.errors()
+    if any(e.get("type") == "json_invalid" for e in errors):
+        return "the request body is not valid JSON", None
+    parts, param = [], None
+    for e in errors[:5]:
+        loc = [str(p) for p in e.get("loc", ()) if p != "body"]
+        where = ".".join(loc) or "(body)"
+        param = param or where
+        msg = str(e.get("msg", "invalid"))
+        if e.get("type") == "extra_forbidden":
+            msg = "unrecognized request argument"
+        parts.append(f"{where}: {msg}")
+    return "; ".join(parts), param
+
+
+def create_app(models: Mapping[str, TextBackend]) -> FastAPI:
+    """An OpenAI-compatible app serving each backend under its key in ``models``."""
+    backends = dict(models)
+    started = int(time.time())
+    app = FastAPI(title="agentic-rag models", description=__doc__)
+
+    @app.exception_handler(RequestValidationError)
+    async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        message, param = _validation_message(exc)
+        return error_response(400, message, param=param)
+
+    @app.exception_handler(StarletteHTTPException)
+    async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
+        return error_response(exc.status_code, str(exc.detail), code=str(exc.status_code))
+
+    @app.get("/v1/models", response_model=ModelList)
+    async def list_models() -> ModelList:
+        return ModelList(data=[ModelCard(id=name, created=started) for name in backends])
+
+    @app.get("/v1/models/{model_id}", response_model=ModelCard, responses={404: {}})
+    async def get_model(model_id: str) -> ModelCard | JSONResponse:
+        if model_id not in backends:
+            return _unknown_model(model_id)
+        return ModelCard(id=model_id, created=started)
+
+    @app.post("/v1/chat/completions", response_model=ChatCompletion, responses={400: {}, 404: {}, 504: {}})
+    async def chat_completions(body: ChatCompletionRequest) -> ChatCompletion | JSONResponse:
+        backend = backends.get(body.model)
+        if backend is None:
+            return _unknown_model(body.model)
+        max_tokens = body.max_completion_tokens or body.max_tokens or DEFAULT_MAX_TOKENS
+        temperature = 1.0 if body.temperature is None else body.temperature
+        try:
+            done = await backend.complete([m.as_message() for m in body.messages], body.schema_constraint(),
+                                          max_tokens=max_tokens, temperature=temperature)
+        except TimeoutError as exc:
+            return error_response(504, f"the model did not finish in time: {exc}", type_="timeout", code="timeout")
+        except ValueError as exc:  # the backend's word for "this request cannot be served"
+            return error_response(400, str(exc))
+        except Exception:
+            log.exception("model %s failed", body.model)
+            return error_response(500, "the model failed on this request", type_="server_error")
+        return ChatCompletion(
+            id=f"chatcmpl-{uuid.uuid4().hex}",
+            created=int(time.time()),
+            model=body.model,
+            choices=[Choice(index=0, message=AssistantMessage(content=done.text),
+                            finish_reason="length" if done.finish_reason == "length" else "stop")],
+            usage=CompletionUsage(prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,
+                                  total_tokens=done.prompt_tokens + done.completion_tokens),
+        )
+
+    def _unknown_model(name: str) -> JSONResponse:
+        return error_response(404, f"the model {name!r} does not exist; see GET /v1/models", param="model",
+                              code="model_not_found")
+
+    return app

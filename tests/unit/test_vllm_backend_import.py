@@ -1,0 +1,165 @@
+"""The vLLM backend without vLLM: the module imports, and building a backend says what to install.
+
+The second half drives ``VLLMBackend.complete`` against a stand-in engine with AsyncLLM's call
+shape (``generate`` as an async iterator, ``abort``), to check what the backend asks of vLLM and
+that a timeout or a cancel aborts the request. tests/gpu/test_vllm_backend.py runs the real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import importlib
+import sys
+from collections.abc import AsyncIterator
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import pytest
+
+from agentic_rag.models.base import StructuredGenerator
+from agentic_rag.protocol import QueryRewrite
+from agentic_rag.settings import Settings
+
+MODULE = "agentic_rag.models.vllm_backend"
+
+
+def _hide_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
+    for name in [n for n in sys.modules if n == "vllm" or n.startswith("vllm.")]:
+        monkeypatch.setitem(sys.modules, name, None)
+    monkeypatch.setitem(sys.modules, "vllm", None)
+
+
+def test_module_imports_without_vllm_and_the_backend_says_what_to_install(monkeypatch: pytest.MonkeyPatch) -> None:
+    _hide_vllm(monkeypatch)
+    monkeypatch.delitem(sys.modules, MODULE, raising=False)
+    module = importlib.import_module(MODULE)
+    with pytest.raises(ImportError, match="install the vllm extra on a GPU machine"):
+        module.VLLMBackend(Settings(), "/models/planner")
+
+
+class _Tokenizer:
+    def apply_chat_template(self, messages: list[dict[str, str]], **kwargs: Any) -> str:
+        assert kwargs == {"add_generation_prompt": True, "tokenize": False}
+        return "".join(f"<{m['role']}>{m['content']}" for m in messages) + "<assistant>"
+
+    def __call__(self, text: str, add_special_tokens: bool) -> dict[str, list[int]]:
+        assert not add_special_tokens
+        return {"input_ids": [ord(c) for c in text]}
+
+
+class _Engine:
+    """AsyncLLM's surface as the backend uses it: generate() yields RequestOutputs, abort() by id."""
+
+    def __init__(self, args: Any) -> None:
+        self.args = args
+        self.requests: list[tuple[Any, Any, str]] = []
+        self.aborted: list[str] = []
+        self.hang = False
+        self.started = asyncio.Event()
+
+    async def generate(self, prompt: Any, params: Any, request_id: str) -> AsyncIterator[Any]:
+        self.requests.append((prompt, params, request_id))
+        self.started.set()
+        if self.hang:
+            await asyncio.sleep(3600)
+        text = '{"rewritten_query":"q","needs_external_context":true,"retrieval_mode":"none","rationale":"r"}'
+        yield SimpleNamespace(prompt_token_ids=prompt["prompt_token_ids"], finished=True, outputs=[
+            SimpleNamespace(text=text, token_ids=list(range(7)), finish_reason="stop")])
+
+    async def abort(self, request_id: str) -> None:
+        self.aborted.append(request_id)
+
+
+def _record(**fields: Any) -> Any:
+    return SimpleNamespace(**fields)
+
+
+@pytest.fixture
+def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
+    """Stand-in vllm modules exposing exactly the names the backend imports."""
+    engines: list[_Engine] = []
+
+    def from_engine_args(args: Any) -> _Engine:
+        engines.append(_Engine(args))
+        return engines[-1]
+
+    names: dict[str, dict[str, Any]] = {
+        "vllm": {"SamplingParams": _record},
+        "vllm.config": {"StructuredOutputsConfig": _record},
+        "vllm.engine": {},
+        "vllm.engine.arg_utils": {"AsyncEngineArgs": _record},
+        "vllm.sampling_params": {"RequestOutputKind": SimpleNamespace(FINAL_ONLY="FINAL_ONLY"),
+                                 "StructuredOutputsParams": _record},
+        "vllm.inputs": {"tokens_input": lambda prompt_token_ids, *, prompt: {
+            "type": "token", "prompt_token_ids": prompt_token_ids, "prompt": prompt}},
+        "vllm.exceptions": {"VLLMClientError": type("VLLMClientError", (Exception,), {})},
+        "vllm.v1": {},
+        "vllm.v1.engine": {},
+        "vllm.v1.engine.async_llm": {"AsyncLLM": SimpleNamespace(from_engine_args=from_engine_args)},
+    }
+    for name, attrs in names.items():
+        module = ModuleType(name)
+        module.__dict__.update(attrs)
+        monkeypatch.setitem(sys.modules, name, module)
+    import transformers
+
+    monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: _Tokenizer())
+    return SimpleNamespace(engines=engines)
+
+
+async def test_settings_become_engine_args_and_a_schema_becomes_structured_outputs(fake_vllm: Any) -> None:
+    from agentic_rag.models.vllm_backend import VLLMBackend
+
+    settings = Settings(vllm_gpu_memory_utilization=0.5, vllm_max_model_len=4096)
+    backend = VLLMBackend(settings, "/models/planner", engine_overrides={"enforce_eager": True})
+    args = fake_vllm.engines[0].args
+    assert (args.model, args.served_model_name, args.gpu_memory_utilization, args.max_model_len) == (
+        "/models/planner", "planner", 0.5, 4096)
+    assert args.enforce_eager is True
+    assert vars(args.structured_outputs_config) == {"backend": "xgrammar", "disable_any_whitespace": True}
+
+    gen = await StructuredGenerator(backend).generate([{"role": "user", "content": "hi"}], QueryRewrite,
+                                                      max_tokens=64)
+    assert gen.output.retrieval_mode == "none"
+    assert (gen.usage.prompt_tokens, gen.usage.completion_tokens) == (len("<user>hi<assistant>"), 7)
+    prompt, params, _ = fake_vllm.engines[0].requests[0]
+    assert prompt["prompt"] == "<user>hi<assistant>"
+    assert params.structured_outputs.json == QueryRewrite.model_json_schema()
+    assert (params.max_tokens, params.temperature, params.output_kind) == (64, 0.0, "FINAL_ONLY")
+
+    await backend.complete([{"role": "user", "content": "hi"}], None, max_tokens=8, temperature=0.7)
+    assert fake_vllm.engines[0].requests[1][1].structured_outputs is None
+
+
+async def test_whitespace_option_only_for_backends_that_support_it(fake_vllm: Any) -> None:
+    from agentic_rag.models.vllm_backend import VLLMBackend
+
+    VLLMBackend(Settings(vllm_structured_backend="outlines"), "/m")
+    assert vars(fake_vllm.engines[0].args.structured_outputs_config) == {
+        "backend": "outlines", "disable_any_whitespace": False}
+
+
+async def test_a_timeout_aborts_the_request_in_the_engine(fake_vllm: Any) -> None:
+    from agentic_rag.models.vllm_backend import VLLMBackend
+
+    backend = VLLMBackend(Settings(generation_timeout_ms=100), "/m")
+    engine = fake_vllm.engines[0]
+    engine.hang = True
+    with pytest.raises(TimeoutError, match="request aborted"):
+        await backend.complete([{"role": "user", "content": "hi"}], None, max_tokens=8, temperature=0.0)
+    assert engine.aborted == [engine.requests[0][2]]
+
+
+async def test_a_cancelled_call_aborts_the_request_in_the_engine(fake_vllm: Any) -> None:
+    from agentic_rag.models.vllm_backend import VLLMBackend
+
+    backend = VLLMBackend(Settings(), "/m")
+    engine = fake_vllm.engines[0]
+    engine.hang = True
+    task = asyncio.create_task(backend.complete([{"role": "user", "content": "hi"}], None, max_tokens=8,
+                                                temperature=0.0))
+    await engine.started.wait()
+    task.cancel()
+    with pytest.raises(asyncio.CancelledError):
+        await task
+    assert engine.aborted == [engine.requests[0][2]]
