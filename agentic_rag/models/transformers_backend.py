@@ -76,6 +76,12 @@ def _lower(node: Any) -> Any:
             out["enum"] = list(range(lo, hi + 1))
         else:
             out.update(minimum=lo, maximum=hi)
+            # too many values for an enum: cap the digits instead (outlines_core honours maxDigits),
+            # so that every number it can write lies inside [lo, hi]; the regex allows a sign, so
+            # this needs lo < 0 (as for the query DSL's values, which are within +-10^9)
+            digits = len(str(min(hi, -lo))) - (0 if str(min(hi, -lo)).strip("9") == "" else 1)
+            if lo < 0 and digits >= 1:
+                out["maxDigits"] = digits
     elif kind == "number" and "minimum" in out and "maximum" in out:
         lo_f, hi_f = float(out.pop("minimum")), float(out.pop("maximum"))
         step = (hi_f - lo_f) / _NUMBER_STEPS

@@ -211,3 +211,17 @@ def test_outlines_schema_tightens_what_outlines_core_ignores() -> None:
     assert props["enum"]["enum"] == [0, 1, 2, 3]
     lowered = json.dumps(outlines_schema(schema_for(AgentResponse)))
     assert '"minimum"' not in lowered and '"maximum"' not in lowered
+
+
+def test_wide_integer_ranges_are_capped_by_digits() -> None:
+    # outlines_core ignores minimum/maximum; a range too wide for an enum gets a digit cap that
+    # keeps every integer it can write inside the range (found when a sampled 4921553490 escaped)
+    import json
+    import re
+
+    from outlines_core.json_schema import build_regex_from_schema
+
+    schema = outlines_schema({"type": "integer", "minimum": -(10**9), "maximum": 10**9})
+    regex = build_regex_from_schema(json.dumps(schema))
+    assert re.fullmatch(regex, "999999999") and re.fullmatch(regex, "-999999999")
+    assert not re.fullmatch(regex, "4921553490") and not re.fullmatch(regex, "1000000000")
