@@ -84,6 +84,28 @@ class Settings(BaseSettings):
     embedding_device: str = Field("cpu", description="torch device for the embedding model.")
     embedding_batch_size: int = Field(64, ge=1, le=4096, description="Texts per embedding batch.")
 
+    # -- the agent loop ------------------------------------------------------------------------------
+    agent_max_turns: int = Field(
+        6, ge=1, le=32, validation_alias=AliasChoices("RAG_AGENT_MAX_TURNS", "AGENT_MAX_STEPS"),
+        description="Turn budget of one run (select + retrieve + draft + validate is one turn).",
+    )
+    agent_deadline_ms: int = Field(30_000, ge=100, le=600_000, description="Wall-clock limit of one run.")
+    agent_max_failed_steps: int = Field(
+        3, ge=1, le=16, description="Empty or failed steps after which a run ends with an explicit not-found answer."
+    )
+    agent_min_relevant: int = Field(
+        1, ge=0, le=50, description="Graded-relevant search results below which the search query is rewritten."
+    )
+    agent_fast_path: bool = Field(True, description="Skip the validator for obvious single-entity lookups.")
+    agent_clarify: bool = Field(True, description="Ask instead of guessing when a name has several strong readings.")
+    guard_policy: Path | None = Field(
+        None, description="YAML guard policy (PII, blocked topics, limits). Unset: the shipped default policy."
+    )
+
+    # -- logging -------------------------------------------------------------------------------------
+    log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$", description="Root log level.")
+    log_json: bool = Field(True, description="JSON log lines (with request_id); false: plain text.")
+
     # -- ingestion -----------------------------------------------------------------------------------
     ingest_batch_size: int = Field(512, ge=1, le=100_000, description="Points per Qdrant upsert.")
 

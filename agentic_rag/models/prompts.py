@@ -22,6 +22,8 @@ from agentic_rag.models.roles import ROLE_OF_INPUT, ROLES, Role, RoleInput
 # Approximate budgets in tokens (4 characters a token is close for English and JSON).
 TOKEN_BUDGET: dict[Role, int] = {"rewrite": 1024, "select": 4096, "draft": 4096, "grade": 3072, "validate": 4096}
 CHARS_PER_TOKEN = 4
+# Most tokens a role's output may take (every contract is bounded; these leave room for its JSON).
+MAX_OUTPUT_TOKENS: dict[Role, int] = {"rewrite": 384, "select": 768, "draft": 1024, "grade": 512, "validate": 384}
 STATE_OPEN, STATE_CLOSE = "<state>\n```json\n", "\n```\n</state>"
 _STATE = re.compile(r"<state>\n```json\n(.*?)\n```\n</state>", re.DOTALL)
 

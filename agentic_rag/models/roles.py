@@ -61,6 +61,10 @@ class StepStatus(_Input):
 
 class RewriteInput(_Input):
     question: str = Field(max_length=2000)
+    history: list[str] = Field(
+        default_factory=list, max_length=8,
+        description="Earlier rewrites whose searches found nothing relevant: write a different one.",
+    )
 
 
 class SelectInput(_Input):

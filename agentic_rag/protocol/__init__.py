@@ -8,7 +8,9 @@ list is bounded so constrained decoding always terminates, and every vocabulary 
 from agentic_rag.protocol.base import EntityRef, ProtocolModel, Rationale, ShortText, SummaryText, Uuid
 from agentic_rag.protocol.contracts import (
     FILTER_APPLIES_TO,
+    MAX_BATCH,
     AgentResponse,
+    BatchIntent,
     Clarification,
     ClarificationChoice,
     DocumentGrade,
@@ -35,8 +37,8 @@ from agentic_rag.protocol.contracts import (
 from agentic_rag.protocol.query import FIELDS, OPS_BY_KIND, Aggregate, Condition, OrderKey, StructuredQuery
 
 __all__ = [
-    "FIELDS", "FILTER_APPLIES_TO", "OPS_BY_KIND", "AgentResponse", "Aggregate", "Clarification",
-    "ClarificationChoice", "Condition", "DocumentGrade", "DraftAnswer", "EntityRef", "Evidence", "GradeReport",
+    "FIELDS", "FILTER_APPLIES_TO", "MAX_BATCH", "OPS_BY_KIND", "AgentResponse", "Aggregate", "BatchIntent",
+    "Clarification", "ClarificationChoice", "Condition", "DocumentGrade", "DraftAnswer", "EntityRef", "Evidence", "GradeReport",
     "GraphFilters", "GraphIntent", "GraphLimits", "GraphPath", "GraphQueryType", "GraphResult", "NextStep",
     "OrderKey", "ProtocolModel", "QueryRewrite", "Rationale", "ResponseStatus", "RetrievalMode",
     "RetrievalResult", "SearchFilters", "SearchIntent", "ShortText", "StepAction", "StructuredQuery",

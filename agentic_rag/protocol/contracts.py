@@ -40,7 +40,7 @@ GraphQueryType = Literal["neighbors", "k_hop", "path", "compare"]
 ResponseStatus = Literal["answered", "not_found", "best_effort", "needs_clarification", "blocked"]
 TerminationReason = Literal[
     "sufficient", "fast_path", "max_turns", "deadline", "zero_results", "loop_detected", "blocked",
-    "no_retrieval_needed",
+    "no_retrieval_needed", "linear", "failed_steps", "clarification",
 ]
 
 
@@ -158,6 +158,9 @@ _PAYLOAD_FOR: dict[str, str | None] = {
     "qdrant_search": "search_intent", "pg_graph": "graph_intent", "pg_query": "structured_query", "finish": None,
 }
 _PAYLOADS = ("search_intent", "graph_intent", "structured_query")
+MAX_BATCH = 4  # intents run concurrently in one turn: the step's own payload plus up to three in ``also``
+
+BatchIntent = SearchIntent | GraphIntent | StructuredQuery
 
 
 class NextStep(ProtocolModel):
@@ -174,10 +177,19 @@ class NextStep(ProtocolModel):
     search_intent: SearchIntent | None = Field(None, description="Present exactly when action=qdrant_search.")
     graph_intent: GraphIntent | None = Field(None, description="Present exactly when action=pg_graph.")
     structured_query: StructuredQuery | None = Field(None, description="Present exactly when action=pg_query.")
+    also: list[BatchIntent] = Field(
+        default_factory=list, max_length=MAX_BATCH - 1,
+        description=(
+            "Other intents independent of this one (e.g. resolving a second name), run concurrently in the "
+            "same turn. Empty when action=finish."
+        ),
+    )
 
     @model_validator(mode="after")
     def _consistent(self) -> NextStep:
         wanted = _PAYLOAD_FOR[self.action]
+        if wanted is None and self.also:
+            raise ValueError("action='finish' must not carry intents in also")
         for payload in _PAYLOADS:
             present = getattr(self, payload) is not None
             if payload == wanted and not present:
@@ -185,6 +197,11 @@ class NextStep(ProtocolModel):
             if payload != wanted and present:
                 raise ValueError(f"action={self.action!r} must not carry {payload}")
         return self
+
+    def intents(self) -> list[BatchIntent]:
+        """Every intent this step runs, its own payload first (empty for finish)."""
+        own = self.search_intent or self.graph_intent or self.structured_query
+        return [own, *self.also] if own is not None else []
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
@@ -199,6 +216,8 @@ class NextStep(ProtocolModel):
                 "rationale": props["rationale"],
             }
             required = ["action", "rationale"]
+            # finish may carry an empty list at most
+            properties["also"] = props["also"] if payload is not None else {"type": "array", "maxItems": 0}
             for other in _PAYLOADS:
                 if other == payload:
                     ref = next(s for s in props[other]["anyOf"] if s.get("type") != "null")

@@ -17,7 +17,15 @@ from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.models.prompts import render
 from agentic_rag.models.roles import ContextCard, DraftInput, SelectInput, StepStatus, ValidateInput
 from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
-from agentic_rag.protocol import DraftAnswer, NextStep, QueryRewrite, SufficiencyReport
+from agentic_rag.protocol import (
+    DraftAnswer,
+    GraphIntent,
+    NextStep,
+    QueryRewrite,
+    SearchIntent,
+    StructuredQuery,
+    SufficiencyReport,
+)
 from agentic_rag.retrievers.dsl import run_query
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hybrid import HybridRetriever
@@ -37,18 +45,16 @@ class Run:
     report: SufficiencyReport | None = None
 
     def decisions(self) -> list[str]:
-        out = []
-        for s in self.steps:
-            if s.search_intent:
-                what = repr(s.search_intent.query) if s.search_intent.query else "ids"
-                out.append(f"qdrant_search {s.search_intent.entity_type} {what}")
-            elif s.graph_intent:
-                out.append(f"pg_graph {s.graph_intent.query_type} {','.join(s.graph_intent.edge_types)}".rstrip())
-            elif s.structured_query:
-                out.append(f"pg_query {s.structured_query.entity_type}")
-            else:
-                out.append("finish")
-        return out
+        return [" + ".join(_describe(i) for i in s.intents()) or "finish" for s in self.steps]
+
+
+def _describe(i: object) -> str:
+    if isinstance(i, SearchIntent):
+        return f"qdrant_search {i.entity_type} {repr(i.query) if i.query else 'ids'}"
+    if isinstance(i, GraphIntent):
+        return f"pg_graph {i.query_type} {','.join(i.edge_types)}".rstrip()
+    assert isinstance(i, StructuredQuery)
+    return f"pg_query {i.entity_type}"
 
 
 @pytest.fixture(scope="module")
@@ -69,20 +75,19 @@ def drive(pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder, s
             r.steps.append(step)
             if step.action == "finish":
                 break
-            if step.search_intent:
-                res = await hybrid.execute(step.search_intent)
-                card = from_search(turn, step.search_intent, res)
-            elif step.graph_intent:
-                g = await graph.execute(step.graph_intent)
-                async with pool.connection() as conn:
-                    names = await labels(conn, [step.graph_intent.start, *g.node_ids])
-                card = from_graph(turn, step.graph_intent, g, names)
-            else:
-                assert step.structured_query is not None
-                async with pool.connection() as conn:
-                    q = await run_query(conn, step.structured_query, timeout_s=2.0)
-                card = from_query(turn, step.structured_query, q)
-            r.cards.append(card)
+            for intent in step.intents():
+                if isinstance(intent, SearchIntent):
+                    card = from_search(turn, intent, await hybrid.execute(intent))
+                elif isinstance(intent, GraphIntent):
+                    g = await graph.execute(intent)
+                    async with pool.connection() as conn:
+                        names = await labels(conn, [intent.start, *g.node_ids])
+                    card = from_graph(turn, intent, g, names)
+                else:
+                    async with pool.connection() as conn:
+                        q = await run_query(conn, intent, timeout_s=2.0)
+                    card = from_query(turn, intent, q)
+                r.cards.append(card)
             last = StepStatus(action=card.source, status="ok" if card.count else "empty", count=card.count)
         r.draft = (await model.generate(render(DraftInput(question=question, rewrite=rewrite, cards=r.cards),
                                                DraftAnswer), DraftAnswer)).output
@@ -97,10 +102,10 @@ def drive(pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder, s
 CASES = [
     ("Which anime is Luffy in?", ["qdrant_search character 'Luffy'", "qdrant_search anime ids", "finish"],
      ["One Piece"]),
-    ("How is Luffy related to Nami?", ["qdrant_search character 'Luffy'", "qdrant_search character 'Nami'",
+    ("How is Luffy related to Nami?", ["qdrant_search character 'Luffy' + qdrant_search character 'Nami'",
                                        "pg_graph path", "finish"], ["teammate"]),
     ("Compare Hunter x Hunter (1999) and Hunter x Hunter (2011)",
-     ["qdrant_search anime 'Hunter x Hunter (1999)'", "qdrant_search anime 'Hunter x Hunter (2011)'",
+     ["qdrant_search anime 'Hunter x Hunter (1999)' + qdrant_search anime 'Hunter x Hunter (2011)'",
       "pg_graph compare", "finish"], ["62 vs 148"]),
     ("What is the sequel of Naruto?", ["qdrant_search anime 'Naruto'", "pg_graph k_hop sequel", "finish"],
      ["Naruto Shippuden"]),

@@ -12,6 +12,7 @@ from agentic_rag.models.heuristic.context import Resolution, norm, resolve, row_
 from agentic_rag.models.heuristic.intent import Analysis, analyze
 from agentic_rag.models.roles import SelectInput
 from agentic_rag.protocol import (
+    MAX_BATCH,
     Aggregate,
     Condition,
     EntityRef,
@@ -65,12 +66,17 @@ def select(inp: SelectInput) -> NextStep:
     if a.intent in NEEDS_NAME_ONLY:
         return _attribute_step(inp, a, mentions[0]) or finish("the structured query has run")
     resolutions = [resolve(inp.cards, m) for m in mentions]
+    # every unresolved mention is independent of the others: resolve them all in one concurrent batch
+    batch: list[NextStep] = []
     for r in resolutions:
         if r.entity is None:
             remaining = [t for t in a.types.get(r.mention, ()) if t not in r.tried] or (
                 [] if r.tried else ["character", "anime"])
             if remaining:
-                return search(remaining[0], r.mention, f"resolve '{r.mention}' as {remaining[0]}")
+                batch.append(search(remaining[0], r.mention, f"resolve '{r.mention}' as {remaining[0]}"))
+    if batch:
+        first_step, *rest = batch[:MAX_BATCH]
+        return first_step.model_copy(update={"also": [s.search_intent for s in rest if s.search_intent]})
     found = [r for r in resolutions if r.entity is not None]
     if len(found) < len(resolutions):
         missing = ", ".join(r.mention for r in resolutions if r.entity is None)

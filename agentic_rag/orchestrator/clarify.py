@@ -1,0 +1,64 @@
+"""Clarify (seed 004's two-pass): ask instead of guessing when a bare name has several strong readings.
+
+A reading is strong when the catalog holds an entity whose name or alias is exactly the mention.
+The question's own wording narrows the types first ("Which anime is Luffy in?" wants a character,
+"the sequel of Naruto" an anime), so only a name with no such context, such as "Tell me about
+Naruto" (an anime, a manga and a character), gets a clarification. This is code, not a model
+decision: it is cheap, deterministic, and the same whichever planner runs.
+"""
+
+from __future__ import annotations
+
+import re
+
+from agentic_rag.catalog.vocabulary import ENTITY_TYPES
+from agentic_rag.models.heuristic.intent import analyze
+from agentic_rag.orchestrator.retrieval import Retrieval
+from agentic_rag.protocol import Clarification, ClarificationChoice, EntityRef
+from agentic_rag.retrievers.typeahead import TypeaheadHit
+
+MAX_CHOICES = 10
+# Words in a question that name the type the user means.
+TYPE_WORDS: dict[str, tuple[str, ...]] = {
+    "anime": ("anime", "series", "show", "tv", "movie", "film"),
+    "manga": ("manga", "comic"),
+    "character": ("character",),
+    "person": ("director", "author", "artist", "composer", "voice"),
+    "studio": ("studio",),
+    "franchise": ("franchise",),
+    "episode": ("episode",),
+}
+_WORD = re.compile(r"[a-z]+")
+
+
+def open_types(question: str, mention: str) -> tuple[str, ...]:
+    """The entity types ``mention`` may still be, judged by the question's wording alone.
+
+    Type words ("the anime", "the manga") name them. A question that asks something of the name
+    (its sequel, its cast, how it relates to another) lets the planner's type order decide, so
+    nothing is open; only a bare name (a lookup) leaves every type open.
+    """
+    said = set(_WORD.findall(question.lower().replace(mention.lower(), " ")))
+    named = tuple(t for t, ws in TYPE_WORDS.items() if said & set(ws))
+    if named:
+        return named
+    return tuple(ENTITY_TYPES) if analyze(question).intent == "lookup" else ()
+
+
+def _label(hit: TypeaheadHit) -> str:
+    return f"{hit.name} ({hit.entity.entity_type})"[:200]
+
+
+async def clarification(retrieval: Retrieval, question: str, mentions: list[str]) -> Clarification | None:
+    """A clarification for the first mention with several strong readings the question allows, else None."""
+    for mention in mentions[:6]:
+        allowed = open_types(question, mention)
+        hits = [h for h in await retrieval.names(mention) if h.entity.entity_type in allowed]
+        unique = list({h.entity.id: h for h in hits}.values())
+        if len(unique) < 2:
+            continue
+        choices = [ClarificationChoice(label=_label(h), entity=EntityRef(entity_type=h.entity.entity_type,
+                                                                          id=h.entity.id))
+                   for h in unique[:MAX_CHOICES]]
+        return Clarification(question=f"Which {mention!r} do you mean?"[:200], choices=choices)
+    return None

@@ -1,0 +1,409 @@
+"""The agent loop (ARCHITECTURE.md steps 1-11) as an explicit, bounded state machine.
+
+guard in -> rewrite -> clarify -> [select -> retrieve -> grade -> observe -> draft -> validate]* ->
+guard out, inside a turn budget and a wall-clock deadline. Models only ever return typed contracts;
+every decision, action and observation is a trajectory event written as the run goes, and every run
+ends with a valid :class:`~agentic_rag.protocol.AgentResponse`.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+import uuid
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal, TypeVar
+
+from pydantic import BaseModel
+
+from agentic_rag.logs import request_context
+from agentic_rag.models.base import GenerationError, StructuredModel
+from agentic_rag.models.heuristic import HeuristicModel
+from agentic_rag.models.prompts import MAX_OUTPUT_TOKENS, render
+from agentic_rag.models.roles import (
+    ROLES,
+    DraftInput,
+    GradeInput,
+    GradeItem,
+    RewriteInput,
+    RoleInput,
+    SelectInput,
+    ValidateInput,
+)
+from agentic_rag.orchestrator import stages
+from agentic_rag.orchestrator.clarify import clarification
+from agentic_rag.orchestrator.guards import GuardPolicy, check_input, check_output
+from agentic_rag.orchestrator.retrieval import Retrieval
+from agentic_rag.orchestrator.state import (
+    TIMING_KEYS,
+    Mode,
+    RunState,
+    blocked,
+    clarifying,
+    new_request_id,
+    not_found,
+    response_from,
+)
+from agentic_rag.orchestrator.trajectory import EventType, Recorder, TrajectoryError, TrajectoryStore
+from agentic_rag.protocol import (
+    AgentResponse,
+    ClarificationChoice,
+    DraftAnswer,
+    GradeReport,
+    NextStep,
+    QueryRewrite,
+    SearchFilters,
+    SearchIntent,
+    SufficiencyReport,
+    TerminationReason,
+)
+from agentic_rag.settings import Settings
+
+log = logging.getLogger(__name__)
+T = TypeVar("T", bound=BaseModel)
+EventSink = Callable[[dict[str, Any]], Awaitable[None]]
+
+
+class ClarificationError(ValueError):
+    """A resume that cannot proceed: the trajectory is not waiting, or the choice is not one offered."""
+
+
+@dataclass(slots=True)
+class RunResult:
+    """One finished run: the response, and where its trajectory is."""
+
+    trajectory_id: uuid.UUID
+    request_id: str
+    response: AgentResponse
+    turns: int
+    latency_ms: float
+    timings: dict[str, float]
+    mode: Mode
+
+
+class Orchestrator:
+    """Runs questions through the loop. Holds no per-run state, so one instance serves many runs at once."""
+
+    def __init__(self, settings: Settings, *, planner: StructuredModel, validator: StructuredModel,
+                 retrieval: Retrieval, store: TrajectoryStore, policy: GuardPolicy) -> None:
+        self.settings = settings
+        self.planner = planner
+        self.validator = validator
+        self.retrieval = retrieval
+        self.store = store
+        self.policy = policy
+        self.fallback = HeuristicModel()  # when a model fails after its retries, the stage still decides
+
+    async def run(self, question: str, *, mode: Mode = "agentic", request_id: str | None = None,
+                  session_id: str | None = None, tenant: str = "default", sink: EventSink | None = None) -> RunResult:
+        """Answer one question. Raises only when the trajectory cannot be persisted (or on cancellation)."""
+        request_id = request_id or new_request_id()
+        with request_context(request_id):
+            t0 = time.perf_counter()
+            verdict = check_input(self.policy, question)
+            guard_ms = (time.perf_counter() - t0) * 1000
+            # the trajectory keeps the redacted question: PII never reaches the database
+            rec = await self.store.start(query=verdict.text[:4000], request_id=request_id, tenant=tenant,
+                                         session_id=session_id, mode=mode)
+            state = RunState(question=verdict.text[:2000], mode=mode, max_turns=self.settings.agent_max_turns)
+            state.timings["guard_ms"] += guard_ms
+            run = _Run(self, rec, state, sink)
+            for d in verdict.decisions:
+                await run.event("guard_input", "guard", d.event())
+                if d.action != "allow":
+                    state.warn(f"input guard: {d.detail}")
+            if verdict.blocked:
+                reasons = [d.detail for d in verdict.decisions if d.action == "block"]
+                return await run.finish(blocked(state, reasons))
+            return await run.execute(None)
+
+    async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str = "default",
+                     request_id: str | None = None, sink: EventSink | None = None) -> RunResult:
+        """Continue a run that asked for clarification, with the user's choice (an index or an entity id)."""
+        request_id = request_id or new_request_id()
+        with request_context(request_id, str(trajectory_id)):
+            traj = await self.store.get(trajectory_id, tenant=tenant)
+            if traj is None:
+                raise ClarificationError(f"no trajectory {trajectory_id}")
+            if traj.status != "needs_clarification" or not traj.final_response:
+                raise ClarificationError(f"trajectory {trajectory_id} is not waiting for a clarification "
+                                         f"(status {traj.status})")
+            offered = AgentResponse.model_validate(traj.final_response).clarification
+            assert offered is not None  # a needs_clarification response always carries one
+            picked = _pick(offered.choices, choice)
+            state = RunState(question=traj.query[:2000], mode="agentic", max_turns=self.settings.agent_max_turns)
+            for e in traj.events:
+                if e.stage == "rewrite" and e.type == "decision" and "rewrite" in e.payload:
+                    state.rewrite = QueryRewrite.model_validate(e.payload["rewrite"])
+            rec = await self.store.reopen(trajectory_id, tenant=tenant)
+            run = _Run(self, rec, state, sink)
+            await run.event("clarify", "decision", {"chosen": picked.model_dump(mode="json"),
+                                                    "request_id": request_id})
+            return await run.execute(picked)
+
+
+def _pick(choices: list[ClarificationChoice], choice: int | str) -> ClarificationChoice:
+    for i, c in enumerate(choices):
+        if choice == i or choice == c.entity.id:
+            return c
+    valid = ", ".join(f"{i} ({c.label})" for i, c in enumerate(choices))
+    raise ClarificationError(f"choice {choice!r} is not one of the offered choices: {valid}")
+
+
+class _Run:
+    """One run's stages over its state. Created per run, never shared."""
+
+    def __init__(self, o: Orchestrator, rec: Recorder, state: RunState, sink: EventSink | None) -> None:
+        self.o = o
+        self.s = state
+        self.rec = rec
+        self.sink = sink
+        self.settings = o.settings
+        self._usage: dict[str, Any] = {}
+
+    # -- recording ----------------------------------------------------------------------------------
+
+    async def event(self, stage: str, type_: EventType, payload: dict[str, Any],
+                    latency_ms: float | None = None) -> None:
+        t0 = time.perf_counter()
+        seq = await self.rec.event(stage, type_, payload, latency_ms=latency_ms)
+        self.s.timings["trajectory_ms"] += (time.perf_counter() - t0) * 1000
+        log.info("%s %s", stage, type_, extra={"stage": stage, "event": type_, "seq": seq})
+        if self.sink is not None:
+            await self.sink({"seq": seq, "stage": stage, "type": type_, "payload": payload,
+                             "latency_ms": latency_ms})
+
+    async def finish(self, response: AgentResponse) -> RunResult:
+        s = self.s
+        s.timings["total_ms"] = s.elapsed_ms()
+        timings = {k: round(s.timings.get(k, 0.0), 3) for k in TIMING_KEYS}
+        await self.event("final", "decision", {"status": response.status,
+                                               "termination": response.evidence.termination_reason,
+                                               "turns": s.turns_used, "timings": timings})
+        await self.rec.finish(status=response.status, response=response.model_dump(mode="json"), timings=timings)
+        return RunResult(trajectory_id=self.rec.trajectory_id, request_id=self.rec.request_id, response=response,
+                         turns=s.turns_used, latency_ms=timings["total_ms"], timings=timings, mode=s.mode)
+
+    # -- the run --------------------------------------------------------------------------------------
+
+    async def execute(self, chosen: ClarificationChoice | None) -> RunResult:
+        s = self.s
+        deadline = asyncio.timeout(self.settings.agent_deadline_ms / 1000)
+        try:
+            try:
+                async with deadline:
+                    response = await self._loop(chosen)
+            except TimeoutError:
+                if not deadline.expired():
+                    raise
+                s.warn(f"deadline of {self.settings.agent_deadline_ms} ms reached; answered from what was found")
+                await self.event("budget", "guard", {"rule": "deadline", "ms": self.settings.agent_deadline_ms})
+                response = await self._best_effort("deadline", model_ok=False)
+            response = await self._guard_output(response)
+            return await self.finish(response)
+        except TrajectoryError:
+            raise
+        except BaseException as exc:
+            # record why the run stopped, without letting a failed write hide the original error
+            status = "cancelled" if isinstance(exc, asyncio.CancelledError) else "failed"
+            try:
+                await asyncio.shield(self._abort(status, exc))
+            except Exception as write_error:
+                log.warning("could not record the %s run: %s", status, write_error)
+            raise
+
+    async def _abort(self, status: str, exc: BaseException) -> None:
+        async with asyncio.timeout(5):
+            await self.event("final", "error", {"status": status, "error": f"{type(exc).__name__}: {exc}"[:500]})
+            await self.rec.finish(status=status, response=None, timings={"total_ms": self.s.elapsed_ms()})
+
+    async def _loop(self, chosen: ClarificationChoice | None) -> AgentResponse:
+        s = self.s
+        if s.rewrite is None:
+            s.rewrite = await self._rewrite([])
+        if chosen is not None:
+            intent = SearchIntent(rationale="the entity the user chose", entity_type=chosen.entity.entity_type,
+                                  filters=SearchFilters(id=[chosen.entity.id]), limit=1)
+            await stages.retrieve(self, [intent])
+        elif s.mode == "agentic" and self.settings.agent_clarify and s.rewrite.needs_external_context:
+            t0 = time.perf_counter()
+            asked = await clarification(self.o.retrieval, s.question, list(s.rewrite.mentions))
+            s.timings["clarify_ms"] += (time.perf_counter() - t0) * 1000
+            if asked is not None:
+                await self.event("clarify", "decision", {"clarification": asked.model_dump(mode="json")})
+                return clarifying(s, asked)
+        no_retrieval = not s.rewrite.needs_external_context or s.rewrite.retrieval_mode == "none"
+        if no_retrieval and await self._judge():  # seed 001 10.4: a direct answer, still validated
+            return response_from(s, self._draft_or_raise(), "answered", "no_retrieval_needed")
+        for turn in range(s.turn, s.max_turns):
+            s.turn, s.turns_used = turn, turn + 1
+            step = await self._select()
+            if step.action == "finish":
+                return await self._finish_now()
+            if not await stages.run_step(self, step):
+                if s.repeats >= 2:
+                    return await self._best_effort("loop_detected")
+                continue
+            if s.failed_steps >= self.settings.agent_max_failed_steps:
+                s.warn(f"{s.failed_steps} steps found nothing")
+                return await self._best_effort("failed_steps")
+            if s.mode == "linear":
+                draft = await self._draft()
+                return response_from(s, draft, "answered" if draft.result_entities else "best_effort", "linear")
+            if turn == 0 and self._fast_path_applies():
+                draft = await self._draft()
+                if draft.result_entities:
+                    await self.event("validate", "decision", {"fast_path": True})
+                    return response_from(s, draft, "answered", "fast_path")
+            if await self._judge():
+                return response_from(s, self._draft_or_raise(), "answered", "sufficient")
+        s.warn(f"turn budget of {s.max_turns} reached; this is the best answer from what was found")
+        await self.event("budget", "guard", {"rule": "max_turns", "turns": s.max_turns})
+        return await self._best_effort("max_turns")
+
+    # -- stages ---------------------------------------------------------------------------------------
+
+    async def call(self, who: Literal["planner", "validator"], inp: RoleInput, output_type: type[T], stage: str,
+                   *, model_ok: bool = True) -> T:
+        """One role call, bounded in time; a failed model falls back to the heuristic with a warning."""
+        model = self.o.planner if who == "planner" else self.o.validator
+        messages = render(inp, output_type)
+        role = ROLES[output_type][0]
+        t0 = time.perf_counter()
+        try:
+            if not model_ok:
+                raise TimeoutError("no time left for a model call")
+            async with asyncio.timeout(self.settings.generation_timeout_ms / 1000):
+                gen = await model.generate(messages, output_type, max_tokens=MAX_OUTPUT_TOKENS[role])
+            usage = gen.usage
+            output = gen.output
+        except (GenerationError, TimeoutError) as exc:
+            if model_ok:
+                self.s.warn(f"{stage}: the {model.name} model failed ({str(exc)[:120]}); used the heuristic")
+                await self.event(stage, "error", {"model": model.name, "error": str(exc)[:500],
+                                                  "fallback": self.o.fallback.name})
+            gen = await self.o.fallback.generate(messages, output_type)
+            usage, output = gen.usage, gen.output
+        finally:
+            self.s.timings[f"{who}_llm_ms"] += (time.perf_counter() - t0) * 1000
+        self._usage = {"model": model.name if model_ok else self.o.fallback.name, "attempts": usage.attempts,
+                       "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+        return output
+
+    async def _rewrite(self, history: list[str]) -> QueryRewrite:
+        t0 = time.perf_counter()
+        rw = await self.call("planner", RewriteInput(question=self.s.question, history=history[-8:]), QueryRewrite,
+                             "rewrite")
+        await self.event("rewrite", "decision", {"rewrite": rw.model_dump(mode="json"), "usage": self._usage},
+                         latency_ms=(time.perf_counter() - t0) * 1000)
+        return rw
+
+    async def rewrite_again(self) -> None:
+        """Too few relevant results: rewrite with history; stop rewriting when a rewrite repeats."""
+        s = self.s
+        assert s.rewrite is not None
+        s.rewrites_seen.append(s.rewrite.rewritten_query)
+        again = await self._rewrite(s.rewrites_seen)
+        if again.rewritten_query in s.rewrites_seen:
+            await self.event("grade", "decision", {"rewrite": "repeated; keeping the current query"})
+            return
+        s.rewrite = again
+
+    async def _select(self) -> NextStep:
+        s = self.s
+        assert s.rewrite is not None
+        t0 = time.perf_counter()
+        inp = SelectInput(question=s.question, rewrite=s.rewrite, cards=s.cards, last_step=s.last_step,
+                          missing=s.missing[:8], tried=s.tried[-20:], turn=s.turn, max_turns=s.max_turns)
+        step = await self.call("planner", inp, NextStep, "select")
+        await self.event("select", "decision", {
+            "turn": s.turn, "action": step.action, "rationale": step.rationale,
+            "intents": [i.model_dump(mode="json") for i in step.intents()], "usage": self._usage,
+        }, latency_ms=(time.perf_counter() - t0) * 1000)
+        return step
+
+    async def grade(self, items: list[GradeItem]) -> GradeReport:
+        s = self.s
+        t0 = time.perf_counter()
+        report = await self.call("validator", GradeInput(question=s.question, items=items[:50]), GradeReport, "grade")
+        await self.event("grade", "decision", {
+            "items": len(items), "relevant": [g.index for g in report.grades if g.relevant], "usage": self._usage,
+        }, latency_ms=(time.perf_counter() - t0) * 1000)
+        return report
+
+    async def _draft(self, *, model_ok: bool = True) -> DraftAnswer:
+        s = self.s
+        assert s.rewrite is not None
+        if s.draft is not None and s.drafted_cards == len(s.cards):
+            return s.draft
+        t0 = time.perf_counter()
+        draft = await self.call("planner", DraftInput(question=s.question, rewrite=s.rewrite, cards=s.cards),
+                                DraftAnswer, "draft", model_ok=model_ok)
+        s.draft, s.drafted_cards, s.report = draft, len(s.cards), None
+        await self.event("draft", "decision", {
+            "confidence": draft.confidence, "result_entities": [e.id for e in draft.result_entities],
+            "source_entities": len(draft.source_entities), "answer_chars": len(draft.answer), "usage": self._usage,
+        }, latency_ms=(time.perf_counter() - t0) * 1000)
+        return draft
+
+    def _draft_or_raise(self) -> DraftAnswer:
+        assert self.s.draft is not None
+        return self.s.draft
+
+    async def _judge(self) -> bool:
+        """Draft from the current cards, then let the validator judge sufficiency (seed 001 steps 6-7)."""
+        s = self.s
+        assert s.rewrite is not None
+        draft = await self._draft()
+        if s.report is None:
+            t0 = time.perf_counter()
+            s.report = await self.call("validator", ValidateInput(question=s.question, rewrite=s.rewrite,
+                                                                  draft=draft, cards=s.cards),
+                                       SufficiencyReport, "validate")
+            await self.event("validate", "decision", {
+                "sufficient": s.report.sufficient, "missing": s.report.missing, "rationale": s.report.rationale,
+                "usage": self._usage,
+            }, latency_ms=(time.perf_counter() - t0) * 1000)
+        if not s.report.sufficient:
+            s.missing = list(s.report.missing)
+        return s.report.sufficient
+
+    def _fast_path_applies(self) -> bool:
+        """Seed 001 10.1: one name, looked up by vector search, found: no validator round trip needed."""
+        s = self.s
+        assert s.rewrite is not None
+        return (self.settings.agent_fast_path and s.rewrite.retrieval_mode == "vector"
+                and len(s.rewrite.mentions) <= 1 and len(s.cards) == 1 and s.cards[0].source == "qdrant_search"
+                and s.cards[0].count > 0)
+
+    async def _finish_now(self) -> AgentResponse:
+        """The planner says the context answers the question: validate that, else end as best we can."""
+        s = self.s
+        if not any(c.count for c in s.cards):
+            return not_found(s, "zero_results")
+        if await self._judge():
+            return response_from(s, self._draft_or_raise(), "answered", "sufficient")
+        return await self._best_effort("zero_results" if not s.draft or not s.draft.result_entities
+                                       else "max_turns")
+
+    async def _best_effort(self, why: TerminationReason, *, model_ok: bool = True) -> AgentResponse:
+        s = self.s
+        if not any(c.count for c in s.cards):
+            return not_found(s, why)
+        draft = await self._draft(model_ok=model_ok)
+        if not draft.result_entities and not draft.evidence.facts:
+            return not_found(s, why)
+        return response_from(s, draft, "best_effort", why)
+
+    async def _guard_output(self, response: AgentResponse) -> AgentResponse:
+        t0 = time.perf_counter()
+        guarded, decisions = check_output(self.o.policy, response, self.s.known_ids())
+        self.s.timings["guard_ms"] += (time.perf_counter() - t0) * 1000
+        for d in decisions:
+            await self.event("guard_output", "guard", d.event())
+        return guarded
+
+
+__all__ = ["ClarificationError", "EventSink", "Orchestrator", "RunResult"]

@@ -1,0 +1,76 @@
+"""The retrieval seam of the loop: every executor the orchestrator may call, behind one interface.
+
+The orchestrator only sees :class:`Retrieval`. In-process it is :class:`LocalRetrieval` over a
+PostgreSQL pool and a Qdrant client; in Ray Serve the deployments wire their handles into an object
+of the same shape, so the loop does not change.
+"""
+
+from __future__ import annotations
+
+from typing import Protocol
+
+from psycopg_pool import AsyncConnectionPool
+from qdrant_client import QdrantClient
+
+from agentic_rag.protocol import EntityRef, GraphIntent, GraphResult, RetrievalResult, SearchIntent, StructuredQuery
+from agentic_rag.retrievers.dsl import QueryResult, run_query
+from agentic_rag.retrievers.graph import PostgresGraphExecutor
+from agentic_rag.retrievers.hybrid import HybridRetriever
+from agentic_rag.retrievers.hydrate import labels
+from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, typeahead
+from agentic_rag.retrievers.vector import EmbedFn, QdrantExecutor
+from agentic_rag.settings import Settings
+
+
+class Retrieval(Protocol):
+    """What the loop may ask of the catalog. Each call is bounded and never writes."""
+
+    async def search(self, intent: SearchIntent) -> RetrievalResult:
+        """A Qdrant search (fused with PostgreSQL names), or a fetch by id."""
+        ...
+
+    async def graph(self, intent: GraphIntent) -> tuple[GraphResult, dict[str, str]]:
+        """A graph primitive, with display labels (id -> "Name (type, year)") of every node it names."""
+        ...
+
+    async def query(self, query: StructuredQuery) -> QueryResult:
+        """A structured lookup or aggregate through the query DSL."""
+        ...
+
+    async def names(self, name: str) -> list[TypeaheadHit]:
+        """Entities whose name or alias is exactly ``name`` (the typeahead lane's exact tier)."""
+        ...
+
+
+class LocalRetrieval:
+    """:class:`Retrieval` in-process: the shipped executors over one pool and one Qdrant client."""
+
+    def __init__(self, pool: AsyncConnectionPool, client: QdrantClient, embed: EmbedFn, settings: Settings, *,
+                 graph: PostgresGraphExecutor | None = None) -> None:
+        self._pool = pool
+        self._settings = settings
+        self._hybrid = HybridRetriever(pool, QdrantExecutor(client, embed, settings))
+        # the graph primitives may run on a pool of their own (sized for traversal, or a replica)
+        self._graph = graph or PostgresGraphExecutor(pool, settings)
+
+    async def search(self, intent: SearchIntent) -> RetrievalResult:
+        return await self._hybrid.execute(intent)
+
+    async def graph(self, intent: GraphIntent) -> tuple[GraphResult, dict[str, str]]:
+        result = await self._graph.execute(intent)
+        refs: list[EntityRef] = [intent.start, *([intent.end] if intent.end else []), *result.node_ids]
+        async with self._pool.connection() as conn:
+            return result, await labels(conn, refs)
+
+    async def query(self, query: StructuredQuery) -> QueryResult:
+        async with self._pool.connection() as conn:
+            return await run_query(conn, query, timeout_s=self._settings.query_timeout_ms / 1000)
+
+    async def names(self, name: str) -> list[TypeaheadHit]:
+        text = " ".join(name.split())[:100]
+        if not text:
+            return []
+        async with self._pool.connection() as conn:
+            hits = await typeahead(conn, TypeaheadQuery(q=text, limit=10),
+                                   timeout_s=self._settings.query_timeout_ms / 1000)
+        return [h for h in hits if h.match == "exact"]

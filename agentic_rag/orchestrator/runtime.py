@@ -1,0 +1,77 @@
+"""Everything a run needs, built from settings in one place: the in-process wiring of the loop.
+
+``async with open_runtime(settings) as rt: await rt.orchestrator.run(question)``. The CLI, the tests
+and the benchmarks use this; Ray Serve deployments wire the same pieces from their own handles.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+
+from psycopg_pool import AsyncConnectionPool
+from qdrant_client import QdrantClient
+
+from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.factory import build_model
+from agentic_rag.orchestrator.guards import load_policy
+from agentic_rag.orchestrator.loop import Orchestrator
+from agentic_rag.orchestrator.retrieval import LocalRetrieval
+from agentic_rag.orchestrator.trajectory import TrajectoryStore
+from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import make_pool, migrate, resolve_dsn
+from agentic_rag.storage.qdrant import open_qdrant
+
+CATALOG_COUNT_SQL = "SELECT count(*) FROM entity_name"
+
+
+class CatalogEmpty(RuntimeError):
+    """The catalog has not been ingested yet."""
+
+
+@dataclass(slots=True)
+class Runtime:
+    settings: Settings
+    pool: AsyncConnectionPool
+    qdrant: QdrantClient
+    embedder: Embedder
+    store: TrajectoryStore
+    orchestrator: Orchestrator
+
+
+def build_orchestrator(settings: Settings, pool: AsyncConnectionPool, client: QdrantClient,
+                       embedder: Embedder) -> tuple[Orchestrator, TrajectoryStore]:
+    """The orchestrator over in-process retrieval, with the configured models and guard policy."""
+    store = TrajectoryStore(pool, settings)
+    orchestrator = Orchestrator(
+        settings, planner=build_model(settings, "planner"), validator=build_model(settings, "validator"),
+        retrieval=LocalRetrieval(pool, client, embedder.aembed, settings), store=store,
+        policy=load_policy(settings.guard_policy),
+    )
+    return orchestrator, store
+
+
+@asynccontextmanager
+async def open_runtime(settings: Settings, *, require_catalog: bool = True) -> AsyncIterator[Runtime]:
+    """Connect to PostgreSQL (migrating it) and Qdrant, load the models, and close it all afterwards."""
+    dsn = await asyncio.to_thread(resolve_dsn, settings)
+    await migrate(dsn)
+    pool = make_pool(dsn, settings)
+    await pool.open(wait=True)
+    client: QdrantClient | None = None
+    try:
+        if require_catalog:
+            async with pool.connection() as conn:
+                row = await (await conn.execute(CATALOG_COUNT_SQL)).fetchone()
+            if not row or not row[0]:
+                raise CatalogEmpty("the catalog is empty: run `agentic-rag ingest` first")
+        client = await asyncio.to_thread(open_qdrant, settings)
+        embedder = Embedder(settings)
+        orchestrator, store = build_orchestrator(settings, pool, client, embedder)
+        yield Runtime(settings, pool, client, embedder, store, orchestrator)
+    finally:
+        if client is not None:
+            client.close()
+        await pool.close()

@@ -1,0 +1,145 @@
+"""Retrieve, grade and observe: one step's intents run concurrently and become context cards.
+
+A step carries at most :data:`~agentic_rag.protocol.MAX_BATCH` independent intents; they run in one
+``asyncio.TaskGroup``. A failing branch becomes a warning and an error event, never a failed run:
+the other branches' cards are kept (seed 004 fan-out). Search results are graded for relevance in
+ONE batched validator call (seed 002); irrelevant items are dropped from their cards.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from typing import TYPE_CHECKING
+
+from agentic_rag.models.roles import CardEntity, ContextCard, GradeItem, StepStatus
+from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
+from agentic_rag.orchestrator.state import describe, source_of, step_key
+from agentic_rag.protocol import MAX_BATCH, BatchIntent, GraphIntent, NextStep, SearchIntent
+
+if TYPE_CHECKING:
+    from agentic_rag.orchestrator.loop import _Run
+
+TIMING = {"qdrant_search": "qdrant_ms", "pg_graph": "pg_graph_ms", "pg_query": "pg_query_ms"}
+
+
+async def run_step(run: _Run, step: NextStep) -> bool:
+    """Run a step's intents not executed before. False when there were none (the loop repeats itself)."""
+    s = run.s
+    intents = step.intents()[:MAX_BATCH]
+    fresh = [i for i in intents if step_key(i) not in s.executed]
+    if len(fresh) < len(intents):
+        await run.event("select", "decision", {
+            "loop_detected": [describe(i) for i in intents if step_key(i) in s.executed]})
+    if not fresh:
+        s.repeats += 1
+        s.last_step = StepStatus(action=source_of(intents[0]), status="error", count=0,
+                                 note="this exact step already ran: choose a different step, or finish")
+        return False
+    await retrieve(run, fresh)
+    return True
+
+
+async def retrieve(run: _Run, intents: list[BatchIntent]) -> list[ContextCard]:
+    """Execute intents concurrently, grade the searches, and add the cards to the context."""
+    s = run.s
+    try:
+        async with asyncio.TaskGroup() as tg:
+            tasks = [tg.create_task(_execute(run, intent)) for intent in intents]
+    except ExceptionGroup as group:
+        # a branch only raises what it must not absorb (the trajectory store failing): raise it as itself
+        raise group.exceptions[0] from None
+    results = [t.result() for t in tasks]
+    cards = await _grade(run, [(i, c) for i, c in zip(intents, results, strict=True) if c is not None])
+    for intent in intents:
+        s.executed.add(step_key(intent))
+        s.tried.append(describe(intent))
+    s.cards.extend(cards)
+    found = sum(c.count for c in cards)
+    failed = len(intents) - len(cards)
+    status = "ok" if found else ("error" if failed == len(intents) else "empty")
+    note = f"{failed} of {len(intents)} intents failed" if failed else (
+        "" if found else "nothing found: broaden the search or change approach")
+    s.last_step = StepStatus(action=source_of(intents[0]), status=status, count=found, note=note)
+    if not found:
+        s.failed_steps += 1
+    await run.event("observe", "observation", {
+        "cards": [{"source": c.source, "request": c.request, "count": c.count,
+                   "ids": [e.ref.id for e in c.entities[:20]]} for c in cards],
+        "status": status, "failed_steps": s.failed_steps,
+    })
+    return cards
+
+
+async def _execute(run: _Run, intent: BatchIntent) -> ContextCard | None:
+    """One intent against its executor; any failure is reported, not raised, so siblings keep going."""
+    s = run.s
+    source = source_of(intent)
+    await run.event("retrieve", "action", {"source": source, "intent": intent.model_dump(mode="json")})
+    t0 = time.perf_counter()
+    try:
+        if isinstance(intent, SearchIntent):
+            card = from_search(s.turn, intent, await run.o.retrieval.search(intent))
+        elif isinstance(intent, GraphIntent):
+            result, names = await run.o.retrieval.graph(intent)
+            card = from_graph(s.turn, intent, result, names)
+        else:
+            card = from_query(s.turn, intent, await run.o.retrieval.query(intent))
+    except Exception as exc:
+        ms = (time.perf_counter() - t0) * 1000
+        s.timings[TIMING[source]] += ms
+        s.warn(f"{describe(intent)} failed: {type(exc).__name__}: {str(exc)[:150]}")
+        await run.event("retrieve", "error", {"source": source, "error": f"{type(exc).__name__}: {exc}"[:500]},
+                        latency_ms=ms)
+        return None
+    ms = (time.perf_counter() - t0) * 1000
+    s.timings[TIMING[source]] += ms
+    await run.event("retrieve", "observation", {"source": source, "count": card.count,
+                                                "ids": [e.ref.id for e in card.entities[:20]]}, latency_ms=ms)
+    return card
+
+
+def _graded(intent: BatchIntent, card: ContextCard) -> bool:
+    """Semantic searches are graded; fetches by id and graph or query results are exact already."""
+    return isinstance(intent, SearchIntent) and not intent.filters.id and card.count > 0
+
+
+async def _grade(run: _Run, done: list[tuple[BatchIntent, ContextCard]]) -> list[ContextCard]:
+    items: list[GradeItem] = []
+    owner: list[tuple[int, CardEntity]] = []
+    for n, (intent, card) in enumerate(done):
+        if not _graded(intent, card):
+            continue
+        snippets = {r.get("id"): str(r.get("snippet", "")) for r in card.data.get("rows", []) if isinstance(r, dict)}
+        for e in card.entities:
+            if len(items) < 50:
+                items.append(GradeItem(index=len(items), entity=e, snippet=snippets.get(e.ref.id, "")[:400]))
+                owner.append((n, e))
+    if not items:
+        return [c for _, c in done]
+    report = await run.grade(items)
+    # an item the grader did not mention is kept: only an explicit "not relevant" drops a result
+    dropped = {g.index for g in report.grades if not g.relevant and g.index < len(items)}
+    drop_ids: dict[int, set[str]] = {}
+    for index in dropped:
+        n, e = owner[index]
+        drop_ids.setdefault(n, set()).add(e.ref.id)
+    cards = [_without(card, drop_ids.get(n, set())) for n, (_, card) in enumerate(done)]
+    graded = [c for n, c in enumerate(cards) if _graded(done[n][0], done[n][1])]
+    if any(c.count < run.settings.agent_min_relevant for c in graded):
+        await run.rewrite_again()
+    return cards
+
+
+def _without(card: ContextCard, ids: set[str]) -> ContextCard:
+    """The card with the graded-irrelevant entities removed from its entities, rows and summary."""
+    if not ids:
+        return card
+    kept = [e for e in card.entities if e.ref.id not in ids]
+    rows = [r for r in card.data.get("rows", []) if not (isinstance(r, dict) and r.get("id") in ids)]
+    lines = card.summary.splitlines()
+    body = [line for line in lines[1:] if not any(i in line for i in ids)]
+    head = f"{len(kept)} relevant of {card.count} result(s) ({card.request}):" if kept else \
+        f"No relevant result for {card.request} ({card.count} found, none relevant)."
+    return card.model_copy(update={"entities": kept, "count": len(kept), "summary": "\n".join([head, *body])[:8000],
+                                   "data": {**card.data, "rows": rows, "dropped": len(ids)}})

@@ -1,0 +1,142 @@
+"""What one run knows as it goes, and how it turns into the final response.
+
+The state is plain data owned by one run. Step keys make loop detection exact: two intents are the
+same step when they are equal apart from their rationale, whatever the model wrote around them.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+import uuid
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agentic_rag.models.roles import ContextCard, StepStatus
+from agentic_rag.protocol import (
+    AgentResponse,
+    BatchIntent,
+    Clarification,
+    DraftAnswer,
+    Evidence,
+    GraphIntent,
+    QueryRewrite,
+    ResponseStatus,
+    SearchIntent,
+    SufficiencyReport,
+    TerminationReason,
+)
+
+Mode = Literal["agentic", "linear"]
+TIMING_KEYS = ("planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms", "clarify_ms",
+               "guard_ms", "trajectory_ms", "total_ms")
+
+
+def step_key(intent: BatchIntent) -> str:
+    """A canonical key of an intent: equal keys are the same retrieval, whatever the rationale says."""
+    data = intent.model_dump(mode="json", exclude={"rationale"})
+    return f"{type(intent).__name__}:{json.dumps(data, sort_keys=True, separators=(',', ':'))}"
+
+
+def describe(intent: BatchIntent) -> str:
+    """A short readable form of an intent, for the planner's ``tried`` list and for logs."""
+    if isinstance(intent, SearchIntent):
+        what = f"ids {','.join(i[:8] for i in intent.filters.id[:3])}" if intent.filters.id else repr(intent.query)
+        return f"qdrant_search {intent.entity_type} {what}"[:300]
+    if isinstance(intent, GraphIntent):
+        end = f" -> {intent.end.id[:8]}" if intent.end else ""
+        edges = f" via {','.join(intent.edge_types)}" if intent.edge_types else ""
+        return f"pg_graph {intent.query_type} {intent.start.id[:8]}{end}{edges}"[:300]
+    return f"pg_query {intent.entity_type} {len(intent.where)} condition(s)"[:300]
+
+
+def source_of(intent: BatchIntent) -> Literal["qdrant_search", "pg_graph", "pg_query"]:
+    if isinstance(intent, SearchIntent):
+        return "qdrant_search"
+    return "pg_graph" if isinstance(intent, GraphIntent) else "pg_query"
+
+
+@dataclass(slots=True)
+class RunState:
+    """Everything one run has learned so far."""
+
+    question: str
+    mode: Mode
+    max_turns: int
+    started: float = field(default_factory=time.perf_counter)
+    rewrite: QueryRewrite | None = None
+    rewrites_seen: list[str] = field(default_factory=list)
+    cards: list[ContextCard] = field(default_factory=list)
+    executed: set[str] = field(default_factory=set)
+    tried: list[str] = field(default_factory=list)
+    last_step: StepStatus | None = None
+    missing: list[str] = field(default_factory=list)
+    turn: int = 0
+    turns_used: int = 0
+    failed_steps: int = 0
+    repeats: int = 0
+    draft: DraftAnswer | None = None
+    drafted_cards: int = -1  # how many cards the current draft saw
+    report: SufficiencyReport | None = None
+    warnings: list[str] = field(default_factory=list)
+    timings: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    def warn(self, text: str) -> None:
+        if text[:300] not in self.warnings:
+            self.warnings.append(text[:300])
+
+    def known_ids(self) -> set[str]:
+        """Every entity id the context holds: the only ids an answer may name."""
+        ids = {e.ref.id for c in self.cards for e in c.entities}
+        ids |= {n.id for c in self.cards for p in c.paths for n in p.nodes}
+        return ids
+
+    def elapsed_ms(self) -> float:
+        return (time.perf_counter() - self.started) * 1000
+
+
+def response_from(state: RunState, draft: DraftAnswer, status: ResponseStatus, why: TerminationReason) -> AgentResponse:
+    """The final response from a draft, with the loop's own evidence and warnings."""
+    rewritten = state.rewrite.rewritten_query if state.rewrite else None
+    evidence = draft.evidence.model_copy(update={"rewritten_query": rewritten, "termination_reason": why})
+    return AgentResponse(
+        answer=draft.answer, status=status, source_entities=draft.source_entities,
+        result_entities=draft.result_entities, evidence=evidence, citations=draft.citations,
+        confidence=draft.confidence if status == "answered" else min(draft.confidence, 0.5),
+        warnings=state.warnings[:50],
+    )
+
+
+def not_found(state: RunState, why: TerminationReason) -> AgentResponse:
+    """An explicit not-found answer that says what is missing and what was tried (seed 001 zero results)."""
+    mentions = state.rewrite.mentions if state.rewrite else []
+    missing = state.missing or [f"{m!r}" for m in mentions] or ["anything matching the question"]
+    tried = "; ".join(state.tried[-4:]) or "no retrieval step"
+    text = f"I could not find {', '.join(missing[:4])} in the catalog. Tried: {tried}."
+    return AgentResponse(
+        answer=text[:2000], status="not_found", confidence=0.0, warnings=state.warnings[:50],
+        evidence=Evidence(rewritten_query=state.rewrite.rewritten_query if state.rewrite else None,
+                          termination_reason=why, facts=[f"not found: {m}"[:200] for m in missing[:4]]),
+    )
+
+
+def clarifying(state: RunState, clarification: Clarification) -> AgentResponse:
+    names = "; ".join(c.label for c in clarification.choices)
+    return AgentResponse(
+        answer=f"{clarification.question} {names}"[:2000], status="needs_clarification", confidence=0.0,
+        clarification=clarification, warnings=state.warnings[:50],
+        evidence=Evidence(rewritten_query=state.rewrite.rewritten_query if state.rewrite else None,
+                          termination_reason="clarification"),
+    )
+
+
+def blocked(state: RunState, reasons: list[str]) -> AgentResponse:
+    return AgentResponse(
+        answer=f"This request was blocked by policy: {'; '.join(reasons)[:500]}.", status="blocked",
+        confidence=0.0, warnings=state.warnings[:50], evidence=Evidence(termination_reason="blocked"),
+    )
+
+
+def new_request_id() -> str:
+    return uuid.uuid4().hex

@@ -1,0 +1,385 @@
+"""The trajectory store (seed 003): every run's decisions, actions, observations and timings, in PostgreSQL.
+
+A run gets a :class:`Recorder` from :meth:`TrajectoryStore.start` and writes each event as it happens,
+so a crash leaves a readable partial trajectory. Events are append-only history: migration 0005 makes
+the database refuse to change or remove them, and to delete a trajectory. A run that asked for a
+clarification is resumed from any process with :meth:`TrajectoryStore.reopen`.
+
+Every write is retried on transient failures and then raised as :class:`TrajectoryError`; nothing is
+swallowed, because a run must not be reported as succeeded unless its trajectory is persisted.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import builtins
+import json
+import math
+import re
+import uuid
+from collections.abc import Awaitable, Callable
+from datetime import date, datetime
+from enum import Enum
+from pathlib import PurePath
+from typing import Any, Literal, TypeVar, get_args
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from pydantic import BaseModel, ConfigDict, Field
+from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
+
+from agentic_rag.settings import Settings
+
+__all__ = [
+    "EventType",
+    "Recorder",
+    "Trajectory",
+    "TrajectoryError",
+    "TrajectoryEvent",
+    "TrajectoryMode",
+    "TrajectoryNotFound",
+    "TrajectoryStatus",
+    "TrajectoryStore",
+    "TrajectorySummary",
+]
+
+EventType = Literal["thought", "action", "observation", "decision", "guard", "error"]
+TrajectoryStatus = Literal[
+    "running", "answered", "not_found", "best_effort", "needs_clarification", "blocked", "failed", "cancelled"
+]
+TrajectoryMode = Literal["agentic", "linear"]
+
+# The same bounds as the CHECK constraints of migration 0005, checked here first for a clear message.
+MAX_QUERY_CHARS = 4000
+MAX_STAGE_CHARS = 40
+MAX_LABEL_CHARS = 200  # request_id, session_id, tenant
+MAX_PAYLOAD_BYTES = 64 * 1024
+TRUNCATED_HEAD_CHARS = 2000
+MAX_LIST = 200
+
+_EVENT_TYPES = frozenset(get_args(EventType))
+_FINAL_STATUSES = frozenset(get_args(TrajectoryStatus)) - {"running"}
+_MODES = frozenset(get_args(TrajectoryMode))
+# PostgreSQL text and jsonb cannot hold U+0000; an escaped NUL is one preceded by an even run of backslashes.
+_JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
+
+Conn = psycopg.AsyncConnection[Any]
+T = TypeVar("T")
+
+INSERT_TRAJECTORY_SQL = """
+    INSERT INTO trajectories (id, request_id, session_id, tenant, query, mode, status)
+    VALUES (%(id)s, %(request_id)s, %(session_id)s, %(tenant)s, %(query)s, %(mode)s, 'running')
+    ON CONFLICT (id) DO NOTHING"""
+
+SAME_START_SQL = """
+    SELECT request_id = %(request_id)s AND tenant = %(tenant)s AND query = %(query)s
+    FROM trajectories WHERE id = %(id)s"""
+
+INSERT_EVENT_SQL = """
+    INSERT INTO trajectory_events (trajectory_id, seq, stage, type, payload, latency_ms)
+    VALUES (%(id)s, %(seq)s, %(stage)s, %(type)s, %(payload)s, %(latency_ms)s)
+    ON CONFLICT (trajectory_id, seq) DO NOTHING"""
+
+SAME_EVENT_SQL = """
+    SELECT stage = %(stage)s AND type = %(type)s AND payload = %(payload)s
+    FROM trajectory_events WHERE trajectory_id = %(id)s AND seq = %(seq)s"""
+
+FINISH_SQL = """
+    UPDATE trajectories
+    SET status = %(status)s, final_response = %(response)s, timings = %(timings)s, finished_at = now()
+    WHERE id = %(id)s"""
+
+REOPEN_SQL = """
+    UPDATE trajectories SET status = 'running', finished_at = NULL
+    WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s)
+    RETURNING request_id,
+              (SELECT coalesce(max(seq), 0) FROM trajectory_events WHERE trajectory_id = %(id)s) AS last_seq"""
+
+GET_SQL = """
+    SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at
+    FROM trajectories
+    WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s)"""
+
+BY_REQUEST_SQL = """
+    SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at
+    FROM trajectories
+    WHERE request_id = %(request_id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s)
+    ORDER BY created_at DESC, id
+    LIMIT 1"""
+
+LIST_SQL = """
+    SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at
+    FROM trajectories
+    WHERE tenant = %(tenant)s
+    ORDER BY created_at DESC, id
+    LIMIT %(limit)s"""
+
+EVENTS_SQL = """
+    SELECT trajectory_id, seq, stage, type, payload, latency_ms, created_at
+    FROM trajectory_events WHERE trajectory_id = %(id)s ORDER BY seq"""
+
+
+class TrajectoryError(Exception):
+    """The trajectory store could not persist or read a trajectory; the message says what and why."""
+
+
+class TrajectoryNotFound(TrajectoryError, LookupError):
+    """No trajectory with that id (visible to that tenant)."""
+
+
+class TrajectoryEvent(BaseModel):
+    """One step of a run, as recorded."""
+
+    model_config = ConfigDict(frozen=True)
+
+    trajectory_id: uuid.UUID = Field(description="The run this event belongs to.")
+    seq: int = Field(description="Position in the run, from 1, without gaps.")
+    stage: str = Field(description="The loop stage that wrote it (guard, rewrite, select, retrieve, ...).")
+    type: EventType = Field(description="What kind of record this is.")
+    payload: dict[str, Any] = Field(description="The event's data; a truncated form when it was over 64 KiB.")
+    latency_ms: float | None = Field(description="How long the step took, when it is a timed step.")
+    created_at: datetime = Field(description="When it was written.")
+
+
+class TrajectorySummary(BaseModel):
+    """A run without its events."""
+
+    model_config = ConfigDict(frozen=True)
+
+    id: uuid.UUID = Field(description="The trajectory id.")
+    request_id: str = Field(description="The request that started the run.")
+    session_id: str | None = Field(description="The client session, when it gave one.")
+    tenant: str = Field(description="Whose run this is; other tenants cannot see it.")
+    query: str = Field(description="The question as asked.")
+    mode: TrajectoryMode = Field(description="agentic (the loop) or linear (retrieve once, answer once).")
+    status: TrajectoryStatus = Field(description="running until the run finishes, then how it ended.")
+    final_response: dict[str, Any] | None = Field(description="The response returned to the client.")
+    timings: dict[str, float] = Field(description="Per-stage timings in milliseconds.")
+    created_at: datetime = Field(description="When the run started.")
+    finished_at: datetime | None = Field(description="When it last finished; None while running.")
+
+
+class Trajectory(TrajectorySummary):
+    """A run with its events in order."""
+
+    events: list[TrajectoryEvent] = Field(description="Every recorded event, ordered by seq.")
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, BaseModel):
+        return value.model_dump(mode="json")
+    if isinstance(value, uuid.UUID | PurePath):
+        return str(value)
+    if isinstance(value, datetime | date):
+        return value.isoformat()
+    if isinstance(value, Enum):
+        return value.value
+    if isinstance(value, set | frozenset):
+        return sorted(value, key=repr)
+    return repr(value)  # a log must not fail on what it logs
+
+
+def _dumps(value: Any) -> str:
+    text = json.dumps(value, default=_json_default, ensure_ascii=False, allow_nan=False)
+    return _JSON_NUL.sub(r"\1\\ufffd", text)
+
+
+def _verbatim(text: Any) -> str:
+    return str(text)
+
+
+def _payload(payload: dict[str, Any] | None) -> Jsonb:
+    """The payload as jsonb, bounded: over MAX_PAYLOAD_BYTES it becomes a truncated form, never an error."""
+    try:
+        text = _dumps(payload or {})
+    except ValueError as exc:  # NaN/infinity or a circular reference
+        text = _dumps({"unserializable": True, "error": str(exc), "head": repr(payload)[:TRUNCATED_HEAD_CHARS]})
+    size = len(text.encode())
+    if size > MAX_PAYLOAD_BYTES:
+        text = _dumps({"truncated": True, "bytes": size, "head": text[:TRUNCATED_HEAD_CHARS]})
+    return Jsonb(text, dumps=_verbatim)  # already serialized (and measured) above
+
+
+def _bounded(name: str, value: str | None, limit: int) -> None:
+    if value is not None and len(value) > limit:
+        raise ValueError(f"{name} is {len(value)} characters; the trajectory store keeps at most {limit}")
+
+
+def _transient(exc: BaseException) -> bool:
+    """Worth retrying: the database or the pool did not answer in time, or the connection broke."""
+    return isinstance(exc, psycopg.OperationalError | PoolTimeout | TimeoutError)
+
+
+class Recorder:
+    """Writes one run's events. Safe to share between concurrent branches of the run (one asyncio.Lock)."""
+
+    def __init__(self, store: TrajectoryStore, trajectory_id: uuid.UUID, request_id: str, last_seq: int = 0) -> None:
+        self._store = store
+        self._trajectory_id = trajectory_id
+        self._request_id = request_id
+        self._seq = last_seq
+        self._lock = asyncio.Lock()
+
+    @property
+    def trajectory_id(self) -> uuid.UUID:
+        return self._trajectory_id
+
+    @property
+    def request_id(self) -> str:
+        return self._request_id
+
+    @property
+    def last_seq(self) -> int:
+        """The seq of the last event written (0 before the first)."""
+        return self._seq
+
+    async def event(
+        self, stage: str, type: EventType, payload: dict[str, Any] | None = None, *, latency_ms: float | None = None
+    ) -> int:
+        """Write one event now and return its seq. Raises ``TrajectoryError`` if it cannot be persisted."""
+        _bounded("stage", stage, MAX_STAGE_CHARS)
+        if type not in _EVENT_TYPES:
+            raise ValueError(f"event type {type!r} is not one of {sorted(_EVENT_TYPES)}")
+        params: dict[str, Any] = {
+            "id": self._trajectory_id, "stage": stage, "type": type, "payload": _payload(payload),
+            "latency_ms": latency_ms,
+        }
+        # The lock spans the write: seqs are handed out without gaps and land in seq order. A seq is
+        # only taken once its write succeeded, so a failed write leaves no hole.
+        async with self._lock:
+            params["seq"] = self._seq + 1
+            await self._store._execute(f"event {params['seq']}", lambda conn: _insert_event(conn, params))
+            self._seq = params["seq"]
+        return int(params["seq"])
+
+    async def finish(self, *, status: str, response: dict[str, Any] | None, timings: dict[str, float]) -> None:
+        """Record how the run ended. Raises ``TrajectoryError`` rather than leave the end unrecorded."""
+        if status not in _FINAL_STATUSES:
+            raise ValueError(f"final status {status!r} is not one of {sorted(_FINAL_STATUSES)}")
+        if not all(math.isfinite(v) for v in timings.values()):
+            raise ValueError(f"timings must be finite numbers: {timings}")
+        params = {
+            "id": self._trajectory_id, "status": status, "timings": Jsonb(timings, dumps=_dumps),
+            "response": None if response is None else Jsonb(response, dumps=_dumps),
+        }
+
+        async def run(conn: Conn) -> None:
+            cur = await conn.execute(FINISH_SQL, params)
+            if cur.rowcount == 0:
+                raise TrajectoryNotFound(f"trajectory {self._trajectory_id} not found")
+
+        async with self._lock:  # after every event already handed a seq
+            await self._store._execute("finish", run)
+
+
+async def _insert_event(conn: Conn, params: dict[str, Any]) -> None:
+    cur = await conn.execute(INSERT_EVENT_SQL, params)
+    if cur.rowcount:
+        return
+    # The seq exists: either our own write whose commit we did not hear about (a retry), or another writer.
+    cur = await conn.execute(SAME_EVENT_SQL, params)
+    row = await cur.fetchone()
+    if not (row and row[0]):
+        raise TrajectoryError(
+            f"trajectory store refused event {params['seq']} of {params['id']}: that seq is taken "
+            "(is another process recording this trajectory?)"
+        )
+
+
+class TrajectoryStore:
+    """Runs' trajectories in PostgreSQL (tables of migration 0005)."""
+
+    def __init__(self, pool: AsyncConnectionPool, settings: Settings) -> None:
+        self._pool = pool
+        self._attempts = settings.retry_attempts
+        self._timeout = settings.query_timeout_ms / 1000
+
+    async def _execute(self, what: str, op: Callable[[Conn], Awaitable[T]]) -> T:
+        """Run ``op`` on a pooled connection (one transaction), retrying transient failures."""
+        try:
+            async for attempt in AsyncRetrying(
+                stop=stop_after_attempt(self._attempts), wait=wait_exponential(multiplier=0.05, max=1.0),
+                retry=retry_if_exception(_transient), reraise=True,
+            ):
+                with attempt:
+                    async with asyncio.timeout(self._timeout), self._pool.connection() as conn:
+                        return await op(conn)
+        except (psycopg.OperationalError, TimeoutError) as exc:
+            reason = str(exc) or f"no answer within {self._timeout:g} s"
+            raise TrajectoryError(
+                f"trajectory store unavailable: {what} failed after {self._attempts} attempts: {reason}"
+            ) from exc
+        except psycopg.Error as exc:
+            raise TrajectoryError(f"trajectory store refused {what}: {exc}") from exc
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def start(
+        self, *, query: str, request_id: str, tenant: str = "default", session_id: str | None = None,
+        mode: str = "agentic", trajectory_id: uuid.UUID | None = None,
+    ) -> Recorder:
+        """Record a new run (status running) and return its recorder."""
+        query = query.replace("\x00", "\ufffd")
+        _bounded("query", query, MAX_QUERY_CHARS)
+        for name, value in (("request_id", request_id), ("session_id", session_id), ("tenant", tenant)):
+            _bounded(name, value, MAX_LABEL_CHARS)
+        if mode not in _MODES:
+            raise ValueError(f"mode {mode!r} is not one of {sorted(_MODES)}")
+        tid = trajectory_id or uuid.uuid4()
+        params = {
+            "id": tid, "request_id": request_id, "session_id": session_id, "tenant": tenant, "query": query,
+            "mode": mode,
+        }
+
+        async def run(conn: Conn) -> None:
+            if (await conn.execute(INSERT_TRAJECTORY_SQL, params)).rowcount:
+                return
+            row = await (await conn.execute(SAME_START_SQL, params)).fetchone()
+            if not (row and row[0]):  # not merely our own insert, retried
+                raise TrajectoryError(f"trajectory store refused start: trajectory {params['id']} already exists")
+
+        await self._execute("start", run)
+        return Recorder(self, tid, request_id)
+
+    async def reopen(self, trajectory_id: uuid.UUID, *, tenant: str | None = None) -> Recorder:
+        """Set a run back to running (to resume it) and return a recorder that continues its seqs."""
+
+        async def run(conn: Conn) -> tuple[Any, ...] | None:
+            return await (await conn.execute(REOPEN_SQL, {"id": trajectory_id, "tenant": tenant})).fetchone()
+
+        row = await self._execute("reopen", run)
+        if row is None:
+            raise TrajectoryNotFound(f"trajectory {trajectory_id} not found")
+        return Recorder(self, trajectory_id, row[0], row[1])
+
+    async def get(self, trajectory_id: uuid.UUID, *, tenant: str | None = None) -> Trajectory | None:
+        """The trajectory with its events ordered by seq; None if absent (or another tenant's)."""
+        return await self._execute("get", lambda conn: _read(conn, GET_SQL, {"id": trajectory_id, "tenant": tenant}))
+
+    async def by_request_id(self, request_id: str, *, tenant: str | None = None) -> Trajectory | None:
+        """The newest trajectory started by that request, with its events."""
+        params = {"request_id": request_id, "tenant": tenant}
+        return await self._execute("by_request_id", lambda conn: _read(conn, BY_REQUEST_SQL, params))
+
+    async def list(self, *, tenant: str, limit: int = 20) -> builtins.list[TrajectorySummary]:
+        """A tenant's trajectories, newest first; ``limit`` is clamped to 1..200."""
+        params = {"tenant": tenant, "limit": max(1, min(limit, MAX_LIST))}
+
+        async def run(conn: Conn) -> builtins.list[TrajectorySummary]:
+            async with conn.cursor(row_factory=dict_row) as cur:
+                await cur.execute(LIST_SQL, params)
+                return [TrajectorySummary.model_validate(r) for r in await cur.fetchall()]
+
+        return await self._execute("list", run)
+
+
+async def _read(conn: Conn, sql: str, params: dict[str, Any]) -> Trajectory | None:
+    async with conn.cursor(row_factory=dict_row) as cur:
+        await cur.execute(sql, params)  # one of the fixed statements above
+        row = await cur.fetchone()
+        if row is None:
+            return None
+        await cur.execute(EVENTS_SQL, {"id": row["id"]})
+        events = [TrajectoryEvent.model_validate(r) for r in await cur.fetchall()]
+    return Trajectory.model_validate({**row, "events": events})

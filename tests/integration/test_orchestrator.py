@@ -1,0 +1,293 @@
+"""The loop end to end, in-process, with the heuristic models over the demo catalog.
+
+Everything is real: PostgreSQL, Qdrant local mode, the embedding model, the trajectory store. Faults
+are real too: a killed database connection, a pool pointed at a port where nothing listens.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import psycopg
+import pytest
+from psycopg_pool import AsyncConnectionPool
+from qdrant_client import QdrantClient
+
+from agentic_rag.catalog.vocabulary import entity_id
+from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.heuristic import HeuristicModel
+from agentic_rag.orchestrator.guards import load_policy
+from agentic_rag.orchestrator.loop import ClarificationError, Orchestrator
+from agentic_rag.orchestrator.retrieval import LocalRetrieval
+from agentic_rag.orchestrator.runtime import build_orchestrator
+from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryStore
+from agentic_rag.retrievers.graph import PostgresGraphExecutor
+from agentic_rag.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+
+def eid(entity_type: str, key: str) -> str:
+    return str(entity_id(entity_type, key))
+
+
+LUFFY, NAMI, ONE_PIECE = eid("character", "monkey-d-luffy"), eid("character", "nami"), eid("anime", "one-piece")
+
+
+@pytest.fixture(scope="module")
+def orchestrator(pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder, settings: Settings
+                 ) -> Orchestrator:
+    return build_orchestrator(settings, pool, qdrant, embedder)[0]
+
+
+def with_settings(o: Orchestrator, **changes: object) -> Orchestrator:
+    return Orchestrator(o.settings.model_copy(update=changes), planner=o.planner, validator=o.validator,
+                        retrieval=o.retrieval, store=o.store, policy=o.policy)
+
+
+def stages_of(events: list[tuple[str, str]]) -> list[str]:
+    return [f"{stage}:{type_}" for stage, type_ in events]
+
+
+async def test_seed_trace_which_anime_is_luffy_in(orchestrator: Orchestrator) -> None:
+    result = await orchestrator.run("Which anime is Luffy in?")
+    r = result.response
+    assert r.status == "answered" and r.evidence.termination_reason == "sufficient"
+    assert ONE_PIECE in {e.id for e in r.result_entities}
+    assert "One Piece" in r.answer
+    assert result.turns == 2  # seed 001 section 8: resolve the character, then fetch its anime by id
+
+    traj = await orchestrator.store.get(result.trajectory_id)
+    assert traj is not None and traj.status == "answered" and traj.request_id == result.request_id
+    selects = [e.payload for e in traj.events if e.stage == "select" and e.type == "decision"]
+    assert selects[0]["intents"][0]["entity_type"] == "character" and selects[0]["intents"][0]["query"] == "Luffy"
+    assert selects[1]["intents"][0]["filters"]["id"], "turn 2 fetches the anime by id"
+    validations = [e.payload["sufficient"] for e in traj.events if e.stage == "validate"]
+    assert validations == [False, True]
+    assert [e.seq for e in traj.events] == list(range(1, len(traj.events) + 1))
+    assert [e.stage for e in traj.events[:2]] == ["guard_input", "rewrite"]
+    assert "retrieval_mode" in traj.events[1].payload["rewrite"]
+    assert traj.events[-1].stage == "final"
+    assert traj.timings["total_ms"] > 0 and traj.timings["qdrant_ms"] > 0
+    assert traj.final_response is not None and traj.final_response["status"] == "answered"
+
+
+async def test_seed_trace_luffy_and_nami_is_a_path(orchestrator: Orchestrator) -> None:
+    result = await orchestrator.run("How is Luffy related to Nami?")
+    r = result.response
+    assert r.status == "answered"
+    assert {e.id for e in r.result_entities} == {LUFFY, NAMI}
+    assert r.evidence.paths, "evidence.paths carries the relation chain"
+    path = r.evidence.paths[0]
+    assert {path.nodes[0].id, path.nodes[-1].id} == {LUFFY, NAMI} and path.rels
+    assert {n.id for n in path.nodes} <= {e.id for e in r.source_entities}
+    traj = await orchestrator.store.get(result.trajectory_id)
+    assert traj is not None
+    first = next(e.payload for e in traj.events if e.stage == "select")
+    assert [i["query"] for i in first["intents"]] == ["Luffy", "Nami"], "both names resolve in one batch"
+    actions = [e for e in traj.events if e.stage == "retrieve" and e.type == "action"]
+    assert [a.payload["intent"].get("query_type") for a in actions][-1] == "path"
+
+
+async def test_a_batch_runs_concurrently(orchestrator: Orchestrator) -> None:
+    result = await orchestrator.run("Compare Hunter x Hunter (1999) and Hunter x Hunter (2011)")
+    assert result.response.status == "answered"
+    assert "62" in result.response.answer and "148" in result.response.answer
+    traj = await orchestrator.store.get(result.trajectory_id)
+    assert traj is not None
+    stages = [(e.stage, e.type) for e in traj.events]
+    # both searches start before either observation comes back
+    first_obs = stages.index(("retrieve", "observation"))
+    assert stages[:first_obs].count(("retrieve", "action")) == 2
+
+
+async def test_fast_path_skips_the_validator(orchestrator: Orchestrator) -> None:
+    result = await orchestrator.run("Tell me about Monkey D. Luffy")
+    assert result.response.status == "answered" and result.response.evidence.termination_reason == "fast_path"
+    assert LUFFY in {e.id for e in result.response.result_entities}
+    traj = await orchestrator.store.get(result.trajectory_id)
+    assert traj is not None and not [e for e in traj.events if e.stage == "validate" and "sufficient" in e.payload]
+
+
+async def test_no_match_is_an_explicit_not_found(orchestrator: Orchestrator) -> None:
+    result = await orchestrator.run("Tell me about Zxqv Plorbnik")
+    r = result.response
+    assert r.status == "not_found" and "could not find" in r.answer.lower() and "Zxqv Plorbnik" in r.answer
+    assert not r.result_entities
+    assert result.turns <= orchestrator.settings.agent_max_turns
+
+
+async def test_clarification_round_trip_from_another_orchestrator(
+        orchestrator: Orchestrator, pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder,
+        settings: Settings) -> None:
+    asked = await orchestrator.run("Tell me about Naruto")
+    r = asked.response
+    assert r.status == "needs_clarification" and r.clarification is not None
+    types = {c.entity.entity_type for c in r.clarification.choices}
+    assert {"anime", "manga", "character"} <= types
+    # any replica can resume: a second orchestrator with its own store object
+    other = build_orchestrator(settings, pool, qdrant, embedder)[0]
+    character = next(i for i, c in enumerate(r.clarification.choices) if c.entity.entity_type == "character")
+    done = await other.resume(asked.trajectory_id, character)
+    assert done.trajectory_id == asked.trajectory_id
+    assert done.response.status == "answered"
+    chosen = r.clarification.choices[character].entity
+    assert chosen in done.response.result_entities
+    traj = await other.store.get(asked.trajectory_id)
+    assert traj is not None and traj.status == "answered"
+    assert [e.stage for e in traj.events].count("clarify") == 2  # asked, then chosen
+    with pytest.raises(ClarificationError, match="not waiting"):
+        await other.resume(asked.trajectory_id, 0)
+
+
+async def test_a_bad_clarification_choice_is_a_clear_error(orchestrator: Orchestrator) -> None:
+    asked = await orchestrator.run("Tell me about Naruto")
+    with pytest.raises(ClarificationError, match="not one of the offered choices"):
+        await orchestrator.resume(asked.trajectory_id, 99)
+
+
+async def test_context_narrows_the_reading_instead_of_asking(orchestrator: Orchestrator) -> None:
+    result = await orchestrator.run("What is the sequel of Naruto?")
+    assert result.response.status == "answered"
+    assert "Shippuden" in result.response.answer
+
+
+async def test_pii_is_redacted_before_anything_is_stored(orchestrator: Orchestrator) -> None:
+    result = await orchestrator.run("Which anime is Luffy in? mail me at fan@example.com")
+    traj = await orchestrator.store.get(result.trajectory_id)
+    assert traj is not None and "fan@example.com" not in traj.query
+    assert any(e.type == "guard" and e.stage == "guard_input" for e in traj.events)
+    assert any("input guard" in w for w in result.response.warnings)
+
+
+async def test_a_blocked_question_never_reaches_a_model(orchestrator: Orchestrator) -> None:
+    result = await orchestrator.run("My card is 4111 1111 1111 1111, which anime is Luffy in?")
+    assert result.response.status == "blocked"
+    traj = await orchestrator.store.get(result.trajectory_id)
+    assert traj is not None and traj.status == "blocked"
+    assert not [e for e in traj.events if e.stage in ("rewrite", "select")]
+    assert "4111" not in traj.query
+
+
+async def test_linear_mode_retrieves_once(orchestrator: Orchestrator) -> None:
+    result = await orchestrator.run("How is Luffy related to Nami?", mode="linear")
+    assert result.turns == 1 and result.response.evidence.termination_reason == "linear"
+    assert not result.response.evidence.paths  # one retrieval cannot both resolve the names and traverse
+
+
+async def test_turn_budget_ends_best_effort(orchestrator: Orchestrator) -> None:
+    o = with_settings(orchestrator, agent_max_turns=1)
+    result = await o.run("How is Luffy related to Nami?")
+    assert result.turns == 1
+    assert result.response.status in ("best_effort", "not_found")
+    assert result.response.evidence.termination_reason == "max_turns"
+    assert any("turn budget" in w for w in result.response.warnings)
+
+
+class SlowRetrieval(LocalRetrieval):
+    """The real retrieval, slowed down: fault injection for the deadline."""
+
+    async def graph(self, intent):  # type: ignore[no-untyped-def]
+        await asyncio.sleep(5)
+        return await super().graph(intent)
+
+
+async def test_deadline_ends_the_run_with_what_was_found(orchestrator: Orchestrator, pool: AsyncConnectionPool,
+                                                         qdrant: QdrantClient, embedder: Embedder) -> None:
+    o = with_settings(orchestrator, agent_deadline_ms=1500)
+    o.retrieval = SlowRetrieval(pool, qdrant, embedder.aembed, o.settings)
+    t0 = asyncio.get_running_loop().time()
+    result = await o.run("How is Luffy related to Nami?")
+    assert asyncio.get_running_loop().time() - t0 < 4
+    assert result.response.evidence.termination_reason == "deadline"
+    assert any("deadline" in w for w in result.response.warnings)
+
+
+async def test_a_killed_database_connection_is_retried(orchestrator: Orchestrator, dsn: str, settings: Settings,
+                                                       pool: AsyncConnectionPool, qdrant: QdrantClient,
+                                                       embedder: Embedder) -> None:
+    graph_pool = AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False)
+    await graph_pool.open(wait=True)
+    try:
+        async with graph_pool.connection() as conn:
+            pid = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone() or [0])[0]
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as admin:
+            await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        o = with_settings(orchestrator)
+        o.retrieval = LocalRetrieval(pool, qdrant, embedder.aembed, settings,
+                                     graph=PostgresGraphExecutor(graph_pool, settings))
+        result = await o.run("How is Luffy related to Nami?")
+        assert result.response.status == "answered" and result.response.evidence.paths
+    finally:
+        await graph_pool.close()
+
+
+async def test_a_dead_graph_database_gives_partial_results_with_warnings(
+        orchestrator: Orchestrator, settings: Settings, pool: AsyncConnectionPool, qdrant: QdrantClient,
+        embedder: Embedder) -> None:
+    dead = AsyncConnectionPool("host=127.0.0.1 port=1 connect_timeout=1", min_size=0, max_size=1, open=False,
+                               timeout=1)
+    await dead.open()
+    try:
+        o = with_settings(orchestrator)
+        o.retrieval = LocalRetrieval(pool, qdrant, embedder.aembed, settings,
+                                     graph=PostgresGraphExecutor(dead, settings.model_copy(
+                                         update={"retry_attempts": 2})))
+        result = await o.run("How is Luffy related to Nami?")
+        r = result.response
+        assert r.status in ("best_effort", "not_found")
+        assert any("failed" in w for w in r.warnings)
+        traj = await o.store.get(result.trajectory_id)
+        assert traj is not None and any(e.type == "error" and e.stage == "retrieve" for e in traj.events)
+        # the searches that worked are still there
+        assert any(e.type == "observation" and e.stage == "retrieve" and e.payload["count"] for e in traj.events)
+    finally:
+        await dead.close()
+
+
+async def test_an_unreachable_trajectory_store_fails_the_run_clearly(orchestrator: Orchestrator,
+                                                                     settings: Settings) -> None:
+    dead = AsyncConnectionPool("host=127.0.0.1 port=1 connect_timeout=1", min_size=0, max_size=1, open=False,
+                               timeout=1)
+    await dead.open()
+    try:
+        o = Orchestrator(settings.model_copy(update={"retry_attempts": 2}), planner=HeuristicModel(),
+                         validator=HeuristicModel(), retrieval=orchestrator.retrieval,
+                         store=TrajectoryStore(dead, settings.model_copy(update={"retry_attempts": 2})),
+                         policy=load_policy())
+        with pytest.raises(TrajectoryError, match="trajectory store unavailable"):
+            await o.run("Which anime is Luffy in?")
+    finally:
+        await dead.close()
+
+
+async def test_losing_the_store_mid_run_reports_nothing(orchestrator: Orchestrator, dsn: str,
+                                                        settings: Settings) -> None:
+    store_pool = AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False, timeout=1)
+    await store_pool.open(wait=True)
+    store = TrajectoryStore(store_pool, settings.model_copy(update={"retry_attempts": 2}))
+    o = Orchestrator(settings, planner=HeuristicModel(), validator=HeuristicModel(),
+                     retrieval=orchestrator.retrieval, store=store, policy=load_policy())
+
+    seen: list[str] = []
+
+    async def sink(event: dict[str, object]) -> None:
+        seen.append(str(event["stage"]))
+        if event["stage"] == "select":  # the database goes away after the run started
+            await store_pool.close()
+
+    with pytest.raises(TrajectoryError):
+        await o.run("Which anime is Luffy in?", sink=sink)
+    assert "final" not in seen
+
+
+async def test_concurrent_runs_do_not_mix(orchestrator: Orchestrator) -> None:
+    questions = ["Which anime is Luffy in?", "How is Luffy related to Nami?", "What is the sequel of Naruto?",
+                 "Who directed Cowboy Bebop?"] * 3
+    results = await asyncio.gather(*(orchestrator.run(q) for q in questions))
+    assert all(r.response.status == "answered" for r in results)
+    assert len({r.trajectory_id for r in results}) == len(questions)
+    for q, r in zip(questions, results, strict=True):
+        traj = await orchestrator.store.get(r.trajectory_id)
+        assert traj is not None and traj.query == q
+        assert [e.seq for e in traj.events] == list(range(1, len(traj.events) + 1))

@@ -1,0 +1,271 @@
+"""The trajectory store against a real PostgreSQL (its own scratch database, migrated from scratch)."""
+
+from __future__ import annotations
+
+import asyncio
+import os
+import time
+import uuid
+from collections.abc import AsyncIterator, Callable
+from contextlib import AbstractContextManager
+from datetime import UTC, datetime
+from typing import Any
+
+import psycopg
+import pytest
+from psycopg_pool import AsyncConnectionPool
+from pydantic import BaseModel
+
+from agentic_rag.orchestrator.trajectory import (
+    MAX_PAYLOAD_BYTES,
+    Recorder,
+    TrajectoryError,
+    TrajectoryNotFound,
+    TrajectoryStore,
+)
+from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import make_pool, migrate
+
+pytestmark = pytest.mark.integration
+
+DATABASE = f"agentic_rag_trajectory_test_{os.getpid()}"
+UNREACHABLE = "postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=1"
+
+
+@pytest.fixture(scope="module")
+async def traj_dsn(scratch: Callable[[str], AbstractContextManager[str]]) -> AsyncIterator[str]:
+    with scratch(DATABASE) as dsn:
+        applied = await migrate(dsn)
+        assert "0005_trajectories.sql" in applied
+        yield dsn
+
+
+@pytest.fixture(scope="module")
+async def store(traj_dsn: str, settings: Settings) -> AsyncIterator[TrajectoryStore]:
+    pool = make_pool(traj_dsn, settings)
+    await pool.open(wait=True)
+    yield TrajectoryStore(pool, settings)
+    await pool.close()
+
+
+@pytest.fixture
+async def db(traj_dsn: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
+    async with await psycopg.AsyncConnection.connect(traj_dsn, autocommit=True) as conn:
+        yield conn
+
+
+def rid() -> str:
+    return f"req-{uuid.uuid4().hex[:12]}"
+
+
+async def test_round_trip(store: TrajectoryStore) -> None:
+    request_id = rid()
+    rec = await store.start(query="who directed Akira?", request_id=request_id, session_id="s1", tenant="t-round")
+    seqs = [
+        await rec.event("guard", "guard", {"verdict": "allow"}),
+        await rec.event("rewrite", "decision", {"mode": "graph"}, latency_ms=12.5),
+        await rec.event("retrieve", "observation", {"ids": [str(uuid.uuid4())]}, latency_ms=3.0),
+    ]
+    assert seqs == [1, 2, 3]
+    await rec.finish(status="answered", response={"answer": "Katsuhiro Otomo"}, timings={"total_ms": 40.5})
+
+    got = await store.get(rec.trajectory_id)
+    assert got is not None
+    assert (got.request_id, got.session_id, got.tenant, got.mode) == (request_id, "s1", "t-round", "agentic")
+    assert got.status == "answered" and got.final_response == {"answer": "Katsuhiro Otomo"}
+    assert got.timings == {"total_ms": 40.5}
+    assert got.finished_at is not None and got.finished_at >= got.created_at
+    assert [(e.seq, e.stage, e.type) for e in got.events] == [
+        (1, "guard", "guard"), (2, "rewrite", "decision"), (3, "retrieve", "observation")
+    ]
+    assert got.events[1].payload == {"mode": "graph"} and got.events[1].latency_ms == 12.5
+    assert got.events[0].latency_ms is None
+
+    by_request = await store.by_request_id(request_id)
+    assert by_request is not None and by_request.id == rec.trajectory_id and len(by_request.events) == 3
+    listed = await store.list(tenant="t-round")
+    assert [s.id for s in listed] == [rec.trajectory_id]
+    assert listed[0].status == "answered"
+
+
+async def test_list_newest_first_and_clamped(store: TrajectoryStore) -> None:
+    ids = [(await store.start(query=f"q{i}", request_id=rid(), tenant="t-list", mode="linear")).trajectory_id
+           for i in range(3)]
+    listed = await store.list(tenant="t-list", limit=500)
+    assert [s.id for s in listed] == ids[::-1]
+    assert all(s.mode == "linear" and s.status == "running" for s in listed)
+    assert [s.id for s in await store.list(tenant="t-list", limit=0)] == [ids[-1]]
+
+
+async def test_concurrent_branches_get_distinct_ordered_seqs(store: TrajectoryStore) -> None:
+    rec = await store.start(query="fan out", request_id=rid())
+    seqs: dict[int, int] = {}
+
+    async def branch(i: int) -> None:
+        seqs[i] = await rec.event("retrieve", "action", {"branch": i})
+
+    async with asyncio.TaskGroup() as tg:
+        for i in range(20):
+            tg.create_task(branch(i))
+    assert sorted(seqs.values()) == list(range(1, 21))
+    got = await store.get(rec.trajectory_id)
+    assert got is not None
+    assert [e.seq for e in got.events] == list(range(1, 21))
+    assert {e.seq: e.payload["branch"] for e in got.events} == {s: i for i, s in seqs.items()}
+    # written in seq order: each write committed before the next seq was handed out
+    assert all(a.created_at <= b.created_at for a, b in zip(got.events, got.events[1:], strict=False))
+
+
+@pytest.mark.parametrize(
+    ("statement", "refused"),
+    [
+        ("UPDATE trajectory_events SET stage = 'x' WHERE trajectory_id = %s", "UPDATE on trajectory_events"),
+        ("DELETE FROM trajectory_events WHERE trajectory_id = %s", "DELETE on trajectory_events"),
+        ("DELETE FROM trajectories WHERE id = %s", "DELETE on trajectories"),
+        ("TRUNCATE trajectory_events", "TRUNCATE on trajectory_events"),
+        ("TRUNCATE trajectories CASCADE", "TRUNCATE on trajectories"),
+    ],
+)
+async def test_history_is_append_only(
+    store: TrajectoryStore, db: psycopg.AsyncConnection[Any], statement: str, refused: str
+) -> None:
+    rec = await store.start(query="keep me", request_id=rid())
+    await rec.event("draft", "thought", {"text": "first"})
+    params = (rec.trajectory_id,) if "%s" in statement else None
+    with pytest.raises(psycopg.errors.RaiseException, match=f"trajectory history is append-only: {refused} refused"):
+        await db.execute(statement, params)
+    got = await store.get(rec.trajectory_id)
+    assert got is not None and [(e.stage, e.payload) for e in got.events] == [("draft", {"text": "first"})]
+
+
+async def test_trajectory_row_may_be_updated(store: TrajectoryStore, db: psycopg.AsyncConnection[Any]) -> None:
+    rec = await store.start(query="update me", request_id=rid())
+    await db.execute("UPDATE trajectories SET status = 'cancelled' WHERE id = %s", (rec.trajectory_id,))
+    got = await store.get(rec.trajectory_id)
+    assert got is not None and got.status == "cancelled"
+
+
+async def test_tenant_isolation(store: TrajectoryStore) -> None:
+    request_id = rid()
+    rec = await store.start(query="mine", request_id=request_id, tenant="tenant-a")
+    await rec.event("guard", "guard", {"secret": "a's"})
+    assert await store.get(rec.trajectory_id, tenant="tenant-b") is None
+    assert await store.by_request_id(request_id, tenant="tenant-b") is None
+    assert all(s.id != rec.trajectory_id for s in await store.list(tenant="tenant-b"))
+    with pytest.raises(TrajectoryNotFound):
+        await store.reopen(rec.trajectory_id, tenant="tenant-b")
+    mine = await store.get(rec.trajectory_id, tenant="tenant-a")
+    assert mine is not None and mine.events[0].payload == {"secret": "a's"}
+    assert await store.get(rec.trajectory_id) is not None  # no tenant: an operator's view
+
+
+async def test_reopen_continues_seqs(store: TrajectoryStore, traj_dsn: str, settings: Settings) -> None:
+    rec = await store.start(query="Naruto?", request_id=rid(), tenant="t-resume")
+    await rec.event("clarify", "decision", {"choices": ["Naruto (2002)", "Naruto Shippuden"]})
+    await rec.event("finalize", "decision", {"status": "needs_clarification"})
+    await rec.finish(status="needs_clarification", response={"choices": 2}, timings={"total_ms": 5.0})
+
+    # resumed from another process: a store of its own over a pool of its own
+    pool = make_pool(traj_dsn, settings)
+    await pool.open(wait=True)
+    try:
+        other = TrajectoryStore(pool, settings)
+        resumed = await other.reopen(rec.trajectory_id, tenant="t-resume")
+        assert resumed.request_id == rec.request_id and resumed.last_seq == 2
+        running = await other.get(rec.trajectory_id)
+        assert running is not None and running.status == "running" and running.finished_at is None
+        assert await resumed.event("clarify", "observation", {"choice": 0}) == 3
+        await resumed.finish(status="answered", response={"answer": "Naruto (2002)"}, timings={"total_ms": 9.0})
+    finally:
+        await pool.close()
+    got = await store.get(rec.trajectory_id)
+    assert got is not None and got.status == "answered" and [e.seq for e in got.events] == [1, 2, 3]
+    with pytest.raises(TrajectoryNotFound):
+        await store.reopen(uuid.uuid4())
+
+
+async def test_two_writers_of_one_trajectory_are_caught(store: TrajectoryStore) -> None:
+    rec = await store.start(query="twice", request_id=rid())
+    a, b = await store.reopen(rec.trajectory_id), await store.reopen(rec.trajectory_id)
+    assert await a.event("select", "action", {"by": "a"}) == 1
+    with pytest.raises(TrajectoryError, match="seq is taken"):
+        await b.event("select", "action", {"by": "b"})
+
+
+async def test_oversized_payload_is_stored_truncated(store: TrajectoryStore) -> None:
+    rec = await store.start(query="big", request_id=rid())
+    blob = "x" * (MAX_PAYLOAD_BYTES + 10)
+    await rec.event("retrieve", "observation", {"rows": blob})
+    fits = {"rows": "y" * (MAX_PAYLOAD_BYTES - 100)}
+    await rec.event("retrieve", "observation", fits)
+    got = await store.get(rec.trajectory_id)
+    assert got is not None
+    big = got.events[0].payload
+    assert big["truncated"] is True and big["bytes"] > MAX_PAYLOAD_BYTES
+    assert len(big["head"]) == 2000 and big["head"].startswith('{"rows": "xxx')
+    assert got.events[1].payload == fits
+
+
+async def test_awkward_payloads_are_recorded(store: TrajectoryStore) -> None:
+    class Card(BaseModel):
+        id: uuid.UUID
+
+    card_id, when = uuid.uuid4(), datetime(2024, 1, 2, tzinfo=UTC)
+    rec = await store.start(query="nul \x00 in the query", request_id=rid())
+    awkward = {"card": Card(id=card_id), "at": when, "text": "a\x00b", "raw": "\\u0000"}
+    await rec.event("observe", "observation", awkward)
+    await rec.event("grade", "error", {"score": float("nan")})
+    got = await store.get(rec.trajectory_id)
+    assert got is not None and got.query == "nul \ufffd in the query"
+    assert got.events[0].payload == {
+        "card": {"id": str(card_id)}, "at": when.isoformat(), "text": "a\ufffdb", "raw": "\\u0000"
+    }
+    assert got.events[1].payload["unserializable"] is True
+
+
+async def test_bad_arguments_are_refused_before_the_database(store: TrajectoryStore) -> None:
+    with pytest.raises(ValueError, match="query is 4001 characters"):
+        await store.start(query="q" * 4001, request_id=rid())
+    with pytest.raises(ValueError, match="mode"):
+        await store.start(query="q", request_id=rid(), mode="loop")
+    rec = await store.start(query="q", request_id=rid())
+    with pytest.raises(ValueError, match="stage"):
+        await rec.event("s" * 41, "thought")
+    with pytest.raises(ValueError, match="final status 'running'"):
+        await rec.finish(status="running", response=None, timings={})
+    assert rec.last_seq == 0
+
+
+async def test_crashed_run_reads_back_partial(store: TrajectoryStore, traj_dsn: str, settings: Settings) -> None:
+    rec = await store.start(query="crash midway", request_id=rid())
+    await rec.event("rewrite", "decision", {"mode": "vector"})
+    await rec.event("retrieve", "action", {"intent": "qdrant_search"})
+    del rec  # the process dies here: no finish
+
+    pool = make_pool(traj_dsn, settings)
+    await pool.open(wait=True)
+    try:
+        latest = await TrajectoryStore(pool, settings).list(tenant="default", limit=200)
+        crashed = next(s for s in latest if s.query == "crash midway")
+        got = await TrajectoryStore(pool, settings).get(crashed.id)
+    finally:
+        await pool.close()
+    assert got is not None and got.status == "running" and got.finished_at is None
+    assert got.final_response is None and got.timings == {}
+    assert [(e.seq, e.stage) for e in got.events] == [(1, "rewrite"), (2, "retrieve")]
+
+
+async def test_unreachable_database_raises_trajectory_error_quickly(settings: Settings) -> None:
+    pool = AsyncConnectionPool(UNREACHABLE, min_size=1, timeout=0.5, open=False)
+    await pool.open(wait=False)
+    store = TrajectoryStore(pool, settings.model_copy(update={"retry_attempts": 3, "query_timeout_ms": 1000}))
+    try:
+        began = time.monotonic()
+        with pytest.raises(TrajectoryError, match="trajectory store unavailable: start failed after 3 attempts"):
+            await store.start(query="anyone there?", request_id=rid())
+        # the end of a run is never silently lost: finish raises too
+        with pytest.raises(TrajectoryError, match="trajectory store unavailable: finish"):
+            await Recorder(store, uuid.uuid4(), rid()).finish(status="answered", response={}, timings={})
+        assert time.monotonic() - began < 10
+    finally:
+        await pool.close(timeout=1)
