@@ -69,6 +69,8 @@ async def open_runtime(settings: Settings, *, require_catalog: bool = True) -> A
                 raise CatalogEmpty("the catalog is empty: run `agentic-rag ingest` first")
         client = await asyncio.to_thread(open_qdrant, settings)
         embedder = Embedder(settings)
+        # load the model now: a first query must not pay for it inside its time limit
+        await asyncio.to_thread(embedder.embed, ["warm up"])
         orchestrator, store = build_orchestrator(settings, pool, client, embedder)
         yield Runtime(settings, pool, client, embedder, store, orchestrator)
     finally:

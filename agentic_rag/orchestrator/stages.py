@@ -88,6 +88,7 @@ async def _execute(run: _Run, intent: BatchIntent) -> ContextCard | None:
     except Exception as exc:
         ms = (time.perf_counter() - t0) * 1000
         s.timings[TIMING[source]] += ms
+        s.errors += 1
         s.warn(f"{describe(intent)} failed: {type(exc).__name__}: {str(exc)[:150]}")
         await run.event("retrieve", "error", {"source": source, "error": f"{type(exc).__name__}: {exc}"[:500]},
                         latency_ms=ms)

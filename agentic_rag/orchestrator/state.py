@@ -75,6 +75,7 @@ class RunState:
     turn: int = 0
     turns_used: int = 0
     failed_steps: int = 0
+    errors: int = 0  # intents whose executor failed (not: found nothing)
     repeats: int = 0
     draft: DraftAnswer | None = None
     drafted_cards: int = -1  # how many cards the current draft saw
@@ -109,7 +110,18 @@ def response_from(state: RunState, draft: DraftAnswer, status: ResponseStatus, w
 
 
 def not_found(state: RunState, why: TerminationReason) -> AgentResponse:
-    """An explicit not-found answer that says what is missing and what was tried (seed 001 zero results)."""
+    """An explicit not-found answer that says what is missing and what was tried (seed 001 zero results).
+
+    When retrieval failed rather than came back empty, the answer says so: nothing was shown missing.
+    """
+    if state.errors and not any(c.count for c in state.cards):
+        return AgentResponse(
+            answer=(f"I could not search the catalog just now ({state.errors} retrieval step(s) failed), so I "
+                    f"cannot answer this yet. Please try again."), status="best_effort", confidence=0.0,
+            warnings=state.warnings[:50],
+            evidence=Evidence(rewritten_query=state.rewrite.rewritten_query if state.rewrite else None,
+                              termination_reason=why),
+        )
     mentions = state.rewrite.mentions if state.rewrite else []
     missing = state.missing or [f"{m!r}" for m in mentions] or ["anything matching the question"]
     tried = "; ".join(state.tried[-4:]) or "no retrieval step"

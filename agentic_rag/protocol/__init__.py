@@ -38,9 +38,9 @@ from agentic_rag.protocol.query import FIELDS, OPS_BY_KIND, Aggregate, Condition
 
 __all__ = [
     "FIELDS", "FILTER_APPLIES_TO", "MAX_BATCH", "OPS_BY_KIND", "AgentResponse", "Aggregate", "BatchIntent",
-    "Clarification", "ClarificationChoice", "Condition", "DocumentGrade", "DraftAnswer", "EntityRef", "Evidence", "GradeReport",
-    "GraphFilters", "GraphIntent", "GraphLimits", "GraphPath", "GraphQueryType", "GraphResult", "NextStep",
-    "OrderKey", "ProtocolModel", "QueryRewrite", "Rationale", "ResponseStatus", "RetrievalMode",
+    "Clarification", "ClarificationChoice", "Condition", "DocumentGrade", "DraftAnswer", "EntityRef", "Evidence",
+    "GradeReport", "GraphFilters", "GraphIntent", "GraphLimits", "GraphPath", "GraphQueryType", "GraphResult",
+    "NextStep", "OrderKey", "ProtocolModel", "QueryRewrite", "Rationale", "ResponseStatus", "RetrievalMode",
     "RetrievalResult", "SearchFilters", "SearchIntent", "ShortText", "StepAction", "StructuredQuery",
     "SufficiencyReport", "SummaryText", "TerminationReason", "Uuid",
 ]

@@ -51,7 +51,11 @@ def validate(inp: ValidateInput) -> SufficiencyReport:
     if d.confidence >= 0.8 and d.evidence.facts:
         return SufficiencyReport(sufficient=True, rationale="the draft states the asked value from context")
     a = analyze(inp.question)
-    missing = [f"{m} ({a.intent.replace('_', ' ')})" for m in a.mentions] or ["an answer to the question"]
+    found = {e.id for e in d.source_entities}
+    named = [m for m in a.mentions if not any(names_match(m, e) for c in inp.cards for e in c.entities
+                                              if e.ref.id in found)]
+    what = a.intent.replace("_", " ")
+    missing = named or ([f"the {what} of {' and '.join(a.mentions)}"] if a.mentions else ["an answer to the question"])
     return SufficiencyReport(sufficient=False, rationale="the draft does not answer the question yet",
                              missing=[m[:200] for m in missing][:8],
                              suggested_next_action="pg_graph" if d.source_entities else "qdrant_search")

@@ -1,48 +1,22 @@
-"""``agentic-rag``: the command line. Each command resolves settings once and passes them down."""
+"""Catalog commands: ingest, reindex, migrate, the typeahead search, and the private database."""
 
 from __future__ import annotations
 
 import asyncio
-import logging
-import os
 from collections.abc import Callable
 from pathlib import Path
 from typing import Annotated
 
 import typer
-from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskID, TextColumn, TimeElapsedColumn
+from rich.progress import Progress, TaskID
 from rich.table import Table
 
 from agentic_rag.catalog.index import IndexChange
 from agentic_rag.catalog.load import Change
 from agentic_rag.catalog.records import DATA_DIR, CatalogError
-from agentic_rag.settings import Settings
+from agentic_rag.cli._app import app, console, fail, load_settings, progress_bar
 from agentic_rag.storage.postgres import DatabaseUnavailable, resolve_dsn
 from agentic_rag.storage.qdrant import QdrantUnavailable
-
-app = typer.Typer(help="agentic-rag: question answering over a catalog in PostgreSQL and Qdrant.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
-console = Console()
-err = Console(stderr=True)
-
-
-def _settings() -> Settings:
-    # The model is read from the package directory; never reach for a hub.
-    os.environ.setdefault("HF_HUB_OFFLINE", "1")
-    os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-    logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
-    return Settings()
-
-
-def _fail(exc: Exception) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {exc}")
-    return typer.Exit(code=1)
-
-
-def _progress() -> Progress:
-    return Progress(TextColumn("{task.description:<22}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                    console=err, transient=False)
 
 
 def _print_tables(changes: dict[str, Change], seconds: float) -> None:
@@ -86,10 +60,10 @@ def ingest(
     """Load the demo catalog (or a synthetic one) into PostgreSQL and index it in Qdrant. Idempotent."""
     from agentic_rag.catalog.ingest import index_catalog, ingest_demo
 
-    settings = _settings()
+    settings = load_settings()
     try:
         dsn = resolve_dsn(settings)
-        with _progress() as progress:
+        with progress_bar() as progress:
             if synthetic is None:
                 load_task = progress.add_task("postgres (demo)", total=16)
                 report = asyncio.run(ingest_demo(
@@ -114,7 +88,7 @@ def ingest(
                         index_catalog(dsn, settings, progress=_index_progress(progress))
                     )
     except (CatalogError, DatabaseUnavailable, QdrantUnavailable) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     if synthetic is None:
         _print_tables(report.tables, report.pg_seconds)
         if report.index:
@@ -132,15 +106,15 @@ def reindex() -> None:
     """Drop and rebuild every Qdrant collection from PostgreSQL alone."""
     from agentic_rag.catalog.ingest import index_catalog
 
-    settings = _settings()
+    settings = load_settings()
     try:
         dsn = resolve_dsn(settings)
-        with _progress() as progress:
+        with progress_bar() as progress:
             changes, seconds = asyncio.run(
                 index_catalog(dsn, settings, rebuild=True, progress=_index_progress(progress))
             )
     except (DatabaseUnavailable, QdrantUnavailable) as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     _print_index(changes, seconds)
 
 
@@ -149,12 +123,12 @@ def migrate() -> None:
     """Apply pending schema migrations."""
     from agentic_rag.storage.postgres import migrate as run_migrations
 
-    settings = _settings()
+    settings = load_settings()
     try:
         dsn = resolve_dsn(settings)
         applied = asyncio.run(run_migrations(dsn))
     except DatabaseUnavailable as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
     console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
 
 
@@ -170,16 +144,16 @@ def search(
 
     from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, typeahead
 
-    settings = _settings()
+    settings = load_settings()
     try:
         q = TypeaheadQuery.model_validate({"q": query, "types": type_ or None, "limit": limit})
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
-        raise _fail(ValueError(problems)) from None
+        raise fail(ValueError(problems)) from None
     try:
         dsn = resolve_dsn(settings)
     except DatabaseUnavailable as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
 
     async def run() -> list[TypeaheadHit]:
         async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
@@ -188,7 +162,7 @@ def search(
     try:
         hits = asyncio.run(run())
     except psycopg.errors.UndefinedTable:
-        raise _fail(RuntimeError("the catalog is not loaded yet: run `agentic-rag ingest` first")) from None
+        raise fail(RuntimeError("the catalog is not loaded yet: run `agentic-rag ingest` first")) from None
     table = Table(title=f"search {query!r}")
     for col in ("name", "type", "match", "matched name", "popularity", "id"):
         table.add_column(col)
@@ -201,9 +175,9 @@ def search(
 def db_url() -> None:
     """Print the PostgreSQL DSN in use (starting the private cluster if that is what it takes)."""
     try:
-        console.print(resolve_dsn(_settings()))
+        console.print(resolve_dsn(load_settings()))
     except DatabaseUnavailable as exc:
-        raise _fail(exc) from None
+        raise fail(exc) from None
 
 
 @app.command("db-stop")
@@ -211,7 +185,7 @@ def db_stop() -> None:
     """Stop the private PostgreSQL cluster under the data dir, if one runs (its data stays)."""
     from agentic_rag.storage.postgres import stop_private_cluster
 
-    settings = _settings()
+    settings = load_settings()
     stop_private_cluster(settings.data_dir)
     console.print(f"private cluster in {settings.data_dir / 'pg'} is stopped")
 
@@ -221,7 +195,3 @@ def _redact(dsn: str) -> str:
 
     info = conninfo_to_dict(dsn)
     return f"{info.get('host', '')}:{info.get('port', 5432)}/{info.get('dbname', '')}"
-
-
-if __name__ == "__main__":
-    app()

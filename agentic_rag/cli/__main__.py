@@ -1,0 +1,3 @@
+from agentic_rag.cli import app
+
+app()
