@@ -1,0 +1,140 @@
+"""A random model is a fuzzer: the loop under a tiny randomly initialised transformer stays inside every bound.
+
+Planner and validator are the real transformers backend (constrained by outlines) on the tiny model
+the model-layer tests build. Its outputs are valid and meaningless, so this drives the loop through
+arbitrary steps, ids and queries. Every run must end within ``max_turns`` and the deadline with a
+valid response and a persisted trajectory, and every SQL statement that reaches PostgreSQL must be one
+of the fixed templates in our code (or the DSL's compilation of a validated StructuredQuery).
+
+``RAG_FUZZ_RUNS`` sets the number of runs (CI: 16; the issue's 200 runs: ``RAG_FUZZ_RUNS=200``).
+"""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import importlib
+import importlib.util
+import os
+import pkgutil
+from pathlib import Path
+from typing import Any, ClassVar
+
+import psycopg
+import pytest
+from psycopg import sql
+from psycopg_pool import AsyncConnectionPool
+from qdrant_client import QdrantClient
+
+import agentic_rag
+from agentic_rag.eval import load_demo_questions
+from agentic_rag.models.base import StructuredGenerator
+from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.transformers_backend import TransformersBackend
+from agentic_rag.orchestrator.guards import load_policy
+from agentic_rag.orchestrator.loop import Orchestrator
+from agentic_rag.orchestrator.retrieval import LocalRetrieval
+from agentic_rag.orchestrator.trajectory import TrajectoryStore
+from agentic_rag.protocol import AgentResponse, StructuredQuery
+from agentic_rag.retrievers.dsl import compile_query
+from agentic_rag.settings import Settings
+
+pytestmark = pytest.mark.integration
+RUNS = int(os.environ.get("RAG_FUZZ_RUNS", "16"))
+REPO = Path(__file__).resolve().parents[2]
+
+
+def _tiny_model_dir() -> Path:
+    spec = importlib.util.spec_from_file_location("tests_models_tiny", REPO / "tests" / "models" / "tiny.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return Path(module.build_tiny_model(REPO / ".data" / "test-models"))
+
+
+class Recording(psycopg.AsyncCursor[Any]):
+    """A cursor that remembers the text of every statement it sends."""
+
+    seen: ClassVar[list[str]] = []
+
+    async def execute(self, query: Any, params: Any = None, **kw: Any) -> Recording:  # type: ignore[override]
+        text = query.as_string(self.connection) if isinstance(query, sql.Composable) else (
+            query.decode() if isinstance(query, bytes) else str(query))
+        Recording.seen.append(text)
+        await super().execute(query, params, **kw)
+        return self
+
+
+def fixed_templates() -> set[str]:
+    """Every SQL text our code can send: string constants in the source and the str values of module globals."""
+    out: set[str] = set()
+    for info in pkgutil.walk_packages(agentic_rag.__path__, "agentic_rag."):
+        if info.name.startswith(("agentic_rag.cli", "agentic_rag.models.vllm")):
+            continue
+        module = importlib.import_module(info.name)
+        if module.__file__ and module.__file__.endswith(".py"):
+            tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
+            out |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
+        stack: list[Any] = list(vars(module).values())
+        while stack:
+            v = stack.pop()
+            if isinstance(v, str):
+                out.add(v)
+            elif isinstance(v, dict):
+                stack.extend(v.values())
+            elif isinstance(v, tuple | list):
+                stack.extend(v)
+    return out
+
+
+@pytest.fixture(scope="module")
+def fuzz_orchestrator(dsn: str, pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder,
+                      settings: Settings) -> Orchestrator:
+    backend = TransformersBackend(_tiny_model_dir(), device="cpu")
+    model = StructuredGenerator(backend, max_attempts=2)
+    # short limits: a slow model call falls back to the heuristic, so runs also reach the later stages
+    s = settings.model_copy(update={"agent_max_turns": 3, "agent_deadline_ms": 8_000,
+                                    "generation_timeout_ms": 2_500})
+    return Orchestrator(s, planner=model, validator=model, retrieval=LocalRetrieval(pool, qdrant, embedder.aembed, s),
+                        store=TrajectoryStore(pool, s), policy=load_policy())
+
+
+async def test_random_models_never_break_the_loop(fuzz_orchestrator: Orchestrator, dsn: str, qdrant: QdrantClient,
+                                                  embedder: Embedder) -> None:
+    o = fuzz_orchestrator
+    # every statement of these runs goes through a recording cursor
+    traced = AsyncConnectionPool(dsn, min_size=1, max_size=4, open=False,
+                                 kwargs={"cursor_factory": Recording})
+    await traced.open(wait=True)
+    Recording.seen.clear()
+    o.retrieval = LocalRetrieval(traced, qdrant, embedder.aembed, o.settings)
+    o.store = TrajectoryStore(traced, o.settings)
+    questions = [q.question for q in load_demo_questions()]
+    deadline_s = o.settings.agent_deadline_ms / 1000
+    queries: list[StructuredQuery] = []
+    statuses: dict[str, int] = {}
+    try:
+        for i in range(RUNS):
+            t0 = asyncio.get_running_loop().time()
+            result = await o.run(questions[i % len(questions)])
+            elapsed = asyncio.get_running_loop().time() - t0
+            assert elapsed < deadline_s + 5, f"run {i} took {elapsed:.1f} s"
+            assert 0 <= result.turns <= o.settings.agent_max_turns
+            AgentResponse.model_validate(result.response.model_dump(mode="json"))
+            traj = await o.store.get(result.trajectory_id)
+            assert traj is not None and traj.status == result.response.status and traj.final_response
+            statuses[result.response.status] = statuses.get(result.response.status, 0) + 1
+            print(f"run {i}: {elapsed:.1f} s, {result.turns} turn(s), {result.response.status}, "
+                  f"{ {k: round(v) for k, v in result.timings.items() if v} }")
+            for e in traj.events:
+                if e.stage == "retrieve" and e.type == "action" and e.payload["source"] == "pg_query":
+                    queries.append(StructuredQuery.model_validate(e.payload["intent"]))
+    finally:
+        await traced.close()
+    print(f"\n{RUNS} runs: {statuses}")
+    allowed = fixed_templates() | {compile_query(q)[0].as_string(None) if isinstance(compile_query(q)[0],
+                                                                                      sql.Composable)
+                                   else str(compile_query(q)[0]) for q in queries}
+    unknown = {t for t in Recording.seen if t not in allowed}
+    assert Recording.seen, "the runs sent SQL"
+    assert not unknown, f"SQL outside the fixed templates reached the database: {sorted(unknown)[:3]}"
