@@ -291,3 +291,25 @@ async def test_concurrent_runs_do_not_mix(orchestrator: Orchestrator) -> None:
         traj = await orchestrator.store.get(r.trajectory_id)
         assert traj is not None and traj.query == q
         assert [e.seq for e in traj.events] == list(range(1, len(traj.events) + 1))
+
+
+async def test_every_log_line_of_a_run_carries_its_request_id(orchestrator: Orchestrator) -> None:
+    import io
+    import json
+    import logging
+
+    from agentic_rag.logs import configure_logging
+
+    stream = io.StringIO()
+    root = logging.getLogger()
+    level = root.level
+    handler = configure_logging(orchestrator.settings.model_copy(update={"log_level": "INFO"}), stream)
+    try:
+        result = await orchestrator.run("Which anime is Luffy in?", request_id="req-log-1")
+    finally:
+        root.removeHandler(handler)
+        root.setLevel(level)
+    lines = [json.loads(line) for line in stream.getvalue().splitlines()]
+    loop_lines = [line for line in lines if line["logger"] == "agentic_rag.orchestrator.loop"]
+    assert loop_lines and all(line["request_id"] == "req-log-1" for line in loop_lines)
+    assert result.request_id == "req-log-1"
