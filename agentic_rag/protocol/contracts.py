@@ -106,6 +106,33 @@ class SearchIntent(ProtocolModel):
                                  f"not {self.entity_type}")
         return self
 
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # The validator's rules as schema, so a constrained decoder cannot break them: one variant per
+        # entity type whose filters object offers only the filters that apply to that type, and a query
+        # that is always present (a model fetching by id still says what it looks for; code may omit it).
+        flat = handler.resolve_ref_schema(handler(core_schema))
+        props = flat["properties"]
+        filters = handler.resolve_ref_schema(props["filters"])
+        query = next(s for s in props["query"]["anyOf"] if s.get("type") != "null")
+        variants = []
+        for entity_type in props["entity_type"]["enum"]:
+            # a filter that does not apply may only be empty (null or []), as pydantic dumps it
+            allowed = {k: v if k not in FILTER_APPLIES_TO or entity_type in FILTER_APPLIES_TO[k] else
+                       ({"type": "array", "maxItems": 0} if v.get("type") == "array" else {"type": "null"})
+                       for k, v in filters["properties"].items()}
+            variants.append({
+                "type": "object", "title": f"SearchIntent[{entity_type}]", "additionalProperties": False,
+                "required": ["rationale", "entity_type", "query"],
+                "properties": {
+                    **props, "entity_type": {"const": entity_type, "type": "string"},
+                    "query": {**query, "description": props["query"]["description"]},
+                    "filters": {"type": "object", "additionalProperties": False, "properties": allowed,
+                                "description": props["filters"].get("description", "")},
+                },
+            })
+        return {"title": "SearchIntent", "description": flat.get("description", ""), "anyOf": variants}
+
 
 class GraphFilters(ProtocolModel):
     """Optional constraints on the nodes a graph primitive returns."""
@@ -152,6 +179,23 @@ class GraphIntent(ProtocolModel):
             if self.end == self.start:
                 raise ValueError(f"query_type={self.query_type!r} needs two different nodes")
         return self
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # "end is required for path and compare" as schema: a variant with an end, one without
+        flat = handler.resolve_ref_schema(handler(core_schema))
+        props = flat["properties"]
+        end = next(s for s in props["end"]["anyOf"] if s.get("type") != "null")
+        required = flat.get("required", [])
+        one = {**props, "query_type": {**props["query_type"], "enum": ["neighbors", "k_hop"]}, "end": {"type": "null"}}
+        two = {**props, "query_type": {**props["query_type"], "enum": ["path", "compare"]},
+               "end": {**end, "description": props["end"]["description"]}}
+        return {"title": "GraphIntent", "description": flat.get("description", ""), "anyOf": [
+            {"type": "object", "title": "GraphIntent[from one node]", "additionalProperties": False,
+             "required": required, "properties": one},
+            {"type": "object", "title": "GraphIntent[between two nodes]", "additionalProperties": False,
+             "required": [*required, "end"], "properties": two},
+        ]}
 
 
 _PAYLOAD_FOR: dict[str, str | None] = {
@@ -272,6 +316,19 @@ class GraphPath(ProtocolModel):
         if len(self.rels) != len(self.nodes) - 1:
             raise ValueError(f"a path of {len(self.nodes)} nodes needs {len(self.nodes) - 1} rels")
         return self
+
+    @classmethod
+    def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
+        # "one rel fewer than nodes" as schema: one variant per path length
+        flat = handler.resolve_ref_schema(handler(core_schema))
+        props = flat["properties"]
+        variants = [
+            {"type": "object", "title": f"GraphPath[{n}]", "additionalProperties": False, "required": ["nodes", "rels"],
+             "properties": {"nodes": {**props["nodes"], "minItems": n, "maxItems": n},
+                            "rels": {**props["rels"], "minItems": n - 1, "maxItems": n - 1}}}
+            for n in range(1, props["nodes"]["maxItems"] + 1)
+        ]
+        return {"title": "GraphPath", "description": flat.get("description", ""), "anyOf": variants}
 
 
 class GraphResult(ProtocolModel):

@@ -27,7 +27,7 @@ EXAMPLES: list[BaseModel] = [
     p.SearchIntent(rationale="r", entity_type="anime", query="pirates", limit=5,
                    filters=p.SearchFilters(year_min=1999, format=["tv"], genres=["Action"], franchise_id=U2)),
     SEARCH,
-    p.SearchIntent(rationale="fetch", entity_type="anime", filters=p.SearchFilters(id=[U3])),
+    p.SearchIntent(rationale="fetch", entity_type="anime", query="Luffy's anime", filters=p.SearchFilters(id=[U3])),
     GRAPH,
     p.GraphIntent(rationale="sequels", query_type="neighbors", start=LUFFY, edge_types=["sequel"],
                   limits=p.GraphLimits(max_results=5, max_fanout_per_hop=5)),
@@ -179,3 +179,25 @@ def test_long_summaries_are_clipped_by_whole_lines_and_say_so() -> None:
     p.GraphResult(summary=text, count=500)  # fits the contract
     assert clip_lines(["a", "b"]) == "a\nb"
     assert len(clip_lines(["x" * 50_000])) <= SUMMARY_MAX
+
+
+def test_validator_rules_are_in_the_schema_too() -> None:
+    """What the validators reject, the schema a constrained decoder follows cannot produce."""
+    search = p.SearchIntent.model_json_schema()
+    jsonschema.validate({"rationale": "r", "entity_type": "anime", "query": "q", "filters": {"format": ["tv"]}},
+                        search)
+    for bad in ({"rationale": "r", "entity_type": "character", "query": "q", "filters": {"format": ["tv"]}},
+                {"rationale": "r", "entity_type": "anime", "filters": {"id": [U1]}}):  # no query
+        with pytest.raises(jsonschema.ValidationError):
+            jsonschema.validate(bad, search)
+    graph = p.GraphIntent.model_json_schema()
+    start = json.loads(LUFFY.model_dump_json())
+    jsonschema.validate({"rationale": "r", "query_type": "neighbors", "start": start}, graph)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"rationale": "r", "query_type": "path", "start": start}, graph)
+    path = p.GraphPath.model_json_schema()
+    jsonschema.validate({"nodes": [start, start], "rels": ["ally"]}, path)
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate({"nodes": [start, start], "rels": []}, path)
+    # code may still build a fetch by id without a query
+    assert p.SearchIntent(rationale="fetch", entity_type="anime", filters=p.SearchFilters(id=[U1])).query is None
