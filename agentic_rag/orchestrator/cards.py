@@ -18,16 +18,18 @@ from agentic_rag.protocol import EntityRef, GraphIntent, GraphResult, RetrievalR
 from agentic_rag.retrievers.dsl import QueryResult, describe
 
 ROW_FIELDS = ("id", "entity_type", "name", "year", "format", "anime_ids", "anime_id", "franchise_id", "number",
-              "snippet", "matched_by", "value", "group_key", "n", "episode_count", "end_year", "status")
+              "snippet", "matched_by", "value", "group_key", "n", "episode_count", "end_year", "status",
+              "aliases", "volumes", "magazine", "founded", "genres", "aired")
 MAX_ROWS = 50
 
 
 def _trim(row: dict[str, Any]) -> dict[str, Any]:
     out = {k: row[k] for k in ROW_FIELDS if k in row and row[k] not in (None, [], "")}
-    if isinstance(out.get("anime_ids"), list):
-        out["anime_ids"] = out["anime_ids"][:50]
+    for key in ("anime_ids", "aliases", "genres"):
+        if isinstance(out.get(key), list):
+            out[key] = out[key][:50]
     if isinstance(out.get("snippet"), str):
-        out["snippet"] = out["snippet"][:300]
+        out["snippet"] = out["snippet"][:400]
     return out
 
 

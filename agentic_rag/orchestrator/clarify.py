@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 
 from agentic_rag.catalog.vocabulary import ENTITY_TYPES
-from agentic_rag.models.heuristic.intent import analyze
+from agentic_rag.models.heuristic.intent import ANY_TYPE, analyze
 from agentic_rag.orchestrator.retrieval import Retrieval
 from agentic_rag.protocol import Clarification, ClarificationChoice, EntityRef
 from agentic_rag.retrievers.typeahead import TypeaheadHit
@@ -34,15 +34,22 @@ _WORD = re.compile(r"[a-z]+")
 def open_types(question: str, mention: str) -> tuple[str, ...]:
     """The entity types ``mention`` may still be, judged by the question's wording alone.
 
-    Type words ("the anime", "the manga") name them. A question that asks something of the name
-    (its sequel, its cast, how it relates to another) lets the planner's type order decide, so
-    nothing is open; only a bare name (a lookup) leaves every type open.
+    A bare name ("Who is Toji?", "Frieren") leaves every type open. Otherwise the question's
+    reading decides: a type word ("the Death Note manga") or the frame ("Which studio animated X?"
+    wants an anime) names the type meant, so only several readings *of that type* are ambiguous
+    (two characters called Toji), and a year ("the 1999 X") already picks one.
     """
-    said = set(_WORD.findall(question.lower().replace(mention.lower(), " ")))
-    named = tuple(t for t, ws in TYPE_WORDS.items() if said & set(ws))
-    if named:
-        return named
-    return tuple(ENTITY_TYPES) if analyze(question).intent == "lookup" else ()
+    a = analyze(question)
+    types = a.types.get(mention)
+    if types is None:  # a mention the heuristic did not read: fall back to the type words alone
+        said = set(_WORD.findall(question.lower().replace(mention.lower(), " ")))
+        named = tuple(t for t, ws in TYPE_WORDS.items() if said & set(ws))
+        return named or (tuple(ENTITY_TYPES) if a.intent == "lookup" else ())
+    if mention in a.years:
+        return ()
+    if a.intent == "lookup" and set(types) >= set(ANY_TYPE):
+        return tuple(ENTITY_TYPES)
+    return types[:1]
 
 
 def _label(hit: TypeaheadHit) -> str:

@@ -49,6 +49,11 @@ EXPAND_SQL = """
         LIMIT %(fanout)s
     ) e"""
 
+# The qualifier of an edge (a staff role, "main", "younger sister") is stored on one direction only.
+DETAIL_SQL = """
+    SELECT src_id::text, rel, dst_id::text, detail FROM edge
+    WHERE src_id = ANY(%(ids)s::uuid[]) AND dst_id = ANY(%(ids)s::uuid[]) AND detail IS NOT NULL"""
+
 YEARS_SQL = """
     SELECT id::text, year FROM anime WHERE id = ANY(%(ids)s::uuid[])
     UNION ALL SELECT id::text, year FROM manga WHERE id = ANY(%(ids)s::uuid[])"""
@@ -173,7 +178,10 @@ class PostgresGraphExecutor:
         stored = [r for r in wanted if r not in DERIVED_HOPS]
         paths: list[GraphPath] = []
         found: dict[str, EntityRef] = {}
+        details: dict[str, str] = {}
         for h in await self._expand(conn, [start.id], stored, results):
+            if h.detail and h.detail not in details.get(h.dst, "").split(", "):
+                details[h.dst] = f"{details[h.dst]}, {h.detail}" if h.dst in details else h.detail
             if h.dst not in found:
                 found[h.dst] = EntityRef(entity_type=h.dst_type, id=h.dst)
                 paths.append(GraphPath(nodes=[start, found[h.dst]], rels=[h.rel]))
@@ -198,7 +206,11 @@ class PostgresGraphExecutor:
         if not paths:
             return GraphResult(summary=f"{who} has no neighbors via {via}.", count=0, meta=meta)
         lines = [f"Neighbors of {who} via {via} ({len(paths)}):"]
-        lines += [f"- {_describe(p, names)}" for p in paths]
+        lines += [f"- {_describe(p, names)}" + (f" ({details[p.nodes[-1].id]})" if len(p.rels) == 1 and
+                                                 p.nodes[-1].id in details else "") for p in paths]
+        # the edge qualifiers (staff role, main/supporting, how relatives relate) of direct neighbors
+        meta["details"] = {p.nodes[-1].id: details[p.nodes[-1].id] for p in paths
+                           if len(p.rels) == 1 and p.nodes[-1].id in details}
         nodes = _unique([start, *(p.nodes[-1] for p in paths)])
         return GraphResult(summary=clip_lines(lines), paths=paths[:50], node_ids=nodes, count=len(paths), meta=meta)
 
@@ -288,10 +300,39 @@ class PostgresGraphExecutor:
         paths = paths[: self._caps.max_paths]
         names = await labels(conn, [n for p in paths for n in p.nodes])
         meta["hops"] = best
+        facts = await self._hop_facts(conn, paths, names)
+        if facts:
+            meta["facts"] = facts
         lines = [f"{len(paths)} shortest path(s) of {best} hop(s) between {a} and {b}:"]
         lines += [f"- {_describe(p, names, full=True)}" for p in paths]
+        lines += [f"- {f}" for f in facts]
         return GraphResult(summary=clip_lines(lines), paths=paths,
                            node_ids=_unique([n for p in paths for n in p.nodes]), count=len(paths), meta=meta)
+
+
+    async def _hop_facts(self, conn: Conn, paths: list[GraphPath], names: dict[str, str]) -> list[str]:
+        """Readable qualifiers of the paths' edges ("Pan is Son Goku's granddaughter"), read in either
+        direction because a qualifier is stored on one direction of an edge pair only."""
+        ids = list({n.id for p in paths for n in p.nodes})
+        stored = {(a, r, b): d for a, r, b, d in await self._q(conn, DETAIL_SQL, {"ids": ids})}
+        out: list[str] = []
+        for p in paths:
+            for rel, x, y in zip(p.rels, p.nodes, p.nodes[1:], strict=False):
+                nx, ny = (_bare(names.get(n.id, n.id)) for n in (x, y))
+                if d := stored.get((x.id, rel, y.id)):
+                    fact = f"{ny} is {nx}'s {d} ({rel})"
+                elif d := stored.get((y.id, EDGE_TYPE_BY_NAME[rel].inverse, x.id)):
+                    fact = f"{nx} is {ny}'s {d} ({rel})"
+                else:
+                    continue
+                if fact not in out:
+                    out.append(fact)
+        return out[:20]
+
+
+def _bare(label: str) -> str:
+    """ "Name (type, year)" -> "Name" """
+    return label.rsplit(" (", 1)[0]
 
 
 def _walk(node: str, links: dict[str, list[tuple[str, str]]], *, reverse: bool,

@@ -21,7 +21,7 @@ from agentic_rag.storage.qdrant import collection_name
 
 T = TypeVar("T")
 EmbedFn = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
-SNIPPET_CHARS = 200
+SNIPPET_CHARS = 400  # the whole stored start of the text: a lookup answers from it
 
 
 def compile_filter(filters: SearchFilters) -> models.Filter | None:

@@ -22,8 +22,8 @@ from agentic_rag.models.roles import ROLES, DraftInput, GradeInput, RewriteInput
 from agentic_rag.protocol import DocumentGrade, GradeReport, QueryRewrite, RetrievalMode, SufficiencyReport
 
 T = TypeVar("T", bound=BaseModel)
-MODE: dict[str, RetrievalMode] = {"relation": "hybrid", "compare": "hybrid", "lookup": "vector", "appears_in": "hybrid",
-        "studio_works": "graph", "count_by_studio": "graph"}
+MODE: dict[str, RetrievalMode] = {"relation": "hybrid", "compare": "hybrid", "lookup": "vector", "chain": "hybrid",
+                                  "attribute": "hybrid", "aggregate": "hybrid", "filter": "graph"}
 
 
 def rewrite(inp: RewriteInput) -> QueryRewrite:
@@ -37,9 +37,10 @@ def rewrite(inp: RewriteInput) -> QueryRewrite:
 def grade(inp: GradeInput) -> GradeReport:
     a = analyze(inp.question)
     asked = set().union(*(words(m) for m in a.mentions)) if a.mentions else words(inp.question)
+    # lenient on purpose: resolution (context.resolve) is the strict test of what a mention names
     return GradeReport(grades=[
         DocumentGrade(index=item.index, relevant=any(names_match(m, item.entity) for m in a.mentions)
-                      or bool(asked & words(item.entity.name)))
+                      or bool(asked & words(item.entity.name)) or bool(asked & words(item.snippet[:200])))
         for item in inp.items
     ])
 

@@ -4,12 +4,14 @@ from __future__ import annotations
 
 import re
 import unicodedata
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
 from agentic_rag.models.roles import CardEntity, ContextCard
 
 _WORD = re.compile(r"[\w']+")
+_LABEL = re.compile(r"^(.+) \((?:anime|manga|character|person|studio|franchise|episode)(?:, \d{4})?\)$")
 
 
 def norm(text: str) -> str:
@@ -21,12 +23,31 @@ def words(text: str) -> set[str]:
     return set(_WORD.findall(norm(text)))
 
 
-def names_match(mention: str, entity: CardEntity) -> bool:
-    """The entity is what the mention names: matched by name in the index, or its name holds the words."""
-    if entity.detail and "name" in entity.detail.split("matched by ", 1)[-1]:
+def bare(label: str) -> str:
+    """A graph label "Name (type, year)" without its type and year."""
+    m = _LABEL.match(label)
+    return m.group(1) if m else label
+
+
+def year_of(label: str) -> int | None:
+    m = re.search(r", (\d{4})\)$", label)
+    return int(m.group(1)) if m else None
+
+
+def _exact(mention: str, entity: CardEntity, row: dict[str, Any]) -> bool:
+    key = " ".join(norm(mention).split())
+    names = [entity.name, *(str(x) for x in row.get("aliases") or [])]
+    return any(" ".join(norm(n).split()) == key for n in names)
+
+
+def names_match(mention: str, entity: CardEntity, row: dict[str, Any] | None = None) -> bool:
+    """The entity is what the mention names: its name or an alias is the mention, or its name holds
+    every word of the mention. A search hit that only resembles the mention is not the entity."""
+    row = row or {}
+    if _exact(mention, entity, row):
         return True
-    m, n = words(mention), words(entity.name)
-    return bool(m) and m <= n
+    m = words(mention)
+    return bool(m) and (m <= words(entity.name) or any(m <= words(str(x)) for x in row.get("aliases") or []))
 
 
 @dataclass(slots=True)
@@ -40,14 +61,29 @@ def search_cards(cards: list[ContextCard], mention: str) -> list[ContextCard]:
     return [c for c in cards if c.source == "qdrant_search" and norm(str(c.data.get("query", ""))) == norm(mention)]
 
 
-def resolve(cards: list[ContextCard], mention: str) -> Resolution:
-    """The first searched type whose results name the mention wins; its best such result is the entity."""
-    tried: list[str] = []
-    for card in search_cards(cards, mention):
-        tried.append(str(card.data.get("entity_type")))
-        for entity in card.entities:
-            if names_match(mention, entity):
-                return Resolution(mention, entity, tried)
+def resolve(cards: list[ContextCard], mention: str, types: Sequence[str] = (), year: int | None = None,
+            others: Sequence[str] = ()) -> Resolution:
+    """The first type (in ``types`` order) whose search results name the mention wins; among its
+    matches an exact name or alias beats a partial one, then the asked year, then a name sharing
+    words with the question's other mentions ("Season 3 or the Final Season"), then search rank."""
+    found = search_cards(cards, mention)
+    tried = [str(c.data.get("entity_type")) for c in found]
+    order = [t for t in types if t in tried] + [t for t in tried if t not in types]
+    context = set().union(*(words(o) for o in others)) - words(mention) if others else set()
+    for entity_type in order:
+        ranked: list[tuple[tuple[int, int, int, int], CardEntity]] = []
+        for card in (c for c in found if c.data.get("entity_type") == entity_type):
+            rows = {r.get("id"): r for r in card.data.get("rows", []) if isinstance(r, dict)}
+            for rank, entity in enumerate(card.entities):
+                row = rows.get(entity.ref.id, {})
+                if not names_match(mention, entity, row):
+                    continue
+                key = (0 if _exact(mention, entity, row) else 1,
+                       0 if year is None or row.get("year") == year else 1,
+                       0 if context & words(entity.name) else 1, rank)
+                ranked.append((key, entity))
+        if ranked:
+            return Resolution(mention, min(ranked, key=lambda x: x[0])[1], tried)
     return Resolution(mention, None, tried)
 
 

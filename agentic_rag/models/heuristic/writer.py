@@ -1,21 +1,27 @@
-"""The heuristic planner's draft role: an answer built only from the cards, with ids and citations."""
+"""The heuristic planner's draft role: an answer built only from the cards, with ids and citations.
+
+It reads the same :func:`~agentic_rag.models.heuristic.progress.progress` as the planner: while
+steps are pending the draft says so (no result entities, so the validator asks for more); a name
+that matched nothing is an explicit not-found; otherwise the answer states the chain it followed
+("X appears in Y; Y was animated by Z") and the values it read.
+"""
 
 from __future__ import annotations
 
-from agentic_rag.models.heuristic.context import Resolution, resolve, step_cards
-from agentic_rag.models.heuristic.intent import analyze
-from agentic_rag.models.roles import CardEntity, ContextCard, DraftInput
+from typing import Any
+
+from agentic_rag.models.heuristic.context import bare
+from agentic_rag.models.heuristic.intent import Analysis, analyze
+from agentic_rag.models.heuristic.progress import Progress, progress
+from agentic_rag.models.roles import CardEntity, DraftInput
 from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphPath
 
-REL_WORDS = {"features": "characters", "staff": "staff", "animated_by": "studio", "family": "family",
-             "adapted_from": "source manga", "adapted_into": "anime adaptations", "appears_in": "appears in"}
-
-
-def _names(entities: list[CardEntity]) -> str:
-    shown = [f"{e.name}" + (f" ({e.detail})" if e.detail and "matched by" not in e.detail else "")
-             for e in entities[:12]]
-    more = f", and {len(entities) - 12} more" if len(entities) > 12 else ""
-    return ", ".join(shown) + more
+EDGE_WORDS = {"features": "characters", "staff": "staff", "animated_by": "studio", "animated": "anime",
+              "adapted_from": "source manga", "adapted_into": "anime adaptations", "appears_in": "appears in",
+              "sequel": "sequels, in order", "prequel": "prequels, nearest first", "worked_on": "works",
+              "student_of": "mentors", "family": "family", "romantic": "partners"}
+ATTR_WORDS = {"year": "first aired in", "episode_count": "episodes", "volumes": "volumes", "magazine": "magazine",
+              "founded": "founded", "format": "format", "status": "status"}
 
 
 def _result(text: str, sources: list[EntityRef], results: list[EntityRef], *, confidence: float,
@@ -29,94 +35,130 @@ def _result(text: str, sources: list[EntityRef], results: list[EntityRef], *, co
     )
 
 
+def _list(entities: list[CardEntity], details: dict[str, str]) -> str:
+    # the type is shown too: a manga and its anime often share a name
+    shown = [f"{bare(e.name)} ({e.ref.entity_type}" + (f", {details[e.ref.id]})" if details.get(e.ref.id) else ")")
+             for e in entities[:15]]
+    return ", ".join(shown) + (f", and {len(entities) - 15} more" if len(entities) > 15 else "")
+
+
 def draft(inp: DraftInput) -> DraftAnswer:
     a = analyze(inp.question)
-    cards = inp.cards
-    mentions = inp.rewrite.mentions or a.mentions
-    found = [resolve(cards, m) for m in mentions]
-    missing = [r.mention for r in found if r.entity is None]
-    if a.intent in ("studio_works", "count_by_studio", "episode_count", "year"):
-        return _from_query(inp, a.intent, found)
-    if missing or not found:
-        what = ", ".join(missing) or inp.question
-        return _result(f"I could not find {what} in the catalog.", [], [], confidence=0.1,
-                       facts=[f"no catalog entity matched {m}" for m in missing])
-    ents = [r.entity for r in found if r.entity is not None]
-    first = ents[0]
+    p = progress(a, inp.cards)
+    if p.missing:
+        # no facts and no entities: the loop ends with an explicit not-found, never a guess
+        return _result(f"I could not find {', '.join(p.missing)} in the catalog.", [], [], confidence=0.1)
+    if p.pending:
+        return _result("The context does not answer the question yet.", [], [], confidence=0.2)
+    if a.filter is not None:
+        return _query_answer(a, p, [])
+    ents = [r.entity for r in p.found if r.entity is not None]
+    if not ents:
+        return _result("The question names nothing I could look up.", [], [], confidence=0.1)
     if a.intent in ("relation", "compare"):
-        kind = "path" if a.intent == "relation" else "compare"
-        done = step_cards(cards, "pg_graph", kind)
-        if not done:
-            return _result(f"Found {_names(ents)}; their {kind} is not retrieved yet.", [e.ref for e in ents],
-                           [], confidence=0.2)
-        card = done[-1]
-        if card.count == 0:
-            return _result(f"No connection between {first.name} and {ents[1].name} was found within the "
-                           f"traversal limits.", [e.ref for e in ents], [e.ref for e in ents], confidence=0.4,
-                           citations=[e.name for e in ents])
-        text = card.summary.split("\n", 1)[-1].replace("- ", "").replace("\n", "; ") if kind == "compare" else \
-            "; ".join(line[2:].split(" [end id")[0] for line in card.summary.splitlines()[1:4])
-        lead = f"{first.name} and {ents[1].name}: " if kind == "path" else ""
-        return _result(lead + text, [e.ref for e in card.entities] or [e.ref for e in ents],
-                       [e.ref for e in ents], confidence=0.85, paths=card.paths,
-                       facts=[line[2:] for line in card.summary.splitlines()[1:8]],
-                       citations=[e.name for e in ents])
-    return _neighbors_answer(inp, a.intent, first, cards)
+        return _pair(a, p, ents)
+    chain = [ents[0], *(e for level in p.levels for e in level)]
+    sources = [e.ref for e in chain]
+    lines: list[str] = []
+    current = [ents[0]]
+    for hop, level in zip(a.hops, p.levels, strict=False):
+        what = EDGE_WORDS.get(hop.edges[0], hop.edges[0])
+        if hop.roles:
+            what = " / ".join(r.replace("_", " ") for r in hop.roles[:2])
+        if not level:
+            lines.append(f"The catalog records no {what} for {', '.join(bare(e.name) for e in current)}.")
+            break
+        lines.append(f"{' / '.join(bare(e.name) for e in current[:4])} -> {what}: {_list(level, p.details)}.")
+        current = level
+    if a.hops and (len(p.levels) < len(a.hops) or not p.levels[-1]):
+        return _result(" ".join(lines), sources, [ents[0].ref], confidence=0.6, citations=[ents[0].name])
+    if p.card is not None:
+        return _query_answer(a, p, lines, sources)
+    final = current
+    if a.attr == "count":
+        lines.append(f"That is {len(final)} in total.")
+    if not a.hops:
+        snippet = _snippet(inp, ents[0])
+        lines.append(f"{bare(ents[0].name)}: {snippet}" if snippet else bare(ents[0].name))
+    return _result(" ".join(lines), sources, [e.ref for e in final], confidence=0.85,
+                   citations=[bare(e.name) for e in chain][:20], facts=lines[:20])
 
 
-def _neighbors_answer(inp: DraftInput, intent: str, first: CardEntity, cards: list[ContextCard]) -> DraftAnswer:
-    if intent == "appears_in":
-        fetched = [c for c in cards if c.source == "qdrant_search" and c.data.get("ids")]
-        graph = step_cards(cards, "pg_graph", "neighbors")
-        works = (fetched[-1].entities if fetched else graph[-1].entities[1:] if graph else [])
-        if not works:
-            return _result(f"Found {first.name}, but not yet the anime they appear in.", [first.ref], [first.ref],
-                           confidence=0.3)
-        return _result(f"{first.name} appears in {_names(works)}.", [first.ref, *(w.ref for w in works)],
-                       [w.ref for w in works], confidence=0.9, citations=[first.name, *(w.name for w in works)],
-                       facts=[f"{first.name} appears in {w.name}" for w in works])
-    done = [c for c in cards if c.source == "pg_graph"]
-    if intent == "lookup" or not done:
-        snippet = next((str(r.get("snippet", "")) for c in cards for r in c.data.get("rows", [])
-                        if isinstance(r, dict) and r.get("id") == first.ref.id), "")
-        return _result(f"{first.name}: {snippet}" if snippet else first.name, [first.ref], [first.ref],
-                       confidence=0.8 if intent == "lookup" else 0.3, citations=[first.name])
-    card = done[-1]
-    others = [e for e in card.entities if e.ref != first.ref]
-    edge = (card.data.get("edge_types") or [""])[0]
-    if not others:
-        return _result(f"The catalog records no {REL_WORDS.get(edge, edge)} for {first.name}.", [first.ref],
-                       [first.ref], confidence=0.6, citations=[first.name])
-    label = {"sequel": "The sequels of {x}, in order", "prequel": "What comes before {x}, nearest first",
-             "features": "Characters of {x}", "staff": "Staff credited on {x}", "animated_by": "{x} was animated by",
-             "family": "Family of {x}", "adapted_from": "{x} is adapted from",
-             "adapted_into": "{x} was adapted into"}.get(edge, "Related to {x}").format(x=first.name)
-    return _result(f"{label}: {_names(others)}.", [first.ref, *(e.ref for e in others)], [e.ref for e in others],
-                   confidence=0.85, paths=card.paths, citations=[first.name, *(e.name for e in others)])
+def _snippet(inp: DraftInput, entity: CardEntity) -> str:
+    return next((str(r.get("snippet", "")) for c in inp.cards for r in c.data.get("rows", [])
+                 if isinstance(r, dict) and r.get("id") == entity.ref.id), "")
 
 
-def _from_query(inp: DraftInput, intent: str, found: list[Resolution]) -> DraftAnswer:
-    done = step_cards(inp.cards, "pg_query")
-    if not done:
-        return _result("The structured query has not run yet.", [], [], confidence=0.1)
-    card = done[-1]
+def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:
+    card = p.card
+    x, y = bare(ents[0].name), bare(ents[1].name)
+    if card is None:
+        return _result(f"{x} and {y} are the same entry.", [ents[0].ref], [ents[0].ref], confidence=0.6)
+    if card.count == 0:
+        return _result(f"No connection between {x} and {y} was found within the traversal limits.",
+                       [e.ref for e in ents], [e.ref for e in ents], confidence=0.4, citations=[x, y])
+    meta: dict[str, Any] = card.data.get("meta", {})
+    if a.intent == "relation":
+        facts = [str(f) for f in meta.get("facts", [])]
+        chains = [line[2:].split(" [end id")[0] for line in card.summary.splitlines()[1:]
+                  if line.startswith("- ") and "-->" in line]
+        text = f"{x} and {y}: " + "; ".join(chains[:6]) + (". " + "; ".join(facts) + "." if facts else ".")
+        return _result(text, [e.ref for e in card.entities] or [e.ref for e in ents], [e.ref for e in ents],
+                       confidence=0.85, paths=card.paths, facts=facts or chains[:8], citations=[x, y])
+    left, right = meta.get("a", {}), meta.get("b", {})
+    fields = [a.compare_field] if a.compare_field and a.compare_field in left else [
+        f for f in left if f not in ("name", "id")]
+    parts = []
+    for f in fields:
+        va, vb = left.get(f), right.get(f)
+        shown = f"{f.replace('_', ' ')}: {_fmt(va)} vs {_fmt(vb)} ({x} vs {y})"
+        if isinstance(va, int | float) and isinstance(vb, int | float) and va != vb:
+            shown += f" ({x if va > vb else y} has the larger value)"
+        parts.append(shown)
+    return _result("; ".join(parts) + ".", [e.ref for e in ents], [e.ref for e in ents], confidence=0.85,
+                   facts=parts, citations=[x, y])
+
+
+def _fmt(v: Any) -> str:
+    if isinstance(v, list):
+        return ", ".join(str(x) for x in v) or "none"
+    return "unknown" if v is None else str(v)
+
+
+def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[EntityRef] | None = None) -> DraftAnswer:
+    card = p.card
+    assert card is not None
+    sources = sources or []
     rows = [r for r in card.data.get("rows", []) if isinstance(r, dict)]
-    if not rows:
-        return _result(f"Nothing in the catalog matched: {card.request}.", [], [], confidence=0.5)
     refs = [e.ref for e in card.entities]
-    if intent == "count_by_studio":
-        return _result(f"{rows[0].get('value')} anime in the catalog ({card.request}).", [], [], confidence=0.85,
-                       facts=[card.summary[:200]])
-    if intent in ("episode_count", "year"):
-        r = rows[0]
-        field = "episode_count" if intent == "episode_count" else "year"
-        value = r.get(field)
-        if value is None:
-            return _result(f"The catalog does not record the {field.replace('_', ' ')} of {r.get('name')}.",
-                           refs[:1], refs[:1], confidence=0.5, citations=[str(r.get("name"))])
-        text = (f"{r.get('name')} has {value} episodes." if intent == "episode_count"
-                else f"{r.get('name')} first aired in {value}.")
-        return _result(text, refs[:1], refs[:1], confidence=0.9, citations=[str(r.get("name"))], facts=[text])
-    names = ", ".join(f"{r.get('name')} ({r.get('year')})" for r in rows[:20])
-    return _result(f"{card.request}: {names}.", refs, refs, confidence=0.85,
+    if not rows:
+        text = " ".join([*lines, f"Nothing in the catalog matched ({card.request})."])
+        if a.attr and a.attr.startswith(("count", "sum")):
+            text = " ".join([*lines, f"The count is 0 ({card.request})."])
+        return _result(text, sources, sources[:1], confidence=0.6, facts=[card.request])
+    if "value" in rows[0] and "group_key" not in rows[0]:
+        value = rows[0].get("value")
+        what = "episodes in total" if a.attr == "sum_episodes" else "in the catalog"
+        text = " ".join([*lines, f"{value} {what} ({card.request})."])
+        return _result(text, sources, sources[-1:] or [], confidence=0.85, facts=[text])
+    if "group_key" in rows[0]:
+        tops = [f"{r.get('group_key')} ({r.get('value')})" for r in rows[:3]]
+        text = f"Most: {tops[0]}; then {', '.join(tops[1:])}." if len(tops) > 1 else f"Most: {tops[0]}."
+        return _result(text, [], [], confidence=0.85, facts=[text])
+    shown = []
+    for r in rows[:30]:
+        if a.attr in ATTR_WORDS:
+            v = r.get(a.attr)
+            if a.attr in ("episode_count", "volumes"):
+                shown.append(f"{r.get('name')} has {_fmt(v)} {ATTR_WORDS[a.attr]}")
+            elif a.attr == "year":
+                shown.append(f"{r.get('name')} first aired in {_fmt(v)}")
+            else:
+                shown.append(f"{r.get('name')}: {ATTR_WORDS[a.attr]} {_fmt(v)}")
+        elif a.attr == "first_episode":
+            shown.append(f"The first episode is \"{r.get('name')}\"")
+        else:
+            shown.append(f"{r.get('name')} ({r.get('year')})")
+    text = " ".join([*lines, "; ".join(shown) + "."])
+    return _result(text, [*sources, *refs], refs, confidence=0.9, facts=shown[:20],
                    citations=[str(r.get("name")) for r in rows[:20]])

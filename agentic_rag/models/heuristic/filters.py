@@ -1,0 +1,122 @@
+"""Questions over the whole catalog: attribute filters and rankings through the query DSL.
+
+"Which Madhouse anime were released before 2010?" is a filter on anime: year < 2010, studio =
+Madhouse. Numbers, years, formats and statuses are read from the wording; names of studios,
+magazines and genres are not known in advance, so the planner first lists those values (a
+group-by query per facet) and keeps the ones the question spells out (see :func:`facet_matches`).
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Kind = Literal["list", "top"]
+# Facets whose values are names the question may contain, per entity type.
+FACETS: dict[str, tuple[str, ...]] = {"anime": ("studio", "genres"), "manga": ("magazine", "genres", "author")}
+
+_HEAD = re.compile(
+    r"^(?:which|what|list|name|show me|give me)(?: all| every)?(?: of)?(?: the)? (?P<pre>[\w .&'\-]*?)\b"
+    r"(?P<noun>anime|manga|movies|films|ovas|onas|specials|tv series|shows|series|titles)\b(?P<post>.*)$",
+    re.IGNORECASE)
+_TOP = re.compile(r"^(?:which|what) (?P<what>studio|magazine|genre)s? (?:has|have|had) (?:animated|made|produced|"
+                  r"serialized|published|the most)?\s*(?:the )?most (?P<noun>anime|manga|titles|shows|series)?",
+                  re.IGNORECASE)
+_NON_WORD = re.compile(r"[^\w&.\-]+")
+_FORMAT_NOUN = {"movies": "movie", "films": "movie", "ovas": "ova", "onas": "ona", "specials": "special"}
+_NUM_WORDS = {"more than": "gt", "over": "gt", "at least": "gte", "fewer than": "lt", "less than": "lt",
+              "under": "lt", "at most": "lte", "exactly": "eq"}
+_COUNT = re.compile(r"\b(?P<op>more than|over|at least|fewer than|less than|under|at most|exactly)?\s*"
+                    r"(?P<n>\d+) (?P<what>episodes|volumes)\b", re.IGNORECASE)
+_DECADE = re.compile(r"\bin the (?:(?P<c>19|20)(?P<d>\d)0|(?P<s>[5-9])0)'?s\b", re.IGNORECASE)
+_YEAR = re.compile(r"\b(?P<op>in|after|since|before|from|until)\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+_YEAR_OPS = {"in": "eq", "from": "eq", "after": "gt", "since": "gte", "before": "lt", "until": "lte"}
+_STATUS = ((re.compile(r"\b(?:still |currently )?airing\b", re.I), "airing"),
+           (re.compile(r"\b(?:still )?ongoing\b|\bstill (?:running|being published|serialized)\b", re.I), "ongoing"),
+           (re.compile(r"\b(?:finished|completed|ended)\b", re.I), "finished"))
+# Words that never name a facet value: question scaffolding.
+_STOP = frozenset((
+    "which", "what", "list", "name", "show", "me", "give", "all", "every", "of", "the", "a", "an", "in", "on", "by",
+    "from", "to", "are", "were", "was", "is", "be", "been", "have", "has", "had", "do", "does", "did", "you", "we",
+    "catalog", "your", "there", "that", "came", "come", "out", "released", "release", "started", "start", "ran",
+    "run", "made", "make", "animated", "animate", "produced", "still", "currently", "aired", "air", "with", "and",
+    "or", "tv", "serialized", "serialised", "published",
+))
+
+
+@dataclass(slots=True)
+class Filter:
+    """A catalog-wide question: which entity type, the conditions read from the wording, the facets to match."""
+
+    entity_type: str
+    kind: Kind = "list"
+    where: list[dict[str, Any]] = field(default_factory=list)
+    words: str = ""  # the wording left for facet values (studio, magazine, genre names)
+    group_by: str | None = None
+
+
+def fold(text: str) -> str:
+    decomposed = unicodedata.normalize("NFKD", text.casefold())
+    return " ".join("".join(c for c in decomposed if not unicodedata.combining(c)).split())
+
+
+def parse_filter(q: str) -> Filter | None:
+    """The filter ``q`` asks for, or None when it is not a catalog-wide question."""
+    if top := _TOP.match(q):
+        what = top.group("what").lower()
+        et = "manga" if what == "magazine" or (top.group("noun") or "").lower() == "manga" else "anime"
+        return Filter(entity_type=et, kind="top", group_by="genres" if what == "genre" else what)
+    m = _HEAD.match(q)
+    if m is None:
+        return None
+    noun, pre, post = m.group("noun").lower(), m.group("pre"), m.group("post")
+    et = "manga" if noun == "manga" else "anime"
+    f = Filter(entity_type=et)
+    if noun in _FORMAT_NOUN:
+        f.where.append({"field": "format", "op": "eq", "value": _FORMAT_NOUN[noun]})
+    if re.search(r"\btv\b", pre, re.I) or noun == "tv series":
+        f.where.append({"field": "format", "op": "eq", "value": "tv"})
+    rest = f"{pre} {post}"
+    for cm in _COUNT.finditer(rest):
+        fld = "episode_count" if cm.group("what").lower() == "episodes" else "volumes"
+        f.where.append({"field": fld, "op": _NUM_WORDS.get((cm.group("op") or "exactly").lower(), "eq"),
+                        "value": int(cm.group("n"))})
+    rest = _COUNT.sub(" ", rest)
+    if d := _DECADE.search(rest):
+        start = int(f"{d.group('c')}{d.group('d')}0") if d.group("c") else 1900 + int(d.group("s")) * 10
+        f.where += [{"field": "year", "op": "gte", "value": start}, {"field": "year", "op": "lte", "value": start + 9}]
+        rest = _DECADE.sub(" ", rest)
+    for y in _YEAR.finditer(rest):
+        f.where.append({"field": "year", "op": _YEAR_OPS[y.group("op").lower()], "value": int(y.group("y"))})
+    rest = _YEAR.sub(" ", rest)
+    for rx, status in _STATUS:
+        if rx.search(rest):
+            f.where.append({"field": "status", "op": "eq", "value": status})
+            rest = rx.sub(" ", rest)
+            break
+    words = [w for w in re.findall(r"[\w.&'\-]+", rest) if w.lower() not in _STOP and not w.isdigit()]
+    f.words = " ".join(words)
+    # a question with no condition and no candidate facet words is not a filter ("Which anime is Luffy in?")
+    if not f.where and not words:
+        return None
+    if not f.where and re.search(r"\b(?:is|are|does|did)\s+\S+.*\b(?:in|from)$", post, re.I):
+        return None
+    return f
+
+
+def _key(text: str) -> str:
+    return fold(_NON_WORD.sub(" ", text))
+
+
+def facet_matches(question_words: str, values: list[str]) -> list[str]:
+    """The facet values the question spells out (accents and case ignored), longest first, no overlaps."""
+    text = f" {_key(question_words)} "
+    hits: list[str] = []
+    for v in sorted(values, key=len, reverse=True):
+        key = _key(v)
+        if key and f" {key} " in text:
+            hits.append(v)
+            text = text.replace(f" {key} ", " ")
+    return hits

@@ -1,0 +1,229 @@
+"""Where a plan stands, read from the cards alone: what is resolved, which hops ran, what runs next.
+
+The planner and the writer both call :func:`progress`, so they always agree: the planner turns
+``steps`` into the next :class:`~agentic_rag.protocol.NextStep`, the writer drafts from the levels
+and the final card once ``steps`` is empty. Nothing is remembered between calls but the cards.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from agentic_rag.models.heuristic.context import Resolution, resolve, row_of, year_of
+from agentic_rag.models.heuristic.filters import FACETS, facet_matches
+from agentic_rag.models.heuristic.intent import Analysis
+from agentic_rag.models.heuristic.phrases import Hop
+from agentic_rag.models.roles import CardEntity, ContextCard
+from agentic_rag.protocol import (
+    MAX_BATCH,
+    BatchIntent,
+    EntityRef,
+    GraphIntent,
+    SearchFilters,
+    SearchIntent,
+    StructuredQuery,
+)
+from agentic_rag.retrievers.dsl import describe
+
+NAME_FIELD = {"anime": "title", "manga": "title", "character": "name", "studio": "name", "person": "name",
+              "franchise": "name"}
+MAX_SOURCES = MAX_BATCH  # entities one hop expands from (the nearest, earliest ones)
+
+
+@dataclass(slots=True)
+class Progress:
+    steps: list[BatchIntent] = field(default_factory=list)
+    found: list[Resolution] = field(default_factory=list)
+    missing: list[str] = field(default_factory=list)
+    levels: list[list[CardEntity]] = field(default_factory=list)
+    details: dict[str, str] = field(default_factory=dict)  # entity id -> edge qualifier (role, "main", ...)
+    card: ContextCard | None = None  # the final path, compare or query card
+    facets: list[str] = field(default_factory=list)
+
+    @property
+    def pending(self) -> bool:
+        return bool(self.steps)
+
+
+def _search(entity_type: str, mention: str, year: int | None) -> SearchIntent:
+    return SearchIntent.model_validate({"rationale": f"resolve '{mention[:200]}' as {entity_type}",
+                                        "entity_type": entity_type, "query": mention[:500],
+                                        "limit": 10 if year else 5})
+
+
+def _graph(kind: str, start: EntityRef, *, end: EntityRef | None = None, hop: Hop | None = None) -> GraphIntent:
+    edges = list(hop.edges) if hop else []
+    return GraphIntent.model_validate({
+        "rationale": f"{kind} from the resolved entity" + (f" via {', '.join(edges)}" if edges else ""),
+        "query_type": kind, "start": start.model_dump(), "end": end.model_dump() if end else None,
+        "edge_types": edges, "max_hops": 4 if kind in ("k_hop", "path") else 1,
+        "filters": {"node_types": list(hop.node_types)} if hop and hop.node_types else {},
+        "limits": {"max_results": 50}})
+
+
+def _query(q: dict[str, Any]) -> StructuredQuery:
+    return StructuredQuery.model_validate({"rationale": "read the asked values from the catalog", **q})
+
+
+def _fetch_works(cards: list[ContextCard], source: CardEntity, hop: Hop) -> SearchIntent | None:
+    """Seed 001 section 8: the anime a character appears in are already listed on its search row
+    (``anime_ids``), so fetch them by id instead of traversing ``appears_in``."""
+    if hop.edges != ("appears_in",) or hop.node_types != ("anime",) or hop.roles or hop.kind != "neighbors":
+        return None
+    ids = [str(i) for i in (row_of(cards, source.ref.id).get("anime_ids") or [])][:50]
+    if source.ref.entity_type != "character" or not ids:
+        return None
+    return SearchIntent(rationale=f"fetch the anime {source.name[:200]} appears in, by id", entity_type="anime",
+                        query=f"anime featuring {source.name}"[:500], filters=SearchFilters(id=ids), limit=50)
+
+
+def _card_for(cards: list[ContextCard], intent: BatchIntent) -> ContextCard | None:
+    if isinstance(intent, SearchIntent):
+        return next((c for c in cards if c.source == "qdrant_search" and c.data.get("ids") == list(intent.filters.id)
+                     and c.data.get("entity_type") == intent.entity_type), None)
+    if isinstance(intent, StructuredQuery):
+        want = describe(intent)[:500]
+        return next((c for c in cards if c.source == "pg_query" and c.request == want), None)
+    assert isinstance(intent, GraphIntent)
+    for c in cards:
+        if (c.source == "pg_graph" and c.data.get("kind") == intent.query_type
+                and c.data.get("start") == intent.start.id
+                and c.data.get("end") == (intent.end.id if intent.end else None)
+                and list(c.data.get("edge_types") or []) == list(intent.edge_types)):
+            return c
+    return None
+
+
+def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
+    """The state of ``a`` over ``cards``: the next intents to run, or everything needed to answer."""
+    p = Progress()
+    if a.filter is not None:
+        return _filter(a, cards, p)
+    for mention in a.mentions:
+        others = [m for m in a.mentions if m != mention]
+        r = resolve(cards, mention, a.types.get(mention, ()), a.years.get(mention), others)
+        p.found.append(r)
+        if r.entity is None:
+            left = [t for t in a.types.get(mention, ()) if t not in r.tried]
+            if left:
+                p.steps.append(_search(left[0], mention, a.years.get(mention)))
+            else:
+                p.missing.append(mention)
+    if p.steps or p.missing:
+        p.steps = p.steps[:MAX_BATCH]
+        return p
+    ents = [r.entity for r in p.found if r.entity is not None]
+    if a.intent in ("relation", "compare") and len(ents) >= 2:
+        kind = "path" if a.intent == "relation" else "compare"
+        if ents[0].ref == ents[1].ref:
+            return p
+        return _need(p, cards, [_graph(kind, ents[0].ref, end=ents[1].ref)], final=True)
+    frontier, seen = ents[:1], {e.ref.id for e in ents[:1]}
+    for hop in a.hops:
+        sources = frontier[:MAX_SOURCES]
+        intents: list[BatchIntent] = [_fetch_works(cards, e, hop) or _graph(hop.kind, e.ref, hop=hop) for e in sources]
+        got = [_card_for(cards, i) for i in intents]
+        if any(c is None for c in got):
+            p.steps = [i for i, c in zip(intents, got, strict=True) if c is None]
+            return p
+        nxt: list[CardEntity] = list(sources) if hop.include_start else []
+        for c in got:
+            assert c is not None
+            details = c.data.get("meta", {}).get("details", {}) or {}
+            for e in c.entities:
+                if e.ref.id == c.data.get("start") or (hop.exclude_seen and e.ref.id in seen):
+                    continue
+                d = str(details.get(e.ref.id, ""))
+                if hop.roles and not set(hop.roles) & {x.strip() for x in d.split(",")}:
+                    continue
+                if d:
+                    p.details[e.ref.id] = d
+                nxt.append(e)
+        nxt = list({e.ref.id: e for e in nxt}.values())
+        if hop.first and nxt:
+            nxt = [min(nxt, key=lambda e: (year_of(e.name) or 9999))]
+        seen |= {e.ref.id for e in nxt}
+        p.levels.append(nxt)
+        frontier = nxt
+        if not frontier:
+            return p
+    q = _attribute_query(a, frontier)
+    return _need(p, cards, [q], final=True) if q else p
+
+
+def _need(p: Progress, cards: list[ContextCard], intents: Sequence[BatchIntent], *, final: bool) -> Progress:
+    got = [_card_for(cards, i) for i in intents]
+    p.steps = [i for i, c in zip(intents, got, strict=True) if c is None]
+    if final and not p.steps:
+        p.card = got[-1]
+    return p
+
+
+def _names(entities: list[CardEntity], entity_type: str) -> list[str]:
+    from agentic_rag.models.heuristic.context import bare
+
+    return list(dict.fromkeys(bare(e.name) for e in entities if e.ref.entity_type == entity_type))[:20]
+
+
+def _attribute_query(a: Analysis, frontier: list[CardEntity]) -> StructuredQuery | None:
+    if a.attr is None or not frontier:
+        return None
+    et = frontier[0].ref.entity_type
+    names = _names(frontier, et)
+    if not names or et not in NAME_FIELD:
+        return None
+    one = names[0]
+    if a.attr == "first_episode":
+        return _query({"entity_type": "episode", "where": [{"field": "anime", "op": "eq", "value": one},
+                                                           {"field": "number", "op": "eq", "value": 1}], "limit": 5})
+    if a.attr == "count_studio":
+        return _query({"entity_type": "anime", "where": [{"field": "studio", "op": "eq", "value": one}],
+                       "aggregate": {"op": "count"}})
+    if a.attr == "count_author":
+        return _query({"entity_type": "manga", "where": [{"field": "author", "op": "eq", "value": one}],
+                       "aggregate": {"op": "count"}})
+    if a.attr == "count_franchise":
+        where: list[dict[str, Any]] = [{"field": "franchise", "op": "eq", "value": one}]
+        if a.fmt:
+            where.append({"field": "format", "op": "eq", "value": a.fmt})
+        return _query({"entity_type": "anime", "where": where, "aggregate": {"op": "count"}})
+    if a.attr == "count_characters" and et in ("anime", "manga"):
+        return _query({"entity_type": "character", "where": [{"field": et, "op": "eq", "value": one}],
+                       "aggregate": {"op": "count"}})
+    if a.attr == "sum_episodes":
+        return _query({"entity_type": "anime", "where": [{"field": "title", "op": "in", "value": names}],
+                       "aggregate": {"op": "sum", "field": "episode_count"}})
+    if a.attr == "count":
+        return None  # counted from the last hop
+    return _query({"entity_type": et, "where": [{"field": NAME_FIELD[et], "op": "in", "value": names}],
+                   "limit": 20})
+
+
+def _filter(a: Analysis, cards: list[ContextCard], p: Progress) -> Progress:
+    f = a.filter
+    assert f is not None
+    if f.kind == "top" and f.group_by:
+        q = _query({"entity_type": f.entity_type, "group_by": f.group_by, "aggregate": {"op": "count"},
+                    "order_by": [{"field": "value", "direction": "desc"}], "limit": 3})
+        return _need(p, cards, [q], final=True)
+    where = list(f.where)
+    if f.words:
+        facets = [_query({"entity_type": f.entity_type, "group_by": g, "limit": 100}) for g in FACETS[f.entity_type]]
+        _need(p, cards, facets, final=False)
+        if p.steps:
+            return p
+        for g, fq in zip(FACETS[f.entity_type], facets, strict=True):
+            card = _card_for(cards, fq)
+            values = [str(r.get("group_key")) for r in (card.data.get("rows", []) if card else [])
+                      if isinstance(r, dict) and r.get("group_key")]
+            for v in facet_matches(f.words, values):
+                where.append({"field": g, "op": "contains" if g == "genres" else "eq", "value": v})
+                p.facets.append(v)
+        if not p.facets and not f.where:
+            p.missing.append(f.words)
+            return p
+    q = _query({"entity_type": f.entity_type, "where": where[:8], "limit": 50,
+                "order_by": [{"field": "year", "direction": "asc"}]})
+    return _need(p, cards, [q], final=True)
