@@ -14,7 +14,8 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 class Settings(BaseSettings):
     """Every knob of agentic-rag. Environment variables are ``RAG_<FIELD>`` (``DATABASE_URL`` too)."""
 
-    model_config = SettingsConfigDict(env_prefix="RAG_", env_file=".env", extra="ignore")
+    # populate_by_name: Settings(agent_max_turns=3) works, not only the aliases (env names) do
+    model_config = SettingsConfigDict(env_prefix="RAG_", env_file=".env", extra="ignore", populate_by_name=True)
 
     # -- storage -------------------------------------------------------------------------------------
     data_dir: Path = Field(
@@ -100,6 +101,15 @@ class Settings(BaseSettings):
     agent_clarify: bool = Field(True, description="Ask instead of guessing when a name has several strong readings.")
     guard_policy: Path | None = Field(
         None, description="YAML guard policy (PII, blocked topics, limits). Unset: the shipped default policy."
+    )
+
+    # -- HTTP API ------------------------------------------------------------------------------------
+    api_keys: list[str] = Field(
+        default_factory=list, repr=False,
+        description="Accepted API keys (env: a JSON list). Empty: /v1 is open; else it needs Bearer or X-API-Key.",
+    )
+    max_inflight_runs: int = Field(
+        256, ge=1, le=100_000, description="Agent runs one API process serves at once; beyond it: 503 + Retry-After.",
     )
 
     # -- logging -------------------------------------------------------------------------------------

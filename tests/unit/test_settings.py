@@ -39,3 +39,8 @@ def test_out_of_range_settings_are_rejected(field: str, value: object) -> None:
 def test_defaults_are_embedded() -> None:
     s = Settings(_env_file=None)  # type: ignore[call-arg]
     assert s.qdrant_url is None and s.resolved_qdrant_path == s.data_dir / "qdrant"
+
+
+def test_fields_with_env_aliases_are_settable_by_name() -> None:
+    assert Settings(agent_max_turns=3).agent_max_turns == 3
+    assert Settings(database_url="postgresql://u@h/db").database_url == "postgresql://u@h/db"

@@ -1,0 +1,72 @@
+"""The KubeRay manifests: valid against the RayService CRD, and serving exactly configs/gpu.yaml."""
+
+from __future__ import annotations
+
+import importlib.util
+from pathlib import Path
+from typing import Any
+
+import jsonschema
+import pytest
+import yaml
+from ray.serve.schema import ServeDeploySchema
+
+REPO = Path(__file__).resolve().parents[2]
+K8S = REPO / "k8s"
+CRD = REPO.parent / "shared" / "kuberay" / "ray.io_rayservices.yaml"
+
+
+def load(name: str) -> list[dict[str, Any]]:
+    return [d for d in yaml.safe_load_all((K8S / name).read_text(encoding="utf-8")) if d]
+
+
+def rayservice() -> dict[str, Any]:
+    (doc,) = load("rayservice.yaml")
+    return doc
+
+
+def test_rayservice_is_generated_from_the_gpu_config() -> None:
+    spec = importlib.util.spec_from_file_location("render", REPO / "scripts" / "render_rayservice.py")
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    assert module.render() == (K8S / "rayservice.yaml").read_text(encoding="utf-8"), \
+        "k8s/rayservice.yaml is stale: run scripts/render_rayservice.py"
+    serve = yaml.safe_load(rayservice()["spec"]["serveConfigV2"])
+    assert serve == yaml.safe_load((REPO / "configs" / "gpu.yaml").read_text(encoding="utf-8"))
+    ServeDeploySchema.model_validate(serve)
+
+
+@pytest.mark.skipif(not CRD.exists(), reason="the KubeRay CRD is not in ../shared/kuberay")
+def test_rayservice_matches_the_crd_schema() -> None:
+    crd = yaml.safe_load(CRD.read_text(encoding="utf-8"))
+    version = next(v for v in crd["spec"]["versions"] if v["name"] == "v1")
+    schema = version["schema"]["openAPIV3Schema"]
+    doc = rayservice()
+    jsonschema.validate(doc, schema)
+    groups = {g["groupName"]: g for g in doc["spec"]["rayClusterConfig"]["workerGroupSpecs"]}
+    assert set(groups) == {"cpu", "gpu"}
+    gpu = groups["gpu"]["template"]["spec"]["containers"][0]["resources"]["limits"]
+    assert gpu["nvidia.com/gpu"] == "1"
+    assert doc["spec"]["rayClusterConfig"]["enableInTreeAutoscaling"] is True
+    # a wrong field is caught: the check is not vacuous
+    bad = {**doc, "spec": {**doc["spec"], "rayClusterConfig": {**doc["spec"]["rayClusterConfig"],
+                                                                 "enableInTreeAutoscaling": "yes"}}}
+    with pytest.raises(jsonschema.ValidationError):
+        jsonschema.validate(bad, schema)
+
+
+def test_the_services_it_needs_are_there() -> None:
+    kustomization = yaml.safe_load((K8S / "kustomization.yaml").read_text(encoding="utf-8"))
+    for resource in kustomization["resources"]:
+        assert (K8S / resource).is_file(), resource
+    kinds = {(d["kind"], d["metadata"]["name"]) for name in kustomization["resources"] for d in load(name)}
+    assert {("Service", "agentic-rag-postgres"), ("StatefulSet", "agentic-rag-postgres"),
+            ("Service", "agentic-rag-qdrant"), ("StatefulSet", "agentic-rag-qdrant"),
+            ("PersistentVolumeClaim", "agentic-rag-models"), ("RayService", "agentic-rag")} <= kinds
+    # every secret key the manifests read is in the example secret
+    (secret,) = load("secrets.example.yaml")
+    text = "".join((K8S / n).read_text(encoding="utf-8") for n in kustomization["resources"])
+    for key in ("database-url", "qdrant-api-key", "postgres-password"):
+        assert key in secret["stringData"] and key in text
+    assert "FROM rayproject/ray:2.60.0" in (K8S / "Dockerfile").read_text(encoding="utf-8")
