@@ -66,24 +66,32 @@ class Recording(psycopg.AsyncCursor[Any]):
 
 
 def fixed_templates() -> set[str]:
-    """Every SQL text our code can send: string constants in the source and the str values of module globals."""
+    """Every SQL text our code can send: string constants in the source and the str values of module globals.
+
+    Only the packages that talk to PostgreSQL are read (the Ray deployments only wire these together).
+    """
     out: set[str] = set()
     for info in pkgutil.walk_packages(agentic_rag.__path__, "agentic_rag."):
-        if info.name.startswith(("agentic_rag.cli", "agentic_rag.models.vllm")):
+        if not info.name.startswith(("agentic_rag.storage", "agentic_rag.retrievers", "agentic_rag.orchestrator",
+                                     "agentic_rag.catalog", "agentic_rag.eval")):
             continue
         module = importlib.import_module(info.name)
         if module.__file__ and module.__file__.endswith(".py"):
             tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
             out |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-        stack: list[Any] = list(vars(module).values())
+        stack: list[Any] = [v for v in vars(module).values() if isinstance(v, str | dict | tuple | list)]
+        seen: set[int] = set()
         while stack:
             v = stack.pop()
+            if id(v) in seen:
+                continue
+            seen.add(id(v))
             if isinstance(v, str):
                 out.add(v)
             elif isinstance(v, dict):
-                stack.extend(v.values())
+                stack.extend(x for x in v.values() if isinstance(x, str | dict | tuple | list))
             elif isinstance(v, tuple | list):
-                stack.extend(v)
+                stack.extend(x for x in v if isinstance(x, str | dict | tuple | list))
     return out
 
 
