@@ -53,6 +53,7 @@ spec:
                 - {{containerPort: 8265, name: dashboard}}
                 - {{containerPort: 10001, name: client}}
                 - {{containerPort: 8000, name: serve}}
+                - {{containerPort: 9000, name: grpc}}
                 - {{containerPort: 8080, name: metrics}}
               env: &env
                 - name: RAG_DATABASE_URL

@@ -1,0 +1,90 @@
+"""``agentic-rag serve``: the Ray Serve application on a local Ray, from a Serve config file."""
+
+from __future__ import annotations
+
+import signal
+import threading
+import time
+from pathlib import Path
+from typing import Annotated
+
+import typer
+
+from agentic_rag.cli._app import app, console, err, fail, load_settings
+
+
+@app.command()
+def serve(
+    config: Annotated[Path, typer.Option(help="A Serve config file (configs/local.yaml, configs/gpu.yaml).")] = Path(
+        "configs/local.yaml"),
+    port: Annotated[int | None, typer.Option(min=1, max=65535, help="HTTP port (overrides the config's).")] = None,
+    grpc_port: Annotated[int | None, typer.Option(min=1, max=65535,
+                                                  help="gRPC port of SearchAI (overrides the config's).")] = None,
+    num_cpus: Annotated[int | None, typer.Option(min=1, help="CPUs Ray may use (default: all).")] = None,
+    timeout: Annotated[float, typer.Option(min=1, help="Seconds to wait for the app to be running.")] = 600.0,
+    ask: Annotated[str | None, typer.Option(help="Once running, ask this over HTTP and print the answer.")] = None,
+    exit_after: Annotated[bool, typer.Option("--exit", help="Stop after answering --ask instead of serving.")] = False,
+) -> None:
+    """Start Ray locally, deploy the config's application, wait until it runs, and serve until Ctrl-C."""
+    # Ray is imported here: every other command starts without it
+    from agentic_rag.deployments import launch
+
+    load_settings()  # the process environment replicas inherit: offline model loading, quiet tokenizers
+    try:
+        cfg = launch.load_config(config, port=port, grpc_port=grpc_port)
+    except (launch.DeployError, ValueError) as exc:  # a pydantic ValidationError is a ValueError
+        raise fail(exc) from None
+    t0 = time.monotonic()
+    err.print(f"starting Ray and deploying {config} ...")
+    try:
+        launch.start_ray(num_cpus=num_cpus)
+        launch.deploy(cfg)
+        launch.wait_until_running(cfg, timeout_s=timeout)
+    except (launch.DeployError, ConnectionError, RuntimeError) as exc:
+        launch.shutdown()
+        raise fail(exc) from None
+    url = launch.app_url(cfg)
+    console.print(f"agentic-rag is serving at [bold]{url}[/] (ready in {time.monotonic() - t0:.1f} s); "
+                  f"API docs at {url}/docs. Ctrl-C stops it.")
+    target = launch.grpc_target(cfg)
+    if target is not None:
+        console.print(f"gRPC SearchAI at [bold]{target}[/] (metadata application={cfg.applications[0].name}).")
+    if ask is not None:
+        ok = _ask_over_http(url, ask, since=t0)
+        if exit_after:
+            launch.shutdown()
+            raise typer.Exit(code=0 if ok else 1)
+    stop = threading.Event()
+    # Ctrl-C and SIGTERM (docker stop, a supervisor) both shut Serve down cleanly; installed here, after
+    # ray.init, and explicitly, because a shell that starts us in the background leaves SIGINT ignored
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        signal.signal(sig, lambda *_: stop.set())
+    try:
+        while not stop.wait(1.0):
+            pass
+        err.print("stopping ...")
+    finally:
+        launch.shutdown()
+
+
+def _ask_over_http(url: str, question: str, *, since: float) -> bool:
+    """POST the question to /v1/search_ai and print the answer, as any client would see it."""
+    import httpx
+
+    try:
+        reply = httpx.post(f"{url}/v1/search_ai", json={"question": question}, timeout=120.0)
+    except httpx.HTTPError as exc:
+        err.print(f"[red]asking failed:[/] {exc}")
+        return False
+    if reply.status_code != 200:
+        err.print(f"[red]{reply.status_code}:[/] {reply.text[:500]}")
+        return False
+    body = reply.json()
+    response = body["response"]
+    console.print(f"[bold]Q:[/] {question}\n[bold]A ({response['status']}):[/] {response['answer']}", markup=True,
+                  highlight=False)
+    ids = ", ".join(f"{e['entity_type']}:{e['id']}" for e in response.get("result_entities", [])[:5])
+    console.print(f"result entities: {ids or '-'}; trajectory {body['trajectory_id']}; first answer "
+                  f"{time.monotonic() - since:.1f} s after start", highlight=False)
+    return True
+

@@ -1,0 +1,58 @@
+"""Application args (``args:`` of a Serve config) as settings, and what a replica opens from them.
+
+A Serve config's ``args`` are :class:`~agentic_rag.settings.Settings` fields by name. Every
+replica builds its own settings from the same args plus its own environment, so a secret given to
+the pods as an environment variable (``DATABASE_URL``) never travels inside the application graph.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Mapping
+from typing import Any
+
+from psycopg_pool import AsyncConnectionPool
+from pydantic import AliasChoices
+
+from agentic_rag.logs import configure_logging
+from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import make_pool, resolve_dsn
+
+
+def _init_key(name: str) -> str:
+    """The keyword Settings accepts for a field: its first alias when it has one (it ignores the bare name)."""
+    alias = Settings.model_fields[name].validation_alias
+    if isinstance(alias, AliasChoices) and isinstance(alias.choices[0], str):
+        return alias.choices[0]
+    if isinstance(alias, str):
+        return alias
+    return name
+
+
+def settings_from(args: Mapping[str, Any]) -> Settings:
+    """Settings with ``args`` (field names) over the environment. An unknown name is an error, not ignored."""
+    unknown = sorted(set(args) - set(Settings.model_fields))
+    if unknown:
+        raise ValueError(f"unknown setting(s) in the application args: {', '.join(unknown)}")
+    return Settings(**{_init_key(k): v for k, v in args.items()})
+
+
+def replica_settings(args: Mapping[str, Any]) -> Settings:
+    """A replica's settings, with its logging configured (JSON lines with request ids, as in-process)."""
+    settings = settings_from(args)
+    configure_logging(settings)
+    return settings
+
+
+async def replica_dsn(settings: Settings) -> str:
+    """The PostgreSQL DSN (``build_app`` resolved it once into the args, so replicas do not race to create it)."""
+    if settings.database_url:
+        return settings.database_url
+    return await asyncio.to_thread(resolve_dsn, settings)
+
+
+async def open_pool(settings: Settings, dsn: str | None = None) -> AsyncConnectionPool:
+    """An open PostgreSQL pool for a replica."""
+    pool = make_pool(dsn or await replica_dsn(settings), settings)
+    await pool.open(wait=True, timeout=30)
+    return pool

@@ -1,0 +1,223 @@
+"""The SearchAI gRPC API (``proto/searchai.proto``) over an :class:`~agentic_rag.deployments.service.AgentService`.
+
+Ray-free, like the HTTP app: the Ingress deployment calls :class:`SearchAIApi` from the methods
+Serve's gRPC proxy invokes (``Ask``, ``Search``, ``Clarify``) with Serve's ``RayServegRPCContext``;
+a plain ``grpc.aio`` server can call it with its own servicer context. Input is validated by the
+HTTP API's request models and failures go through :func:`~agentic_rag.deployments.http_errors.api_error`,
+so both APIs refuse the same requests and fail the same way: each HTTP status becomes its gRPC code.
+
+A failure is answered by setting the code and details on the context and returning an empty reply,
+not by raising: Serve's proxy passes the code through to the client as it is. Raising after setting
+the code would also work, but the proxy then logs a traceback for every client mistake. The price:
+Serve's own access log and request metrics count such a call as OK, so this module logs each refusal
+with its code and request id.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hmac
+import logging
+import re
+import uuid
+from collections.abc import Awaitable, Callable, Iterable, Mapping
+from typing import Any, Protocol, TypeVar
+
+import grpc
+from pydantic import ValidationError
+
+from agentic_rag.deployments.http import TENANT_PATTERN
+from agentic_rag.deployments.http_errors import REQUEST_ID_PATTERN, ApiError, api_error
+from agentic_rag.deployments.http_models import AskRequest, ClarifyRequest, SearchRequest
+from agentic_rag.deployments.http_runs import RUN_GRACE_S
+from agentic_rag.deployments.proto import searchai_pb2 as pb
+from agentic_rag.deployments.service import AgentService
+from agentic_rag.logs import request_context
+from agentic_rag.orchestrator.loop import RunResult
+from agentic_rag.orchestrator.state import Mode
+from agentic_rag.protocol import AgentResponse, EntityRef
+from agentic_rag.retrievers.typeahead import MatchTier, TypeaheadHit
+from agentic_rag.settings import Settings
+
+__all__ = ["GRPC_CODES", "SearchAIApi", "StatusContext", "ask_reply", "search_reply"]
+
+log = logging.getLogger(__name__)
+R = TypeVar("R")
+
+TENANT = re.compile(TENANT_PATTERN)  # the HTTP API's X-Tenant header, the same rule
+MAX_DETAILS = 1000  # status details travel in HTTP/2 trailers, which are small
+INTERNAL_DETAILS = "an internal error occurred; it has been logged"
+# the HTTP statuses api_error and this module produce, as gRPC codes (anything else: INTERNAL)
+GRPC_CODES: dict[int, grpc.StatusCode] = {
+    400: grpc.StatusCode.INVALID_ARGUMENT,
+    401: grpc.StatusCode.UNAUTHENTICATED,
+    404: grpc.StatusCode.NOT_FOUND,
+    409: grpc.StatusCode.FAILED_PRECONDITION,
+    422: grpc.StatusCode.INVALID_ARGUMENT,
+    503: grpc.StatusCode.UNAVAILABLE,
+    504: grpc.StatusCode.DEADLINE_EXCEEDED,
+}
+MODES_IN: dict[int, Mode] = {pb.MODE_UNSPECIFIED: "agentic", pb.MODE_AGENTIC: "agentic", pb.MODE_LINEAR: "linear"}
+MODES_OUT: dict[str, pb.Mode] = {"agentic": pb.MODE_AGENTIC, "linear": pb.MODE_LINEAR}
+STATUSES: dict[str, pb.Status] = {
+    "answered": pb.STATUS_ANSWERED, "not_found": pb.STATUS_NOT_FOUND, "best_effort": pb.STATUS_BEST_EFFORT,
+    "needs_clarification": pb.STATUS_NEEDS_CLARIFICATION, "blocked": pb.STATUS_BLOCKED,
+}
+MATCH_TIERS: dict[MatchTier, pb.MatchTier] = {
+    "exact": pb.MATCH_TIER_EXACT, "prefix": pb.MATCH_TIER_PREFIX, "fuzzy": pb.MATCH_TIER_FUZZY,
+}
+
+
+class StatusContext(Protocol):
+    """What the API uses of a servicer context: Serve's ``RayServegRPCContext`` or ``grpc.aio.ServicerContext``."""
+
+    def set_code(self, code: grpc.StatusCode) -> Any: ...
+
+    def set_details(self, details: str) -> Any: ...
+
+    def invocation_metadata(self) -> Iterable[tuple[str, str | bytes]] | None: ...
+
+
+class SearchAIApi:
+    """The three RPCs. Each answers its reply, or sets an error status on the context and answers an empty one."""
+
+    def __init__(self, service: AgentService, settings: Settings) -> None:
+        self._service = service
+        self._keys = [k.encode() for k in settings.api_keys]
+        self._max_runs = settings.max_inflight_runs
+        self._timeout_s = settings.agent_deadline_ms / 1000 + RUN_GRACE_S
+        self._runs = 0
+
+    async def ask(self, request: pb.AskRequest, context: StatusContext) -> pb.AskReply:
+        async def call(request_id: str) -> pb.AskReply:
+            if request.mode not in MODES_IN:
+                raise ApiError(422, "validation_error", f"mode: unknown value {request.mode}")
+            body = AskRequest(question=request.question, mode=MODES_IN[request.mode])
+            tenant = _tenant(request.tenant)
+            return ask_reply(await self._run(lambda: self._service.ask(
+                body.question, mode=body.mode, tenant=tenant, request_id=request_id)))
+
+        return await self._answer(context, request.request_id, call, pb.AskReply)
+
+    async def search(self, request: pb.SearchRequest, context: StatusContext) -> pb.SearchReply:
+        async def call(_: str) -> pb.SearchReply:
+            body = SearchRequest.model_validate({"q": request.q, "types": list(request.types) or None,
+                                                 "limit": request.limit or 10})
+            return search_reply(await self._service.search(body.query()))
+
+        return await self._answer(context, "", call, pb.SearchReply)
+
+    async def clarify(self, request: pb.ClarifyRequest, context: StatusContext) -> pb.AskReply:
+        async def call(request_id: str) -> pb.AskReply:
+            try:
+                trajectory_id = uuid.UUID(request.trajectory_id)
+            except ValueError:
+                raise ApiError(422, "validation_error", "trajectory_id: not a UUID") from None
+            which = request.WhichOneof("choice")
+            if which is None:
+                raise ApiError(422, "validation_error", "choice: give the index or the entity_id of a choice")
+            body = ClarifyRequest(choice=request.index if which == "index" else request.entity_id)
+            tenant = _tenant(request.tenant)
+            return ask_reply(await self._run(lambda: self._service.resume(
+                trajectory_id, body.choice, tenant=tenant, request_id=request_id)))
+
+        return await self._answer(context, request.request_id, call, pb.AskReply)
+
+    async def _answer(self, context: StatusContext, request_id: str, call: Callable[[str], Awaitable[R]],
+                      empty: Callable[[], R]) -> R:
+        """``call`` under the request's id; any failure becomes a status on ``context`` (never an exception)."""
+        metadata = {k.lower(): v for k, v in context.invocation_metadata() or () if isinstance(v, str)}
+        offered = request_id or metadata.get("request_id", "")
+        with request_context(offered if REQUEST_ID_PATTERN.match(offered) else None) as rid:
+            try:
+                if request_id and rid != request_id:
+                    raise ApiError(422, "validation_error", "request_id: 1 to 128 of A-Z a-z 0-9 . _ : -, "
+                                                            "starting with a letter or digit")
+                self._authorize(metadata)
+                return await call(rid)
+            except Exception as exc:
+                code, details = _status(exc)
+                log.info("SearchAI call answered %s: %s", code.name, details)
+                context.set_code(code)
+                context.set_details(details[:MAX_DETAILS])
+                return empty()
+
+    async def _run(self, start: Callable[[], Awaitable[RunResult]]) -> RunResult:
+        # Beyond the limit the answer is UNAVAILABLE at once: a queue here would only turn overload into
+        # timeouts. The HTTP app counts its own runs; Serve's max_ongoing_requests bounds both together.
+        if self._runs >= self._max_runs:
+            raise ApiError(503, "overloaded", f"{self._runs} runs in flight, the limit; retry shortly")
+        self._runs += 1
+        try:
+            async with asyncio.timeout(self._timeout_s):
+                return await start()
+        except TimeoutError:
+            raise ApiError(504, "timeout", f"the run did not finish within {self._timeout_s:g} s") from None
+        finally:
+            self._runs -= 1
+
+    def _authorize(self, metadata: Mapping[str, str]) -> None:
+        if not self._keys:
+            return
+        scheme, _, token = metadata.get("authorization", "").partition(" ")
+        offered = [o.strip().encode("utf-8", "replace")
+                   for o in (token if scheme.lower() == "bearer" else "", metadata.get("x-api-key", "")) if o.strip()]
+        # compare_digest against every key: how long a check takes says nothing about a key
+        if not any(hmac.compare_digest(o, k) for o in offered for k in self._keys):
+            raise ApiError(401, "unauthorized", "a valid API key is required (metadata authorization: Bearer "
+                                                "<key>, or x-api-key)")
+
+
+def _tenant(tenant: str) -> str:
+    if not tenant:
+        return "default"
+    if not TENANT.match(tenant):
+        raise ApiError(422, "validation_error", "tenant: 1 to 64 of A-Z a-z 0-9 _ -")
+    return tenant
+
+
+def _status(exc: Exception) -> tuple[grpc.StatusCode, str]:
+    if isinstance(exc, ValidationError):
+        problems = [f"{'.'.join(str(p) for p in e['loc']) or 'request'}: {e['msg']}" for e in exc.errors()[:5]]
+        return grpc.StatusCode.INVALID_ARGUMENT, "; ".join(problems) or "invalid request"
+    err = api_error(exc)
+    if err is None or err.status not in GRPC_CODES:
+        log.error("a SearchAI call failed", exc_info=exc)
+        return grpc.StatusCode.INTERNAL, INTERNAL_DETAILS
+    return GRPC_CODES[err.status], err.message
+
+
+def _ref(ref: EntityRef) -> pb.EntityRef:
+    return pb.EntityRef(entity_type=ref.entity_type, id=ref.id)
+
+
+def _evidence(response: AgentResponse) -> pb.Evidence:
+    ev = response.evidence
+    return pb.Evidence(
+        paths=[pb.EvidencePath(nodes=[_ref(n) for n in p.nodes], rels=list(p.rels)) for p in ev.paths],
+        ranked=[_ref(r) for r in ev.ranked], facts=list(ev.facts), rewritten_query=ev.rewritten_query or "",
+        termination_reason=ev.termination_reason or "",
+    )
+
+
+def ask_reply(result: RunResult) -> pb.AskReply:
+    """A finished run (or one that asks for a clarification) as the wire message."""
+    r = result.response
+    clarification = None if r.clarification is None else pb.Clarification(
+        question=r.clarification.question,
+        choices=[pb.ClarificationChoice(label=c.label, entity=_ref(c.entity)) for c in r.clarification.choices])
+    return pb.AskReply(
+        trajectory_id=str(result.trajectory_id), request_id=result.request_id, status=STATUSES[r.status],
+        mode=MODES_OUT[result.mode], answer=r.answer, confidence=r.confidence,
+        result_entities=[_ref(e) for e in r.result_entities], source_entities=[_ref(e) for e in r.source_entities],
+        evidence=_evidence(r), citations=list(r.citations), warnings=list(r.warnings), clarification=clarification,
+        turns=result.turns, latency_ms=result.latency_ms, timings=result.timings,
+    )
+
+
+def search_reply(hits: list[TypeaheadHit]) -> pb.SearchReply:
+    """Typeahead hits as the wire message, best first."""
+    return pb.SearchReply(hits=[
+        pb.SearchHit(entity=_ref(h.entity), name=h.name, matched=h.matched, match=MATCH_TIERS[h.match],
+                     popularity=h.popularity)
+        for h in hits])

@@ -1,0 +1,176 @@
+"""Errors as the API shows them, and the outermost middleware: request ids, body limit, metrics, last-resort 500.
+
+Every error body is ``{"error": {"type", "message", "request_id"}}``. Known failures map to a status
+here in one place (:func:`api_error`); anything else is logged with its traceback and answered with
+a bare 500, so no stack trace or internal message ever reaches a client.
+"""
+
+from __future__ import annotations
+
+import logging
+import re
+import time
+import uuid
+from collections.abc import Mapping
+from typing import Any
+
+from fastapi import FastAPI, Request
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import JSONResponse
+from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from agentic_rag.deployments.http_metrics import ApiMetrics
+from agentic_rag.deployments.http_models import ErrorDetail, ErrorResponse
+from agentic_rag.deployments.service import NotAwaitingClarification, ServiceUnavailable
+from agentic_rag.logs import request_context
+from agentic_rag.orchestrator.loop import ClarificationError
+from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
+
+log = logging.getLogger(__name__)
+
+REQUEST_ID_HEADER = "X-Request-ID"
+REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
+MAX_BODY_BYTES = 64 * 1024
+RETRY_AFTER = {"Retry-After": "1"}
+STATUS_TYPES = {
+    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
+    406: "not_acceptable", 409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type",
+    422: "validation_error", 429: "too_many_requests", 500: "internal_error", 503: "unavailable", 504: "timeout",
+}
+
+
+class ApiError(Exception):
+    """A failure with its HTTP status, stable type and client-facing message."""
+
+    def __init__(self, status: int, type_: str, message: str, *, headers: Mapping[str, str] | None = None,
+                 details: list[dict[str, Any]] | None = None) -> None:
+        super().__init__(message)
+        self.status = status
+        self.type = type_
+        self.message = message
+        self.headers = dict(headers or {})
+        self.details = details or []
+
+
+def api_error(exc: BaseException) -> ApiError | None:
+    """The client-facing form of a known failure; None for an unexpected one."""
+    if isinstance(exc, ApiError):
+        return exc
+    if isinstance(exc, TrajectoryNotFound):
+        return ApiError(404, "not_found", str(exc))
+    if isinstance(exc, NotAwaitingClarification):
+        return ApiError(409, "conflict", str(exc))
+    if isinstance(exc, ClarificationError):
+        return ApiError(422, "invalid_choice", str(exc))
+    if isinstance(exc, TrajectoryError | ServiceUnavailable):
+        # the detail names hosts and internals: it goes to the log, the client learns to retry
+        log.warning("a store is unavailable: %s", exc)
+        what = "the trajectory store" if isinstance(exc, TrajectoryError) else "the catalog"
+        return ApiError(503, "unavailable", f"{what} is unavailable right now; retry shortly", headers=RETRY_AFTER)
+    if isinstance(exc, StarletteHTTPException):
+        return ApiError(exc.status_code, STATUS_TYPES.get(exc.status_code, "http_error"), str(exc.detail),
+                        headers=exc.headers)
+    return None
+
+
+def error_body(err: ApiError, request_id: str | None) -> ErrorResponse:
+    return ErrorResponse(error=ErrorDetail(type=err.type, message=err.message, request_id=request_id,
+                                           details=err.details))
+
+
+def error_response(err: ApiError, request_id: str | None) -> JSONResponse:
+    return JSONResponse(error_body(err, request_id).model_dump(mode="json"), status_code=err.status,
+                        headers=err.headers)
+
+
+def request_id_of(request: Request) -> str:
+    """The id the middleware gave this request."""
+    rid = request.scope.get("state", {}).get("request_id")
+    return rid if isinstance(rid, str) else uuid.uuid4().hex
+
+
+def _validation_error(exc: RequestValidationError) -> ApiError:
+    details = [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")), "type": str(e.get("type"))}
+               for e in exc.errors()[:20]]
+    if any(d["type"] == "json_invalid" for d in details):
+        return ApiError(400, "invalid_json", "the request body is not valid JSON", details=details)
+    summary = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details[:5])
+    return ApiError(422, "validation_error", summary or "invalid request", details=details)
+
+
+def install_error_handlers(app: FastAPI) -> None:
+    """Answer every known failure as JSON in the one error shape."""
+
+    async def known(request: Request, exc: Exception) -> JSONResponse:
+        err = api_error(exc)
+        assert err is not None  # registered only for the classes api_error knows
+        return error_response(err, request_id_of(request))
+
+    async def invalid(request: Request, exc: Exception) -> JSONResponse:
+        assert isinstance(exc, RequestValidationError)
+        return error_response(_validation_error(exc), request_id_of(request))
+
+    for cls in (ApiError, StarletteHTTPException, TrajectoryError, ServiceUnavailable, ClarificationError):
+        app.add_exception_handler(cls, known)
+    app.add_exception_handler(RequestValidationError, invalid)
+
+
+class ApiMiddleware:
+    """Outermost layer of the app (pure ASGI, so streamed responses pass straight through).
+
+    Gives each request an id (a valid ``X-Request-ID`` or a new one), echoes it, and runs the request
+    inside :func:`agentic_rag.logs.request_context`; refuses bodies over :data:`MAX_BODY_BYTES`; counts
+    requests by route template; and turns an unexpected exception into a logged, trace-free 500.
+    """
+
+    def __init__(self, app: ASGIApp, metrics: ApiMetrics) -> None:
+        self.app = app
+        self.metrics = metrics
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
+        offered = headers.get(REQUEST_ID_HEADER.lower(), "")
+        rid = offered if REQUEST_ID_PATTERN.match(offered) else uuid.uuid4().hex
+        scope.setdefault("state", {})["request_id"] = rid
+        t0 = time.perf_counter()
+        status = 0
+
+        async def send_with_id(message: Message) -> None:
+            nonlocal status
+            if message["type"] == "http.response.start":
+                status = message["status"]
+                message = {**message, "headers": [*message.get("headers", []),
+                                                  (b"x-request-id", rid.encode("latin-1"))]}
+            await send(message)
+
+        received = 0
+
+        async def bounded_receive() -> Message:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > MAX_BODY_BYTES:
+                raise StarletteHTTPException(413, f"the request body is over {MAX_BODY_BYTES} bytes")
+            return message
+
+        length = headers.get("content-length", "")
+        too_large = length.isdigit() and int(length) > MAX_BODY_BYTES
+        with request_context(rid):
+            try:
+                if too_large:  # refused before a byte of it is read
+                    err = ApiError(413, "payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes")
+                    await error_response(err, rid)(scope, receive, send_with_id)
+                else:
+                    await self.app(scope, bounded_receive, send_with_id)
+            except Exception:
+                log.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
+                if status == 0:  # nothing sent yet: the client still gets a JSON answer
+                    err = ApiError(500, "internal_error", "an internal error occurred; it has been logged")
+                    await error_response(err, rid)(scope, receive, send_with_id)
+            finally:
+                route = getattr(scope.get("route"), "path", None) or "unmatched"
+                self.metrics.request(route, scope.get("method", ""), status or 500, time.perf_counter() - t0)

@@ -1,0 +1,140 @@
+"""Model deployments: the planner and validator models, and the sentence embedder.
+
+The options here fit one CPU machine with the heuristic models; ``configs/gpu.yaml`` overrides them
+for vLLM on GPUs (``num_gpus: 1`` per model replica, more concurrent requests per replica).
+"""
+
+from __future__ import annotations
+
+import asyncio
+from dataclasses import asdict
+from typing import Any, ClassVar
+
+import numpy as np
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from ray import serve
+from ray.serve.deployment import Deployment
+
+from agentic_rag.deployments.args import replica_settings
+from agentic_rag.deployments.wire import MESSAGES, OUTPUT_TYPES, Failure, ModelOutput, failed, failure_of, ok
+from agentic_rag.models.base import GenerationError
+from agentic_rag.models.embeddings import Embedder as SentenceEmbedder
+from agentic_rag.models.embeddings import Vectors
+from agentic_rag.models.factory import ModelRole, build_model
+
+EMBED_BATCH = 64  # texts per forward pass, gathered from concurrent runs (short queries: one pass costs little more)
+
+
+class Budget(BaseModel):
+    """A generation's limits, as a caller may ask for them."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    max_tokens: int = Field(ge=1, le=8192)
+    temperature: float = Field(ge=0.0, le=2.0)
+
+
+class Texts(BaseModel):
+    """What one embed call may carry: a search's texts, bounded."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    texts: list[str] = Field(max_length=EMBED_BATCH)
+
+
+class _ModelServer:
+    """One role's model behind a handle: ``generate`` with the output type named from the allowlist."""
+
+    role: ClassVar[ModelRole]
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        # vLLM and transformers load their weights here, before the replica reports healthy
+        self._model = build_model(replica_settings(args), self.role)
+
+    async def generate(self, messages: Any, output_type_name: Any, max_tokens: Any, temperature: Any) -> dict[str, Any]:
+        """One validated generation: ``{"value": {"model", "output", "usage"}}`` or a typed failure."""
+        output_type = OUTPUT_TYPES.get(output_type_name) if isinstance(output_type_name, str) else None
+        if output_type is None:
+            return failed(Failure(kind="invalid", message=f"{str(output_type_name)[:100]!r} is not an output type "
+                                                          f"of this model ({', '.join(OUTPUT_TYPES)})"))
+        try:
+            msgs = MESSAGES.validate_python(messages)
+            budget = Budget(max_tokens=max_tokens, temperature=temperature)
+        except ValidationError as exc:
+            return failed(Failure(kind="invalid", message=str(exc)[:4000]))
+        try:
+            gen = await self._model.generate(msgs, output_type, max_tokens=budget.max_tokens,
+                                             temperature=budget.temperature)
+        except GenerationError as exc:
+            failure = failure_of(exc)
+            assert failure is not None
+            return failed(failure)
+        return ok(ModelOutput(model=self._model.name[:200], output=gen.output.model_dump(mode="json"),
+                              usage=asdict(gen.usage)))
+
+
+# A heuristic call costs a millisecond of CPU or less on the replica's event loop, so one replica serves many runs; the
+# options leave room for a real model: with vLLM (configs/gpu.yaml) a replica holds a GPU and its
+# engine batches continuously, so it wants many requests in flight, not more replicas.
+_MODEL_OPTIONS: dict[str, Any] = {
+    "ray_actor_options": {"num_cpus": 0.1},
+    "max_ongoing_requests": 64,
+    # beyond this the caller gets BackPressureError at once, which the loop turns into a heuristic fallback
+    "max_queued_requests": 256,
+    "autoscaling_config": {"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 32,
+                           "upscale_delay_s": 10, "downscale_delay_s": 300},
+    # a model replica is slow to start (weights), so do not retry a broken one for minutes
+    "max_constructor_retry_count": 3,
+}
+
+
+class PlannerReplica(_ModelServer):
+    """The planner's model (rewrite, select, draft)."""
+
+    role = "planner"
+
+
+class ValidatorReplica(_ModelServer):
+    """The validator's model (grade, validate)."""
+
+    role = "validator"
+
+
+class EmbedderReplica:
+    """Sentence embeddings for search queries, batched across concurrent callers with ``@serve.batch``."""
+
+    def __init__(self, args: dict[str, Any]) -> None:
+        self._embedder = SentenceEmbedder(replica_settings(args))
+        # load the model now: the first query must not pay for it inside its time limit
+        self._dimension = int(self._embedder.embed(["warm up"]).shape[1])
+
+    # 5 ms: long enough for concurrent runs' queries to share a forward pass, short next to a search
+    @serve.batch(max_batch_size=EMBED_BATCH, batch_wait_timeout_s=0.005)
+    async def _embed_batch(self, texts: list[str]) -> list[Vectors]:
+        vectors = await asyncio.to_thread(self._embedder.embed, texts)
+        return list(vectors)
+
+    async def embed(self, texts: Any) -> dict[str, Any]:
+        """``{"value": float32 array (len(texts), dimension)}``: arrays cross Ray without a JSON detour."""
+        try:
+            batch = Texts(texts=texts).texts
+        except ValidationError as exc:
+            return failed(Failure(kind="invalid", message=str(exc)[:4000]))
+        rows = await asyncio.gather(*(self._embed_batch(t) for t in batch))
+        return {"value": np.stack(rows) if rows else np.zeros((0, self._dimension), dtype=np.float32)}
+
+
+# Applied as calls, not as class decorators: a type checker keeps a decorated class's own type.
+PlannerModel: Deployment = serve.deployment(name="PlannerModel", **_MODEL_OPTIONS)(PlannerReplica)
+ValidatorModel: Deployment = serve.deployment(name="ValidatorModel", **_MODEL_OPTIONS)(ValidatorReplica)
+Embedder: Deployment = serve.deployment(
+    name="Embedder",
+    # the heaviest CPU work of the app (a MiniLM forward pass); fractional so the app fits 2 cores
+    ray_actor_options={"num_cpus": 0.4},
+    # a full batch must be able to form on one replica: as many in flight as one batch holds
+    max_ongoing_requests=EMBED_BATCH,
+    max_queued_requests=1024,
+    # scale out when a replica is more than half a batch behind on average
+    autoscaling_config={"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": EMBED_BATCH // 2,
+                        "upscale_delay_s": 10, "downscale_delay_s": 300},
+)(EmbedderReplica)

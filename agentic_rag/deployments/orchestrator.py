@@ -1,0 +1,202 @@
+"""The Orchestrator deployment: the agent loop over handles to the model and retriever deployments.
+
+It builds the same :class:`agentic_rag.orchestrator.loop.Orchestrator` the CLI runs in-process, with
+:class:`~agentic_rag.deployments.wire.HandleModel` and :class:`~agentic_rag.deployments.wire.HandleRetrieval`
+in place of local objects, and a TrajectoryStore on a pool of its own. A run spends nearly all its
+time waiting on other deployments and PostgreSQL, so one replica holds many runs at once.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import uuid
+from collections.abc import AsyncIterator, Awaitable, Callable
+from typing import Any
+
+from pydantic import ValidationError
+from pydantic_core import to_jsonable_python
+from ray import serve
+from ray.serve.deployment import Deployment
+from ray.serve.handle import DeploymentHandle
+
+from agentic_rag.deployments.args import open_pool, replica_dsn, replica_settings
+from agentic_rag.deployments.service import NotAwaitingClarification
+from agentic_rag.deployments.wire import (
+    Failure,
+    HandleModel,
+    HandleRetrieval,
+    ResumeRequest,
+    RunReply,
+    RunRequest,
+    failed,
+    failure_of,
+    ok,
+)
+from agentic_rag.orchestrator import loop
+from agentic_rag.orchestrator.guards import load_policy
+from agentic_rag.orchestrator.runtime import CATALOG_COUNT_SQL, CatalogEmpty
+from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound, TrajectoryStore
+from agentic_rag.storage.postgres import migrate
+
+Work = Callable[[loop.EventSink | None], Awaitable[loop.RunResult]]
+# Failures a run reports to its caller as such; a ValueError here is bad input (a tenant too long).
+EXPECTED = (loop.ClarificationError, TrajectoryError, ValueError)
+
+
+def _failure(exc: Exception) -> dict[str, Any]:
+    failure = failure_of(exc, invalid=(ValueError,))
+    assert failure is not None  # every EXPECTED type has a wire form
+    return failed(failure)
+
+
+class OrchestratorReplica:
+    """Runs and resumes questions through the loop; streams trajectory events when asked."""
+
+    # Serve awaits an async constructor: an empty catalog or a dead database fails the deploy, not a request
+    async def __init__(self, args: dict[str, Any], planner: DeploymentHandle[Any],  # type: ignore[misc]
+                       validator: DeploymentHandle[Any], vector: DeploymentHandle[Any],
+                       graph: DeploymentHandle[Any]) -> None:
+        settings = replica_settings(args)
+        dsn = await replica_dsn(settings)
+        await migrate(dsn)  # idempotent; an advisory lock serialises concurrent replicas
+        self._pool = await open_pool(settings, dsn)
+        async with self._pool.connection() as conn:
+            row = await (await conn.execute(CATALOG_COUNT_SQL)).fetchone()
+        if not row or not row[0]:
+            raise CatalogEmpty("the catalog is empty: run `agentic-rag ingest` first")
+        self._store = TrajectoryStore(self._pool, settings)
+        self._loop = loop.Orchestrator(
+            settings, planner=HandleModel(planner, "PlannerModel"), validator=HandleModel(validator, "ValidatorModel"),
+            retrieval=HandleRetrieval(vector, graph, settings), store=self._store,
+            policy=load_policy(settings.guard_policy),
+        )
+        # resumes in progress on this replica: a second resume of the same run is a conflict
+        self._resuming: set[uuid.UUID] = set()
+
+    # -- unary ---------------------------------------------------------------------------------------
+
+    async def run(self, request: Any) -> dict[str, Any]:
+        """Answer one question: a :class:`RunReply` as JSON, or a typed failure."""
+        try:
+            work = self._run_work(RunRequest.model_validate(request))
+        except ValidationError as exc:
+            return failed(Failure(kind="invalid", message=str(exc)[:4000]))
+        return await self._unary(work)
+
+    async def resume(self, request: Any) -> dict[str, Any]:
+        """Continue a run that asked for clarification."""
+        try:
+            work = self._resume_work(ResumeRequest.model_validate(request))
+        except ValidationError as exc:
+            return failed(Failure(kind="invalid", message=str(exc)[:4000]))
+        return await self._unary(work)
+
+    async def trajectory(self, trajectory_id: Any, tenant: Any) -> dict[str, Any]:
+        """The tenant's trajectory with its events, or None."""
+        try:
+            tid = uuid.UUID(str(trajectory_id))
+            traj = await self._store.get(tid, tenant=str(tenant)[:200])
+        except EXPECTED as exc:
+            return _failure(exc)
+        return ok(traj)
+
+    # -- streamed ------------------------------------------------------------------------------------
+
+    async def run_stream(self, request: Any) -> AsyncIterator[dict[str, Any]]:
+        """A run as it happens: one ``{"kind": "event"}`` item per trajectory event, then ``{"kind": "reply"}``."""
+        try:
+            work = self._run_work(RunRequest.model_validate(request))
+        except ValidationError as exc:
+            yield {"kind": "reply", "data": failed(Failure(kind="invalid", message=str(exc)[:4000]))}
+            return
+        async for item in self._streamed(work):
+            yield item
+
+    async def resume_stream(self, request: Any) -> AsyncIterator[dict[str, Any]]:
+        """A resumed run as it happens (as :meth:`run_stream`)."""
+        try:
+            work = self._resume_work(ResumeRequest.model_validate(request))
+        except ValidationError as exc:
+            yield {"kind": "reply", "data": failed(Failure(kind="invalid", message=str(exc)[:4000]))}
+            return
+        async for item in self._streamed(work):
+            yield item
+
+    # -- shared --------------------------------------------------------------------------------------
+
+    def _run_work(self, r: RunRequest) -> Work:
+        return lambda sink: self._loop.run(r.question, mode=r.mode, request_id=r.request_id,
+                                           session_id=r.session_id, tenant=r.tenant, sink=sink)
+
+    def _resume_work(self, r: ResumeRequest) -> Work:
+        async def work(sink: loop.EventSink | None) -> loop.RunResult:
+            # the same checks, and the same distinct failures, as the in-process service
+            traj = await self._store.get(r.trajectory_id, tenant=r.tenant)
+            if traj is None:
+                raise TrajectoryNotFound(f"trajectory {r.trajectory_id} not found")
+            if traj.status != "needs_clarification" or r.trajectory_id in self._resuming:
+                state = "being resumed" if r.trajectory_id in self._resuming else f"status {traj.status}"
+                raise NotAwaitingClarification(
+                    f"trajectory {r.trajectory_id} is not waiting for a clarification ({state})")
+            self._resuming.add(r.trajectory_id)
+            try:
+                return await self._loop.resume(r.trajectory_id, r.choice, tenant=r.tenant, request_id=r.request_id,
+                                               sink=sink)
+            finally:
+                self._resuming.discard(r.trajectory_id)
+
+        return work
+
+    async def _unary(self, work: Work, sink: loop.EventSink | None = None) -> dict[str, Any]:
+        try:
+            return ok(RunReply.of(await work(sink)))
+        except EXPECTED as exc:
+            return _failure(exc)
+
+    async def _streamed(self, work: Work) -> AsyncIterator[dict[str, Any]]:
+        queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
+
+        async def sink(event: dict[str, Any]) -> None:
+            # payloads may hold UUIDs and datetimes: the wire carries plain JSON only
+            await queue.put({"kind": "event", "data": to_jsonable_python(event)})
+
+        async def produce() -> None:
+            try:
+                await queue.put({"kind": "reply", "data": await self._unary(work, sink)})
+            finally:
+                await queue.put(None)
+
+        task = asyncio.create_task(produce())
+        try:
+            while (item := await queue.get()) is not None:
+                yield item
+            await task  # surfaces an unexpected failure as the stream's error
+        finally:
+            # the caller went away (client disconnect, deadline): stop the run; the loop records it as cancelled
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
+
+    async def __del__(self) -> None:
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            await pool.close()
+
+
+Orchestrator: Deployment = serve.deployment(
+    name="Orchestrator",
+    # the loop's own CPU work is small (pydantic, JSON); the models and stores do the heavy lifting
+    ray_actor_options={"num_cpus": 0.2},
+    # a run mostly waits (models, retrievers, trajectory writes): one replica holds many at once
+    max_ongoing_requests=100,
+    # past this, a new question is refused at once (503) rather than waiting behind a full replica
+    max_queued_requests=200,
+    autoscaling_config={"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 64,
+                        "upscale_delay_s": 10, "downscale_delay_s": 300},
+    # a replica being scaled down lets its runs finish: the loop's deadline (30 s) plus its final writes
+    graceful_shutdown_timeout_s=45,
+    # an empty catalog or an unreachable database will not fix itself by retrying for minutes
+    max_constructor_retry_count=3,
+)(OrchestratorReplica)

@@ -1,0 +1,186 @@
+from google.protobuf.internal import containers as _containers
+from google.protobuf.internal import enum_type_wrapper as _enum_type_wrapper
+from google.protobuf import descriptor as _descriptor
+from google.protobuf import message as _message
+from collections.abc import Iterable as _Iterable, Mapping as _Mapping
+from typing import ClassVar as _ClassVar, Optional as _Optional, Union as _Union
+
+DESCRIPTOR: _descriptor.FileDescriptor
+
+class Mode(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MODE_UNSPECIFIED: _ClassVar[Mode]
+    MODE_AGENTIC: _ClassVar[Mode]
+    MODE_LINEAR: _ClassVar[Mode]
+
+class Status(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    STATUS_UNSPECIFIED: _ClassVar[Status]
+    STATUS_ANSWERED: _ClassVar[Status]
+    STATUS_NOT_FOUND: _ClassVar[Status]
+    STATUS_BEST_EFFORT: _ClassVar[Status]
+    STATUS_NEEDS_CLARIFICATION: _ClassVar[Status]
+    STATUS_BLOCKED: _ClassVar[Status]
+
+class MatchTier(int, metaclass=_enum_type_wrapper.EnumTypeWrapper):
+    __slots__ = ()
+    MATCH_TIER_UNSPECIFIED: _ClassVar[MatchTier]
+    MATCH_TIER_EXACT: _ClassVar[MatchTier]
+    MATCH_TIER_PREFIX: _ClassVar[MatchTier]
+    MATCH_TIER_FUZZY: _ClassVar[MatchTier]
+MODE_UNSPECIFIED: Mode
+MODE_AGENTIC: Mode
+MODE_LINEAR: Mode
+STATUS_UNSPECIFIED: Status
+STATUS_ANSWERED: Status
+STATUS_NOT_FOUND: Status
+STATUS_BEST_EFFORT: Status
+STATUS_NEEDS_CLARIFICATION: Status
+STATUS_BLOCKED: Status
+MATCH_TIER_UNSPECIFIED: MatchTier
+MATCH_TIER_EXACT: MatchTier
+MATCH_TIER_PREFIX: MatchTier
+MATCH_TIER_FUZZY: MatchTier
+
+class EntityRef(_message.Message):
+    __slots__ = ("entity_type", "id")
+    ENTITY_TYPE_FIELD_NUMBER: _ClassVar[int]
+    ID_FIELD_NUMBER: _ClassVar[int]
+    entity_type: str
+    id: str
+    def __init__(self, entity_type: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
+
+class AskRequest(_message.Message):
+    __slots__ = ("question", "mode", "tenant", "request_id")
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    question: str
+    mode: Mode
+    tenant: str
+    request_id: str
+    def __init__(self, question: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., tenant: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class ClarifyRequest(_message.Message):
+    __slots__ = ("trajectory_id", "index", "entity_id", "tenant", "request_id")
+    TRAJECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    INDEX_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_ID_FIELD_NUMBER: _ClassVar[int]
+    TENANT_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    trajectory_id: str
+    index: int
+    entity_id: str
+    tenant: str
+    request_id: str
+    def __init__(self, trajectory_id: _Optional[str] = ..., index: _Optional[int] = ..., entity_id: _Optional[str] = ..., tenant: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+
+class EvidencePath(_message.Message):
+    __slots__ = ("nodes", "rels")
+    NODES_FIELD_NUMBER: _ClassVar[int]
+    RELS_FIELD_NUMBER: _ClassVar[int]
+    nodes: _containers.RepeatedCompositeFieldContainer[EntityRef]
+    rels: _containers.RepeatedScalarFieldContainer[str]
+    def __init__(self, nodes: _Optional[_Iterable[_Union[EntityRef, _Mapping]]] = ..., rels: _Optional[_Iterable[str]] = ...) -> None: ...
+
+class Evidence(_message.Message):
+    __slots__ = ("paths", "ranked", "facts", "rewritten_query", "termination_reason")
+    PATHS_FIELD_NUMBER: _ClassVar[int]
+    RANKED_FIELD_NUMBER: _ClassVar[int]
+    FACTS_FIELD_NUMBER: _ClassVar[int]
+    REWRITTEN_QUERY_FIELD_NUMBER: _ClassVar[int]
+    TERMINATION_REASON_FIELD_NUMBER: _ClassVar[int]
+    paths: _containers.RepeatedCompositeFieldContainer[EvidencePath]
+    ranked: _containers.RepeatedCompositeFieldContainer[EntityRef]
+    facts: _containers.RepeatedScalarFieldContainer[str]
+    rewritten_query: str
+    termination_reason: str
+    def __init__(self, paths: _Optional[_Iterable[_Union[EvidencePath, _Mapping]]] = ..., ranked: _Optional[_Iterable[_Union[EntityRef, _Mapping]]] = ..., facts: _Optional[_Iterable[str]] = ..., rewritten_query: _Optional[str] = ..., termination_reason: _Optional[str] = ...) -> None: ...
+
+class ClarificationChoice(_message.Message):
+    __slots__ = ("label", "entity")
+    LABEL_FIELD_NUMBER: _ClassVar[int]
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    label: str
+    entity: EntityRef
+    def __init__(self, label: _Optional[str] = ..., entity: _Optional[_Union[EntityRef, _Mapping]] = ...) -> None: ...
+
+class Clarification(_message.Message):
+    __slots__ = ("question", "choices")
+    QUESTION_FIELD_NUMBER: _ClassVar[int]
+    CHOICES_FIELD_NUMBER: _ClassVar[int]
+    question: str
+    choices: _containers.RepeatedCompositeFieldContainer[ClarificationChoice]
+    def __init__(self, question: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[ClarificationChoice, _Mapping]]] = ...) -> None: ...
+
+class AskReply(_message.Message):
+    __slots__ = ("trajectory_id", "request_id", "status", "mode", "answer", "confidence", "result_entities", "source_entities", "evidence", "citations", "warnings", "clarification", "turns", "latency_ms", "timings")
+    class TimingsEntry(_message.Message):
+        __slots__ = ("key", "value")
+        KEY_FIELD_NUMBER: _ClassVar[int]
+        VALUE_FIELD_NUMBER: _ClassVar[int]
+        key: str
+        value: float
+        def __init__(self, key: _Optional[str] = ..., value: _Optional[float] = ...) -> None: ...
+    TRAJECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    STATUS_FIELD_NUMBER: _ClassVar[int]
+    MODE_FIELD_NUMBER: _ClassVar[int]
+    ANSWER_FIELD_NUMBER: _ClassVar[int]
+    CONFIDENCE_FIELD_NUMBER: _ClassVar[int]
+    RESULT_ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    SOURCE_ENTITIES_FIELD_NUMBER: _ClassVar[int]
+    EVIDENCE_FIELD_NUMBER: _ClassVar[int]
+    CITATIONS_FIELD_NUMBER: _ClassVar[int]
+    WARNINGS_FIELD_NUMBER: _ClassVar[int]
+    CLARIFICATION_FIELD_NUMBER: _ClassVar[int]
+    TURNS_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    TIMINGS_FIELD_NUMBER: _ClassVar[int]
+    trajectory_id: str
+    request_id: str
+    status: Status
+    mode: Mode
+    answer: str
+    confidence: float
+    result_entities: _containers.RepeatedCompositeFieldContainer[EntityRef]
+    source_entities: _containers.RepeatedCompositeFieldContainer[EntityRef]
+    evidence: Evidence
+    citations: _containers.RepeatedScalarFieldContainer[str]
+    warnings: _containers.RepeatedScalarFieldContainer[str]
+    clarification: Clarification
+    turns: int
+    latency_ms: float
+    timings: _containers.ScalarMap[str, float]
+    def __init__(self, trajectory_id: _Optional[str] = ..., request_id: _Optional[str] = ..., status: _Optional[_Union[Status, str]] = ..., mode: _Optional[_Union[Mode, str]] = ..., answer: _Optional[str] = ..., confidence: _Optional[float] = ..., result_entities: _Optional[_Iterable[_Union[EntityRef, _Mapping]]] = ..., source_entities: _Optional[_Iterable[_Union[EntityRef, _Mapping]]] = ..., evidence: _Optional[_Union[Evidence, _Mapping]] = ..., citations: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., clarification: _Optional[_Union[Clarification, _Mapping]] = ..., turns: _Optional[int] = ..., latency_ms: _Optional[float] = ..., timings: _Optional[_Mapping[str, float]] = ...) -> None: ...
+
+class SearchRequest(_message.Message):
+    __slots__ = ("q", "types", "limit")
+    Q_FIELD_NUMBER: _ClassVar[int]
+    TYPES_FIELD_NUMBER: _ClassVar[int]
+    LIMIT_FIELD_NUMBER: _ClassVar[int]
+    q: str
+    types: _containers.RepeatedScalarFieldContainer[str]
+    limit: int
+    def __init__(self, q: _Optional[str] = ..., types: _Optional[_Iterable[str]] = ..., limit: _Optional[int] = ...) -> None: ...
+
+class SearchHit(_message.Message):
+    __slots__ = ("entity", "name", "matched", "match", "popularity")
+    ENTITY_FIELD_NUMBER: _ClassVar[int]
+    NAME_FIELD_NUMBER: _ClassVar[int]
+    MATCHED_FIELD_NUMBER: _ClassVar[int]
+    MATCH_FIELD_NUMBER: _ClassVar[int]
+    POPULARITY_FIELD_NUMBER: _ClassVar[int]
+    entity: EntityRef
+    name: str
+    matched: str
+    match: MatchTier
+    popularity: int
+    def __init__(self, entity: _Optional[_Union[EntityRef, _Mapping]] = ..., name: _Optional[str] = ..., matched: _Optional[str] = ..., match: _Optional[_Union[MatchTier, str]] = ..., popularity: _Optional[int] = ...) -> None: ...
+
+class SearchReply(_message.Message):
+    __slots__ = ("hits",)
+    HITS_FIELD_NUMBER: _ClassVar[int]
+    hits: _containers.RepeatedCompositeFieldContainer[SearchHit]
+    def __init__(self, hits: _Optional[_Iterable[_Union[SearchHit, _Mapping]]] = ...) -> None: ...

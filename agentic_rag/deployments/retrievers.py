@@ -1,0 +1,194 @@
+"""Retriever deployments: Qdrant search (fused with PostgreSQL names) and the PostgreSQL graph side.
+
+Each method takes a contract as JSON, validates it, runs the same executor the in-process
+:class:`~agentic_rag.orchestrator.retrieval.LocalRetrieval` runs, and answers with a
+:mod:`~agentic_rag.deployments.wire` reply.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Awaitable
+from typing import Annotated, Any
+
+import psycopg
+from pydantic import Field, TypeAdapter, ValidationError
+from qdrant_client import QdrantClient
+from ray import serve
+from ray.serve.deployment import Deployment
+from ray.serve.handle import DeploymentHandle
+
+from agentic_rag.deployments.args import open_pool, replica_settings
+from agentic_rag.deployments.wire import Failure, GraphOutput, failed, failure_of, handle_embed, ok
+from agentic_rag.protocol import EntityRef, GraphIntent, SearchIntent, StructuredQuery
+from agentic_rag.retrievers.dsl import run_query
+from agentic_rag.retrievers.errors import RetrievalError
+from agentic_rag.retrievers.graph import PostgresGraphExecutor
+from agentic_rag.retrievers.hybrid import HybridRetriever
+from agentic_rag.retrievers.hydrate import MAX_HYDRATE, hydrate, labels
+from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
+from agentic_rag.retrievers.vector import QdrantExecutor
+from agentic_rag.storage.qdrant import open_qdrant
+
+# What a retriever turns into a typed failure; anything else is a bug and travels as a Ray error.
+EXPECTED = (RetrievalError, TimeoutError, psycopg.OperationalError)
+REFS = TypeAdapter(Annotated[list[EntityRef], Field(max_length=MAX_HYDRATE)])
+
+
+async def _answer(source: str, work: Awaitable[Any]) -> dict[str, Any]:
+    try:
+        return ok(await work)
+    except EXPECTED as exc:
+        failure = failure_of(exc, source=source) or Failure(kind="retrieval", message=str(exc)[:4000],
+                                                            source=source, cause="unavailable")
+        return failed(failure)
+
+
+def _invalid(exc: ValidationError) -> dict[str, Any]:
+    return failed(Failure(kind="invalid", message=str(exc)[:4000]))
+
+
+class VectorReplica:
+    """Hybrid search: Qdrant vectors (queries embedded by the Embedder deployment) fused with PostgreSQL names."""
+
+    # Serve awaits an async constructor, so the pool is open before the replica takes a request
+    async def __init__(self, args: dict[str, Any], embedder: DeploymentHandle[Any]) -> None:  # type: ignore[misc]
+        settings = replica_settings(args)
+        self._pool = await open_pool(settings)
+        # local mode opens the storage path for this process alone: hence one replica in local mode
+        self._client: QdrantClient = await asyncio.to_thread(open_qdrant, settings)
+        self._executor = QdrantExecutor(self._client, handle_embed(embedder), settings)
+        self._hybrid = HybridRetriever(self._pool, self._executor)
+
+    async def search(self, intent: Any) -> dict[str, Any]:
+        try:
+            parsed = SearchIntent.model_validate(intent)
+        except ValidationError as exc:
+            return _invalid(exc)
+        return await _answer("qdrant", self._hybrid.execute(parsed))
+
+    async def ready(self) -> dict[str, Any]:
+        """Whether Qdrant answers (readiness of the API)."""
+        return await _answer("qdrant", asyncio.to_thread(self._executor.call, self._client.get_collections))
+
+    async def __del__(self) -> None:
+        client, pool = getattr(self, "_client", None), getattr(self, "_pool", None)
+        if client is not None:
+            client.close()
+        if pool is not None:
+            await pool.close()
+
+
+class GraphReplica:
+    """Graph primitives, the query DSL, exact names and the typeahead (``/v1/search``) over PostgreSQL."""
+
+    async def __init__(self, args: dict[str, Any]) -> None:  # type: ignore[misc]  # Serve awaits it
+        self._settings = replica_settings(args)
+        self._timeout_s = self._settings.query_timeout_ms / 1000
+        self._pool = await open_pool(self._settings)
+        self._graph = PostgresGraphExecutor(self._pool, self._settings)
+
+    async def graph(self, intent: Any) -> dict[str, Any]:
+        try:
+            parsed = GraphIntent.model_validate(intent)
+        except ValidationError as exc:
+            return _invalid(exc)
+
+        async def run() -> GraphOutput:
+            result = await self._graph.execute(parsed)
+            refs: list[EntityRef] = [parsed.start, *([parsed.end] if parsed.end else []), *result.node_ids]
+            async with self._pool.connection() as conn:
+                return GraphOutput(result=result, labels=await labels(conn, refs))
+
+        return await _answer("pg_graph", run())
+
+    async def query(self, query: Any) -> dict[str, Any]:
+        try:
+            parsed = StructuredQuery.model_validate(query)
+        except ValidationError as exc:
+            return _invalid(exc)
+
+        async def run() -> Any:
+            async with self._pool.connection() as conn:
+                return await run_query(conn, parsed, timeout_s=self._timeout_s)
+
+        return await _answer("pg_query", run())
+
+    async def names(self, name: Any) -> dict[str, Any]:
+        """Entities whose name or alias is exactly ``name`` (the clarify step's strong readings)."""
+        text = " ".join(str(name).split())[:100]
+        if not text:
+            return ok([])
+
+        async def run() -> Any:
+            async with self._pool.connection() as conn:
+                hits = await typeahead(conn, TypeaheadQuery(q=text, limit=10), timeout_s=self._timeout_s)
+            return [h for h in hits if h.match == "exact"]
+
+        return await _answer("postgres", run())
+
+    async def typeahead(self, query: Any) -> dict[str, Any]:
+        """The search lane: typeahead over every entity type (no model, no agent)."""
+        try:
+            parsed = TypeaheadQuery.model_validate(query)
+        except ValidationError as exc:
+            return _invalid(exc)
+
+        async def run() -> Any:
+            async with self._pool.connection() as conn:
+                return await typeahead(conn, parsed, timeout_s=self._timeout_s)
+
+        return await _answer("postgres", run())
+
+    async def entities(self, refs: Any) -> dict[str, Any]:
+        """Full records for ``refs`` in the order given (unknown ids left out)."""
+        try:
+            parsed = REFS.validate_python(refs)
+        except ValidationError as exc:
+            return _invalid(exc)
+
+        async def run() -> Any:
+            async with asyncio.timeout(self._timeout_s), self._pool.connection() as conn:
+                return await hydrate(conn, parsed)
+
+        return await _answer("postgres", run())
+
+    async def ready(self) -> dict[str, Any]:
+        """Whether PostgreSQL answers (readiness of the API)."""
+
+        async def run() -> bool:
+            async with asyncio.timeout(self._timeout_s), self._pool.connection() as conn:
+                await conn.execute("SELECT 1")
+            return True
+
+        return await _answer("postgres", run())
+
+    async def __del__(self) -> None:
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            await pool.close()
+
+
+VectorRetriever: Deployment = serve.deployment(
+    name="VectorRetriever",
+    # waits on the Embedder and on Qdrant far more than it computes
+    ray_actor_options={"num_cpus": 0.2},
+    # one search in flight per concurrent run's branch; local mode serialises Qdrant calls anyway
+    max_ongoing_requests=64,
+    max_queued_requests=512,
+    # with a Qdrant server (RAG_QDRANT_URL) it scales; build_app pins local mode to exactly one replica
+    autoscaling_config={"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 32,
+                        "upscale_delay_s": 10, "downscale_delay_s": 300},
+)(VectorReplica)
+
+
+GraphRetriever: Deployment = serve.deployment(
+    name="GraphRetriever",
+    # SQL runs in PostgreSQL; the replica only sends it and shapes rows
+    ray_actor_options={"num_cpus": 0.2},
+    # about 3x the pool (pool_max_size, 10): more in flight would only wait for a connection here
+    max_ongoing_requests=32,
+    max_queued_requests=512,
+    autoscaling_config={"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 16,
+                        "upscale_delay_s": 10, "downscale_delay_s": 300},
+)(GraphReplica)

@@ -1,0 +1,131 @@
+"""The :class:`~agentic_rag.deployments.service.AgentService` the Ingress serves: calls to deployment handles.
+
+It raises what :class:`~agentic_rag.deployments.service.LocalAgentService` raises, so the HTTP app
+maps failures to the same statuses in either place. Runs with an event sink stream from the
+Orchestrator (``stream=True``), one trajectory event per item, so SSE clients see the run as it goes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import uuid
+from collections.abc import Awaitable, Callable
+from typing import Any, TypeVar
+
+from pydantic import TypeAdapter
+from ray.exceptions import RayActorError
+from ray.serve.exceptions import RayServeException
+from ray.serve.handle import DeploymentHandle, DeploymentResponseGenerator
+
+from agentic_rag.deployments.service import ServiceUnavailable
+from agentic_rag.deployments.wire import HITS, ResumeRequest, RunReply, RunRequest, StreamItem, settle, unwrap
+from agentic_rag.orchestrator.loop import EventSink, RunResult
+from agentic_rag.orchestrator.state import Mode
+from agentic_rag.orchestrator.trajectory import Trajectory
+from agentic_rag.protocol import EntityRef
+from agentic_rag.retrievers.errors import RetrievalError
+from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
+
+log = logging.getLogger(__name__)
+T = TypeVar("T")
+
+READY_TIMEOUT_S = 2.0
+RECORDS = TypeAdapter(list[dict[str, Any]])
+# The deployment is gone, restarting or over its queue limit: worth retrying (503). An exception raised
+# inside a replica (RayTaskError) is a bug and stays one (500).
+UNAVAILABLE = (RayServeException, RayActorError)
+
+
+async def _available(what: str, call: Callable[[], Awaitable[T]]) -> T:
+    try:
+        return await call()
+    except (*UNAVAILABLE, RetrievalError) as exc:
+        raise ServiceUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:500]) from exc
+
+
+class ServeAgentService:
+    """:class:`~agentic_rag.deployments.service.AgentService` over the Orchestrator and retriever handles."""
+
+    def __init__(self, orchestrator: DeploymentHandle[Any], graph: DeploymentHandle[Any],
+                 vector: DeploymentHandle[Any], embedder: DeploymentHandle[Any]) -> None:
+        self._orchestrator = orchestrator
+        self._orchestrator_stream = orchestrator.options(stream=True)
+        self._graph = graph
+        self._vector = vector
+        self._embedder = embedder
+
+    async def search(self, q: TypeaheadQuery) -> list[TypeaheadHit]:
+        async def call() -> list[TypeaheadHit]:
+            return HITS.validate_python(unwrap(await settle(self._graph.typeahead.remote(q.model_dump(mode="json")))))
+
+        return await _available("typeahead", call)
+
+    async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
+                  sink: EventSink | None = None) -> RunResult:
+        request = RunRequest(question=question, mode=mode, tenant=tenant, request_id=request_id)
+        return await self._run("run", request.model_dump(mode="json"), sink)
+
+    async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
+                     sink: EventSink | None = None) -> RunResult:
+        request = ResumeRequest(trajectory_id=trajectory_id, choice=choice, tenant=tenant, request_id=request_id)
+        return await self._run("resume", request.model_dump(mode="json"), sink)
+
+    async def trajectory(self, trajectory_id: uuid.UUID, *, tenant: str) -> Trajectory | None:
+        async def call() -> Trajectory | None:
+            value = unwrap(await settle(self._orchestrator.trajectory.remote(str(trajectory_id), tenant)))
+            return None if value is None else Trajectory.model_validate(value)
+
+        return await _available("trajectory store", call)
+
+    async def entities(self, refs: list[EntityRef]) -> list[dict[str, Any]]:
+        async def call() -> list[dict[str, Any]]:
+            dumped = [r.model_dump(mode="json") for r in refs]
+            return RECORDS.validate_python(unwrap(await settle(self._graph.entities.remote(dumped))))
+
+        return await _available("hydration", call)
+
+    async def ready(self) -> dict[str, bool]:
+        postgres, qdrant, models = await asyncio.gather(
+            self._check("postgres", lambda: self._graph.ready.remote()),
+            self._check("qdrant", lambda: self._vector.ready.remote()),
+            # the planner and validator fall back to the heuristic; the embedder has no fallback
+            self._check("models", lambda: self._embedder.embed.remote(["ready"])),
+        )
+        return {"postgres": postgres, "qdrant": qdrant, "models": models}
+
+    # -- runs ----------------------------------------------------------------------------------------
+
+    async def _run(self, method: str, request: dict[str, Any], sink: EventSink | None) -> RunResult:
+        if sink is None:
+            raw = await _available("orchestrator", lambda: settle(getattr(self._orchestrator, method).remote(request)))
+            return RunReply.model_validate(unwrap(raw)).result()
+        response = getattr(self._orchestrator_stream, f"{method}_stream").remote(request)
+        if not isinstance(response, DeploymentResponseGenerator):
+            raise TypeError(f"expected a streaming response, got {type(response).__name__}")
+        try:
+            return await _available("orchestrator", lambda: self._drain(response, sink))
+        except asyncio.CancelledError:
+            response.cancel()  # the client went away: the replica cancels the run, which records it as cancelled
+            raise
+
+    @staticmethod
+    async def _drain(response: DeploymentResponseGenerator[Any], sink: EventSink) -> RunResult:
+        async for raw in response:
+            item = StreamItem.model_validate(raw)
+            if item.kind == "event":
+                await sink(item.data)
+            else:
+                return RunReply.model_validate(unwrap(item.data)).result()
+        raise ServiceUnavailable("the orchestrator ended the stream without a reply")
+
+    @staticmethod
+    async def _check(name: str, call: Callable[[], Any]) -> bool:
+        try:
+            async with asyncio.timeout(READY_TIMEOUT_S):
+                unwrap(await settle(call()))
+        except Exception as exc:
+            log.warning("readiness: %s is not ready: %s", name, str(exc) or type(exc).__name__)
+            return False
+        return True
+

@@ -1,0 +1,455 @@
+"""The HTTP API end to end: a real service (PostgreSQL, Qdrant local mode, the embedder, the loop) behind the app.
+
+Requests go through ``httpx.ASGITransport``; the streaming-disconnect test runs uvicorn on a free port,
+because only a real connection can be dropped half way. Slow runs are real runs held at a gate
+(an ``asyncio.Event``) by a thin wrapper around the service: nothing of ours is mocked.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import uuid
+from collections.abc import AsyncIterator
+from typing import Any
+
+import httpx
+import pytest
+import uvicorn
+from fastapi import FastAPI
+from psycopg_pool import AsyncConnectionPool
+from qdrant_client import QdrantClient
+
+from agentic_rag.catalog.vocabulary import entity_id
+from agentic_rag.deployments.http import create_app
+from agentic_rag.deployments.service import LocalAgentService
+from agentic_rag.models.embeddings import Embedder
+from agentic_rag.orchestrator.loop import EventSink, RunResult
+from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
+from agentic_rag.orchestrator.state import Mode
+from agentic_rag.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+
+def eid(entity_type: str, key: str) -> str:
+    return str(entity_id(entity_type, key))
+
+
+LUFFY, NAMI, ONE_PIECE = eid("character", "monkey-d-luffy"), eid("character", "nami"), eid("anime", "one-piece")
+
+
+@pytest.fixture(scope="module")
+def runtime(pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder, settings: Settings) -> Runtime:
+    orchestrator, store = build_orchestrator(settings, pool, qdrant, embedder)
+    return Runtime(settings, pool, qdrant, embedder, store, orchestrator)
+
+
+@pytest.fixture(scope="module")
+def service(runtime: Runtime) -> LocalAgentService:
+    return LocalAgentService(runtime)
+
+
+@pytest.fixture(scope="module")
+def app(service: LocalAgentService, settings: Settings) -> FastAPI:
+    return create_app(service, settings)
+
+
+def client_for(app: FastAPI) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://api", timeout=60)
+
+
+@pytest.fixture
+async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
+    async with client_for(app) as c:
+        yield c
+
+
+class GatedService(LocalAgentService):
+    """The real service, with runs held at a gate: after ``hold_after`` events, or before they start."""
+
+    def __init__(self, runtime: Runtime, *, hold_after: int | None = None) -> None:
+        super().__init__(runtime)
+        self.gate = asyncio.Event()
+        self.entered = asyncio.Event()
+        self.cancelled = asyncio.Event()
+        self.hold_after = hold_after
+
+    async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
+                  sink: EventSink | None = None) -> RunResult:
+        self.entered.set()
+        try:
+            if self.hold_after is None:
+                await self.gate.wait()
+                return await super().ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=sink)
+
+            async def held(event: dict[str, Any]) -> None:
+                if sink is not None:
+                    await sink(event)
+                if event["seq"] == self.hold_after:
+                    await self.gate.wait()
+
+            return await super().ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=held)
+        except asyncio.CancelledError:
+            self.cancelled.set()
+            raise
+
+
+def sse_events(text: str) -> list[tuple[str, str]]:
+    """(event, data) pairs of a server-sent event stream; comments (pings) are skipped."""
+    out = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        fields: dict[str, list[str]] = {}
+        for line in block.split("\n"):
+            if line and not line.startswith(":"):
+                name, _, value = line.partition(":")
+                fields.setdefault(name, []).append(value.removeprefix(" "))
+        if fields:
+            out.append((fields.get("event", ["message"])[0], "\n".join(fields.get("data", []))))
+    return out
+
+
+def assert_error(resp: httpx.Response, status: int, type_: str | None = None) -> dict[str, Any]:
+    assert resp.status_code == status, resp.text
+    assert resp.headers["content-type"].startswith("application/json")
+    error = resp.json()["error"]
+    assert set(error) >= {"type", "message", "request_id"}
+    assert error["request_id"] == resp.headers["x-request-id"]
+    if type_ is not None:
+        assert error["type"] == type_
+    assert "Traceback" not in resp.text
+    return dict(error)
+
+
+# -- the lanes ---------------------------------------------------------------------------------------
+
+
+async def test_typeahead_finds_luffy_from_a_typo(client: httpx.AsyncClient) -> None:
+    resp = await client.post("/v1/search", json={"q": "lufy", "types": ["character"], "limit": 5})
+    assert resp.status_code == 200, resp.text
+    hits = resp.json()["hits"]
+    assert hits[0]["entity"] == {"entity_type": "character", "id": LUFFY}
+    assert hits[0]["match"] == "fuzzy"
+    assert resp.headers["x-request-id"]
+
+
+async def test_search_ai_answers_which_anime_luffy_is_in(client: httpx.AsyncClient) -> None:
+    resp = await client.post("/v1/search_ai", json={"question": "Which anime is Luffy in?"},
+                             headers={"X-Request-ID": "req-luffy-1"})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert body["status"] == "answered" and body["response"]["status"] == "answered"
+    assert ONE_PIECE in {e["id"] for e in body["response"]["result_entities"]}
+    assert body["request_id"] == "req-luffy-1" == resp.headers["x-request-id"]
+    assert body["turns"] >= 1 and body["latency_ms"] > 0 and body["timings"]["qdrant_ms"] > 0
+    uuid.UUID(body["trajectory_id"])
+
+
+async def test_search_ai_relation_comes_with_paths(client: httpx.AsyncClient) -> None:
+    resp = await client.post("/v1/search_ai", json={"question": "How is Luffy related to Nami?"})
+    assert resp.status_code == 200, resp.text
+    r = resp.json()["response"]
+    assert {e["id"] for e in r["result_entities"]} == {LUFFY, NAMI}
+    assert r["evidence"]["paths"], "the relation chain is in evidence.paths"
+
+
+async def test_query_lists_the_executed_steps(client: httpx.AsyncClient) -> None:
+    resp = await client.post("/v1/query", json={"question": "Which anime is Luffy in?"})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    plan = body["plan"]
+    assert [s["action"] for s in plan] == ["qdrant_search", "qdrant_search"]
+    assert [s["turn"] for s in plan] == [0, 1]
+    assert "character 'Luffy'" in plan[0]["intent"] and "ids" in plan[1]["intent"]
+    assert ONE_PIECE in {e["id"] for e in body["response"]["result_entities"]}
+
+
+async def test_linear_mode(client: httpx.AsyncClient) -> None:
+    resp = await client.post("/v1/search_ai", json={"question": "Which anime is Luffy in?", "mode": "linear"})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["mode"] == "linear"
+    assert resp.json()["response"]["evidence"]["termination_reason"] == "linear"
+
+
+# -- streaming ---------------------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("how", ["body", "accept"])
+async def test_streamed_run_sends_events_in_order_then_the_response(client: httpx.AsyncClient, how: str) -> None:
+    if how == "body":
+        resp = await client.post("/v1/query", json={"question": "How is Luffy related to Nami?", "stream": True})
+    else:
+        resp = await client.post("/v1/query", json={"question": "How is Luffy related to Nami?"},
+                                 headers={"Accept": "text/event-stream"})
+    assert resp.status_code == 200, resp.text
+    assert resp.headers["content-type"].startswith("text/event-stream")
+    events = sse_events(resp.text)
+    kinds = [k for k, _ in events]
+    assert kinds[-2:] == ["response", "end"] and set(kinds[:-2]) == {"trajectory"}
+    trajectory = [json.loads(d) for k, d in events if k == "trajectory"]
+    assert [e["seq"] for e in trajectory] == list(range(1, len(trajectory) + 1))
+    assert trajectory[-1]["stage"] == "final"
+    body = json.loads(events[-2][1])
+    assert {e["id"] for e in body["response"]["result_entities"]} == {LUFFY, NAMI}
+    assert body["plan"], "the /query body carries its plan in the stream too"
+    # the stream is the trajectory: the same events are stored
+    stored = (await client.get(f"/v1/trajectories/{body['trajectory_id']}")).json()["events"]
+    assert [(e["seq"], e["stage"], e["type"]) for e in stored] == \
+           [(e["seq"], e["stage"], e["type"]) for e in trajectory]
+
+
+@pytest.mark.parametrize("stream", [True, False])
+async def test_a_client_that_disconnects_cancels_its_run(runtime: Runtime, settings: Settings, stream: bool) -> None:
+    service = GatedService(runtime, hold_after=2)
+    app = create_app(service, settings)
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="off"))
+    serving = asyncio.create_task(server.serve())
+    request_id = f"req-walks-away-{stream}"
+    body = {"question": "Which anime is Luffy in?", "stream": stream}
+    try:
+        while not server.started:  # noqa: ASYNC110 (uvicorn has a flag for this, not an event)
+            await asyncio.sleep(0.02)
+        port = server.servers[0].sockets[0].getsockname()[1]
+        async with httpx.AsyncClient(base_url=f"http://127.0.0.1:{port}", timeout=30) as http:
+            if stream:
+                seen: list[dict[str, Any]] = []
+                async with http.stream("POST", "/v1/search_ai", json=body,
+                                       headers={"X-Request-ID": request_id}) as resp:
+                    assert resp.status_code == 200
+                    async for line in resp.aiter_lines():
+                        if line.startswith("data:"):
+                            seen.append(json.loads(line.removeprefix("data:")))
+                        if len(seen) == 2:
+                            break  # leaving the block closes the connection half way through the run
+                assert [e["seq"] for e in seen] == [1, 2]
+            else:
+                with pytest.raises(httpx.ReadTimeout):  # the client gives up and hangs up
+                    await http.post("/v1/search_ai", json=body, headers={"X-Request-ID": request_id}, timeout=1)
+        async with asyncio.timeout(15):
+            await service.cancelled.wait()
+            while True:  # the orchestrator records the cancellation in the trajectory
+                traj = await runtime.store.by_request_id(request_id)
+                if traj is not None and traj.status == "cancelled":
+                    break
+                await asyncio.sleep(0.05)
+            while True:  # and its slot is given back
+                if "agentic_rag_runs_in_flight 0.0" in await http_get_metrics(app):
+                    break
+                await asyncio.sleep(0.05)
+        assert traj.events[-1].type == "error" and traj.events[-1].payload["status"] == "cancelled"
+    finally:
+        service.gate.set()
+        server.should_exit = True
+        await serving
+
+
+async def http_get_metrics(app: FastAPI) -> str:
+    async with client_for(app) as c:
+        return (await c.get("/metrics")).text
+
+
+# -- clarification and trajectories ------------------------------------------------------------------
+
+
+async def test_clarification_round_trip(client: httpx.AsyncClient) -> None:
+    asked = (await client.post("/v1/search_ai", json={"question": "Tell me about Naruto"})).json()
+    assert asked["status"] == "needs_clarification"
+    choices = asked["response"]["clarification"]["choices"]
+    index = next(i for i, c in enumerate(choices) if c["entity"]["entity_type"] == "character")
+    tid = asked["trajectory_id"]
+
+    not_offered = await client.post(f"/v1/search_ai/{tid}/clarify", json={"choice": 9})
+    assert "not one of the offered choices" in assert_error(not_offered, 422, "invalid_choice")["message"]
+    stranger = await client.post(f"/v1/search_ai/{tid}/clarify", json={"choice": index},
+                                 headers={"X-Tenant": "someone-else"})
+    assert_error(stranger, 404, "not_found")
+
+    done = await client.post(f"/v1/search_ai/{tid}/clarify", json={"choice": index})
+    assert done.status_code == 200, done.text
+    body = done.json()
+    assert body["trajectory_id"] == tid and body["status"] == "answered"
+    assert choices[index]["entity"] in body["response"]["result_entities"]
+
+    again = await client.post(f"/v1/search_ai/{tid}/clarify", json={"choice": index})
+    assert_error(again, 409, "conflict")
+    unknown = await client.post(f"/v1/search_ai/{uuid.uuid4()}/clarify", json={"choice": 0})
+    assert_error(unknown, 404, "not_found")
+
+
+async def test_clarify_by_entity_id(client: httpx.AsyncClient) -> None:
+    asked = (await client.post("/v1/search_ai", json={"question": "Tell me about Naruto"})).json()
+    character = next(c["entity"] for c in asked["response"]["clarification"]["choices"]
+                     if c["entity"]["entity_type"] == "character")
+    done = await client.post(f"/v1/search_ai/{asked['trajectory_id']}/clarify",
+                             json={"choice": character["id"].upper()})  # ids compare case-insensitively
+    assert done.status_code == 200, done.text
+    assert character in done.json()["response"]["result_entities"]
+
+
+async def test_a_trajectory_is_read_back_by_its_own_tenant_only(client: httpx.AsyncClient) -> None:
+    tenant = {"X-Tenant": "team_a"}
+    run = (await client.post("/v1/search_ai", json={"question": "Which anime is Luffy in?"}, headers=tenant)).json()
+    resp = await client.get(f"/v1/trajectories/{run['trajectory_id']}", headers=tenant)
+    assert resp.status_code == 200, resp.text
+    traj = resp.json()
+    assert traj["tenant"] == "team_a" and traj["status"] == "answered" and traj["request_id"] == run["request_id"]
+    assert [e["seq"] for e in traj["events"]] == list(range(1, len(traj["events"]) + 1))
+    assert traj["final_response"]["answer"] == run["response"]["answer"]
+    for other in ({"X-Tenant": "team_b"}, {}):
+        assert_error(await client.get(f"/v1/trajectories/{run['trajectory_id']}", headers=other), 404, "not_found")
+    assert_error(await client.get("/v1/trajectories/x", headers={"X-Tenant": "no spaces!"}), 422)
+
+
+async def test_entities_are_hydrated_in_the_order_asked(client: httpx.AsyncClient) -> None:
+    missing = str(uuid.uuid4())
+    resp = await client.get("/v1/entities", params={"ids": f"anime:{ONE_PIECE},character:{LUFFY}",
+                                                    "ref": [f"character:{NAMI}", f"anime:{missing}"]})
+    assert resp.status_code == 200, resp.text
+    body = resp.json()
+    assert [e["id"] for e in body["entities"]] == [ONE_PIECE, LUFFY, NAMI]
+    assert body["entities"][0]["name"] == "One Piece" and "studios" in body["entities"][0]
+    assert body["missing"] == [{"entity_type": "anime", "id": missing}]
+    too_many = ",".join(f"anime:{uuid.uuid4()}" for _ in range(101))
+    assert_error(await client.get("/v1/entities", params={"ids": too_many}), 422)
+    assert_error(await client.get("/v1/entities", params={"ids": "robot:123"}), 422, "validation_error")
+    assert_error(await client.get("/v1/entities"), 422)
+
+
+# -- operations --------------------------------------------------------------------------------------
+
+
+async def test_probes(client: httpx.AsyncClient) -> None:
+    assert (await client.get("/healthz")).json() == {"status": "ok"}
+    ready = await client.get("/readyz")
+    assert ready.status_code == 200, ready.text
+    assert ready.json() == {"ready": True, "checks": {"postgres": True, "qdrant": True, "models": True}}
+
+
+async def test_metrics_show_the_run(service: LocalAgentService, settings: Settings) -> None:
+    async with client_for(create_app(service, settings)) as c:
+        assert (await c.post("/v1/search_ai", json={"question": "Which anime is Luffy in?"})).status_code == 200
+        assert (await c.post("/v1/search_ai", json={"question": ""})).status_code == 422
+        text = (await c.get("/metrics")).text
+    assert 'agentic_rag_runs_total{mode="agentic",status="answered"} 1.0' in text
+    assert 'agentic_rag_run_stage_duration_seconds_count{stage="total"} 1.0' in text
+    assert 'agentic_rag_run_stage_duration_seconds_count{stage="qdrant"} 1.0' in text
+    assert 'agentic_rag_run_stage_duration_seconds_bucket{le="+Inf",stage="planner_llm"} 1.0' in text
+    assert 'agentic_rag_run_turns_count 1.0' in text
+    assert 'agentic_rag_runs_in_flight 0.0' in text
+    assert 'agentic_rag_http_requests_total{method="POST",route="/v1/search_ai",status="200"} 1.0' in text
+    assert 'agentic_rag_http_requests_total{method="POST",route="/v1/search_ai",status="422"} 1.0' in text
+    assert 'agentic_rag_http_request_duration_seconds_count{method="POST",route="/v1/search_ai"} 2.0' in text
+
+
+@pytest.mark.parametrize(("method", "path", "body", "status"), [
+    ("POST", "/v1/search_ai", {"question": ""}, 422),
+    ("POST", "/v1/search_ai", {"question": "   "}, 422),
+    ("POST", "/v1/search_ai", {"question": "x" * 5000}, 422),
+    ("POST", "/v1/search_ai", {"question": "Who is Luffy?", "mode": "psychic"}, 422),
+    ("POST", "/v1/search_ai", {"question": "Who is\x00 Luffy?"}, 422),
+    ("POST", "/v1/search_ai", {"question": "Who is Luffy?", "extra": 1}, 422),
+    ("POST", "/v1/search_ai", ["not", "an", "object"], 422),
+    ("POST", "/v1/search_ai", None, 422),
+    ("POST", "/v1/search", {"q": ""}, 422),
+    ("POST", "/v1/search", {"q": "luffy", "limit": 0}, 422),
+    ("POST", "/v1/search", {"q": "luffy", "types": ["robot"]}, 422),
+    ("POST", "/v1/search_ai/not-a-uuid/clarify", {"choice": 0}, 422),
+    ("POST", f"/v1/search_ai/{uuid.uuid4()}/clarify", {"choice": -1}, 422),
+    ("POST", f"/v1/search_ai/{uuid.uuid4()}/clarify", {"choice": "Naruto"}, 422),
+    ("GET", "/v1/trajectories/not-a-uuid", None, 422),
+    ("GET", f"/v1/trajectories/{uuid.uuid4()}", None, 404),
+    ("GET", "/v1/nowhere", None, 404),
+    ("GET", "/v1/search_ai", None, 405),
+])
+async def test_bad_input_gets_a_json_4xx(client: httpx.AsyncClient, method: str, path: str, body: Any,
+                                         status: int) -> None:
+    resp = await client.request(method, path, json=body)
+    assert_error(resp, status)
+
+
+async def test_malformed_or_huge_bodies(client: httpx.AsyncClient) -> None:
+    headers = {"content-type": "application/json"}
+    assert_error(await client.post("/v1/search_ai", content=b'{"question": "Luffy', headers=headers), 400,
+                 "invalid_json")
+    assert_error(await client.post("/v1/search_ai", content=b"\xff\xfe", headers=headers), 400)
+    # a lone surrogate is valid JSON but not storable text
+    assert_error(await client.post("/v1/search_ai", content=b'{"question": "\\ud800 Luffy"}', headers=headers), 422)
+    huge = json.dumps({"question": "x" * 100_000}).encode()
+    assert_error(await client.post("/v1/search_ai", content=huge, headers=headers), 413, "payload_too_large")
+
+
+async def test_a_bad_request_id_is_replaced(client: httpx.AsyncClient) -> None:
+    resp = await client.post("/v1/search", json={"q": "luffy"}, headers={"X-Request-ID": "no spaces allowed"})
+    assert resp.status_code == 200 and resp.headers["x-request-id"] != "no spaces allowed"
+    assert len(resp.headers["x-request-id"]) == 32
+
+
+async def test_api_keys_are_enforced_when_configured(service: LocalAgentService, settings: Settings) -> None:
+    keyed = create_app(service, settings.model_copy(update={"api_keys": ["k-one", "k-two"]}))
+    async with client_for(keyed) as c:
+        missing = await c.post("/v1/search", json={"q": "luffy"})
+        assert_error(missing, 401, "unauthorized")
+        assert missing.headers["www-authenticate"] == "Bearer"
+        assert_error(await c.post("/v1/search", json={"q": "luffy"}, headers={"Authorization": "Bearer nope"}), 401)
+        assert_error(await c.get(f"/v1/trajectories/{uuid.uuid4()}", headers={"X-API-Key": "k-on"}), 401)
+        ok = await c.post("/v1/search", json={"q": "luffy"}, headers={"Authorization": "Bearer k-two"})
+        assert ok.status_code == 200
+        ok = await c.post("/v1/search", json={"q": "luffy"}, headers={"X-API-Key": "k-one"})
+        assert ok.status_code == 200
+        assert (await c.get("/healthz")).status_code == 200, "probes stay open"
+        schema = (await c.get("/openapi.json")).json()
+        assert {"HTTPBearer", "APIKeyHeader"} <= set(schema["components"]["securitySchemes"])
+    async with client_for(create_app(service, settings)) as c:
+        assert (await c.post("/v1/search", json={"q": "luffy"})).status_code == 200, "no keys configured: open"
+
+
+async def test_overload_is_refused_at_once_with_retry_after(runtime: Runtime, settings: Settings) -> None:
+    service = GatedService(runtime)
+    async with client_for(create_app(service, settings.model_copy(update={"max_inflight_runs": 1}))) as c:
+        first = asyncio.create_task(c.post("/v1/search_ai", json={"question": "Which anime is Luffy in?"}))
+        await asyncio.wait_for(service.entered.wait(), 10)
+        async with asyncio.timeout(5):  # refused, not queued
+            second = await c.post("/v1/search_ai", json={"question": "Who is Nami?"})
+            streamed = await c.post("/v1/search_ai", json={"question": "Who is Nami?", "stream": True})
+        for refused in (second, streamed):
+            assert_error(refused, 503, "overloaded")
+            assert refused.headers["retry-after"] == "1"
+        assert (await c.post("/v1/search", json={"q": "nami"})).status_code == 200, "typeahead is not limited"
+        service.gate.set()
+        assert (await first).status_code == 200
+        assert (await c.post("/v1/search_ai", json={"question": "Who is Nami?"})).status_code == 200, "slot freed"
+        assert "agentic_rag_runs_in_flight 0.0" in (await c.get("/metrics")).text
+
+
+async def test_an_unreachable_store_is_a_503_with_retry_after(runtime: Runtime, settings: Settings) -> None:
+    dead = AsyncConnectionPool("host=127.0.0.1 port=1 connect_timeout=1", min_size=0, max_size=1, open=False,
+                               timeout=1)
+    await dead.open()
+    try:
+        fast = settings.model_copy(update={"retry_attempts": 1, "query_timeout_ms": 1000})
+        orchestrator, store = build_orchestrator(fast, dead, runtime.qdrant, runtime.embedder)
+        down = LocalAgentService(Runtime(fast, dead, runtime.qdrant, runtime.embedder, store, orchestrator))
+        async with client_for(create_app(down, fast)) as c:
+            for resp in (await c.post("/v1/search_ai", json={"question": "Which anime is Luffy in?"}),
+                         await c.post("/v1/search_ai", json={"question": "Which anime is Luffy in?", "stream": True}),
+                         await c.post("/v1/search", json={"q": "luffy"}),
+                         await c.get(f"/v1/trajectories/{uuid.uuid4()}")):
+                error = assert_error(resp, 503, "unavailable")
+                assert resp.headers["retry-after"] == "1" and "port=1" not in error["message"]
+            ready = await c.get("/readyz")
+            assert ready.status_code == 503
+            assert ready.json()["checks"] == {"postgres": False, "qdrant": True, "models": True}
+    finally:
+        await dead.close()
+
+
+async def test_64_concurrent_runs_all_succeed(client: httpx.AsyncClient) -> None:
+    questions = ["Which anime is Luffy in?", "How is Luffy related to Nami?", "What is the sequel of Naruto?",
+                 "Who is Nami?"]
+    responses = await asyncio.gather(*(
+        client.post("/v1/search_ai", json={"question": questions[i % len(questions)]}) for i in range(64)))
+    assert [r.status_code for r in responses] == [200] * 64, [r.text for r in responses if r.status_code != 200][:2]
+    bodies = [r.json() for r in responses]
+    assert len({b["trajectory_id"] for b in bodies}) == 64
+    for i, b in enumerate(bodies[:4]):  # same question, same answer, whatever ran beside it
+        assert all(o["response"]["answer"] == b["response"]["answer"] for o in bodies[i::4])

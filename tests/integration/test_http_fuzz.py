@@ -1,0 +1,138 @@
+"""Schemathesis against the app's own OpenAPI, in-process: generated requests never get a 5xx, never hang.
+
+Schemathesis drives an ASGI app from an event loop of its own (one shared thread), and a psycopg pool
+belongs to the loop that opened it; so the service here opens its own pool on that loop,
+over the session's database, on first use. The service behind it is the real one.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from typing import Any
+
+import pytest
+import schemathesis
+from fastapi import FastAPI
+from hypothesis import HealthCheck
+from hypothesis import settings as hypothesis_settings
+from psycopg_pool import AsyncConnectionPool
+from qdrant_client import QdrantClient
+from schemathesis.checks import not_a_server_error
+from schemathesis.specs.openapi.checks import (
+    content_type_conformance,
+    response_schema_conformance,
+    status_code_conformance,
+)
+
+from agentic_rag.catalog.ingest import IngestReport
+from agentic_rag.deployments.http import create_app
+from agentic_rag.deployments.service import LocalAgentService
+from agentic_rag.models.embeddings import Embedder
+from agentic_rag.orchestrator.loop import EventSink, RunResult
+from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
+from agentic_rag.orchestrator.state import Mode
+from agentic_rag.orchestrator.trajectory import Trajectory
+from agentic_rag.protocol import EntityRef
+from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
+from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import make_pool
+
+pytestmark = pytest.mark.integration
+
+EXAMPLES_PER_OPERATION = 75  # 8 operations
+MIN_REQUESTS = 500
+REQUEST_TIMEOUT_S = 60  # a request that takes longer is a hang
+sent: list[str] = []
+
+
+class LoopLocalService:
+    """The real :class:`LocalAgentService`, built on first use on the loop that serves the app."""
+
+    def __init__(self) -> None:
+        self.config: tuple[str, Settings, QdrantClient, Embedder] | None = None
+        self.inner: LocalAgentService | None = None
+        self.pool: AsyncConnectionPool | None = None
+        self.lock = asyncio.Lock()
+
+    async def _service(self) -> LocalAgentService:
+        async with self.lock:
+            if self.inner is None:
+                assert self.config is not None, "the fuzz_service fixture gives the database and the models"
+                dsn, settings, qdrant, embedder = self.config
+                self.pool = make_pool(dsn, settings)
+                await self.pool.open(wait=True)
+                orchestrator, store = build_orchestrator(settings, self.pool, qdrant, embedder)
+                self.inner = LocalAgentService(Runtime(settings, self.pool, qdrant, embedder, store, orchestrator))
+            return self.inner
+
+    async def close(self) -> None:
+        """Close the pool; a later request builds the service again."""
+        async with self.lock:
+            if self.pool is not None:
+                await self.pool.close()
+            self.pool = self.inner = None
+
+    async def search(self, q: TypeaheadQuery) -> list[TypeaheadHit]:
+        return await (await self._service()).search(q)
+
+    async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
+                  sink: EventSink | None = None) -> RunResult:
+        return await (await self._service()).ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=sink)
+
+    async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
+                     sink: EventSink | None = None) -> RunResult:
+        service = await self._service()
+        return await service.resume(trajectory_id, choice, tenant=tenant, request_id=request_id, sink=sink)
+
+    async def trajectory(self, trajectory_id: uuid.UUID, *, tenant: str) -> Trajectory | None:
+        return await (await self._service()).trajectory(trajectory_id, tenant=tenant)
+
+    async def entities(self, refs: list[EntityRef]) -> list[dict[str, Any]]:
+        return await (await self._service()).entities(refs)
+
+    async def ready(self) -> dict[str, bool]:
+        return await (await self._service()).ready()
+
+
+SERVICE = LoopLocalService()
+
+
+@asynccontextmanager
+async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+    try:
+        yield
+    finally:  # on the loop the pool was opened on
+        await SERVICE.close()
+
+
+# Loaded at import, as schemathesis' pytest integration wants; the service connects on first use.
+APP = create_app(SERVICE, Settings())
+APP.router.lifespan_context = lifespan
+schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
+
+
+@pytest.fixture(scope="module", autouse=True)
+def fuzz_service(demo: IngestReport, dsn: str, settings: Settings, qdrant: QdrantClient,
+                 embedder: Embedder) -> None:
+    # Schemathesis ends the app's lifespan (closing the pool) after each test; the next one reconnects.
+    SERVICE.config = (dsn, settings, qdrant, embedder)
+
+
+@schema.parametrize()
+@hypothesis_settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
+                     suppress_health_check=list(HealthCheck))
+def test_generated_requests_get_no_server_error(case: Any) -> None:
+    sent.append(case.operation.label)
+    case.call_and_validate(timeout=REQUEST_TIMEOUT_S, checks=[
+        not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
+    ])
+
+
+def test_enough_requests_were_generated() -> None:
+    if not sent:
+        pytest.skip("run with test_generated_requests_get_no_server_error")
+    assert len(sent) >= MIN_REQUESTS, {op: sent.count(op) for op in set(sent)}
+    assert len(set(sent)) == 8, set(sent)

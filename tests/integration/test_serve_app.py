@@ -1,0 +1,217 @@
+"""The Ray Serve application end to end: configs/local.yaml on a local Ray, over real HTTP and gRPC.
+
+The app gets the session's database and a Qdrant local-mode path of its own (local mode allows one
+process per path, and the session's ``qdrant`` fixture holds its path open): the session's indexed
+points are copied there, so nothing is embedded twice. A Ray cluster and a deployed app cost most of
+the time, so the app starts once for the module: one test over HTTP (cold start, both lanes,
+streaming, trajectories, readiness, 64 concurrent runs), one over gRPC through Serve's gRPC proxy.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import socket
+import time
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from qdrant_client import QdrantClient, models
+from ray.serve.schema import ServeDeploySchema
+
+from agentic_rag.catalog.ingest import IngestReport
+from agentic_rag.catalog.vocabulary import entity_id
+from agentic_rag.deployments import launch
+from agentic_rag.deployments.proto import searchai_pb2 as pb
+from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
+from agentic_rag.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+CONFIG = Path(__file__).resolve().parents[2] / "configs" / "local.yaml"
+LUFFY, ONE_PIECE = str(entity_id("character", "monkey-d-luffy")), str(entity_id("anime", "one-piece"))
+NAMI = str(entity_id("character", "nami"))
+CONCURRENT = 64
+
+
+def _free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+def _copy_points(src: QdrantClient, dst: QdrantClient) -> int:
+    """Every collection of ``src`` with its vectors and payloads, into ``dst``."""
+    copied = 0
+    for c in src.get_collections().collections:
+        vectors = src.get_collection(c.name).config.params.vectors
+        assert isinstance(vectors, models.VectorParams)
+        dst.create_collection(c.name, vectors_config=vectors)
+        offset: Any = None
+        while True:
+            points, offset = src.scroll(c.name, limit=256, offset=offset, with_payload=True, with_vectors=True)
+            dst.upsert(c.name, [models.PointStruct(id=p.id, vector=p.vector, payload=p.payload)
+                                for p in points])
+            copied += len(points)
+            if offset is None:
+                break
+    return copied
+
+
+@pytest.fixture(scope="module")
+def serve_qdrant(demo: IngestReport, qdrant: QdrantClient, tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("serve") / "qdrant"
+    dst = QdrantClient(path=str(path))
+    try:
+        assert _copy_points(qdrant, dst) > 1000
+    finally:
+        dst.close()  # the VectorRetriever replica opens it next
+    return path
+
+
+@pytest.fixture(scope="module")
+def serve_config(serve_qdrant: Path, dsn: str, settings: Settings) -> ServeDeploySchema:
+    """configs/local.yaml on free ports, over the session's database and a copy of its Qdrant points."""
+    return launch.load_config(CONFIG, port=_free_port(), grpc_port=_free_port(), args={
+        "database_url": dsn, "qdrant_path": str(serve_qdrant), "data_dir": str(settings.data_dir.resolve()),
+        "log_level": "WARNING",
+    })
+
+
+@pytest.fixture(scope="module")
+def serve_url(serve_config: ServeDeploySchema) -> Iterator[tuple[str, float]]:
+    """The app on a fresh local Ray; yields its URL and when the start began."""
+    config = serve_config
+    t0 = time.perf_counter()
+    launch.start_ray(num_cpus=2, log_to_driver=False)
+    try:
+        launch.deploy(config)
+        launch.wait_until_running(config, timeout_s=150)
+        yield launch.app_url(config), t0
+    finally:
+        launch.shutdown()
+
+
+def _sse(text: str) -> list[tuple[str, str]]:
+    """(event, data) pairs of a server-sent event stream; comments (pings) are skipped."""
+    out = []
+    for block in text.replace("\r\n", "\n").split("\n\n"):
+        fields: dict[str, str] = {}
+        for line in block.split("\n"):
+            if line and not line.startswith(":"):
+                name, _, value = line.partition(":")
+                fields[name] = value.removeprefix(" ")
+        if fields:
+            out.append((fields.get("event", "message"), fields.get("data", "")))
+    return out
+
+
+def test_serve_app_answers_over_http(serve_url: tuple[str, float]) -> None:
+    url, t0 = serve_url
+    with httpx.Client(base_url=url, timeout=60) as http:
+        first = http.post("/v1/search_ai", json={"question": "Which anime is Luffy in?"},
+                          headers={"X-Request-ID": "serve-first"})
+        cold_start_s = time.perf_counter() - t0
+        print(f"\ncold start to first answer: {cold_start_s:.1f} s (Ray start, deploy, first run)")
+        assert first.status_code == 200, first.text
+        body = first.json()
+        assert body["status"] == "answered"
+        assert ONE_PIECE in {e["id"] for e in body["response"]["result_entities"]}
+        assert body["request_id"] == "serve-first" and body["timings"]["qdrant_ms"] > 0
+
+        # the typeahead lane (GraphRetriever), from a typo
+        hits = http.post("/v1/search", json={"q": "lufy", "types": ["character"], "limit": 5})
+        assert hits.status_code == 200, hits.text
+        assert hits.json()["hits"][0]["entity"] == {"entity_type": "character", "id": LUFFY}
+
+        # the trajectory, read back through the Orchestrator's store
+        traj = http.get(f"/v1/trajectories/{body['trajectory_id']}")
+        assert traj.status_code == 200, traj.text
+        assert traj.json()["status"] == "answered" and traj.json()["request_id"] == "serve-first"
+
+        # streamed: trajectory events as they are written (a streaming handle call), then the response
+        streamed = http.post("/v1/search_ai", json={"question": "Which anime is Luffy in?", "stream": True})
+        assert streamed.status_code == 200, streamed.text
+        events = _sse(streamed.text)
+        seqs = [json.loads(d)["seq"] for e, d in events if e == "trajectory"]
+        assert seqs and seqs == list(range(1, len(seqs) + 1))
+        assert [e for e, _ in events if e != "trajectory"][:1] == ["response"]
+
+        ready = http.get("/readyz")
+        assert ready.status_code == 200 and ready.json()["checks"] == {"postgres": True, "qdrant": True,
+                                                                       "models": True}
+        bad = http.post("/v1/search_ai", json={"question": ""})
+        assert bad.status_code == 422 and "Traceback" not in bad.text
+
+    statuses, answers, elapsed = asyncio.run(_concurrent(url))
+    print(f"{CONCURRENT} concurrent search_ai: {elapsed:.1f} s")
+    assert statuses == [200] * CONCURRENT
+    assert all(ONE_PIECE in ids for ids in answers)
+
+
+async def _concurrent(url: str) -> tuple[list[int], list[set[str]], float]:
+    limits = httpx.Limits(max_connections=CONCURRENT)
+    async with httpx.AsyncClient(base_url=url, timeout=120, limits=limits) as http:
+        t0 = time.perf_counter()
+        resps = await asyncio.gather(*(
+            http.post("/v1/search_ai", json={"question": "Which anime is Luffy in?"},
+                      headers={"X-Request-ID": f"serve-load-{i}-{uuid.uuid4().hex[:6]}"})
+            for i in range(CONCURRENT)))
+        elapsed = time.perf_counter() - t0
+    answers = [{e["id"] for e in r.json()["response"]["result_entities"]} if r.status_code == 200 else set()
+               for r in resps]
+    return [r.status_code for r in resps], answers, elapsed
+
+
+async def test_searchai_over_grpc(serve_url: tuple[str, float], serve_config: ServeDeploySchema) -> None:
+    """The SearchAI service through Serve's gRPC proxy, with a real gRPC client: both lanes, clarification, errors."""
+    target = launch.grpc_target(serve_config)
+    assert target is not None
+    # the proxy picks the application by this metadata key
+    app = (("application", serve_config.applications[0].name),)
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = pb_grpc.SearchAIStub(channel)
+        t0 = time.perf_counter()
+        reply = await stub.Ask(pb.AskRequest(question="How is Luffy related to Nami?", request_id="grpc-ask"),
+                               metadata=app, timeout=60)
+        print(f"\ngRPC Ask: {time.perf_counter() - t0:.2f} s")
+        assert reply.status == pb.STATUS_ANSWERED and reply.request_id == "grpc-ask"
+        assert {LUFFY, NAMI} <= {e.id for e in reply.result_entities}
+        assert any(p.rels and len(p.nodes) == len(p.rels) + 1 for p in reply.evidence.paths)
+        assert reply.turns >= 1 and reply.latency_ms > 0 and reply.answer
+
+        hits = await stub.Search(pb.SearchRequest(q="lufy", types=["character"], limit=5), metadata=app, timeout=30)
+        assert (hits.hits[0].entity.entity_type, hits.hits[0].entity.id) == ("character", LUFFY)
+
+        asked = await stub.Ask(pb.AskRequest(question="Tell me about Naruto"), metadata=app, timeout=60)
+        assert asked.status == pb.STATUS_NEEDS_CLARIFICATION and len(asked.clarification.choices) >= 2
+        index, choice = next((i, c) for i, c in enumerate(asked.clarification.choices)
+                             if c.entity.entity_type == "character")
+        done = await stub.Clarify(pb.ClarifyRequest(trajectory_id=asked.trajectory_id, index=index),
+                                  metadata=app, timeout=60)
+        assert done.status == pb.STATUS_ANSWERED and done.trajectory_id == asked.trajectory_id
+        assert choice.entity.id in {e.id for e in done.result_entities}
+
+        # failures arrive as status codes set by the ingress, passed through by the proxy
+        for call, code in [
+            (stub.Ask(pb.AskRequest(question=""), metadata=app), grpc.StatusCode.INVALID_ARGUMENT),
+            (stub.Clarify(pb.ClarifyRequest(trajectory_id=asked.trajectory_id, index=index), metadata=app),
+             grpc.StatusCode.FAILED_PRECONDITION),
+            (stub.Clarify(pb.ClarifyRequest(trajectory_id=str(uuid.uuid4()), index=0), metadata=app),
+             grpc.StatusCode.NOT_FOUND),
+        ]:
+            with pytest.raises(grpc.aio.AioRpcError) as raised:
+                await call
+            assert raised.value.code() == code, raised.value.details()
+            assert "Traceback" not in (raised.value.details() or "")
+
+    # the gRPC run is the same trajectory the HTTP API reads back, under the request id the client gave
+    url, _ = serve_url
+    async with httpx.AsyncClient(base_url=url, timeout=30) as http:
+        traj = await http.get(f"/v1/trajectories/{reply.trajectory_id}")
+        assert traj.status_code == 200 and traj.json()["request_id"] == "grpc-ask"

@@ -1,0 +1,143 @@
+"""The Serve config files: valid for Ray's own schema, and consistent with the application they deploy."""
+
+from __future__ import annotations
+
+import inspect
+import re
+from pathlib import Path
+from typing import Any
+
+import pytest
+import yaml
+from ray.serve._private import api as serve_private_api
+from ray.serve._private.client import ServeControllerClient
+from ray.serve.config import gRPCOptions
+from ray.serve.schema import ServeDeploySchema
+
+from agentic_rag.deployments.app import DEPLOYMENTS, build_app
+from agentic_rag.deployments.args import settings_from
+from agentic_rag.deployments.ingress import Ingress
+from agentic_rag.deployments.proto import searchai_pb2
+from agentic_rag.settings import Settings
+
+CONFIGS = Path(__file__).resolve().parents[2] / "configs"
+NAMES = {d.name for d in DEPLOYMENTS}
+
+
+def _load(name: str) -> ServeDeploySchema:
+    return ServeDeploySchema.model_validate(yaml.safe_load((CONFIGS / name).read_text(encoding="utf-8")))
+
+
+def _overrides(config: ServeDeploySchema) -> dict[str, dict[str, Any]]:
+    app = config.applications[0]
+    return {d.name: d.model_dump(exclude_unset=True, exclude={"name"}) for d in app.deployments}
+
+
+@pytest.mark.parametrize("name", ["local.yaml", "gpu.yaml"])
+def test_config_is_valid_for_serve_and_names_the_app_builder(name: str) -> None:
+    config = _load(name)
+    assert len(config.applications) == 1
+    app = config.applications[0]
+    assert app.import_path == "agentic_rag.deployments.app:build_app"
+    assert build_app.__module__ == "agentic_rag.deployments.app"
+    # every override names a deployment of the application, or Serve refuses the whole config at deploy time
+    assert set(_overrides(config)) == NAMES
+
+
+@pytest.mark.parametrize("name", ["local.yaml", "gpu.yaml"])
+def test_overrides_are_options_the_deployments_accept(name: str) -> None:
+    by_name = {d.name: d for d in DEPLOYMENTS}
+    for dep_name, options in _overrides(_load(name)).items():
+        deployment = by_name[dep_name]
+        if "autoscaling_config" in options:
+            options = {**options, "num_replicas": None}
+        deployment.options(**options)  # raises on a bad combination (replica counts with autoscaling, ...)
+        # a deployment's ray_actor_options in a config replace the code's as a whole: CPUs must be explicit
+        assert "num_cpus" in options["ray_actor_options"], dep_name
+
+
+@pytest.mark.parametrize("name", ["local.yaml", "gpu.yaml"])
+def test_args_and_env_are_settings(name: str) -> None:
+    app = _load(name).applications[0]
+    settings = settings_from(app.args)
+    env = app.runtime_env.get("env_vars", {})
+    fields = {k.removeprefix("RAG_").lower(): v for k, v in env.items() if k.startswith("RAG_")}
+    assert set(fields) <= set(Settings.model_fields), "a RAG_ variable that no setting reads"
+    assert "database_url" not in app.args and "RAG_DATABASE_URL" not in env, "a DSN belongs in a secret"
+    settings_from({**app.args, **fields})
+    assert settings.planner_backend in ("heuristic", "vllm")
+
+
+@pytest.mark.parametrize("name", ["local.yaml", "gpu.yaml"])
+def test_grpc_options_serve_searchai_and_the_ingress_implements_it(name: str) -> None:
+    options = _load(name).grpc_options
+    assert options.port == 9000
+    assert options.request_timeout_s == _load(name).http_options.request_timeout_s
+    # imported the way Serve's proxy imports them; one that does not import is dropped with only a warning
+    [add_servicer] = gRPCOptions(**options.model_dump()).grpc_servicer_func_callable
+    assert add_servicer.__name__ == "add_SearchAIServicer_to_server"
+    # the proxy calls the ingress method named like the RPC, passing the context by this parameter name
+    rpcs = set(searchai_pb2.DESCRIPTOR.services_by_name["SearchAI"].methods_by_name)
+    assert rpcs == {"Ask", "Search", "Clarify"}
+    for rpc in rpcs:
+        method = getattr(Ingress.func_or_class, rpc)
+        assert inspect.iscoroutinefunction(method)
+        assert list(inspect.signature(method).parameters) == ["self", "request", "grpc_context"], rpc
+
+
+def test_local_config_fits_one_cpu_machine() -> None:
+    config = _load("local.yaml")
+    overrides = _overrides(config)
+    actors = [o["ray_actor_options"] for o in overrides.values()]
+    assert not any(a.get("num_gpus") for a in actors)
+    # every deployment at its minimum scale fits in 2 CPUs, with room for the controller and proxy
+    assert sum(a["num_cpus"] for a in actors) <= 1.5
+    assert config.http_options.host == "127.0.0.1"
+    settings = settings_from(config.applications[0].args)
+    assert settings.qdrant_url is None and settings.planner_backend == "heuristic"
+    # Qdrant local mode: one process per storage path, so the config must not make the retriever scale
+    assert "autoscaling_config" not in overrides["VectorRetriever"]
+    assert "num_replicas" not in overrides["VectorRetriever"]
+
+
+def test_gpu_config_puts_each_model_on_a_gpu_and_scales_the_rest() -> None:
+    config = _load("gpu.yaml")
+    app = config.applications[0]
+    overrides = _overrides(config)
+    env = app.runtime_env["env_vars"]
+    assert env["RAG_PLANNER_BACKEND"] == "vllm" and env["RAG_VALIDATOR_BACKEND"] == "vllm"
+    for model in ("PlannerModel", "ValidatorModel"):
+        assert overrides[model]["ray_actor_options"]["num_gpus"] == 1
+    for name in NAMES - {"PlannerModel", "ValidatorModel"}:
+        assert not overrides[name]["ray_actor_options"].get("num_gpus"), name
+        assert overrides[name]["autoscaling_config"]["min_replicas"] >= 2, name
+    assert settings_from(app.args).qdrant_url
+
+
+def test_the_private_serve_api_the_launcher_uses_still_exists() -> None:
+    # ray is pinned; this fails loudly on an upgrade that moves what `serve run CONFIG` itself calls
+    assert callable(serve_private_api.serve_start)
+    assert callable(ServeControllerClient.deploy_apps)
+
+
+def test_app_args_by_field_name_reach_aliased_settings() -> None:
+    # Settings ignores a bare field name when the field has an alias (database_url, agent_max_turns)
+    settings = settings_from({"agent_max_turns": 3, "database_url": "postgresql://u@h:5432/db"})
+    assert settings.agent_max_turns == 3
+    assert settings.database_url == "postgresql://u@h:5432/db"
+
+
+def test_unknown_app_args_are_an_error() -> None:
+    with pytest.raises(ValueError, match="unknown setting"):
+        settings_from({"planner_backnd": "vllm"})
+
+
+def test_gpu_config_stays_within_postgres_connections() -> None:
+    config = _load("gpu.yaml")
+    overrides = _overrides(config)
+    pool = settings_from(config.applications[0].args).pool_max_size
+    postgres = (CONFIGS.parent / "k8s" / "postgres.yaml").read_text(encoding="utf-8")
+    limit = int(re.search(r"max_connections=(\d+)", postgres).group(1))  # type: ignore[union-attr]
+    # every replica of these holds a pool of its own; leave room for ingest and administration
+    holders = ("Orchestrator", "GraphRetriever", "VectorRetriever")
+    assert sum(overrides[n]["autoscaling_config"]["max_replicas"] for n in holders) * pool <= limit - 50
