@@ -7,6 +7,7 @@ is requests answered per second of the measured window.
 
 from __future__ import annotations
 
+import bisect
 from collections import Counter
 from collections.abc import Sequence
 
@@ -159,3 +160,10 @@ def find_knee(steps: Sequence[StepSummary]) -> Knee | None:
         r_min = min(s.lanes["search_ai"].latency.mean_ms or 0.0 for s in usable) / 1000
         saturation = x_max * r_min
     return Knee(label=best.label, level=best.level, power=power, saturation_level=saturation)
+
+
+def client_in_flight(samples: Sequence[RequestSample], times: Sequence[float]) -> list[int]:
+    """How many of ``samples`` were outstanding (sent, not yet answered) at each of ``times``."""
+    starts = sorted(s.start for s in samples)
+    ends = sorted(s.end for s in samples)
+    return [bisect.bisect_right(starts, t) - bisect.bisect_right(ends, t) for t in times]

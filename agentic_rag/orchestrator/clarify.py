@@ -56,8 +56,9 @@ def _label(hit: TypeaheadHit) -> str:
     return f"{hit.name} ({hit.entity.entity_type})"[:200]
 
 
-async def clarification(retrieval: Retrieval, question: str, mentions: list[str]) -> Clarification | None:
-    """A clarification for the first mention with several strong readings the question allows, else None."""
+async def clarification(retrieval: Retrieval, question: str, mentions: list[str]) -> tuple[Clarification, str] | None:
+    """A clarification for the first mention with several strong readings the question allows, with that
+    mention (the resumed run searches the chosen entity under it), else None."""
     for mention in mentions[:6]:
         allowed = open_types(question, mention)
         hits = [h for h in await retrieval.names(mention) if h.entity.entity_type in allowed]
@@ -67,5 +68,5 @@ async def clarification(retrieval: Retrieval, question: str, mentions: list[str]
         choices = [ClarificationChoice(label=_label(h), entity=EntityRef(entity_type=h.entity.entity_type,
                                                                           id=h.entity.id))
                    for h in unique[:MAX_CHOICES]]
-        return Clarification(question=f"Which {mention!r} do you mean?"[:200], choices=choices)
+        return Clarification(question=f"Which {mention!r} do you mean?"[:200], choices=choices), mention
     return None

@@ -134,14 +134,17 @@ class Orchestrator:
             assert offered is not None  # a needs_clarification response always carries one
             picked = _pick(offered.choices, choice)
             state = RunState(question=traj.query[:2000], mode="agentic", max_turns=self.settings.agent_max_turns)
+            mention: str | None = None
             for e in traj.events:
                 if e.stage == "rewrite" and e.type == "decision" and "rewrite" in e.payload:
                     state.rewrite = QueryRewrite.model_validate(e.payload["rewrite"])
+                if e.stage == "clarify" and e.type == "decision" and isinstance(e.payload.get("mention"), str):
+                    mention = e.payload["mention"]
             rec = await self.store.reopen(trajectory_id, tenant=tenant)
             run = _Run(self, rec, state, sink)
             await run.event("clarify", "decision", {"chosen": picked.model_dump(mode="json"),
                                                     "request_id": request_id})
-            return await run.execute(picked)
+            return await run.execute(picked, mention)
 
 
 def _pick(choices: list[ClarificationChoice], choice: int | str) -> ClarificationChoice:
@@ -188,13 +191,13 @@ class _Run:
 
     # -- the run --------------------------------------------------------------------------------------
 
-    async def execute(self, chosen: ClarificationChoice | None) -> RunResult:
+    async def execute(self, chosen: ClarificationChoice | None, mention: str | None = None) -> RunResult:
         s = self.s
         deadline = asyncio.timeout(self.settings.agent_deadline_ms / 1000)
         try:
             try:
                 async with deadline:
-                    response = await self._loop(chosen)
+                    response = await self._loop(chosen, mention)
             except TimeoutError:
                 if not deadline.expired():
                     raise
@@ -219,12 +222,14 @@ class _Run:
             await self.event("final", "error", {"status": status, "error": f"{type(exc).__name__}: {exc}"[:500]})
             await self.rec.finish(status=status, response=None, timings={"total_ms": self.s.elapsed_ms()})
 
-    async def _loop(self, chosen: ClarificationChoice | None) -> AgentResponse:
+    async def _loop(self, chosen: ClarificationChoice | None, mention: str | None) -> AgentResponse:
         s = self.s
         if s.rewrite is None:
             s.rewrite = await self._rewrite([])
         if chosen is not None:
+            # fetched under the ambiguous name itself, so the planner reads it as what that name means
             intent = SearchIntent(rationale="the entity the user chose", entity_type=chosen.entity.entity_type,
+                                  query=mention[:500] if mention else None,
                                   filters=SearchFilters(id=[chosen.entity.id]), limit=1)
             await stages.retrieve(self, [intent])
         elif s.mode == "agentic" and self.settings.agent_clarify and s.rewrite.needs_external_context:
@@ -232,8 +237,10 @@ class _Run:
             asked = await clarification(self.o.retrieval, s.question, list(s.rewrite.mentions))
             s.timings["clarify_ms"] += (time.perf_counter() - t0) * 1000
             if asked is not None:
-                await self.event("clarify", "decision", {"clarification": asked.model_dump(mode="json")})
-                return clarifying(s, asked)
+                clarification_, mention_ = asked
+                await self.event("clarify", "decision", {"clarification": clarification_.model_dump(mode="json"),
+                                                         "mention": mention_})
+                return clarifying(s, clarification_)
         no_retrieval = not s.rewrite.needs_external_context or s.rewrite.retrieval_mode == "none"
         if no_retrieval and await self._judge():  # seed 001 10.4: a direct answer, still validated
             return response_from(s, self._draft_or_raise(), "answered", "no_retrieval_needed")

@@ -313,3 +313,13 @@ async def test_every_log_line_of_a_run_carries_its_request_id(orchestrator: Orch
     loop_lines = [line for line in lines if line["logger"] == "agentic_rag.orchestrator.loop"]
     assert loop_lines and all(line["request_id"] == "req-log-1" for line in loop_lines)
     assert result.request_id == "req-log-1"
+
+
+async def test_every_clarification_choice_answers_about_that_entity(orchestrator: Orchestrator) -> None:
+    asked = await orchestrator.run("Tell me about Naruto")
+    assert asked.response.clarification is not None
+    for i, choice in enumerate(asked.response.clarification.choices):
+        again = await orchestrator.run("Tell me about Naruto")
+        done = await orchestrator.resume(again.trajectory_id, i)
+        assert done.response.status == "answered"
+        assert [e.id for e in done.response.result_entities] == [choice.entity.id], choice.label
