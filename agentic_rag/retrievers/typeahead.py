@@ -60,6 +60,12 @@ def _bucket(k: int) -> str:
 
 # Prefix: the walk stops after `cand` matches, whatever the table size.
 PREFIX_SQL = {k: _bucket(k).format(cond="n.norm LIKE %(pattern)s", limit="%(cand)s") for k in (2, 3)}
+# A long prefix: the few names in its byte range, from a covering index, most popular first.
+LONG_PREFIX = 6
+RANGE_SQL = f"""
+    SELECT {_COLS}, n.norm FROM entity_name n
+    WHERE n.norm ~>=~ %(lo)s AND n.norm ~<~ %(hi)s AND {_TYPES}
+    ORDER BY n.popularity DESC LIMIT %(cand)s"""  # noqa: S608
 # Typos after the second or third letter: score the bucket's most popular names (bounded), best first.
 NEAR_SQL = {k: f"""
     SELECT entity_id, entity_type, name, popularity FROM ({_bucket(k).format(cond="true", limit=300)}) n
@@ -106,7 +112,11 @@ async def _typeahead(conn: psycopg.AsyncConnection[Any], query: TypeaheadQuery) 
     take("exact", await (await conn.execute(EXACT_SQL, params)).fetchall())
     exact = bool(hits)
     if len(norm) >= 2:  # one letter is too little to rank a prefix by; exact names only
-        take("prefix", await (await conn.execute(PREFIX_SQL[min(len(norm), 3)], params)).fetchall())
+        if len(norm) >= LONG_PREFIX and ord(norm[-1]) < 0x10FFFF:
+            prefix_params = {**params, "lo": norm, "hi": norm[:-1] + chr(ord(norm[-1]) + 1)}
+            take("prefix", await (await conn.execute(RANGE_SQL, prefix_params)).fetchall())
+        else:
+            take("prefix", await (await conn.execute(PREFIX_SQL[min(len(norm), 3)], params)).fetchall())
     # typo candidates only when the name was not typed exactly and the list is not full yet
     for k in (3, 2):
         if exact or len(hits) >= query.limit or len(norm) < 3:
