@@ -109,7 +109,7 @@ class Orchestrator:
                                          session_id=session_id, mode=mode)
             state = RunState(question=verdict.text[:2000], mode=mode, max_turns=self.settings.agent_max_turns)
             state.timings["guard_ms"] += guard_ms
-            run = _Run(self, rec, state, sink)
+            run = RunContext(self, rec, state, sink)
             for d in verdict.decisions:
                 await run.event("guard_input", "guard", d.event())
                 if d.action != "allow":
@@ -141,7 +141,7 @@ class Orchestrator:
                 if e.stage == "clarify" and e.type == "decision" and isinstance(e.payload.get("mention"), str):
                     mention = e.payload["mention"]
             rec = await self.store.reopen(trajectory_id, tenant=tenant)
-            run = _Run(self, rec, state, sink)
+            run = RunContext(self, rec, state, sink)
             await run.event("clarify", "decision", {"chosen": picked.model_dump(mode="json"),
                                                     "request_id": request_id})
             return await run.execute(picked, mention)
@@ -155,7 +155,7 @@ def _pick(choices: list[ClarificationChoice], choice: int | str) -> Clarificatio
     raise ClarificationError(f"choice {choice!r} is not one of the offered choices: {valid}")
 
 
-class _Run:
+class RunContext:
     """One run's stages over its state. Created per run, never shared."""
 
     def __init__(self, o: Orchestrator, rec: Recorder, state: RunState, sink: EventSink | None) -> None:

@@ -18,12 +18,12 @@ from agentic_rag.orchestrator.state import describe, source_of, step_key
 from agentic_rag.protocol import MAX_BATCH, BatchIntent, GraphIntent, NextStep, SearchIntent
 
 if TYPE_CHECKING:
-    from agentic_rag.orchestrator.loop import _Run
+    from agentic_rag.orchestrator.loop import RunContext
 
 TIMING = {"qdrant_search": "qdrant_ms", "pg_graph": "pg_graph_ms", "pg_query": "pg_query_ms"}
 
 
-async def run_step(run: _Run, step: NextStep) -> bool:
+async def run_step(run: RunContext, step: NextStep) -> bool:
     """Run a step's intents not executed before. False when there were none (the loop repeats itself)."""
     s = run.s
     intents = step.intents()[:MAX_BATCH]
@@ -40,7 +40,7 @@ async def run_step(run: _Run, step: NextStep) -> bool:
     return True
 
 
-async def retrieve(run: _Run, intents: list[BatchIntent]) -> list[ContextCard]:
+async def retrieve(run: RunContext, intents: list[BatchIntent]) -> list[ContextCard]:
     """Execute intents concurrently, grade the searches, and add the cards to the context."""
     s = run.s
     try:
@@ -71,7 +71,7 @@ async def retrieve(run: _Run, intents: list[BatchIntent]) -> list[ContextCard]:
     return cards
 
 
-async def _execute(run: _Run, intent: BatchIntent) -> ContextCard | None:
+async def _execute(run: RunContext, intent: BatchIntent) -> ContextCard | None:
     """One intent against its executor; any failure is reported, not raised, so siblings keep going."""
     s = run.s
     source = source_of(intent)
@@ -105,7 +105,7 @@ def _graded(intent: BatchIntent, card: ContextCard) -> bool:
     return isinstance(intent, SearchIntent) and not intent.filters.id and card.count > 0
 
 
-async def _grade(run: _Run, done: list[tuple[BatchIntent, ContextCard]]) -> list[ContextCard]:
+async def _grade(run: RunContext, done: list[tuple[BatchIntent, ContextCard]]) -> list[ContextCard]:
     items: list[GradeItem] = []
     owner: list[tuple[int, CardEntity]] = []
     for n, (intent, card) in enumerate(done):
