@@ -54,8 +54,26 @@ def outlines_schema(schema: dict[str, Any]) -> dict[str, Any]:
     redundant lengths, and a required string (``minLength >= 1``) must start with a non-space
     character, since the protocol strips whitespace before checking ``min_length``. Each rewrite
     accepts a subset of what the original accepts, so output stays valid against the original.
+
+    One more subset: outlines_core compiles the whole schema into one regular expression, and a list
+    whose items are a union of large objects (``NextStep.also``, up to three more search, graph or
+    query intents) multiplies it past what its DFA can hold. Regex-based decoding therefore gets
+    ``also`` as an empty list: such a model plans one intent a turn, which the loop handles the
+    same way. Grammar-based backends (xgrammar in vLLM) keep the batch.
     """
-    return _lower(schema)  # type: ignore[no-any-return]
+    return _single_steps(_lower(schema))  # type: ignore[no-any-return]
+
+
+def _single_steps(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_single_steps(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: (v if k in _DATA_KEYS else _single_steps(v)) for k, v in node.items()}
+    props = out.get("properties")
+    if isinstance(props, dict) and isinstance(props.get("also"), dict) and props["also"].get("type") == "array":
+        out["properties"] = {**props, "also": {"type": "array", "maxItems": 0}}
+    return out
 
 
 def _lower(node: Any) -> Any:

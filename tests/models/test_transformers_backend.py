@@ -225,3 +225,13 @@ def test_wide_integer_ranges_are_capped_by_digits() -> None:
     regex = build_regex_from_schema(json.dumps(schema))
     assert re.fullmatch(regex, "999999999") and re.fullmatch(regex, "-999999999")
     assert not re.fullmatch(regex, "4921553490") and not re.fullmatch(regex, "1000000000")
+
+
+def test_regex_decoding_plans_one_intent_a_turn() -> None:
+    """outlines compiles a schema to one regex: NextStep's batch list is emptied so its DFA stays buildable."""
+    from agentic_rag.protocol import NextStep
+
+    lowered = outlines_schema(NextStep.model_json_schema())
+    alsos = [v["properties"]["also"] for v in lowered["anyOf"]]
+    assert alsos and all(a == {"type": "array", "maxItems": 0} for a in alsos)
+    assert NextStep.model_json_schema()["anyOf"][0]["properties"]["also"]["maxItems"] == 3  # the contract keeps it
