@@ -181,6 +181,11 @@ class TransformersBackend:
                 cancelled.set()  # the worker stops after its current token
                 raise
 
+    async def prepare(self, schemas: list[dict[str, Any]]) -> None:
+        """Build the constraint indexes of these schemas now (seconds to minutes each), not in the first call."""
+        for schema in schemas:
+            await asyncio.to_thread(self._processor, schema)
+
     def _processor(self, schema: dict[str, Any]) -> Any:
         """The outlines logits processor for a schema, built once (building its index is the slow part)."""
         key = json.dumps(schema, sort_keys=True)

@@ -108,30 +108,15 @@ class SearchIntent(ProtocolModel):
 
     @classmethod
     def __get_pydantic_json_schema__(cls, core_schema: CoreSchema, handler: GetJsonSchemaHandler) -> JsonSchemaValue:
-        # The validator's rules as schema, so a constrained decoder cannot break them: one variant per
-        # entity type whose filters object offers only the filters that apply to that type, and a query
-        # that is always present (a model fetching by id still says what it looks for; code may omit it).
-        flat = handler.resolve_ref_schema(handler(core_schema))
-        props = flat["properties"]
-        filters = handler.resolve_ref_schema(props["filters"])
+        # "a query, or filters.id" as schema: a model always writes a query (fetching by id it still
+        # says what it looks for; code may omit it). Which filters apply to which entity type stays a
+        # validator rule: one schema variant per type made regex-compiled decoders (outlines) several
+        # times slower to prepare, for a mistake the correction retry fixes.
+        flat = dict(handler.resolve_ref_schema(handler(core_schema)))
+        props = dict(flat["properties"])
         query = next(s for s in props["query"]["anyOf"] if s.get("type") != "null")
-        variants = []
-        for entity_type in props["entity_type"]["enum"]:
-            # a filter that does not apply may only be empty (null or []), as pydantic dumps it
-            allowed = {k: v if k not in FILTER_APPLIES_TO or entity_type in FILTER_APPLIES_TO[k] else
-                       ({"type": "array", "maxItems": 0} if v.get("type") == "array" else {"type": "null"})
-                       for k, v in filters["properties"].items()}
-            variants.append({
-                "type": "object", "title": f"SearchIntent[{entity_type}]", "additionalProperties": False,
-                "required": ["rationale", "entity_type", "query"],
-                "properties": {
-                    **props, "entity_type": {"const": entity_type, "type": "string"},
-                    "query": {**query, "description": props["query"]["description"]},
-                    "filters": {"type": "object", "additionalProperties": False, "properties": allowed,
-                                "description": props["filters"].get("description", "")},
-                },
-            })
-        return {"title": "SearchIntent", "description": flat.get("description", ""), "anyOf": variants}
+        props["query"] = {**query, "description": props["query"]["description"]}
+        return {**flat, "properties": props, "required": [*flat.get("required", []), "query"]}
 
 
 class GraphFilters(ProtocolModel):

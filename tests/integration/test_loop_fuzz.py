@@ -28,8 +28,9 @@ from qdrant_client import QdrantClient
 
 import agentic_rag
 from agentic_rag.eval import load_demo_questions
-from agentic_rag.models.base import StructuredGenerator
+from agentic_rag.models.base import StructuredGenerator, schema_for
 from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.roles import ROLES
 from agentic_rag.models.transformers_backend import TransformersBackend
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.loop import Orchestrator
@@ -57,7 +58,7 @@ class Recording(psycopg.AsyncCursor[Any]):
 
     seen: ClassVar[list[str]] = []
 
-    async def execute(self, query: Any, params: Any = None, **kw: Any) -> Recording:  # type: ignore[override]
+    async def execute(self, query: Any, params: Any = None, **kw: Any) -> Recording:
         text = query.as_string(self.connection) if isinstance(query, sql.Composable) else (
             query.decode() if isinstance(query, bytes) else str(query))
         Recording.seen.append(text)
@@ -96,9 +97,12 @@ def fixed_templates() -> set[str]:
 
 
 @pytest.fixture(scope="module")
-def fuzz_orchestrator(dsn: str, pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder,
-                      settings: Settings) -> Orchestrator:
+async def fuzz_orchestrator(dsn: str, pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder,
+                            settings: Settings) -> Orchestrator:
     backend = TransformersBackend(_tiny_model_dir(), device="cpu")
+    # the constraint indexes are built before the runs, so the model's own output drives every stage
+    # (built inside the first runs, the short per-call limit would hand most calls to the fallback)
+    await backend.prepare([schema_for(t) for t in ROLES])
     model = StructuredGenerator(backend, max_attempts=2)
     # short limits: a slow model call falls back to the heuristic, so runs also reach the later stages
     s = settings.model_copy(update={"agent_max_turns": 3, "agent_deadline_ms": 8_000,
