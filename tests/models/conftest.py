@@ -8,6 +8,8 @@ from types import ModuleType
 
 import pytest
 
+from agentic_rag.models.transformers_backend import TransformersBackend
+
 REPO = Path(__file__).resolve().parents[2]
 # .data/ is gitignored; the model is keyed by tiny.VERSION, so later sessions reuse it
 CACHE = REPO / ".data" / "test-models"
@@ -25,3 +27,9 @@ def _load_tiny() -> ModuleType:
 def tiny_model_dir() -> Path:
     """Directory of the tiny randomly initialised Qwen2 model and its locally trained tokenizer."""
     return Path(_load_tiny().build_tiny_model(CACHE))
+
+
+@pytest.fixture(scope="session")
+def tiny_backend(tiny_model_dir: Path) -> TransformersBackend:
+    """One transformers backend over the tiny model for the session: outlines builds each schema's index once."""
+    return TransformersBackend(tiny_model_dir, device="cpu")

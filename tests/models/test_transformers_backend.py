@@ -71,8 +71,8 @@ class Recording(TextBackend):
 
 
 @pytest.fixture(scope="session")
-def backend(tiny_model_dir: Path) -> TransformersBackend:
-    return TransformersBackend(tiny_model_dir, device="cpu")
+def backend(tiny_backend: TransformersBackend) -> TransformersBackend:
+    return tiny_backend
 
 
 def _messages(output_type: type[BaseModel], i: int) -> list[Message]:

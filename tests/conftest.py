@@ -1,4 +1,6 @@
-"""Real services for integration tests: a fresh PostgreSQL database and a Qdrant local-mode store."""
+"""Real services for the tests that need them: a fresh PostgreSQL database and a Qdrant local-mode store.
+
+Fixtures are lazy: unit tests import this module but start nothing."""
 
 from __future__ import annotations
 

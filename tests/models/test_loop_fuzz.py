@@ -14,7 +14,6 @@ from __future__ import annotations
 import ast
 import asyncio
 import importlib
-import importlib.util
 import os
 import pkgutil
 from pathlib import Path
@@ -42,15 +41,6 @@ from agentic_rag.settings import Settings
 
 pytestmark = pytest.mark.integration
 RUNS = int(os.environ.get("RAG_FUZZ_RUNS", "16"))
-REPO = Path(__file__).resolve().parents[2]
-
-
-def _tiny_model_dir() -> Path:
-    spec = importlib.util.spec_from_file_location("tests_models_tiny", REPO / "tests" / "models" / "tiny.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return Path(module.build_tiny_model(REPO / ".data" / "test-models"))
 
 
 class Recording(psycopg.AsyncCursor[Any]):
@@ -98,8 +88,8 @@ def fixed_templates() -> set[str]:
 
 @pytest.fixture(scope="module")
 async def fuzz_orchestrator(dsn: str, pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder,
-                            settings: Settings) -> Orchestrator:
-    backend = TransformersBackend(_tiny_model_dir(), device="cpu")
+                            settings: Settings, tiny_backend: TransformersBackend) -> Orchestrator:
+    backend = tiny_backend  # shared with the backend tests: its constraint indexes are built once a session
     # the constraint indexes are built before the runs, so the model's own output drives every stage
     # (built inside the first runs, the short per-call limit would hand most calls to the fallback)
     await backend.prepare([schema_for(t) for t in ROLES])
