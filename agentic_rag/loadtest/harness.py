@@ -8,6 +8,7 @@ every deployment is back to its replica count from before the load.
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
@@ -74,7 +75,8 @@ def run(plan: LoadPlan, out: Path, *, ray_address: str = "auto", interval_s: flo
         if status.get("available") and cooldown_s > 0:
             _cool_down(raw, cooldown_s, say)
     finally:
-        sampler.terminate()
+        # SIGINT, not SIGTERM: the sampler is a Ray driver, and Ray reports a SIGTERM as a crash on stderr
+        sampler.send_signal(signal.SIGINT)
         try:
             sampler.wait(timeout=15)
         except subprocess.TimeoutExpired:

@@ -24,9 +24,10 @@ LANES: tuple[Lane, ...] = ("search_ai", "search")
 class Step(BaseModel):
     """One load level. Closed loop: ``users`` clients, each sending its next request when the last one answers.
 
-    Open loop: requests arrive at ``rate`` per second in total, paced by locust's ``constant_throughput``
-    over a pool of ``users`` clients (a client whose request outlasts its pacing interval sends the next at
-    once, so the pool must exceed rate x latency for arrivals to stay independent of the service).
+    Open loop: requests arrive at ``rate`` per second in total, from a pool of ``users`` clients each sending
+    one request per ``users / rate`` seconds at a random phase (a client whose request outlasts its interval
+    sends the next at once, so the pool must exceed rate x latency for arrivals to stay independent of the
+    service).
     """
 
     model_config = ConfigDict(extra="forbid", frozen=True)

@@ -10,6 +10,7 @@ from pathlib import Path
 
 from matplotlib.axes import Axes
 from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
 
 from agentic_rag.loadtest.records import LoadTestRun
 from agentic_rag.loadtest.stats import Knee, StepSummary, client_in_flight
@@ -43,17 +44,20 @@ def _save(fig: Figure, path: Path) -> None:
     fig.savefig(path, dpi=DPI)
 
 
+def _seconds(ms: list[float | None]) -> list[float]:
+    return [v / 1000 if v is not None else float("nan") for v in ms]
+
+
 def latency_plot(steps: list[StepSummary], knee: Knee | None, path: Path) -> None:
     fig = Figure(figsize=SIZE)
     ax = fig.add_subplot()
     levels = [s.level for s in steps]
     for key, style in (("p50_ms", "o-"), ("p95_ms", "s-"), ("p99_ms", "^-")):
         ys = [getattr(s.lanes["search_ai"].latency, key) for s in steps]
-        ax.plot(levels, [y / 1000 if y is not None else float("nan") for y in ys], style,
-                label=f"search_ai {key.removesuffix('_ms')}")
+        ax.plot(levels, _seconds(ys), style, label=f"search_ai {key.removesuffix('_ms')}")
     ys = [s.lanes["search"].latency.p95_ms for s in steps]
     if any(y is not None for y in ys):
-        ax.plot(levels, [y / 1000 if y is not None else float("nan") for y in ys], "x--", label="search (typeahead) p95")
+        ax.plot(levels, _seconds(ys), "x--", label="search (typeahead) p95")
     _load_axis(ax, steps, knee)
     ax.set_ylabel("latency (s)")
     ax.set_title("Latency against load")
@@ -68,6 +72,9 @@ def throughput_plot(steps: list[StepSummary], knee: Knee | None, path: Path) -> 
     ax.plot(levels, [s.throughput_rps for s in steps], "o-", label="all requests/s")
     ax.plot(levels, [s.lanes["search_ai"].ok_rps for s in steps], "s-", label="search_ai runs/s (ok)")
     _load_axis(ax, steps, knee)
+    if knee is not None:
+        ax.annotate(f"peak {knee.peak_rps:.1f} runs/s", (knee.peak_level, knee.peak_rps), textcoords="offset points",
+                    xytext=(0, 8), ha="center", fontsize=8)
     ax.set_ylabel("throughput (1/s)")
     ax.set_title("Throughput against load")
     if any(s.errors for s in steps):
@@ -93,6 +100,11 @@ def _shade_steps(ax: Axes, run: LoadTestRun) -> None:
     ax.grid(True, alpha=0.3)
 
 
+def _legend_below(ax: Axes) -> None:
+    # below the axes, clear of the lines and of the step labels along the top
+    ax.legend(fontsize=8, loc="upper center", bbox_to_anchor=(0.5, -0.15), ncol=3, frameon=False)
+
+
 def replicas_plot(run: LoadTestRun, path: Path) -> None:
     fig = Figure(figsize=SIZE)
     ax = fig.add_subplot()
@@ -101,13 +113,27 @@ def replicas_plot(run: LoadTestRun, path: Path) -> None:
     if not timeline.available:
         ax.text(0.5, 0.5, f"replica counts unavailable:\n{timeline.reason or ''}", ha="center", va="center",
                 transform=ax.transAxes, wrap=True)
+    read = [s for s in timeline.samples if s.replicas is not None]
+    steady: list[str] = []
     for name in timeline.deployments():
-        points = [(s.t - t0, s.running(name)) for s in timeline.samples if s.replicas is not None]
-        ax.step([t for t, _ in points], [n if n is not None else 0 for _, n in points], where="post", label=name)
+        ts = [s.t - t0 for s in read]
+        running = [s.running(name) or 0 for s in read]
+        # RUNNING plus STARTING: the count Serve decided on, ahead of the replicas being up
+        wanted = [n + (s.replicas or {}).get(name, {}).get("STARTING", 0) for s, n in zip(read, running, strict=True)]
+        if len(set(wanted)) <= 1 and len(set(running)) <= 1:
+            steady.append(f"{name} {running[0] if running else 0}")
+            continue
+        (line,) = ax.step(ts, running, where="post", linewidth=2, label=f"{name} RUNNING")
+        ax.step(ts, wanted, where="post", linestyle="--", color=line.get_color(), alpha=0.6,
+                label=f"{name} RUNNING + STARTING")
+    if steady:  # flat lines would hide one another; name them instead
+        ax.text(0.01, 0.02, "unchanged: " + ", ".join(steady), transform=ax.transAxes, fontsize=7, wrap=True)
+    ax.set_ylim(bottom=0)
+    ax.yaxis.set_major_locator(MaxNLocator(integer=True))
     _shade_steps(ax, run)
-    ax.set_ylabel("RUNNING replicas")
+    ax.set_ylabel("replicas")
     ax.set_title("Replicas per deployment (read from Serve)")
-    ax.legend(fontsize=8, loc="upper right")
+    _legend_below(ax)
     _save(fig, path)
 
 
@@ -127,7 +153,7 @@ def in_flight_plot(run: LoadTestRun, path: Path) -> None:
     _shade_steps(ax, run)
     ax.set_ylabel("runs")
     ax.set_title("Agent runs in flight")
-    ax.legend(fontsize=8, loc="upper right")
+    _legend_below(ax)
     _save(fig, path)
 
 

@@ -67,6 +67,8 @@ class ReplicaSample(BaseModel):
     replicas: dict[str, dict[str, int]] | None = Field(
         None, description="Deployment -> replica state (RUNNING, STARTING, STOPPING, ...) -> count.")
     runs_in_flight: float | None = Field(None, description="agentic_rag_runs_in_flight from /metrics.")
+    serve_latency: dict[str, dict[str, list[float]]] | None = Field(
+        None, description="Serve's processing-latency counters: deployment -> replica -> [sum ms, requests].")
 
     def running(self, deployment: str) -> int | None:
         if self.replicas is None or deployment not in self.replicas:

@@ -2,7 +2,10 @@
 
 ``python -m agentic_rag.loadtest.serve_sampler --out DIR --url URL [--ray-address auto] [--interval 1]``
 appends one :class:`~agentic_rag.loadtest.records.ReplicaSample` per tick to ``DIR/replicas.jsonl`` and
-says once, in ``DIR/sampler.json``, whether Serve could be read, until SIGTERM or SIGINT.
+says once, in ``DIR/sampler.json``, whether Serve could be read, until SIGINT or SIGTERM. Every
+``--latency-every`` ticks it also reads Serve's own per-replica processing-latency counters from each
+node's metrics export (Ray's Prometheus endpoint), which give each deployment's latency per step,
+the Embedder's included (a run's trajectory times the retrieval that embeds, not the embedding).
 
 It is a process of its own because reading Serve means joining the Ray cluster as a driver
 (``ray.init(address=...)`` then ``serve.status()``), which the command, let alone the gevent-patched
@@ -13,6 +16,7 @@ are then reported as unavailable, and the load test goes on.
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import logging
 import os
@@ -30,15 +34,18 @@ from agentic_rag.loadtest.records import ReplicaSample
 REPLICAS_FILE = "replicas.jsonl"
 STATUS_FILE = "sampler.json"
 RUNS_IN_FLIGHT = "agentic_rag_runs_in_flight"  # the gauge of deployments/http_metrics.py
+SERVE_LATENCY = "ray_serve_deployment_processing_latency_ms"  # a histogram, per replica and route
 NO_RAY = ("", "none", "off")
 
 ReadReplicas = Callable[[], dict[str, dict[str, int]]]
+ReadUrls = Callable[[], list[str]]
 
 
-def connect_serve(address: str) -> tuple[ReadReplicas | None, str | None]:
-    """A function that reads replica counts from the Serve on the Ray cluster at ``address``, or why there is none."""
+def connect_serve(address: str) -> tuple[ReadReplicas | None, ReadUrls, str | None]:
+    """Functions that read replica counts from the Serve on the Ray cluster at ``address`` and list its nodes'
+    metrics endpoints; or why there are none."""
     if address.lower() in NO_RAY:
-        return None, "replica sampling turned off (--ray-address none)"
+        return None, list, "replica sampling turned off (--ray-address none)"
     # Ray is imported here so that ``--ray-address none`` costs nothing; and as the launcher does, a
     # local single-user cluster is joined without token authentication unless the operator chose otherwise
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
@@ -48,7 +55,7 @@ def connect_serve(address: str) -> tuple[ReadReplicas | None, str | None]:
 
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except Exception as exc:  # ConnectionError for no cluster; anything else is as fatal to sampling
-        return None, f"no Ray cluster at {address!r}: {type(exc).__name__}: {str(exc)[:200]}"
+        return None, list, f"no Ray cluster at {address!r}: {type(exc).__name__}: {str(exc)[:200]}"
 
     def read() -> dict[str, dict[str, int]]:
         apps = serve.status().applications
@@ -60,7 +67,11 @@ def connect_serve(address: str) -> tuple[ReadReplicas | None, str | None]:
                 out[key] = {str(getattr(state, "value", state)): int(n) for state, n in dep.replica_states.items()}
         return out
 
-    return read, None
+    def metrics_urls() -> list[str]:
+        return [f"http://{n['NodeManagerAddress']}:{n['MetricsExportPort']}/metrics" for n in ray.nodes()
+                if n.get("Alive") and n.get("MetricsExportPort")]
+
+    return read, metrics_urls, None
 
 
 def runs_in_flight(client: httpx.Client, url: str) -> float | None:
@@ -76,21 +87,47 @@ def runs_in_flight(client: httpx.Client, url: str) -> float | None:
     return None
 
 
-def sample_forever(out: Path, url: str | None, address: str, interval_s: float, stop: threading.Event) -> None:
+def serve_latency(client: httpx.Client, urls: list[str]) -> dict[str, dict[str, list[float]]] | None:
+    """Serve's processing-latency counters: deployment -> replica -> [sum of ms, requests], since each replica began."""
+    out: dict[str, dict[str, list[float]]] = {}
+    wanted = (f"{SERVE_LATENCY}_sum{{", f"{SERVE_LATENCY}_count{{")
+    try:
+        for url in urls:
+            # a node's export is megabytes of every Ray metric: parse only the two series read here
+            text = "\n".join(line for line in client.get(url).text.splitlines() if line.startswith(wanted))
+            for family in text_string_to_metric_families(text):
+                for s in family.samples:
+                    deployment, replica = s.labels.get("deployment"), s.labels.get("replica")
+                    if not deployment or not replica:
+                        continue
+                    pair = out.setdefault(deployment, {}).setdefault(replica, [0.0, 0.0])
+                    pair[0 if s.name.endswith("_sum") else 1] += s.value  # summed over the replica's routes
+    except (httpx.HTTPError, ValueError):
+        return None
+    return out or None
+
+
+def sample_forever(out: Path, url: str | None, address: str, interval_s: float, stop: threading.Event,
+                   latency_every: int = 5) -> None:
     """Write a sample every ``interval_s`` until ``stop`` is set."""
-    read, reason = connect_serve(address)
+    read, metrics_urls, reason = connect_serve(address)
     (out / STATUS_FILE).write_text(json.dumps({"available": read is not None, "reason": reason}), encoding="utf-8")
     with httpx.Client(timeout=min(interval_s, 2.0)) as client, (out / REPLICAS_FILE).open("a") as f:
-        while not stop.is_set():
+        for tick in itertools.count():
+            if stop.is_set():
+                break
             t = time.time()
-            replicas = None
+            replicas = latency = None
             if read is not None:
                 try:
                     replicas = read()
+                    if tick % latency_every == 0:
+                        latency = serve_latency(client, metrics_urls())
                 except Exception as exc:  # the cluster went away mid-test: a gap in the timeline, not a crash
                     logging.getLogger(__name__).warning("reading Serve failed: %s", exc)
             flight = runs_in_flight(client, url) if url else None
-            f.write(ReplicaSample(t=t, replicas=replicas, runs_in_flight=flight).model_dump_json() + "\n")
+            sample = ReplicaSample(t=t, replicas=replicas, runs_in_flight=flight, serve_latency=latency)
+            f.write(sample.model_dump_json(exclude_none=True) + "\n")
             f.flush()
             stop.wait(max(0.0, interval_s - (time.time() - t)))
 
@@ -101,12 +138,13 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help="The service's base URL, for /metrics.")
     parser.add_argument("--ray-address", default="auto", help="Ray cluster to read Serve from; 'none' turns it off.")
     parser.add_argument("--interval", type=float, default=1.0, help="Seconds between samples.")
+    parser.add_argument("--latency-every", type=int, default=5, help="Read Serve's latency counters every N samples.")
     args = parser.parse_args(argv)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     args.out.mkdir(parents=True, exist_ok=True)
-    sample_forever(args.out, args.url, args.ray_address, args.interval, stop)
+    sample_forever(args.out, args.url, args.ray_address, args.interval, stop, max(args.latency_every, 1))
     return 0
 
 

@@ -15,7 +15,7 @@ from pydantic import BaseModel, Field
 
 from agentic_rag.eval.metrics import percentile
 from agentic_rag.loadtest.plan import LANES, Lane, LoopMode
-from agentic_rag.loadtest.records import RequestSample, StepRecord
+from agentic_rag.loadtest.records import ReplicaSample, ReplicaTimeline, RequestSample, StepRecord
 
 # The run's timing keys in the order a reader expects them (deployments/http_metrics.py exports the same);
 # any other *_ms key a run reports follows these, so a new stage shows up without a change here.
@@ -50,6 +50,18 @@ class TurnStats(BaseModel):
     histogram: dict[int, int] = Field(description="Turns -> runs.")
 
 
+class DeploymentLatency(BaseModel):
+    """A deployment's mean processing latency over a step's window, from Serve's own counters.
+
+    Approximate twice over: the counters are sampled every few seconds (and exported by Ray with a lag), and
+    Ray 2.60 computes a histogram's sum from bucket midpoints (1-2-5 ms steps up to 5-10-20 s), so a mean can
+    be off by up to half a bucket's width. Good for which deployment takes the time, not for its exact value.
+    """
+
+    requests: int = Field(description="Requests its replicas finished in the window.")
+    mean_ms: float = Field(description="Their mean processing latency, at bucket-midpoint resolution.")
+
+
 class LaneSummary(BaseModel):
     requests: int
     ok: int
@@ -76,6 +88,8 @@ class StepSummary(LaneSummary):
     turns: TurnStats | None
     stages: dict[str, StageStats]
     run_statuses: dict[str, int] = Field(description="search_ai: how the answered runs ended.")
+    serve_latency: dict[str, DeploymentLatency] = Field(
+        default_factory=dict, description="Per deployment (Embedder, GraphRetriever, ...), read from Serve.")
 
 
 class Knee(BaseModel):
@@ -83,13 +97,18 @@ class Knee(BaseModel):
 
     Below the knee, more load buys throughput at little cost in latency; past it, throughput stalls and
     latency grows with the load (Little's law: R = N / X). ``saturation_level`` is where the two
-    asymptotes meet, N* = X_max x R_min: the concurrency at which the service starts queueing.
+    asymptotes meet, N* = X_max x R_min: the concurrency at which the service starts queueing. With
+    autoscaling, capacity grows with the load, so throughput may climb again past the knee: ``peak_*``
+    is where it stopped climbing, beyond which more load only adds latency.
     """
 
     label: str
     level: float
     power: dict[str, float] = Field(description="Step label -> runs/s per second of mean latency.")
     saturation_level: float | None = None
+    peak_label: str = Field(description="The step with the most successful runs per second.")
+    peak_level: float
+    peak_rps: float
 
 
 def _lane(samples: Sequence[RequestSample], window_s: float, cut_off: int = 0) -> LaneSummary:
@@ -130,7 +149,34 @@ def turn_stats(runs: Sequence[RequestSample]) -> TurnStats | None:
                      max=max(turns), histogram=dict(sorted(Counter(turns).items())))
 
 
-def summarize(record: StepRecord) -> StepSummary:
+def serve_latency(record: StepRecord, timeline: ReplicaTimeline) -> dict[str, DeploymentLatency]:
+    """Each deployment's mean latency over the window: the change of Serve's counters between its two ends.
+
+    Counters are per replica: a replica started in the window counts from zero; one gone by its end is lost.
+    """
+    read = [s for s in timeline.samples if s.serve_latency]
+    before = next((s for s in reversed(read) if s.t <= record.window_start), read[0] if read else None)
+    after = next((s for s in read if s.t >= record.window_end), read[-1] if read else None)
+    if before is None or after is None or after.t <= before.t:
+        return {}
+    return _counter_change(before, after)
+
+
+def _counter_change(before: ReplicaSample, after: ReplicaSample) -> dict[str, DeploymentLatency]:
+    out: dict[str, DeploymentLatency] = {}
+    for deployment, replicas in (after.serve_latency or {}).items():
+        start = (before.serve_latency or {}).get(deployment, {})
+        total_ms = count = 0.0
+        for replica, (ms, n) in replicas.items():
+            ms0, n0 = start.get(replica, (0.0, 0.0))
+            if n >= n0:
+                total_ms, count = total_ms + ms - ms0, count + n - n0
+        if count >= 1:
+            out[deployment] = DeploymentLatency(requests=round(count), mean_ms=total_ms / count)
+    return out
+
+
+def summarize(record: StepRecord, timeline: ReplicaTimeline | None = None) -> StepSummary:
     """The numbers of one step; requests cut off at the end of the drain count as errors of the agent lane."""
     window = record.window_s
     by_lane = {lane: [s for s in record.samples if s.lane == lane] for lane in LANES}
@@ -143,6 +189,7 @@ def summarize(record: StepRecord) -> StepSummary:
         window_s=window, ended_early=record.ended_early, warmup_requests=len(record.warmup),
         lanes=lanes, turns=turn_stats(runs), stages=stage_stats(runs),
         run_statuses=dict(Counter(s.run_status or "?" for s in runs).most_common()),
+        serve_latency=serve_latency(record, timeline) if timeline is not None else {},
     )
 
 
@@ -159,7 +206,9 @@ def find_knee(steps: Sequence[StepSummary]) -> Knee | None:
         x_max = max(s.lanes["search_ai"].ok_rps for s in usable)
         r_min = min(s.lanes["search_ai"].latency.mean_ms or 0.0 for s in usable) / 1000
         saturation = x_max * r_min
-    return Knee(label=best.label, level=best.level, power=power, saturation_level=saturation)
+    peak = max(usable, key=lambda s: s.lanes["search_ai"].ok_rps)
+    return Knee(label=best.label, level=best.level, power=power, saturation_level=saturation,
+                peak_label=peak.label, peak_level=peak.level, peak_rps=peak.lanes["search_ai"].ok_rps)
 
 
 def client_in_flight(samples: Sequence[RequestSample], times: Sequence[float]) -> list[int]:

@@ -115,7 +115,7 @@ def load_targets(path: Path) -> Targets:
 
 
 def _fmt(value: float | None) -> str:
-    return "none" if value is None else f"{value:.4g}"
+    return "none" if value is None else f"{value:.6g}"
 
 
 def _objective(obj: Objective, steps: list[StepSummary]) -> TargetResult:

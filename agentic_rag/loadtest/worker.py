@@ -106,7 +106,8 @@ def run_step(plan: LoadPlan, step: Step) -> StepRecord:
     started = time.time()
     _progress(f"[{step.label}] {step.users} users" + (f", {step.rate:g} req/s" if step.rate else "") +
               f": warm-up {plan.warmup_s:g} s, then {plan.duration_s:g} s measured")
-    runner.start(step.users, spawn_rate=step.users)  # all at once: the warm-up covers the ramp
+    # within about a second (locust advises against spawning over 100 a second): the warm-up covers the ramp
+    runner.start(step.users, spawn_rate=min(step.users, 100))
     time.sleep(plan.warmup_s)
     runner.stats.reset_all()  # locust's own statistics (not ours) exclude the warm-up too
     rec.phase = "measure"

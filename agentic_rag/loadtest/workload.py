@@ -12,7 +12,7 @@ import random
 import time
 from typing import Any, ClassVar, Protocol
 
-from locust import FastHttpUser, constant, constant_throughput
+from locust import FastHttpUser
 from locust.contrib.fasthttp import ResponseContextManager
 
 from agentic_rag.loadtest.plan import LoadPlan, Step
@@ -37,8 +37,25 @@ class ServiceUser(FastHttpUser):
     phases: ClassVar[Phases]
     _ids: ClassVar[itertools.count[int]] = itertools.count()
 
+    # open loop: each user sends one request per this many seconds (0: closed loop, the next at once)
+    interval_s: ClassVar[float] = 0.0
+
     def on_start(self) -> None:
         self.rng = random.Random(self.plan.seed * 1_000_003 + next(self._ids))
+        # Users spawn together: a random phase within one interval spreads their arrivals evenly. (locust's
+        # constant_throughput counts its first interval from the user's creation, so a phase slept here would
+        # bunch every user's second request together; hence this pacing of our own.)
+        phase = self.rng.uniform(0.0, self.interval_s)
+        self.next_at = time.monotonic() + phase
+        time.sleep(phase)
+
+    def wait_time(self) -> float:
+        """Until this user's next slot: one interval after the last, or at once when a request overran it."""
+        if not self.interval_s:
+            return 0.0
+        now = time.monotonic()
+        self.next_at = max(self.next_at + self.interval_s, now)
+        return self.next_at - now
 
     def ask(self) -> None:
         """A question from the mix through the agent loop; turns, timings and status go to the recorder."""
@@ -91,11 +108,11 @@ def _record_run(resp: ResponseContextManager) -> None:
 def user_class(plan: LoadPlan, step: Step, phases: Phases) -> type[ServiceUser]:
     """The user class of one step: its pacing, its lane weights, the plan's host and timeouts."""
     typeahead = round(plan.typeahead_share * 100)
-    # open loop: each of the step's users paces itself at rate / users tasks a second
-    wait = constant(0) if step.mode == "closed" else constant_throughput((step.rate or 1.0) / step.users)
     attrs: dict[str, Any] = {
         "abstract": False, "host": plan.url, "plan": plan, "phases": phases,
-        "wait_time": wait, "network_timeout": plan.timeout_s, "connection_timeout": min(plan.timeout_s, 10.0),
+        # open loop: the step's users share its rate, each sending one request per users / rate seconds
+        "interval_s": 0.0 if step.mode == "closed" else step.users / (step.rate or 1.0),
+        "network_timeout": plan.timeout_s, "connection_timeout": min(plan.timeout_s, 10.0),
         "tasks": {ServiceUser.ask: 100 - typeahead, **({ServiceUser.search: typeahead} if typeahead else {})},
     }
     return type(f"Client{step.label}", (ServiceUser,), attrs)
