@@ -148,6 +148,29 @@ def test_serve_app_answers_over_http(serve_url: tuple[str, float]) -> None:
         bad = http.post("/v1/search_ai", json={"question": ""})
         assert bad.status_code == 422 and "Traceback" not in bad.text
 
+        # seed 001's relation question: both characters, and the path as evidence
+        rel = http.post("/v1/search_ai", json={"question": "How is Luffy related to Nami?"})
+        assert rel.status_code == 200, rel.text
+        response = rel.json()["response"]
+        assert {e["id"] for e in response["result_entities"]} == {LUFFY, NAMI} and response["evidence"]["paths"]
+
+        # a clarification round trip over HTTP, resumed through the Orchestrator deployment
+        asked = http.post("/v1/search_ai", json={"question": "Tell me about Naruto"}).json()
+        assert asked["status"] == "needs_clarification"
+        choices = asked["response"]["clarification"]["choices"]
+        pick = next(i for i, c in enumerate(choices) if c["entity"]["entity_type"] == "anime")
+        done = http.post(f"/v1/search_ai/{asked['trajectory_id']}/clarify", json={"choice": pick})
+        assert done.status_code == 200, done.text
+        assert done.json()["trajectory_id"] == asked["trajectory_id"]
+        assert [e["id"] for e in done.json()["response"]["result_entities"]] == [choices[pick]["entity"]["id"]]
+
+        # the runs show in the Ingress's Prometheus metrics
+        metrics = http.get("/metrics").text
+        answered = [line for line in metrics.splitlines()
+                    if line.startswith("agentic_rag_runs_total{") and 'status="answered"' in line]
+        assert answered and float(answered[0].rsplit(" ", 1)[1]) >= 1
+        assert "agentic_rag_run_stage_duration_seconds_bucket" in metrics
+
     statuses, answers, elapsed = asyncio.run(_concurrent(url))
     print(f"{CONCURRENT} concurrent search_ai: {elapsed:.1f} s")
     assert statuses == [200] * CONCURRENT
