@@ -14,23 +14,26 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import os
 import platform
 import statistics
 from pathlib import Path
 
 from agentic_rag.eval import compute_report, load_demo_questions, load_questions, resolve_gold, run_eval
+from agentic_rag.eval.metrics import percentile
 from agentic_rag.eval.report import render_markdown
 from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.orchestrator.runtime import open_runtime
+from agentic_rag.orchestrator.state import Mode
 from agentic_rag.settings import Settings
 
 EXTERNAL = ("planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms")
 
 
 def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+    """The q-quantile (0..1), as the eval harness computes percentiles."""
+    return percentile(values, q * 100) or 0.0
 
 
 async def main(questions: Path | None, repeat: int) -> None:
@@ -39,8 +42,9 @@ async def main(questions: Path | None, repeat: int) -> None:
     async with open_runtime(settings) as rt:
         async with rt.pool.connection() as conn:
             gold = await resolve_gold(conn, qs, source="demo" if questions is None else None)
-        for mode in ("agentic", "linear"):
-            outcomes = await run_eval(qs, lambda q, m=mode: rt.orchestrator.run(q, mode=m, tenant="bench"),
+        modes: tuple[Mode, ...] = ("agentic", "linear")
+        for mode in modes:
+            outcomes = await run_eval(qs, functools.partial(rt.orchestrator.run, mode=mode, tenant="bench"),
                                       progress=False)
             print(f"\n### {mode}\n")
             print(render_markdown(compute_report(outcomes, gold, mode=mode)))

@@ -25,13 +25,14 @@ import httpx
 
 from agentic_rag.deployments import launch
 from agentic_rag.eval import load_demo_questions
+from agentic_rag.eval.metrics import percentile
 from agentic_rag.orchestrator.runtime import open_runtime
 from agentic_rag.settings import Settings
 
 
 def pct(values: list[float], q: float) -> float:
-    ordered = sorted(values)
-    return ordered[min(len(ordered) - 1, round(q * (len(ordered) - 1)))]
+    """The q-quantile (0..1), as the eval harness computes percentiles."""
+    return percentile(values, q * 100) or 0.0
 
 
 async def timed_batch(ask: Callable[[str], Awaitable[None]], questions: list[str], concurrency: int) -> list[float]:
