@@ -84,6 +84,9 @@ class Settings(BaseSettings):
     )
     embedding_device: str = Field("cpu", description="torch device for the embedding model.")
     embedding_batch_size: int = Field(64, ge=1, le=4096, description="Texts per embedding batch.")
+    embedding_batch_wait_ms: float = Field(
+        2.0, ge=0, le=1000,
+        description="How long in-process searches wait for others to share an embedding pass (0: never batch).")
 
     # -- the agent loop ------------------------------------------------------------------------------
     agent_max_turns: int = Field(

@@ -5,6 +5,7 @@ comes from each replica's environment. The graph::
 
     Ingress -> Orchestrator -> PlannerModel, ValidatorModel, VectorRetriever (-> Embedder), GraphRetriever
             -> GraphRetriever, VectorRetriever, Embedder  (typeahead, hydration, readiness)
+            -> PlannerModel, ValidatorModel  (the OpenAI-compatible route, /openai/v1/chat/completions)
 """
 
 from __future__ import annotations
@@ -40,5 +41,6 @@ def build_app(args: dict[str, Any]) -> Application:
     embedder = Embedder.bind(args)
     retriever = vector.bind(args, embedder)
     graph = GraphRetriever.bind(args)
-    orchestrator = Orchestrator.bind(args, PlannerModel.bind(args), ValidatorModel.bind(args), retriever, graph)
-    return Ingress.bind(args, orchestrator, graph, retriever, embedder)
+    planner, validator = PlannerModel.bind(args), ValidatorModel.bind(args)
+    orchestrator = Orchestrator.bind(args, planner, validator, retriever, graph)
+    return Ingress.bind(args, orchestrator, graph, retriever, embedder, planner, validator)

@@ -2,7 +2,9 @@
 
 ``create_app(service, settings)`` builds a FastAPI app over any :class:`AgentService`; it knows nothing
 of Ray, so the same app runs under uvicorn with a :class:`LocalAgentService` and behind Ray Serve's
-``@serve.ingress`` with handles. The OpenAPI document is at ``/openapi.json``.
+``@serve.ingress`` with handles. The OpenAPI document is at ``/openapi.json``. The planner and validator
+models are also served over OpenAI's chat-completions API under ``/openai/v1``
+(:mod:`agentic_rag.models.openai_server`).
 """
 
 # No ``from __future__ import annotations``: FastAPI reads the route signatures at runtime, and they
@@ -43,6 +45,7 @@ from agentic_rag.deployments.http_models import (
 )
 from agentic_rag.deployments.http_runs import RunExecutor
 from agentic_rag.deployments.service import AgentService
+from agentic_rag.models import openai_server
 from agentic_rag.orchestrator.trajectory import Trajectory
 from agentic_rag.protocol import EntityRef
 from agentic_rag.settings import Settings
@@ -50,6 +53,7 @@ from agentic_rag.settings import Settings
 __all__ = ["API_VERSION", "create_app"]
 
 API_VERSION = "1.0.0"
+OPENAI_PREFIX = "/openai"
 TENANT_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 UUID_RE = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 REF = f"({'|'.join(ENTITY_TYPES)}):{UUID_RE}"  # an entity reference, "anime:<uuid>"
@@ -230,4 +234,7 @@ def create_app(service: AgentService, settings: Settings) -> FastAPI:
     async def prometheus() -> Response:
         return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
 
+    # The planner and validator models over OpenAI's chat-completions API (its own OpenAPI document,
+    # /openai/openapi.json, and OpenAI's error shape): an OpenAI client's base_url is <server>/openai/v1.
+    app.mount(OPENAI_PREFIX, openai_server.create_app(service.chat_models(), api_keys=settings.api_keys))
     return app

@@ -1,5 +1,10 @@
 """The Ingress deployment: the Ray-free HTTP app (:func:`agentic_rag.deployments.http.create_app`) over handles.
 
+Serve routes HTTP to an application's ingress only, so the model deployments' OpenAI-compatible
+chat-completions route (``/openai/v1``) is served here, over handles to PlannerModel and
+ValidatorModel, whose ``complete`` runs the model layer's constrained decoding (the router-plus-
+model-server shape of Ray Serve LLM's OpenAI app).
+
 The app is built in the replica, after the constructor, from a
 :class:`~agentic_rag.deployments.serve_service.ServeAgentService`: Serve's late-bound ingress
 (``@serve.ingress()`` with ``__serve_build_asgi_app__``), so the same ``create_app`` serves
@@ -31,9 +36,11 @@ class IngressReplica:
     """HTTP and gRPC in front of the Orchestrator and the retrievers."""
 
     def __init__(self, args: dict[str, Any], orchestrator: DeploymentHandle[Any], graph: DeploymentHandle[Any],
-                 vector: DeploymentHandle[Any], embedder: DeploymentHandle[Any]) -> None:
+                 vector: DeploymentHandle[Any], embedder: DeploymentHandle[Any], planner: DeploymentHandle[Any],
+                 validator: DeploymentHandle[Any]) -> None:
         self._settings = replica_settings(args)
-        self._service = ServeAgentService(orchestrator, graph, vector, embedder)
+        self._service = ServeAgentService(orchestrator, graph, vector, embedder,
+                                          {"planner": planner, "validator": validator})
         self._grpc = SearchAIApi(self._service, self._settings)
 
     def __serve_build_asgi_app__(self) -> FastAPI:

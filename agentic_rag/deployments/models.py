@@ -16,11 +16,22 @@ from ray import serve
 from ray.serve.deployment import Deployment
 
 from agentic_rag.deployments.args import replica_settings
-from agentic_rag.deployments.wire import MESSAGES, OUTPUT_TYPES, Failure, ModelOutput, failed, failure_of, ok
-from agentic_rag.models.base import GenerationError
+from agentic_rag.deployments.wire import (
+    MESSAGES,
+    OUTPUT_TYPES,
+    CompletionOutput,
+    Failure,
+    ModelOutput,
+    failed,
+    failure_of,
+    ok,
+)
+from agentic_rag.models.base import GenerationError, Message
+from agentic_rag.models.chat import text_backend_of
 from agentic_rag.models.embeddings import Embedder as SentenceEmbedder
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.models.factory import ModelRole, build_model
+from agentic_rag.models.openai_server import MAX_COMPLETION_TOKENS
 
 EMBED_BATCH = 64  # texts per forward pass, gathered from concurrent runs (short queries: one pass costs little more)
 
@@ -31,6 +42,17 @@ class Budget(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     max_tokens: int = Field(ge=1, le=8192)
+    temperature: float = Field(ge=0.0, le=2.0)
+
+
+class CompleteRequest(BaseModel):
+    """A chat completion as a model deployment takes it (the route validated it already; the wire is not trusted)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    messages: list[Message] = Field(min_length=1, max_length=512)
+    schema_: dict[str, Any] | None = Field(None, alias="schema")
+    max_tokens: int = Field(ge=1, le=MAX_COMPLETION_TOKENS)
     temperature: float = Field(ge=0.0, le=2.0)
 
 
@@ -50,6 +72,8 @@ class _ModelServer:
     def __init__(self, args: dict[str, Any]) -> None:
         # vLLM and transformers load their weights here, before the replica reports healthy
         self._model = build_model(replica_settings(args), self.role)
+        # the same weights behind the OpenAI-compatible route (agentic_rag.models.openai_server)
+        self._text = text_backend_of(self._model)
 
     async def generate(self, messages: Any, output_type_name: Any, max_tokens: Any, temperature: Any) -> dict[str, Any]:
         """One validated generation: ``{"value": {"model", "output", "usage"}}`` or a typed failure."""
@@ -71,6 +95,24 @@ class _ModelServer:
             return failed(failure)
         return ok(ModelOutput(model=self._model.name[:200], output=gen.output.model_dump(mode="json"),
                               usage=asdict(gen.usage)))
+
+    async def complete(self, messages: Any, schema: Any, max_tokens: Any, temperature: Any) -> dict[str, Any]:
+        """One chat completion, constrained to ``schema`` when given: the OpenAI-compatible route's model call."""
+        try:
+            req = CompleteRequest.model_validate({"messages": messages, "schema": schema, "max_tokens": max_tokens,
+                                                  "temperature": temperature})
+        except ValidationError as exc:
+            return failed(Failure(kind="invalid", message=str(exc)[:4000]))
+        try:
+            done = await self._text.complete(req.messages, req.schema_, max_tokens=req.max_tokens,
+                                             temperature=req.temperature)
+        except TimeoutError as exc:
+            return failed(Failure(kind="timeout", message=str(exc)[:4000] or "the model did not finish in time"))
+        except ValueError as exc:  # ValidationError included: a request this model cannot serve
+            return failed(Failure(kind="invalid", message=str(exc)[:4000]))
+        return ok(CompletionOutput(model=self._text.name[:200], text=done.text, prompt_tokens=done.prompt_tokens,
+                                   completion_tokens=done.completion_tokens,
+                                   finish_reason=(done.finish_reason or None) and done.finish_reason[:40]))
 
 
 # A heuristic call costs a millisecond of CPU or less on the replica's event loop, so one replica serves many runs; the

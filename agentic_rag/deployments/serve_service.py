@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
@@ -19,7 +19,17 @@ from ray.serve.exceptions import RayServeException
 from ray.serve.handle import DeploymentHandle, DeploymentResponseGenerator
 
 from agentic_rag.deployments.service import ServiceUnavailable
-from agentic_rag.deployments.wire import HITS, ResumeRequest, RunReply, RunRequest, StreamItem, settle, unwrap
+from agentic_rag.deployments.wire import (
+    HITS,
+    HandleTextBackend,
+    ResumeRequest,
+    RunReply,
+    RunRequest,
+    StreamItem,
+    settle,
+    unwrap,
+)
+from agentic_rag.models.base import TextBackend
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.trajectory import Trajectory
@@ -48,8 +58,10 @@ class ServeAgentService:
     """:class:`~agentic_rag.deployments.service.AgentService` over the Orchestrator and retriever handles."""
 
     def __init__(self, orchestrator: DeploymentHandle[Any], graph: DeploymentHandle[Any],
-                 vector: DeploymentHandle[Any], embedder: DeploymentHandle[Any]) -> None:
+                 vector: DeploymentHandle[Any], embedder: DeploymentHandle[Any],
+                 models: Mapping[str, DeploymentHandle[Any]]) -> None:
         self._orchestrator = orchestrator
+        self._chat = {name: HandleTextBackend(handle, name) for name, handle in models.items()}
         self._orchestrator_stream = orchestrator.options(stream=True)
         self._graph = graph
         self._vector = vector
@@ -93,6 +105,9 @@ class ServeAgentService:
             self._check("models", lambda: self._embedder.embed.remote(["ready"])),
         )
         return {"postgres": postgres, "qdrant": qdrant, "models": models}
+
+    def chat_models(self) -> Mapping[str, TextBackend]:
+        return self._chat
 
     # -- runs ----------------------------------------------------------------------------------------
 

@@ -18,13 +18,15 @@ from __future__ import annotations
 import asyncio
 import logging
 import uuid
-from collections.abc import AsyncIterator, Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, TypeVar
 
 import psycopg
 from psycopg_pool import PoolTimeout
 
+from agentic_rag.models.base import TextBackend
+from agentic_rag.models.chat import text_backend_of
 from agentic_rag.orchestrator.loop import ClarificationError, EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, open_runtime
 from agentic_rag.orchestrator.state import Mode
@@ -86,6 +88,10 @@ class AgentService(Protocol):
         """Whether each dependency answers now: ``postgres``, ``qdrant``, ``models``."""
         ...
 
+    def chat_models(self) -> Mapping[str, TextBackend]:
+        """The planner's and the validator's model by name, for the OpenAI-compatible chat-completions route."""
+        ...
+
 
 class LocalAgentService:
     """:class:`AgentService` in-process, over one runtime (pool, Qdrant client, embedder, orchestrator)."""
@@ -138,6 +144,10 @@ class LocalAgentService:
         postgres, qdrant, models = await asyncio.gather(
             _check("postgres", self._postgres), _check("qdrant", self._qdrant), _check("models", self._models))
         return {"postgres": postgres, "qdrant": qdrant, "models": models}
+
+    def chat_models(self) -> Mapping[str, TextBackend]:
+        orchestrator = self._rt.orchestrator
+        return {"planner": text_backend_of(orchestrator.planner), "validator": text_backend_of(orchestrator.validator)}
 
     async def _postgres(self) -> None:
         async with self._rt.pool.connection() as conn:

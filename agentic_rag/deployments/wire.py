@@ -24,7 +24,7 @@ from ray.serve.exceptions import RayServeException
 from ray.serve.handle import DeploymentHandle, DeploymentResponse
 
 from agentic_rag.deployments.service import NotAwaitingClarification
-from agentic_rag.models.base import Generation, GenerationError, Message, Usage
+from agentic_rag.models.base import Completion, Generation, GenerationError, Message, Usage
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.models.roles import ROLES
 from agentic_rag.orchestrator.loop import ClarificationError, RunResult
@@ -47,7 +47,8 @@ HITS = TypeAdapter(list[TypeaheadHit])
 # Transport failures: the deployment is gone, overloaded (BackPressureError) or raised something unexpected.
 TRANSPORT_ERRORS = (RayError, RayServeException)
 
-FailureType = Literal["generation", "retrieval", "clarification", "not_awaiting", "not_found", "trajectory", "invalid"]
+FailureType = Literal["generation", "retrieval", "clarification", "not_awaiting", "not_found", "trajectory", "invalid",
+                      "timeout"]
 
 
 class Failure(BaseModel):
@@ -200,6 +201,8 @@ def raise_failure(f: Failure) -> NoReturn:
         raise TrajectoryNotFound(f.message)
     if f.kind == "trajectory":
         raise TrajectoryError(f.message)
+    if f.kind == "timeout":
+        raise TimeoutError(f.message)
     raise ValueError(f.message)
 
 
@@ -252,6 +255,44 @@ class HandleModel:
             raise GenerationError(type_name, 1, [f"invalid reply from {self.name}: {exc}"[:500]]) from exc
         self.name = reply.model
         return Generation(output=output, usage=usage)
+
+
+class CompletionOutput(BaseModel):
+    """A model deployment's chat completion (:class:`~agentic_rag.models.base.Completion` as JSON)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    model: str = Field(max_length=200)
+    text: str = Field(max_length=1_000_000)
+    prompt_tokens: int = Field(ge=0)
+    completion_tokens: int = Field(ge=0)
+    finish_reason: str | None = Field(None, max_length=40)
+
+
+class HandleTextBackend:
+    """A :class:`~agentic_rag.models.base.TextBackend` served by a model deployment (its chat-completions side).
+
+    Raises as a local backend does, so :mod:`agentic_rag.models.openai_server` answers alike: ``ValueError``
+    for a request the model refuses (400), ``TimeoutError`` (504), ``ConnectionError`` when the deployment
+    is gone or over its queue (503).
+    """
+
+    def __init__(self, handle: DeploymentHandle[Any], name: str) -> None:
+        self._handle = handle
+        self.name = name
+
+    async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
+                       temperature: float) -> Completion:
+        try:
+            raw = await settle(self._handle.complete.remote(list(messages), schema, max_tokens, temperature))
+        except TRANSPORT_ERRORS as exc:
+            raise ConnectionError(f"{self.name}: {type(exc).__name__}: {exc}"[:500]) from exc
+        try:
+            out = CompletionOutput.model_validate(unwrap(raw))
+        except ValidationError as exc:
+            raise RuntimeError(f"invalid reply from {self.name}: {exc}"[:500]) from exc
+        return Completion(text=out.text, prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
+                          finish_reason=out.finish_reason)
 
 
 class HandleRetrieval:

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import asyncio
 import threading
-from collections.abc import Sequence
+import weakref
+from collections.abc import Callable, Sequence
 from typing import Any
 
 import numpy as np
@@ -32,6 +33,9 @@ class Embedder:
         self._model: Any = None
         # torch modules are not safe to call from several threads at once
         self._lock = threading.Lock()
+        self._batch_wait_s = settings.embedding_batch_wait_ms / 1000
+        # one batcher per event loop (futures belong to their loop)
+        self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = weakref.WeakKeyDictionary()
 
     def _load(self) -> Any:
         if self._model is None:
@@ -61,5 +65,68 @@ class Embedder:
         return np.asarray(out, dtype=np.float32)
 
     async def aembed(self, texts: Sequence[str]) -> Vectors:
-        """:meth:`embed` off the event loop."""
-        return await asyncio.to_thread(self.embed, texts)
+        """:meth:`embed` off the event loop; concurrent small calls share one forward pass.
+
+        Many runs searching at once (the in-process service under load) would otherwise queue one
+        forward pass each behind the model's lock. A call of a whole batch or more runs on its own.
+        """
+        if len(texts) >= self._batch_size or self._batch_wait_s <= 0:
+            return await asyncio.to_thread(self.embed, texts)
+        loop = asyncio.get_running_loop()
+        batcher = self._batchers.get(loop)
+        if batcher is None:
+            batcher = self._batchers[loop] = _Batcher(self.embed, self._batch_size, self._batch_wait_s)
+        return await batcher.submit(list(texts))
+
+
+class _Batcher:
+    """Dynamic batching on one event loop: callers queue texts; one worker embeds what has gathered.
+
+    The worker waits ``wait_s`` for concurrent callers to join, embeds up to ``max_batch`` texts in
+    one call, and hands each caller its rows; while a batch runs, the next one gathers. A caller
+    that is cancelled is dropped from the batch it has not started yet.
+    """
+
+    def __init__(self, embed: Callable[[Sequence[str]], Vectors], max_batch: int, wait_s: float) -> None:
+        self._embed = embed
+        self._max_batch = max_batch
+        self._wait_s = wait_s
+        self._queue: list[tuple[list[str], asyncio.Future[Vectors]]] = []
+        self._worker: asyncio.Task[None] | None = None
+
+    async def submit(self, texts: list[str]) -> Vectors:
+        future: asyncio.Future[Vectors] = asyncio.get_running_loop().create_future()
+        self._queue.append((texts, future))
+        if self._worker is None or self._worker.done():
+            self._worker = asyncio.create_task(self._run())
+        return await future
+
+    async def _run(self) -> None:
+        while self._queue:
+            await asyncio.sleep(self._wait_s)
+            batch: list[tuple[list[str], asyncio.Future[Vectors]]] = []
+            size = 0
+            while self._queue and (not batch or size + len(self._queue[0][0]) <= self._max_batch):
+                texts, future = self._queue.pop(0)
+                if not future.done():  # a cancelled caller
+                    batch.append((texts, future))
+                    size += len(texts)
+            if not batch:
+                continue
+            try:
+                vectors = await asyncio.to_thread(self._embed, [t for texts, _ in batch for t in texts])
+            except Exception as exc:
+                for _, future in batch:
+                    if not future.done():
+                        future.set_exception(exc)
+                continue
+            except BaseException:  # the worker itself is cancelled (its loop is closing): so are its callers
+                for _, future in [*batch, *self._queue]:
+                    future.cancel()
+                self._queue.clear()
+                raise
+            start = 0
+            for texts, future in batch:
+                if not future.done():
+                    future.set_result(vectors[start:start + len(texts)])
+                start += len(texts)

@@ -11,22 +11,27 @@ tools. Request policy: the body is validated by pydantic; every field the OpenAI
 that we cannot honour, and every field it does not define, is a 400 (as OpenAI answers
 "Unrecognized request argument"), never silently ignored. Errors have OpenAI's shape,
 ``{"error": {"message", "type", "param", "code"}}``: 400 for a bad request (bad JSON, bad
-fields, an invalid JSON schema, or a request the backend rejects with ``ValueError``), 404 for
-an unknown model, 504 when the backend times out, 500 only for a fault of our own.
+fields, an invalid JSON schema, or a request the backend rejects with ``ValueError``), 401 without
+a valid API key when ``api_keys`` are given (``Authorization: Bearer``, as OpenAI clients send it),
+404 for an unknown model, 503 with ``Retry-After`` when the backend cannot be reached
+(``ConnectionError``: a model deployment that is gone or over its queue), 504 when the backend
+times out, 500 only for a fault of our own.
 """
 
 from __future__ import annotations
 
+import hmac
 import json
 import logging
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from fastapi import FastAPI, Request
+from fastapi import Depends, FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
+from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from jsonschema import SchemaError  # type: ignore[import-untyped]
 from jsonschema.validators import validator_for  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field, field_validator
@@ -179,10 +184,11 @@ class ModelList(BaseModel):
 
 
 def error_response(status: int, message: str, *, type_: str = "invalid_request_error",
-                   param: str | None = None, code: str | None = None) -> JSONResponse:
+                   param: str | None = None, code: str | None = None,
+                   headers: dict[str, str] | None = None) -> JSONResponse:
     """An OpenAI-style error body."""
     body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
-    return JSONResponse(body, status_code=status)
+    return JSONResponse(body, status_code=status, headers=headers)
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
@@ -201,11 +207,28 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
     return "; ".join(parts), param
 
 
-def create_app(models: Mapping[str, TextBackend]) -> FastAPI:
-    """An OpenAI-compatible app serving each backend under its key in ``models``."""
+def _key_check(api_keys: Sequence[str]) -> list[Any]:
+    """The dependency that requires ``Authorization: Bearer <key>`` when keys are configured."""
+    if not api_keys:
+        return []
+    keys = [k.encode() for k in api_keys]
+    bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <api key>")
+
+    # the dependency as a default value: this module's annotations are strings, which cannot name ``bearer``
+    async def require_key(creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:  # noqa: B008
+        offered = creds.credentials.encode("utf-8", "replace") if creds else b""
+        # every key compared, in constant time each: how long a check takes says nothing about the keys
+        if not any([hmac.compare_digest(offered, k) for k in keys]):  # a list: no short circuit
+            raise StarletteHTTPException(401, "a valid API key is required (Authorization: Bearer <key>)")
+
+    return [Depends(require_key)]
+
+
+def create_app(models: Mapping[str, TextBackend], *, api_keys: Sequence[str] = ()) -> FastAPI:
+    """An OpenAI-compatible app serving each backend under its key in ``models``; ``api_keys`` guard it."""
     backends = dict(models)
     started = int(time.time())
-    app = FastAPI(title="agentic-rag models", description=__doc__)
+    app = FastAPI(title="agentic-rag models", description=__doc__, dependencies=_key_check(api_keys))
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -214,7 +237,8 @@ def create_app(models: Mapping[str, TextBackend]) -> FastAPI:
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        return error_response(exc.status_code, str(exc.detail), code=str(exc.status_code))
+        type_ = "authentication_error" if exc.status_code == 401 else "invalid_request_error"
+        return error_response(exc.status_code, str(exc.detail), type_=type_, code=str(exc.status_code))
 
     @app.get("/v1/models", response_model=ModelList)
     async def list_models() -> ModelList:
@@ -226,7 +250,8 @@ def create_app(models: Mapping[str, TextBackend]) -> FastAPI:
             return _unknown_model(model_id)
         return ModelCard(id=model_id, created=started)
 
-    @app.post("/v1/chat/completions", response_model=ChatCompletion, responses={400: {}, 404: {}, 504: {}})
+    @app.post("/v1/chat/completions", response_model=ChatCompletion,
+              responses={400: {}, 401: {}, 404: {}, 503: {}, 504: {}})
     async def chat_completions(body: ChatCompletionRequest) -> ChatCompletion | JSONResponse:
         backend = backends.get(body.model)
         if backend is None:
@@ -240,6 +265,9 @@ def create_app(models: Mapping[str, TextBackend]) -> FastAPI:
             return error_response(504, f"the model did not finish in time: {exc}", type_="timeout", code="timeout")
         except ValueError as exc:  # the backend's word for "this request cannot be served"
             return error_response(400, str(exc))
+        except ConnectionError as exc:  # the backend's word for "unreachable now, worth retrying"
+            return error_response(503, f"the model is unavailable: {exc}", type_="server_error",
+                                  code="unavailable", headers={"Retry-After": "1"})
         except Exception:
             log.exception("model %s failed", body.model)
             return error_response(500, "the model failed on this request", type_="server_error")

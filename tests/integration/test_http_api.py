@@ -14,6 +14,7 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import httpx
+import openai
 import pytest
 import uvicorn
 from fastapi import FastAPI
@@ -23,10 +24,15 @@ from qdrant_client import QdrantClient
 from agentic_rag.catalog.vocabulary import entity_id
 from agentic_rag.deployments.http import create_app
 from agentic_rag.deployments.service import LocalAgentService
+from agentic_rag.models.base import StructuredGenerator, schema_for
 from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.openai_backend import OpenAIBackend, response_format
+from agentic_rag.models.prompts import render
+from agentic_rag.models.roles import CardEntity, GradeInput, GradeItem, RewriteInput
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.orchestrator.state import Mode
+from agentic_rag.protocol import EntityRef, GradeReport, QueryRewrite
 from agentic_rag.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -453,3 +459,60 @@ async def test_64_concurrent_runs_all_succeed(client: httpx.AsyncClient) -> None
     assert len({b["trajectory_id"] for b in bodies}) == 64
     for i, b in enumerate(bodies[:4]):  # same question, same answer, whatever ran beside it
         assert all(o["response"]["answer"] == b["response"]["answer"] for o in bodies[i::4])
+
+
+def openai_client(app: FastAPI, api_key: str = "unused") -> openai.AsyncOpenAI:
+    """The official OpenAI client, pointed at the app's chat-completions route."""
+    return openai.AsyncOpenAI(base_url="http://api/openai/v1", api_key=api_key, max_retries=0,
+                              http_client=client_for(app))
+
+
+def rewrite_request(question: str) -> dict[str, Any]:
+    return {"messages": render(RewriteInput(question=question), QueryRewrite),
+            "response_format": response_format(schema_for(QueryRewrite))}
+
+
+async def test_the_models_answer_openai_clients(app: FastAPI, runtime: Runtime) -> None:
+    client = openai_client(app)
+    assert sorted(m.id for m in (await client.models.list()).data) == ["planner", "validator"]
+    request = rewrite_request("How is Luffy related to Nami?")
+    done = await client.chat.completions.create(model="planner", temperature=0, **request)
+    assert done.object == "chat.completion" and done.model == "planner"
+    assert done.choices[0].finish_reason == "stop"
+    served = QueryRewrite.model_validate_json(done.choices[0].message.content or "")
+    direct = await runtime.orchestrator.planner.generate(request["messages"], QueryRewrite)
+    assert served == direct.output, "the route serves exactly what the loop gets from the same model"
+    # the loop's own client (OpenAIBackend through StructuredGenerator) reads it as a model like any other
+    generator = StructuredGenerator(OpenAIBackend(runtime.settings, "validator", client=client))
+    luffy = CardEntity(ref=EntityRef(entity_type="character", id=LUFFY), name="Monkey D. Luffy")
+    nami = CardEntity(ref=EntityRef(entity_type="character", id=NAMI), name="Nami")
+    items = [GradeItem(index=0, entity=luffy, snippet="Monkey D. Luffy, captain of the Straw Hat Pirates"),
+             GradeItem(index=1, entity=nami, snippet="Nami, navigator of the Straw Hat Pirates")]
+    grade = render(GradeInput(question="Which anime is Luffy in?", items=items), GradeReport)
+    assert (await generator.generate(grade, GradeReport)).output.model_dump() == \
+        (await runtime.orchestrator.validator.generate(grade, GradeReport)).output.model_dump()
+
+
+async def test_the_models_refuse_what_they_cannot_serve_in_openai_shape(app: FastAPI) -> None:
+    client = openai_client(app)
+    with pytest.raises(openai.NotFoundError, match=r"model_not_found|does not exist"):
+        await client.chat.completions.create(model="gpt-4o", **rewrite_request("Luffy"))
+    with pytest.raises(openai.BadRequestError, match="json_schema response_format"):
+        await client.chat.completions.create(model="planner", messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(openai.BadRequestError, match="no state block"):
+        await client.chat.completions.create(
+            model="planner", messages=[{"role": "user", "content": "hi"}],
+            response_format=response_format(schema_for(QueryRewrite)))
+    async with client_for(app) as raw:
+        resp = await raw.post("/openai/v1/chat/completions", json={"model": "planner", "messages": [], "seed": 1})
+        assert resp.status_code == 400
+        assert resp.json()["error"]["type"] == "invalid_request_error"
+
+
+async def test_the_model_route_takes_the_api_keys_too(service: LocalAgentService, settings: Settings) -> None:
+    keyed = create_app(service, settings.model_copy(update={"api_keys": ["k-one"]}))
+    with pytest.raises(openai.AuthenticationError):
+        await openai_client(keyed, "nope").models.list()
+    done = await openai_client(keyed, "k-one").chat.completions.create(model="validator",
+                                                                       **rewrite_request("Luffy"))
+    assert QueryRewrite.model_validate_json(done.choices[0].message.content or "")

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Mapping
 from contextlib import asynccontextmanager
 from typing import Any
 
@@ -30,7 +30,10 @@ from schemathesis.specs.openapi.checks import (
 from agentic_rag.catalog.ingest import IngestReport
 from agentic_rag.deployments.http import create_app
 from agentic_rag.deployments.service import LocalAgentService
+from agentic_rag.models.base import TextBackend
+from agentic_rag.models.chat import text_backend_of
 from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.factory import build_model
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.orchestrator.state import Mode
@@ -46,6 +49,7 @@ EXAMPLES_PER_OPERATION = 75  # 8 operations
 MIN_REQUESTS = 500
 REQUEST_TIMEOUT_S = 60  # a request that takes longer is a hang
 sent: list[str] = []
+openai_sent: list[str] = []
 
 
 class LoopLocalService:
@@ -96,6 +100,10 @@ class LoopLocalService:
     async def ready(self) -> dict[str, bool]:
         return await (await self._service()).ready()
 
+    def chat_models(self) -> Mapping[str, TextBackend]:
+        # the models the settings name, as LocalAgentService serves them (they need no database)
+        return {role: text_backend_of(build_model(Settings(), role)) for role in ("planner", "validator")}
+
 
 SERVICE = LoopLocalService()
 
@@ -112,6 +120,8 @@ async def lifespan(_: FastAPI) -> AsyncIterator[None]:
 APP = create_app(SERVICE, Settings())
 APP.router.lifespan_context = lifespan
 schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
+# the models' OpenAI-compatible route, mounted under /openai with an OpenAPI document of its own
+openai_schema = schemathesis.openapi.from_asgi("/openai/openapi.json", APP)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -131,8 +141,21 @@ def test_generated_requests_get_no_server_error(case: Any) -> None:
     ])
 
 
+@openai_schema.parametrize()
+@hypothesis_settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
+                     suppress_health_check=list(HealthCheck))
+def test_generated_model_requests_get_no_server_error(case: Any) -> None:
+    openai_sent.append(case.operation.label)
+    case.call_and_validate(timeout=REQUEST_TIMEOUT_S, checks=[
+        not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
+    ])
+
+
 def test_enough_requests_were_generated() -> None:
     if not sent:
         pytest.skip("run with test_generated_requests_get_no_server_error")
     assert len(sent) >= MIN_REQUESTS, {op: sent.count(op) for op in set(sent)}
     assert len(set(sent)) == 8, set(sent)
+    if openai_sent:
+        assert len(set(openai_sent)) == 3 and len(openai_sent) >= 3 * 50, {op: openai_sent.count(op)
+                                                                          for op in set(openai_sent)}

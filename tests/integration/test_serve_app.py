@@ -20,6 +20,7 @@ from typing import Any
 
 import grpc
 import httpx
+import openai
 import pytest
 from qdrant_client import QdrantClient, models
 from ray.serve.schema import ServeDeploySchema
@@ -29,6 +30,12 @@ from agentic_rag.catalog.vocabulary import entity_id
 from agentic_rag.deployments import launch
 from agentic_rag.deployments.proto import searchai_pb2 as pb
 from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
+from agentic_rag.models.base import StructuredGenerator, schema_for
+from agentic_rag.models.heuristic import HeuristicModel
+from agentic_rag.models.openai_backend import OpenAIBackend, response_format
+from agentic_rag.models.prompts import render
+from agentic_rag.models.roles import GradeInput, RewriteInput
+from agentic_rag.protocol import GradeReport, QueryRewrite
 from agentic_rag.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -189,6 +196,31 @@ async def _concurrent(url: str) -> tuple[list[int], list[set[str]], float]:
     answers = [{e["id"] for e in r.json()["response"]["result_entities"]} if r.status_code == 200 else set()
                for r in resps]
     return [r.status_code for r in resps], answers, elapsed
+
+
+async def test_model_deployments_serve_openai_chat_completions(serve_url: tuple[str, float]) -> None:
+    """PlannerModel and ValidatorModel over OpenAI's chat-completions API, with the official client, over real HTTP."""
+    url, _ = serve_url
+    client = openai.AsyncOpenAI(base_url=f"{url}/openai/v1", api_key="unused", max_retries=0, timeout=60)
+    assert sorted(m.id for m in (await client.models.list()).data) == ["planner", "validator"]
+    messages = render(RewriteInput(question="How is Luffy related to Nami?"), QueryRewrite)
+    done = await client.chat.completions.create(model="planner", messages=list(messages), temperature=0,
+                                                response_format=response_format(schema_for(QueryRewrite)))
+    served = QueryRewrite.model_validate_json(done.choices[0].message.content or "")
+    # the deployment runs the configured model (the heuristic in configs/local.yaml): the same answer as in-process
+    assert served == (await HeuristicModel().generate(messages, QueryRewrite)).output
+    assert {"Luffy", "Nami"} <= set(served.mentions)
+
+    # the loop's own remote-model client reads the deployment like any OpenAI-compatible server
+    remote = OpenAIBackend(Settings(openai_base_url=f"{url}/openai/v1"), "validator", client=client)
+    grade = render(GradeInput(question="Which anime is Luffy in?", items=[]), GradeReport)
+    assert (await StructuredGenerator(remote).generate(grade, GradeReport)).output.grades == []
+
+    with pytest.raises(openai.BadRequestError, match="json_schema response_format"):
+        await client.chat.completions.create(model="validator", messages=[{"role": "user", "content": "hi"}])
+    with pytest.raises(openai.NotFoundError):
+        await client.chat.completions.create(model="gpt-4o", messages=[{"role": "user", "content": "hi"}])
+    await client.close()
 
 
 async def test_searchai_over_grpc(serve_url: tuple[str, float], serve_config: ServeDeploySchema) -> None:

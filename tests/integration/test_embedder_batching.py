@@ -1,0 +1,61 @@
+"""Concurrent in-process embeddings share forward passes, and each caller gets exactly its own rows."""
+
+from __future__ import annotations
+
+import asyncio
+
+import numpy as np
+import pytest
+
+from agentic_rag.models.embeddings import Embedder, Vectors
+from agentic_rag.settings import Settings
+
+pytestmark = pytest.mark.integration
+
+QUESTIONS = [f"which anime is character number {i} in" for i in range(40)]
+
+
+class CountingEmbedder(Embedder):
+    """The real embedder, counting its forward passes."""
+
+    passes: int = 0
+
+    def embed(self, texts: list[str]) -> Vectors:  # type: ignore[override]
+        self.passes += 1
+        return super().embed(texts)
+
+
+@pytest.fixture(scope="module")
+def embedder(settings: Settings) -> CountingEmbedder:
+    e = CountingEmbedder(settings.model_copy(update={"embedding_batch_size": 16}))
+    e.embed(["warm up"])
+    return e
+
+
+async def test_concurrent_calls_share_passes_and_get_their_own_rows(embedder: CountingEmbedder) -> None:
+    alone = np.stack([embedder.embed([q])[0] for q in QUESTIONS])
+    embedder.passes = 0
+    # 30 calls of one or two texts, all at once: 40 texts, at most 16 per pass
+    calls = [[q] for q in QUESTIONS[:20]] + [QUESTIONS[i:i + 2] for i in range(20, 40, 2)]
+    results = await asyncio.gather(*(embedder.aembed(c) for c in calls))
+    for texts, rows in zip(calls, results, strict=True):
+        assert rows.shape == (len(texts), 384)
+        expected = np.stack([alone[QUESTIONS.index(t)] for t in texts])
+        assert np.allclose(rows, expected, atol=1e-5), "a caller got another caller's rows"
+    total = sum(len(c) for c in calls)
+    assert embedder.passes <= -(-total // 16) + 1, f"{len(calls)} calls took {embedder.passes} passes"
+
+
+async def test_a_cancelled_caller_leaves_the_others_their_answers(embedder: CountingEmbedder) -> None:
+    tasks = [asyncio.create_task(embedder.aembed([q])) for q in QUESTIONS[:6]]
+    await asyncio.sleep(0)  # all queued, none embedded yet (the batch waits to gather)
+    tasks[2].cancel()
+    done = await asyncio.gather(*tasks, return_exceptions=True)
+    assert isinstance(done[2], asyncio.CancelledError)
+    assert all(isinstance(d, np.ndarray) and d.shape == (1, 384) for i, d in enumerate(done) if i != 2)
+
+
+async def test_a_whole_batch_and_no_wait_skip_the_batcher(settings: Settings) -> None:
+    e = CountingEmbedder(settings.model_copy(update={"embedding_batch_wait_ms": 0}))
+    rows = await asyncio.gather(e.aembed(["a"]), e.aembed(["b"]))
+    assert e.passes == 2 and all(r.shape == (1, 384) for r in rows)

@@ -1,0 +1,60 @@
+"""The heuristic model behind the chat-completions route: our own prompts and schemas in, the role's output out."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_rag.models.base import Message, StructuredGenerator, schema_for
+from agentic_rag.models.chat import StructuredTextBackend, text_backend_of
+from agentic_rag.models.heuristic import HeuristicModel
+from agentic_rag.models.openai_backend import OpenAIBackend
+from agentic_rag.models.prompts import render
+from agentic_rag.models.roles import RewriteInput
+from agentic_rag.protocol import NextStep, QueryRewrite
+from agentic_rag.settings import Settings
+
+
+def _rewrite_prompt(question: str) -> list[Message]:
+    return render(RewriteInput(question=question), QueryRewrite)
+
+
+async def test_the_heuristic_answers_our_prompt_with_the_schema_it_was_given() -> None:
+    model = HeuristicModel()
+    backend = StructuredTextBackend(model)
+    messages = _rewrite_prompt("How is Luffy related to Nami?")
+    done = await backend.complete(messages, schema_for(QueryRewrite), max_tokens=256, temperature=0.0)
+    assert done.finish_reason == "stop"
+    served = QueryRewrite.model_validate_json(done.text)
+    direct = (await model.generate(messages, QueryRewrite)).output
+    assert served == direct
+    assert served.retrieval_mode in ("graph", "hybrid") and {"Luffy", "Nami"} <= set(served.mentions)
+
+
+async def test_a_schema_the_heuristic_cannot_produce_is_refused_by_name() -> None:
+    backend = StructuredTextBackend(HeuristicModel())
+    messages = _rewrite_prompt("Which anime is Luffy in?")
+    with pytest.raises(ValueError, match="json_schema response_format"):
+        await backend.complete(messages, None, max_tokens=64, temperature=0.0)
+    other = {"type": "object", "title": "Poem", "properties": {"text": {"type": "string"}}}
+    with pytest.raises(ValueError, match=r"cannot produce the schema 'Poem'.*QueryRewrite"):
+        await backend.complete(messages, other, max_tokens=64, temperature=0.0)
+    # a schema that is one of ours but not what this prompt's role produces: the heuristic says so
+    with pytest.raises(ValueError, match="does not produce NextStep"):
+        await backend.complete(messages, schema_for(NextStep), max_tokens=64, temperature=0.0)
+
+
+async def test_messages_that_are_not_our_prompt_are_refused() -> None:
+    backend = StructuredTextBackend(HeuristicModel())
+    with pytest.raises(ValueError, match="no state block"):
+        await backend.complete([{"role": "user", "content": "hello"}], schema_for(QueryRewrite), max_tokens=64,
+                               temperature=0.0)
+    broken = _rewrite_prompt("Which anime is Luffy in?")
+    broken[-1] = {"role": "user", "content": broken[-1]["content"].replace('"question"', '"question', 1)}
+    with pytest.raises(ValueError):
+        await backend.complete(broken, schema_for(QueryRewrite), max_tokens=64, temperature=0.0)
+
+
+def test_a_text_model_is_served_as_it_is() -> None:
+    remote = OpenAIBackend(Settings(openai_base_url="http://127.0.0.1:9/v1"), "planner")  # never contacted
+    assert text_backend_of(StructuredGenerator(remote)) is remote
+    assert isinstance(text_backend_of(HeuristicModel()), StructuredTextBackend)
