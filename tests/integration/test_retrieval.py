@@ -17,7 +17,13 @@ from agentic_rag.models.embeddings import Embedder
 from agentic_rag.protocol import EntityRef, SearchFilters, SearchIntent
 from agentic_rag.retrievers.hybrid import HybridRetriever, rrf
 from agentic_rag.retrievers.hydrate import hydrate
-from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
+from agentic_rag.retrievers.typeahead import (
+    EARLY_TYPO_SQL,
+    FUZZY_THRESHOLD,
+    TypeaheadQuery,
+    _typo_keys,
+    typeahead,
+)
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
 
@@ -50,6 +56,21 @@ async def search(conn: Conn, q: str, **kw: object) -> list[tuple[str, str, str]]
 async def test_a_typo_finds_luffy_first(pconn: Conn) -> None:
     assert (await search(pconn, "Lufy"))[0] == ("Monkey D. Luffy", "character", "fuzzy")
     assert (await search(pconn, "lufy", types=["character"]))[0][0] == "Monkey D. Luffy"
+
+
+# one edit among the first letters: a deletion, an insertion, a substitution, a swap
+EARLY_TYPOS = ["uffy", "Lffy", "Lufy", "Luuffy", "Kuffy", "Lyffy", "uLffy", "Lfufy", "Lufyf"]
+
+
+@pytest.mark.parametrize("typed", EARLY_TYPOS)
+async def test_a_typo_in_the_first_letters_is_an_indexed_probe(pconn: Conn, typed: str) -> None:
+    hits = await search(pconn, typed, types=["character"], limit=3)
+    assert hits[0] == ("Monkey D. Luffy", "character", "fuzzy"), hits
+    # found by the deletion-key probes themselves, not only by the trigram index behind them
+    norm = typed.lower()
+    rows = await (await pconn.execute(EARLY_TYPO_SQL, {
+        "norm": norm, "types": ["character"], "cand": 10, "threshold": FUZZY_THRESHOLD, **_typo_keys(norm)})).fetchall()
+    assert str(entity_id("character", "monkey-d-luffy")) in {r[0] for r in rows}, (typed, rows)
 
 
 @pytest.mark.parametrize(
