@@ -85,23 +85,36 @@ async def sample(conn: psycopg.AsyncConnection[Any], query: str, k: int) -> list
 async def bench_postgres(dsn: str, settings: Settings, n_queries: int, rng: random.Random) -> dict[str, Any]:
     out: dict[str, Any] = {}
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        names = [r[0] for r in await sample(
-            conn, "SELECT norm FROM entity_name TABLESAMPLE SYSTEM (1) WHERE kind = 'primary' LIMIT %s", n_queries)]
+        rows = await sample(conn, "SELECT norm, entity_id::text FROM entity_name TABLESAMPLE SYSTEM (1) "
+                                  "WHERE kind = 'primary' LIMIT %s", n_queries)
+        names, ids = [r[0] for r in rows], [r[1] for r in rows]
         queries = {
             "prefix": [n[: rng.randint(3, 6)] for n in names],
             "full name": names,
             "typo": [(lambda s, i: s[:i] + s[i + 1:])(n, rng.randrange(1, max(2, len(n) - 1))) for n in names],
         }
-        all_lat: list[float] = []
-        for kind, qs in queries.items():
-            lat = [await timed(lambda q=q: typeahead(conn, TypeaheadQuery(q=q[:100], limit=10))) for q in qs]
-            out[f"typeahead ({kind})"] = stats(lat)
-            all_lat += lat
-        out["typeahead (all)"] = stats(all_lat)
+        # Each query twice: the first pass reads index pages from disk as a cold server would (this
+        # VM's memory reclaim evicts the page cache between runs), the second finds them in memory,
+        # as a serving replica's working set is.
+        for run in ("first pass", "warm"):
+            all_lat: list[float] = []
+            for kind, qs in queries.items():
+                lat, found = [], 0
+                for q, want in zip(qs, ids, strict=True):
+                    t0 = time.perf_counter()
+                    hits = await typeahead(conn, TypeaheadQuery(q=q[:100], limit=10))
+                    lat.append((time.perf_counter() - t0) * 1000)
+                    found += any(h.entity.id == want for h in hits)
+                out[f"typeahead ({kind}, {run})"] = stats(lat)
+                if kind != "prefix" and run == "warm":  # a 3-6 letter prefix names many entities
+                    out[f"typeahead ({kind}): the entity in the top 10"] = f"{100 * found / len(qs):.1f}%"
+                all_lat += lat
+            out[f"typeahead (all, {run})"] = stats(all_lat)
         ilike = [await timed(lambda q=q: conn.execute(ILIKE_SQL, {"p": f"%{q}%"}))
                  for q in queries["prefix"][:15]]
         out["ILIKE scan (same prefixes)"] = stats(ilike)
-        out["typeahead speed-up vs ILIKE (p50)"] = round(pct(ilike, 0.5) / out["typeahead (prefix)"]["p50_ms"], 1)
+        first = out["typeahead (prefix, first pass)"]["p50_ms"]
+        out["typeahead speed-up vs ILIKE (p50, first pass)"] = round(pct(ilike, 0.5) / first, 1)
 
         hubs = await (await conn.execute(
             "SELECT src_id::text, min(src_type), count(*) FROM edge GROUP BY src_id ORDER BY 3 DESC LIMIT 10"
@@ -121,7 +134,8 @@ async def bench_postgres(dsn: str, settings: Settings, n_queries: int, rng: rand
     def gi(qt: str, start: EntityRef, end: EntityRef | None = None, hops: int = 3) -> GraphIntent:
         return GraphIntent(rationale="bench", query_type=qt, start=start, end=end, max_hops=hops)  # type: ignore[arg-type]
 
-    out["neighbors (random)"] = stats([await timed(lambda r=r: run(gi("neighbors", r))) for r in rand_refs])
+    out["neighbors (random, first pass)"] = stats([await timed(lambda r=r: run(gi("neighbors", r))) for r in rand_refs])
+    out["neighbors (random, warm)"] = stats([await timed(lambda r=r: run(gi("neighbors", r))) for r in rand_refs])
     out["neighbors (top-10 hubs)"] = stats([await timed(lambda r=r: run(gi("neighbors", r))) for r in hub_refs])
     out["k_hop 2 (random)"] = stats([await timed(lambda r=r: run(gi("k_hop", r, hops=2))) for r in rand_refs[:100]])
     pairs = [(rng.choice(rand_refs), rng.choice(rand_refs)) for _ in range(min(100, n_queries))]
