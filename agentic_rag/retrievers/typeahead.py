@@ -79,9 +79,10 @@ RANGE_SQL = f"""
 # A typo further in leaves the name next to the query in byte order (they share at least
 # DELETION_DEPTH letters): two short walks on either side of it. Candidates are then scored by
 # edit distance to the name's start.
-DELETION_DEPTH = 6
+DELETION_DEPTH = 12
 PROBE_ROWS = 10  # names read per probe
 TWO_EDITS_FROM = 8  # a query this long may hold two typos
+MIN_TYPO_QUERY = 4  # shorter queries get no typo probes
 
 
 def deletion_expr(p: int, col: str = "n.norm") -> str:
@@ -165,9 +166,16 @@ async def typeahead(conn: psycopg.AsyncConnection[Any], query: TypeaheadQuery, *
         return await _typeahead(conn, query)
 
 
+def ascii_norm(q: str) -> str | None:
+    """``lower(unaccent(q))`` without a round trip, for plain ASCII (unaccent's rules map only non-ASCII)."""
+    return q.lower() if q.isascii() else None
+
+
 async def _typeahead(conn: psycopg.AsyncConnection[Any], query: TypeaheadQuery) -> list[TypeaheadHit]:
-    row = await (await conn.execute(NORMALISE_SQL, {"q": query.q})).fetchone()
-    norm = str(row[0]) if row else query.q.lower()
+    norm = ascii_norm(query.q)
+    if norm is None:
+        row = await (await conn.execute(NORMALISE_SQL, {"q": query.q})).fetchone()
+        norm = str(row[0]) if row else query.q.lower()
     params: dict[str, Any] = {
         "norm": norm, "pattern": _like_prefix(norm), "types": list(query.types) if query.types else None,
         "cand": query.limit * 4, "threshold": FUZZY_THRESHOLD,
@@ -187,7 +195,8 @@ async def _typeahead(conn: psycopg.AsyncConnection[Any], query: TypeaheadQuery) 
         else:
             take("prefix", await (await conn.execute(PREFIX_SQL[min(len(norm), 3)], params)).fetchall())
     # typo candidates only when the name was not typed exactly and the list is not full yet
-    if not exact and len(hits) < query.limit and len(norm) >= 3:
+    # (one edit in three letters could be hundreds of names: a query that short goes to the trigram index)
+    if not exact and len(hits) < query.limit and len(norm) >= MIN_TYPO_QUERY:
         async with conn.transaction():
             # Planning TYPO_SQL's ~30 probes costs more than running them (5 ms against 1-2 ms at 2M
             # names), and with "auto" PostgreSQL keeps re-planning it for each query's values. Its

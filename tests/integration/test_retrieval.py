@@ -8,6 +8,9 @@ from collections.abc import AsyncIterator
 
 import psycopg
 import pytest
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 from psycopg_pool import AsyncConnectionPool
 from pydantic import ValidationError
 from qdrant_client import QdrantClient
@@ -18,10 +21,10 @@ from agentic_rag.protocol import EntityRef, SearchFilters, SearchIntent
 from agentic_rag.retrievers.hybrid import HybridRetriever, rrf
 from agentic_rag.retrievers.hydrate import hydrate
 from agentic_rag.retrievers.typeahead import (
-    EARLY_TYPO_SQL,
-    FUZZY_THRESHOLD,
+    TYPO_SQL,
     TypeaheadQuery,
     _typo_keys,
+    ascii_norm,
     typeahead,
 )
 from agentic_rag.retrievers.vector import QdrantExecutor
@@ -58,6 +61,14 @@ async def test_a_typo_finds_luffy_first(pconn: Conn) -> None:
     assert (await search(pconn, "lufy", types=["character"]))[0][0] == "Monkey D. Luffy"
 
 
+@hypothesis_settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
+@given(st.text(alphabet=st.characters(max_codepoint=127, exclude_characters="\x00"), max_size=100))
+async def test_ascii_is_normalised_as_the_database_does(pconn: Conn, q: str) -> None:
+    row = await (await pconn.execute("SELECT lower(unaccent(%s))", (q,))).fetchone()
+    assert row is not None and ascii_norm(q) == row[0]
+    assert ascii_norm(q + "é") is None, "anything else goes to the database"
+
+
 # one edit among the first letters: a deletion, an insertion, a substitution, a swap
 EARLY_TYPOS = ["uffy", "Lffy", "Lufy", "Luuffy", "Kuffy", "Lyffy", "uLffy", "Lfufy", "Lufyf"]
 
@@ -68,8 +79,8 @@ async def test_a_typo_in_the_first_letters_is_an_indexed_probe(pconn: Conn, type
     assert hits[0] == ("Monkey D. Luffy", "character", "fuzzy"), hits
     # found by the deletion-key probes themselves, not only by the trigram index behind them
     norm = typed.lower()
-    rows = await (await pconn.execute(EARLY_TYPO_SQL, {
-        "norm": norm, "types": ["character"], "cand": 10, "threshold": FUZZY_THRESHOLD, **_typo_keys(norm)})).fetchall()
+    rows = await (await pconn.execute(TYPO_SQL, {
+        "norm": norm, "types": ["character"], "cand": 10, **_typo_keys(norm)})).fetchall()
     assert str(entity_id("character", "monkey-d-luffy")) in {r[0] for r in rows}, (typed, rows)
 
 
