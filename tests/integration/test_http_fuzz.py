@@ -131,24 +131,23 @@ def fuzz_service(demo: IngestReport, dsn: str, settings: Settings, qdrant: Qdran
     SERVICE.config = (dsn, settings, qdrant, embedder)
 
 
+FUZZ = hypothesis_settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
+                           suppress_health_check=list(HealthCheck))
+CHECKS = [not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance]
+
+
 @schema.parametrize()
-@hypothesis_settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
-                     suppress_health_check=list(HealthCheck))
+@FUZZ
 def test_generated_requests_get_no_server_error(case: Any) -> None:
     sent.append(case.operation.label)
-    case.call_and_validate(timeout=REQUEST_TIMEOUT_S, checks=[
-        not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
-    ])
+    case.call_and_validate(timeout=REQUEST_TIMEOUT_S, checks=CHECKS)
 
 
 @openai_schema.parametrize()
-@hypothesis_settings(max_examples=EXAMPLES_PER_OPERATION, deadline=None, database=None, derandomize=True,
-                     suppress_health_check=list(HealthCheck))
+@FUZZ
 def test_generated_model_requests_get_no_server_error(case: Any) -> None:
     openai_sent.append(case.operation.label)
-    case.call_and_validate(timeout=REQUEST_TIMEOUT_S, checks=[
-        not_a_server_error, status_code_conformance, content_type_conformance, response_schema_conformance,
-    ])
+    case.call_and_validate(timeout=REQUEST_TIMEOUT_S, checks=CHECKS)
 
 
 def test_enough_requests_were_generated() -> None:
