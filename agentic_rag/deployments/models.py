@@ -112,7 +112,7 @@ class _ModelServer:
             return failed(Failure(kind="invalid", message=str(exc)[:4000]))
         return ok(CompletionOutput(model=self._text.name[:200], text=done.text, prompt_tokens=done.prompt_tokens,
                                    completion_tokens=done.completion_tokens,
-                                   finish_reason=(done.finish_reason or None) and done.finish_reason[:40]))
+                                   finish_reason=done.finish_reason[:40] if done.finish_reason else None))
 
 
 # A heuristic call costs a millisecond of CPU or less on the replica's event loop, so one replica serves many runs; the

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import threading
 import weakref
+from collections import deque
 from collections.abc import Callable, Sequence
 from typing import Any
 
@@ -91,7 +92,7 @@ class _Batcher:
         self._embed = embed
         self._max_batch = max_batch
         self._wait_s = wait_s
-        self._queue: list[tuple[list[str], asyncio.Future[Vectors]]] = []
+        self._queue: deque[tuple[list[str], asyncio.Future[Vectors]]] = deque()
         self._worker: asyncio.Task[None] | None = None
 
     async def submit(self, texts: list[str]) -> Vectors:
@@ -107,7 +108,7 @@ class _Batcher:
             batch: list[tuple[list[str], asyncio.Future[Vectors]]] = []
             size = 0
             while self._queue and (not batch or size + len(self._queue[0][0]) <= self._max_batch):
-                texts, future = self._queue.pop(0)
+                texts, future = self._queue.popleft()
                 if not future.done():  # a cancelled caller
                     batch.append((texts, future))
                     size += len(texts)

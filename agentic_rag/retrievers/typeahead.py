@@ -149,7 +149,7 @@ def _typo_keys(norm: str) -> dict[str, str | int | None]:
     for p in range(DELETION_DEPTH):
         less = norm[:p] + norm[p + 1:] if len(norm) > p + 1 else None  # two letters at least
         keys[f"d{p}_lo"], keys[f"d{p}_hi"] = less, less and _after(less)
-        # the query with letters p and p+1 swapped back
+    for p in range(DELETION_DEPTH - 1):  # the query with letters p and p+1 swapped back
         keys[f"sw{p}"] = norm[:p] + norm[p + 1] + norm[p] + norm[p + 2:] if len(norm) > p + 1 else None
     return keys
 
@@ -178,7 +178,7 @@ async def _typeahead(conn: psycopg.AsyncConnection[Any], query: TypeaheadQuery) 
         norm = str(row[0]) if row else query.q.lower()
     params: dict[str, Any] = {
         "norm": norm, "pattern": _like_prefix(norm), "types": list(query.types) if query.types else None,
-        "cand": query.limit * 4, "threshold": FUZZY_THRESHOLD,
+        "cand": query.limit * 4,
     }
     hits: dict[str, tuple[MatchTier, tuple[Any, ...]]] = {}
 
@@ -198,7 +198,7 @@ async def _typeahead(conn: psycopg.AsyncConnection[Any], query: TypeaheadQuery) 
     # (one edit in three letters could be hundreds of names: a query that short goes to the trigram index)
     if not exact and len(hits) < query.limit and len(norm) >= MIN_TYPO_QUERY:
         async with conn.transaction():
-            # Planning TYPO_SQL's ~30 probes costs more than running them (5 ms against 1-2 ms at 2M
+            # Planning TYPO_SQL's ~50 probes costs more than running them (5 ms against 1-2 ms at 2M
             # names), and with "auto" PostgreSQL keeps re-planning it for each query's values. Its
             # generic plan is the right one whatever the values: every probe is a bounded walk.
             await conn.execute(GENERIC_PLAN_SQL)
