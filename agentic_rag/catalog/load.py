@@ -143,10 +143,16 @@ async def load_rows(
             changes["edge"] = await _sync(cur, SYNC_EDGES, "want_edge", source)
             current = "entity_name"
             changes["entity_name"] = await _sync(cur, SYNC_NAMES, "want_name", source)
+            if changes["entity_name"].changed:
+                await cur.execute(REFRESH_NAME_WORDS)
             step("edge")
     except psycopg.Error as exc:
         raise load_failure(f"loading table {current}", exc) from exc
     return changes
+
+
+# The word index of entity linking (migration 0008) follows the names it is derived from.
+REFRESH_NAME_WORDS = "REFRESH MATERIALIZED VIEW name_word"
 
 
 def load_failure(where: str, exc: psycopg.Error) -> CatalogError:

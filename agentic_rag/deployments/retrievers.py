@@ -20,7 +20,7 @@ from ray.serve.handle import DeploymentHandle
 
 from agentic_rag.deployments.args import open_pool, replica_settings
 from agentic_rag.deployments.wire import Failure, GraphOutput, failed, failure_of, handle_embed, ok
-from agentic_rag.protocol import EntityRef, GraphIntent, SearchIntent, StructuredQuery
+from agentic_rag.protocol import EntityLinks, EntityRef, GraphIntent, SearchIntent, StructuredQuery
 from agentic_rag.retrievers.dsl import run_query
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
@@ -29,6 +29,7 @@ from agentic_rag.retrievers.hydrate import MAX_HYDRATE, hydrate, labels
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.storage.qdrant import open_qdrant
+from agentic_rag.understanding.linker import link
 
 # What a retriever turns into a typed failure; anything else is a bug and travels as a Ray error.
 EXPECTED = (RetrievalError, TimeoutError, psycopg.OperationalError)
@@ -80,7 +81,7 @@ class VectorReplica:
 
 
 class GraphReplica:
-    """Graph primitives, the query DSL, exact names and the typeahead (``/v1/search``) over PostgreSQL."""
+    """Graph primitives, the query DSL, entity linking and the typeahead (``/v1/search``) over PostgreSQL."""
 
     async def __init__(self, args: dict[str, Any]) -> None:  # type: ignore[misc]  # Serve awaits it
         self._settings = replica_settings(args)
@@ -114,16 +115,12 @@ class GraphReplica:
 
         return await _answer("pg_query", run())
 
-    async def names(self, name: Any) -> dict[str, Any]:
-        """Entities whose name or alias is exactly ``name`` (the clarify step's strong readings)."""
-        text = " ".join(str(name).split())[:100]
-        if not text:
-            return ok([])
+    async def link(self, question: Any) -> dict[str, Any]:
+        """The catalog names a question mentions (entity linking, before the planner runs)."""
 
-        async def run() -> Any:
+        async def run() -> EntityLinks:
             async with self._pool.connection() as conn:
-                hits = await typeahead(conn, TypeaheadQuery(q=text, limit=10), timeout_s=self._timeout_s)
-            return [h for h in hits if h.match == "exact"]
+                return await link(conn, str(question)[:2000], timeout_s=self._timeout_s)
 
         return await _answer("postgres", run())
 

@@ -30,7 +30,15 @@ from agentic_rag.models.roles import ROLES
 from agentic_rag.orchestrator.loop import ClarificationError, RunResult
 from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
-from agentic_rag.protocol import AgentResponse, GraphIntent, GraphResult, RetrievalResult, SearchIntent, StructuredQuery
+from agentic_rag.protocol import (
+    AgentResponse,
+    EntityLinks,
+    GraphIntent,
+    GraphResult,
+    RetrievalResult,
+    SearchIntent,
+    StructuredQuery,
+)
 from agentic_rag.retrievers.dsl import QueryResult
 from agentic_rag.retrievers.errors import FailureKind, RetrievalError
 from agentic_rag.retrievers.typeahead import TypeaheadHit
@@ -326,8 +334,8 @@ class HandleRetrieval:
         value = await self._call("postgres", self._graph.query.remote(query.model_dump(mode="json")))
         return QueryResult.model_validate(value)
 
-    async def names(self, name: str) -> list[TypeaheadHit]:
-        return HITS.validate_python(await self._call("postgres", self._graph.names.remote(name[:500])))
+    async def link(self, question: str) -> EntityLinks:
+        return EntityLinks.model_validate(await self._call("postgres", self._graph.link.remote(question[:2000])))
 
 
 def handle_embed(handle: DeploymentHandle[Any]) -> EmbedFn:

@@ -13,6 +13,7 @@ from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rag.protocol import (
     DraftAnswer,
+    EntityLinks,
     EntityRef,
     GradeReport,
     GraphPath,
@@ -61,6 +62,8 @@ class StepStatus(_Input):
 
 class RewriteInput(_Input):
     question: str = Field(max_length=2000)
+    links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
+                                      "entities each may mean (found by code before planning).")
     history: list[str] = Field(
         default_factory=list, max_length=8,
         description="Earlier rewrites whose searches found nothing relevant: write a different one.",
@@ -69,6 +72,8 @@ class RewriteInput(_Input):
 
 class SelectInput(_Input):
     question: str = Field(max_length=2000)
+    links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
+                                      "entities each may mean (found by code before planning).")
     rewrite: QueryRewrite
     cards: list[ContextCard] = Field(default_factory=list)
     last_step: StepStatus | None = None
@@ -80,6 +85,8 @@ class SelectInput(_Input):
 
 class DraftInput(_Input):
     question: str = Field(max_length=2000)
+    links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
+                                      "entities each may mean (found by code before planning).")
     rewrite: QueryRewrite
     cards: list[ContextCard] = Field(default_factory=list)
 
@@ -92,11 +99,15 @@ class GradeItem(_Input):
 
 class GradeInput(_Input):
     question: str = Field(max_length=2000)
+    links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
+                                      "entities each may mean (found by code before planning).")
     items: list[GradeItem] = Field(max_length=50)
 
 
 class ValidateInput(_Input):
     question: str = Field(max_length=2000)
+    links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
+                                      "entities each may mean (found by code before planning).")
     rewrite: QueryRewrite
     draft: DraftAnswer
     cards: list[ContextCard] = Field(default_factory=list)

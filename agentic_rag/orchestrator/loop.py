@@ -59,6 +59,7 @@ from agentic_rag.protocol import (
     SufficiencyReport,
     TerminationReason,
 )
+from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -222,8 +223,26 @@ class RunContext:
             await self.event("final", "error", {"status": status, "error": f"{type(exc).__name__}: {exc}"[:500]})
             await self.rec.finish(status=status, response=None, timings={"total_ms": self.s.elapsed_ms()})
 
+    async def _link(self) -> None:
+        """Entity linking, before any model: every planner and clarification read the same names."""
+        s = self.s
+        t0 = time.perf_counter()
+        try:
+            s.links = await self.o.retrieval.link(s.question)
+        except RetrievalError as exc:
+            s.warn(f"the names in the question could not be looked up ({exc.kind})")
+            await self.event("link", "error", {"error": str(exc)[:500]})
+            return
+        finally:
+            s.timings["link_ms"] += (time.perf_counter() - t0) * 1000
+        await self.event("link", "observation", {"mentions": [
+            {"text": m.text, "candidates": [f"{c.name} ({c.entity.entity_type}, {c.match})" for c in m.candidates[:5]]}
+            for m in s.links.mentions]}, latency_ms=s.timings["link_ms"])
+
     async def _loop(self, chosen: ClarificationChoice | None, mention: str | None) -> AgentResponse:
         s = self.s
+        if s.links is None:
+            await self._link()
         if s.rewrite is None:
             s.rewrite = await self._rewrite([])
         if chosen is not None:
@@ -234,7 +253,7 @@ class RunContext:
             await stages.retrieve(self, [intent])
         elif s.mode == "agentic" and self.settings.agent_clarify and s.rewrite.needs_external_context:
             t0 = time.perf_counter()
-            asked = await clarification(self.o.retrieval, s.question, list(s.rewrite.mentions))
+            asked = clarification(s.question, s.links) if s.links is not None else None
             s.timings["clarify_ms"] += (time.perf_counter() - t0) * 1000
             if asked is not None:
                 clarification_, mention_ = asked
@@ -301,8 +320,8 @@ class RunContext:
 
     async def _rewrite(self, history: list[str]) -> QueryRewrite:
         t0 = time.perf_counter()
-        rw = await self.call("planner", RewriteInput(question=self.s.question, history=history[-8:]), QueryRewrite,
-                             "rewrite")
+        inp = RewriteInput(question=self.s.question, links=self.s.links, history=history[-8:])
+        rw = await self.call("planner", inp, QueryRewrite, "rewrite")
         await self.event("rewrite", "decision", {"rewrite": rw.model_dump(mode="json"), "usage": self._usage},
                          latency_ms=(time.perf_counter() - t0) * 1000)
         return rw
@@ -322,7 +341,8 @@ class RunContext:
         s = self.s
         assert s.rewrite is not None
         t0 = time.perf_counter()
-        inp = SelectInput(question=s.question, rewrite=s.rewrite, cards=s.cards, last_step=s.last_step,
+        inp = SelectInput(question=s.question, links=s.links, rewrite=s.rewrite, cards=s.cards,
+                          last_step=s.last_step,
                           missing=s.missing[:8], tried=s.tried[-20:], turn=s.turn, max_turns=s.max_turns)
         step = await self.call("planner", inp, NextStep, "select")
         await self.event("select", "decision", {
@@ -334,7 +354,8 @@ class RunContext:
     async def grade(self, items: list[GradeItem]) -> GradeReport:
         s = self.s
         t0 = time.perf_counter()
-        report = await self.call("validator", GradeInput(question=s.question, items=items[:50]), GradeReport, "grade")
+        inp = GradeInput(question=s.question, links=s.links, items=items[:50])
+        report = await self.call("validator", inp, GradeReport, "grade")
         await self.event("grade", "decision", {
             "items": len(items), "relevant": [g.index for g in report.grades if g.relevant], "usage": self._usage,
         }, latency_ms=(time.perf_counter() - t0) * 1000)
@@ -346,8 +367,8 @@ class RunContext:
         if s.draft is not None and s.drafted_cards == len(s.cards):
             return s.draft
         t0 = time.perf_counter()
-        draft = await self.call("planner", DraftInput(question=s.question, rewrite=s.rewrite, cards=s.cards),
-                                DraftAnswer, "draft", model_ok=model_ok)
+        inp = DraftInput(question=s.question, links=s.links, rewrite=s.rewrite, cards=s.cards)
+        draft = await self.call("planner", inp, DraftAnswer, "draft", model_ok=model_ok)
         s.draft, s.drafted_cards, s.report = draft, len(s.cards), None
         await self.event("draft", "decision", {
             "confidence": draft.confidence, "result_entities": [e.id for e in draft.result_entities],
@@ -366,7 +387,7 @@ class RunContext:
         draft = await self._draft()
         if s.report is None:
             t0 = time.perf_counter()
-            s.report = await self.call("validator", ValidateInput(question=s.question, rewrite=s.rewrite,
+            s.report = await self.call("validator", ValidateInput(question=s.question, links=s.links, rewrite=s.rewrite,
                                                                   draft=draft, cards=s.cards),
                                        SufficiencyReport, "validate")
             await self.event("validate", "decision", {

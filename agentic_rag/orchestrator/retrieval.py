@@ -12,14 +12,22 @@ from typing import Protocol
 from psycopg_pool import AsyncConnectionPool
 from qdrant_client import QdrantClient
 
-from agentic_rag.protocol import EntityRef, GraphIntent, GraphResult, RetrievalResult, SearchIntent, StructuredQuery
+from agentic_rag.protocol import (
+    EntityLinks,
+    EntityRef,
+    GraphIntent,
+    GraphResult,
+    RetrievalResult,
+    SearchIntent,
+    StructuredQuery,
+)
 from agentic_rag.retrievers.dsl import QueryResult, run_query
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.hydrate import labels
-from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import EmbedFn, QdrantExecutor
 from agentic_rag.settings import Settings
+from agentic_rag.understanding.linker import link
 
 
 class Retrieval(Protocol):
@@ -37,8 +45,8 @@ class Retrieval(Protocol):
         """A structured lookup or aggregate through the query DSL."""
         ...
 
-    async def names(self, name: str) -> list[TypeaheadHit]:
-        """Entities whose name or alias is exactly ``name`` (the typeahead lane's exact tier)."""
+    async def link(self, question: str) -> EntityLinks:
+        """The catalog names ``question`` mentions, each with the entities it may mean."""
         ...
 
 
@@ -66,11 +74,6 @@ class LocalRetrieval:
         async with self._pool.connection() as conn:
             return await run_query(conn, query, timeout_s=self._settings.query_timeout_ms / 1000)
 
-    async def names(self, name: str) -> list[TypeaheadHit]:
-        text = " ".join(name.split())[:100]
-        if not text:
-            return []
+    async def link(self, question: str) -> EntityLinks:
         async with self._pool.connection() as conn:
-            hits = await typeahead(conn, TypeaheadQuery(q=text, limit=10),
-                                   timeout_s=self._settings.query_timeout_ms / 1000)
-        return [h for h in hits if h.match == "exact"]
+            return await link(conn, question, timeout_s=self._settings.query_timeout_ms / 1000)

@@ -19,6 +19,7 @@ from agentic_rag.protocol import (
     BatchIntent,
     Clarification,
     DraftAnswer,
+    EntityLinks,
     Evidence,
     GraphIntent,
     QueryRewrite,
@@ -29,7 +30,7 @@ from agentic_rag.protocol import (
 )
 
 Mode = Literal["agentic", "linear"]
-TIMING_KEYS = ("planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms", "clarify_ms",
+TIMING_KEYS = ("link_ms", "planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms", "clarify_ms",
                "guard_ms", "trajectory_ms", "total_ms")
 
 
@@ -65,6 +66,7 @@ class RunState:
     mode: Mode
     max_turns: int
     started: float = field(default_factory=time.perf_counter)
+    links: EntityLinks | None = None  # the names the question mentions (entity linking, before any model)
     rewrite: QueryRewrite | None = None
     rewrites_seen: list[str] = field(default_factory=list)
     cards: list[ContextCard] = field(default_factory=list)

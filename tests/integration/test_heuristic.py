@@ -32,6 +32,7 @@ from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.hydrate import labels
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
+from agentic_rag.understanding.linker import link
 
 pytestmark = pytest.mark.integration
 model = HeuristicModel()
@@ -66,10 +67,13 @@ def drive(pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder, s
         from agentic_rag.models.roles import RewriteInput
 
         r = Run()
-        rewrite = (await model.generate(render(RewriteInput(question=question), QueryRewrite), QueryRewrite)).output
+        async with pool.connection() as conn:
+            links = await link(conn, question)
+        rewrite = (await model.generate(render(RewriteInput(question=question, links=links), QueryRewrite),
+                                        QueryRewrite)).output
         last: StepStatus | None = None
         for turn in range(max_turns):
-            inp = SelectInput(question=question, rewrite=rewrite, cards=r.cards, last_step=last, turn=turn,
+            inp = SelectInput(question=question, links=links, rewrite=rewrite, cards=r.cards, last_step=last, turn=turn,
                               max_turns=max_turns)
             step = (await model.generate(render(inp, NextStep), NextStep)).output
             r.steps.append(step)
@@ -89,9 +93,9 @@ def drive(pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder, s
                     card = from_query(turn, intent, q)
                 r.cards.append(card)
             last = StepStatus(action=card.source, status="ok" if card.count else "empty", count=card.count)
-        r.draft = (await model.generate(render(DraftInput(question=question, rewrite=rewrite, cards=r.cards),
+        r.draft = (await model.generate(render(DraftInput(question=question, links=links, rewrite=rewrite, cards=r.cards),
                                                DraftAnswer), DraftAnswer)).output
-        r.report = (await model.generate(render(ValidateInput(question=question, rewrite=rewrite, draft=r.draft,
+        r.report = (await model.generate(render(ValidateInput(question=question, links=links, rewrite=rewrite, draft=r.draft,
                                                               cards=r.cards), SufficiencyReport),
                                          SufficiencyReport)).output
         return r
@@ -100,29 +104,29 @@ def drive(pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder, s
 
 
 CASES = [
-    ("Which anime is Luffy in?", ["qdrant_search character 'Luffy'", "qdrant_search anime ids", "finish"],
+    ("Which anime is Luffy in?", ["qdrant_search character ids", "qdrant_search anime ids", "finish"],
      ["One Piece"]),
-    ("How is Luffy related to Nami?", ["qdrant_search character 'Luffy' + qdrant_search character 'Nami'",
+    ("How is Luffy related to Nami?", ["qdrant_search character ids + qdrant_search character ids",
                                        "pg_graph path", "finish"], ["teammate"]),
     ("Compare Hunter x Hunter (1999) and Hunter x Hunter (2011)",
-     ["qdrant_search anime 'Hunter x Hunter (1999)' + qdrant_search anime 'Hunter x Hunter (2011)'",
+     ["qdrant_search anime ids + qdrant_search anime ids",
       "pg_graph compare", "finish"], ["62 vs 148"]),
-    ("What is the sequel of Naruto?", ["qdrant_search anime 'Naruto'", "pg_graph neighbors sequel", "finish"],
+    ("What is the sequel of Naruto?", ["qdrant_search anime ids", "pg_graph neighbors sequel", "finish"],
      ["Naruto Shippuden"]),
-    ("Who directed Cowboy Bebop?", ["qdrant_search anime 'Cowboy Bebop'", "pg_graph neighbors staff", "finish"],
+    ("Who directed Cowboy Bebop?", ["qdrant_search anime ids", "pg_graph neighbors staff", "finish"],
      ["Watanabe"]),
-    ("Which studio animated Death Note?", ["qdrant_search anime 'Death Note'", "pg_graph neighbors animated_by",
+    ("Which studio animated Death Note?", ["qdrant_search anime ids", "pg_graph neighbors animated_by",
                                            "finish"], ["Madhouse"]),
-    ("Who is Boruto's father?", ["qdrant_search character 'Boruto'", "pg_graph neighbors family,romantic",
+    ("Who is Boruto's father?", ["qdrant_search character ids", "pg_graph neighbors family,romantic",
                                  "finish"],
      ["Naruto Uzumaki"]),
-    ("What manga is Death Note based on?", ["qdrant_search anime 'Death Note'", "pg_graph neighbors adapted_from",
+    ("What manga is Death Note based on?", ["qdrant_search anime ids", "pg_graph neighbors adapted_from",
                                             "finish"], ["Death Note (manga"]),
-    ("How many episodes does Death Note have?", ["qdrant_search anime 'Death Note'", "pg_query anime", "finish"],
+    ("How many episodes does Death Note have?", ["qdrant_search anime ids", "pg_query anime", "finish"],
      ["37 episodes"]),
     ("Which anime did Madhouse make after 2010?", ["pg_query anime + pg_query anime", "pg_query anime", "finish"],
      ["Hunter x Hunter (2011)"]),
-    ("How many anime did Bones animate?", ["qdrant_search studio 'Bones'", "pg_query anime", "finish"],
+    ("How many anime did Bones animate?", ["qdrant_search studio ids", "pg_query anime", "finish"],
      ["in the catalog"]),
 ]
 

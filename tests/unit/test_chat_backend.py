@@ -10,18 +10,29 @@ from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.models.openai_backend import OpenAIBackend
 from agentic_rag.models.prompts import render
 from agentic_rag.models.roles import RewriteInput
-from agentic_rag.protocol import NextStep, QueryRewrite
+from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention, NextStep, QueryRewrite
 from agentic_rag.settings import Settings
 
 
-def _rewrite_prompt(question: str) -> list[Message]:
-    return render(RewriteInput(question=question), QueryRewrite)
+def _links(question: str, *names: str) -> EntityLinks:
+    """The card entity linking would give for ``names`` (the heuristic reads names only from it)."""
+    mentions = []
+    for i, name in enumerate(names):
+        start = question.index(name)
+        ref = EntityRef(entity_type="character", id=f"00000000-0000-4000-8000-{i:012d}")
+        mentions.append(LinkedMention(text=name, start=start, end=start + len(name), candidates=[
+            LinkCandidate(entity=ref, name=name, matched=name, match="exact")]))
+    return EntityLinks(mentions=mentions)
+
+
+def _rewrite_prompt(question: str, *names: str) -> list[Message]:
+    return render(RewriteInput(question=question, links=_links(question, *names)), QueryRewrite)
 
 
 async def test_the_heuristic_answers_our_prompt_with_the_schema_it_was_given() -> None:
     model = HeuristicModel()
     backend = StructuredTextBackend(model)
-    messages = _rewrite_prompt("How is Luffy related to Nami?")
+    messages = _rewrite_prompt("How is Luffy related to Nami?", "Luffy", "Nami")
     done = await backend.complete(messages, schema_for(QueryRewrite), max_tokens=256, temperature=0.0)
     assert done.finish_reason == "stop"
     served = QueryRewrite.model_validate_json(done.text)

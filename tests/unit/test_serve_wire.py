@@ -16,7 +16,7 @@ from agentic_rag.models.prompts import render
 from agentic_rag.models.roles import ROLES, RewriteInput
 from agentic_rag.orchestrator.loop import ClarificationError, RunResult
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
-from agentic_rag.protocol import AgentResponse, QueryRewrite
+from agentic_rag.protocol import AgentResponse, EntityLinks, EntityRef, LinkCandidate, LinkedMention, QueryRewrite
 from agentic_rag.retrievers.errors import RetrievalError
 
 
@@ -69,9 +69,12 @@ def test_run_reply_round_trip() -> None:
 
 async def test_model_replica_answers_only_allowlisted_types_with_valid_messages() -> None:
     replica = PlannerReplica({"planner_backend": "heuristic", "log_level": "WARNING"})
-    messages = render(RewriteInput(question="Which anime is Luffy in?"), QueryRewrite)
+    luffy = LinkCandidate(entity=EntityRef(entity_type="character", id="00000000-0000-4000-8000-000000000001"),
+                          name="Monkey D. Luffy", matched="Luffy", match="alias")
+    links = EntityLinks(mentions=[LinkedMention(text="Luffy", start=15, end=20, candidates=[luffy])])
+    messages = render(RewriteInput(question="Which anime is Luffy in?", links=links), QueryRewrite)
     reply = unwrap(await replica.generate(messages, "QueryRewrite", 256, 0.0))
-    assert QueryRewrite.model_validate(reply["output"]).mentions
+    assert QueryRewrite.model_validate(reply["output"]).mentions == ["Luffy"]
     for bad in ("os.system", "BaseModel", ["QueryRewrite"]):
         with pytest.raises(ValueError, match="not an output type"):
             unwrap(await replica.generate(messages, bad, 256, 0.0))

@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from agentic_rag.catalog.load import load_failure
+from agentic_rag.catalog.load import REFRESH_NAME_WORDS, load_failure
 from agentic_rag.catalog.synthetic.rows import SOURCE, SyntheticCatalog
 from agentic_rag.catalog.synthetic.structure import entity_counts, fingerprint
 from agentic_rag.catalog.tables import ENTITY_TABLES, RELATION_TABLES, TABLE_BY_NAME, TABLES
@@ -183,6 +183,9 @@ async def load_synthetic(
                         await cur.execute(_INSERT_NAMES, (SOURCE,))
                         report.names = cur.rowcount
                         report.phases["entity_name"] = time.perf_counter() - t
+                        t, current = time.perf_counter(), "name_word"
+                        await cur.execute(REFRESH_NAME_WORDS)
+                        report.phases["name_word"] = time.perf_counter() - t
                         current = "catalog_load"
                         await cur.execute(
                             "INSERT INTO catalog_load (source, fingerprint, counts) VALUES (%s, %s, %s) "

@@ -14,12 +14,12 @@ from pydantic import BaseModel
 
 from agentic_rag.models.base import Generation, Message, Usage
 from agentic_rag.models.heuristic.context import names_match, words
-from agentic_rag.models.heuristic.intent import analyze
 from agentic_rag.models.heuristic.planner import select
 from agentic_rag.models.heuristic.writer import draft
 from agentic_rag.models.prompts import read_state
 from agentic_rag.models.roles import ROLES, DraftInput, GradeInput, RewriteInput, SelectInput, ValidateInput
 from agentic_rag.protocol import DocumentGrade, GradeReport, QueryRewrite, RetrievalMode, SufficiencyReport
+from agentic_rag.understanding.reading import read
 
 T = TypeVar("T", bound=BaseModel)
 MODE: dict[str, RetrievalMode] = {"relation": "hybrid", "compare": "hybrid", "lookup": "vector", "chain": "hybrid",
@@ -27,7 +27,7 @@ MODE: dict[str, RetrievalMode] = {"relation": "hybrid", "compare": "hybrid", "lo
 
 
 def rewrite(inp: RewriteInput) -> QueryRewrite:
-    a = analyze(inp.question)
+    a = read(inp.question, inp.links)
     question = " ".join(inp.question.split())[:500] or "?"
     return QueryRewrite(rewritten_query=question, needs_external_context=True,
                         retrieval_mode=MODE.get(a.intent, "hybrid"),
@@ -35,7 +35,7 @@ def rewrite(inp: RewriteInput) -> QueryRewrite:
 
 
 def grade(inp: GradeInput) -> GradeReport:
-    a = analyze(inp.question)
+    a = read(inp.question, inp.links)
     asked = set().union(*(words(m) for m in a.mentions)) if a.mentions else words(inp.question)
     # lenient on purpose: resolution (context.resolve) is the strict test of what a mention names
     return GradeReport(grades=[
@@ -51,7 +51,7 @@ def validate(inp: ValidateInput) -> SufficiencyReport:
         return SufficiencyReport(sufficient=True, rationale="the draft names its answer entities from context")
     if d.confidence >= 0.8 and d.evidence.facts:
         return SufficiencyReport(sufficient=True, rationale="the draft states the asked value from context")
-    a = analyze(inp.question)
+    a = read(inp.question, inp.links)
     found = {e.id for e in d.source_entities}
     named = [m for m in a.mentions if not any(names_match(m, e) for c in inp.cards for e in c.entities
                                               if e.ref.id in found)]

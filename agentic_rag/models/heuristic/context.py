@@ -76,7 +76,8 @@ def resolve(cards: list[ContextCard], mention: str, types: Sequence[str] = (), y
             rows = {r.get("id"): r for r in card.data.get("rows", []) if isinstance(r, dict)}
             for rank, entity in enumerate(card.entities):
                 row = rows.get(entity.ref.id, {})
-                if not names_match(mention, entity, row):
+                # an entity fetched by the id linking found is what the mention names, typo or not
+                if not card.data.get("ids") and not names_match(mention, entity, row):
                     continue
                 key = (0 if _exact(mention, entity, row) else 1,
                        0 if year is None or row.get("year") == year else 1,

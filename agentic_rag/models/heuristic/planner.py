@@ -7,10 +7,10 @@ explicit not-found; nothing is ever asked twice, because progress is read from t
 from __future__ import annotations
 
 from agentic_rag.models.heuristic.context import norm
-from agentic_rag.models.heuristic.intent import analyze
 from agentic_rag.models.heuristic.progress import progress
 from agentic_rag.models.roles import SelectInput
 from agentic_rag.protocol import GraphIntent, NextStep, SearchIntent, StructuredQuery
+from agentic_rag.understanding.reading import read
 
 
 def finish(why: str) -> NextStep:
@@ -18,9 +18,9 @@ def finish(why: str) -> NextStep:
 
 
 def select(inp: SelectInput) -> NextStep:
-    a = analyze(inp.question)
+    a = read(inp.question, inp.links)
     if not a.mentions and a.filter is None:
-        return finish("the question names nothing to look up")
+        return finish("nothing in the catalog matches a name in the question")
     p = progress(a, inp.cards)
     if p.missing:
         return finish(f"no catalog entity matches {', '.join(p.missing)}")

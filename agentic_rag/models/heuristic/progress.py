@@ -12,9 +12,6 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentic_rag.models.heuristic.context import Resolution, resolve, row_of, year_of
-from agentic_rag.models.heuristic.filters import FACETS, facet_matches
-from agentic_rag.models.heuristic.intent import Analysis
-from agentic_rag.models.heuristic.phrases import Hop
 from agentic_rag.models.roles import CardEntity, ContextCard
 from agentic_rag.protocol import (
     MAX_BATCH,
@@ -26,6 +23,8 @@ from agentic_rag.protocol import (
     StructuredQuery,
 )
 from agentic_rag.retrievers.dsl import describe
+from agentic_rag.understanding.filters import FACETS, facet_matches
+from agentic_rag.understanding.plan import Analysis, Hop
 
 NAME_FIELD = {"anime": "title", "manga": "title", "character": "name", "studio": "name", "person": "name",
               "franchise": "name"}
@@ -47,7 +46,11 @@ class Progress:
         return bool(self.steps)
 
 
-def _search(entity_type: str, mention: str, year: int | None) -> SearchIntent:
+def _search(entity_type: str, mention: str, year: int | None, linked: str | None) -> SearchIntent:
+    if linked is not None:  # entity linking found it: fetch it by id, under the name the user typed
+        return SearchIntent.model_validate({"rationale": f"fetch '{mention[:200]}', linked to a {entity_type}",
+                                            "entity_type": entity_type, "query": mention[:500],
+                                            "filters": {"id": [linked]}, "limit": 1})
     return SearchIntent.model_validate({"rationale": f"resolve '{mention[:200]}' as {entity_type}",
                                         "entity_type": entity_type, "query": mention[:500],
                                         "limit": 10 if year else 5})
@@ -108,7 +111,7 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
         if r.entity is None:
             left = [t for t in a.types.get(mention, ()) if t not in r.tried]
             if left:
-                p.steps.append(_search(left[0], mention, a.years.get(mention)))
+                p.steps.append(_search(left[0], mention, a.years.get(mention), a.ids.get(mention, {}).get(left[0])))
             else:
                 p.missing.append(mention)
     if p.steps or p.missing:

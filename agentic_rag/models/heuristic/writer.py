@@ -11,10 +11,11 @@ from __future__ import annotations
 from typing import Any
 
 from agentic_rag.models.heuristic.context import bare
-from agentic_rag.models.heuristic.intent import Analysis, analyze
 from agentic_rag.models.heuristic.progress import Progress, progress
 from agentic_rag.models.roles import CardEntity, DraftInput
 from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphPath
+from agentic_rag.understanding.plan import Analysis
+from agentic_rag.understanding.reading import read
 
 EDGE_WORDS = {"features": "characters", "staff": "staff", "animated_by": "studio", "animated": "anime",
               "adapted_from": "source manga", "adapted_into": "anime adaptations", "appears_in": "appears in",
@@ -43,7 +44,7 @@ def _list(entities: list[CardEntity], details: dict[str, str]) -> str:
 
 
 def draft(inp: DraftInput) -> DraftAnswer:
-    a = analyze(inp.question)
+    a = read(inp.question, inp.links)
     p = progress(a, inp.cards)
     if p.missing:
         # no facts and no entities: the loop ends with an explicit not-found, never a guess
@@ -54,7 +55,7 @@ def draft(inp: DraftInput) -> DraftAnswer:
         return _query_answer(a, p, [])
     ents = [r.entity for r in p.found if r.entity is not None]
     if not ents:
-        return _result("The question names nothing I could look up.", [], [], confidence=0.1)
+        return _result("I could not find anything in the catalog that the question names.", [], [], confidence=0.1)
     if a.intent in ("relation", "compare"):
         return _pair(a, p, ents)
     chain = [ents[0], *(e for level in p.levels for e in level)]

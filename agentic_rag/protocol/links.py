@@ -1,0 +1,48 @@
+"""Entity links: the names a question mentions, each with the catalog entities it may mean.
+
+Produced by code (:mod:`agentic_rag.understanding.linker`) before any model runs, and shown to every
+planner as a card: the heuristic planner reads it directly, an LLM planner reads it in its prompt.
+Spans are character offsets into the question, so a reader can look at the words around a name.
+"""
+
+from __future__ import annotations
+
+from typing import Literal
+
+from pydantic import Field
+
+from agentic_rag.protocol.base import EntityRef, ProtocolModel, ShortText
+
+LinkMatch = Literal["exact", "alias", "typo", "reordered"]
+MAX_MENTIONS = 8
+MAX_CANDIDATES = 10
+
+
+class LinkCandidate(ProtocolModel):
+    """One entity a mention may name."""
+
+    entity: EntityRef
+    name: ShortText = Field(description="The entity's primary name.")
+    matched: ShortText = Field(description="The name or alias the mention matched.")
+    match: LinkMatch = Field(description="exact: the primary name; alias: another stored name; typo: one edit "
+                                         "in a word; reordered: the words of a person's or character's name in "
+                                         "another order.")
+    popularity: int = Field(0, ge=0)
+    year: int | None = Field(None, description="First year of a work; founding year of a studio.")
+    format: str | None = Field(None, max_length=20, description="An anime's format (tv, movie, ova, ona, special).")
+
+
+class LinkedMention(ProtocolModel):
+    """A span of the question that names catalog entities."""
+
+    text: ShortText = Field(description="The span as the user typed it.")
+    start: int = Field(ge=0, description="Character offset of the span in the question.")
+    end: int = Field(ge=0, description="Character offset just past the span.")
+    candidates: list[LinkCandidate] = Field(max_length=MAX_CANDIDATES,
+                                            description="Best first: match quality, then popularity.")
+
+
+class EntityLinks(ProtocolModel):
+    """Every mention found in a question, left to right, without overlaps."""
+
+    mentions: list[LinkedMention] = Field(default_factory=list, max_length=MAX_MENTIONS)

@@ -1,0 +1,86 @@
+"""Cue words: what the words around the names ask for, read anywhere in the question.
+
+Each set is a family of words people use for one relation or attribute, in any order and with any
+chatter around them. Words inside a linked name are never cues ("Death Note" asks for nothing).
+"""
+
+from __future__ import annotations
+
+import re
+
+from agentic_rag.catalog.vocabulary import EntityType
+
+
+def words(text: str) -> frozenset[str]:
+    return frozenset(text.split())
+
+
+STUDIO = words("studio studios animated animate animates animating animation animator animators")
+DIRECT = words("direct directed director directors directs directing")
+MUSIC = words("music composer composers composed composes soundtrack score scored ost songs")
+DESIGN = words("design designs designer designers designed")
+SCRIPT = words("screenplay script scripts screenwriter composition")
+DRAW = words("drew draw draws drawn drawing artist artists illustrated illustrator illustrates illustrate art")
+WRITE = words("wrote write writes written writer writers author authors mangaka")
+CREATE = words("created creator creators create creates invented")
+MADE = words("made makes make produced producer")
+CAST = words("characters cast protagonist protagonists lead leads heroes hero heroine")
+MAIN = words("main protagonist protagonists lead leads hero heroes heroine")
+SEQUEL = words("sequel sequels after next follows followed following continuation continues continued")
+PREQUEL = words("prequel prequels before previous preceded precedes preceding")
+ORDER = words("order chronological")
+SOURCE = words("source original based adapted adapts adapt adaptation")
+ADAPTATION = words("adaptation adaptations adapted turned")
+MENTOR = words("mentor mentors teacher teachers sensei master trained taught trains teaches")
+FAMILY = words("father dad mother mom parents parent brother brothers sister sisters sibling siblings son sons "
+               "daughter daughters child children kids grandfather grandpa grandmother grandma granddaughter "
+               "grandson family wife husband uncle aunt cousin married spouse")
+RELATED = words("related relation relationship relationships connected connection connections connect connects "
+                "link linked links relate common know")
+COMPARE = words("compare comparison vs versus difference differences differ")
+COMPARATIVE = words("more fewer less longer shorter older newer earlier later bigger higher lower")
+YEAR = words("year when aired air airs released release premiere premiered premiere started start debut "
+             "debuted begin began published dates date")
+FOUNDED = words("founded established formed")
+EPISODES = words("episodes episode eps ep")
+VOLUMES = words("volumes volume vols vol tankobon")
+MAGAZINE = words("magazine magazines serialized serialised serialization serialisation")
+FORMAT = words("format")
+STATUS = words("status ongoing airing finished completed")
+TOTAL = words("total combined altogether together all seasons")
+WORKS = words("anime shows show series works work titles title manga movies films credits")
+OTHER = words("other else")
+WHOLE = words("both all every entire whole")
+TITLE = words("japanese romaji native title called")
+APPEAR = words("appear appears appeared appearing from in star stars starring featuring feature features")
+
+CUES: frozenset[str] = (STUDIO | DIRECT | MUSIC | DESIGN | SCRIPT | DRAW | WRITE | CREATE | MADE | CAST | SEQUEL
+                        | PREQUEL | ORDER | SOURCE | ADAPTATION | MENTOR | FAMILY | RELATED | COMPARE | COMPARATIVE
+                        | YEAR | FOUNDED | EPISODES | VOLUMES | MAGAZINE | FORMAT | STATUS | TOTAL | WORKS)
+
+# Type words right next to a name ("the Death Note manga", "the anime Naruto").
+TYPE_WORD: dict[str, EntityType] = {
+    "anime": "anime", "show": "anime", "series": "anime", "tv": "anime", "movie": "anime", "film": "anime",
+    "ova": "anime", "manga": "manga", "comic": "manga", "character": "character", "studio": "studio",
+    "franchise": "franchise",
+}
+MOVIE_WORDS = words("movie film")
+ARTICLES = words("the a an")
+
+HOW_MANY = re.compile(r"\b(?:how many|number of|count of|count the|count)\b")
+HOW_LONG = re.compile(r"\bhow long\b")
+FIRST_EPISODE = re.compile(r"\b(?:first episode|episode (?:1|one)|pilot)\b")
+IN_ORDER = re.compile(r"\b(?:in order|watch order|order to watch|all (?:the )?seasons|every season)\b")
+# What kind of thing the answer is: "which anime ...", "what manga ...", "which Dragon Ball series ...".
+ANSWER_TYPE = re.compile(
+    r"\b(?:which|what|list|name|the) (?:\w+ )?(?P<w>anime|shows?|series|manga|studio|movie|film)\b")
+ALL_SEASONS = re.compile(r"\b(?:both|all|every)\b.*\b(?:seasons|series|films|movies|parts|cours|entries)\b")
+FIRST_SEASON = re.compile(r"\bfirst (?:tv )?(?:season|series|anime|show)\b")
+# The attribute a comparison asks about, by its wording (first match wins; none: every difference).
+COMPARE_FIELDS = (
+    (re.compile(r"\bstudios?\b|\banimat"), "studios"),
+    (re.compile(r"\bvolumes?\b|\bvols?\b"), "volumes"),
+    (re.compile(r"\bepisodes?\b|\beps\b|\blonger\b|\bshorter\b"), "episode_count"),
+    (re.compile(r"\bfirst\b|\bearlier\b|\bolder\b|\bnewer\b|\brecent\b|\bcame out\b|\baired\b|\byears?\b|"
+                r"\breleased\b|\blater\b"), "year"),
+)

@@ -1,0 +1,184 @@
+"""Entity linking: every name a question mentions, found against the catalog's own name index.
+
+Two bounded round trips, whatever the catalog size:
+
+1. The question's words and their one-letter deletions are probed in ``name_word`` (migration
+   0008): a word the catalog's names use is known; an unknown word of four letters or more is
+   corrected to the catalog words one edit away (SymSpell), most frequent first.
+2. Every span of up to :data:`MAX_SPAN` words is probed, as typed, with one corrected word, and
+   (two or three words) in another order, against ``link_key(norm)`` of every name and alias.
+
+Spans are then chosen left to right without overlaps, longer spans first ("Naruto Shippuden" over
+"Naruto"), then by match quality and popularity; every entity a chosen span names is kept as a
+candidate, so readers can pick by type, year or format, and clarification can ask. A span made only
+of question words ("who", "the", "anime") is never a mention, unless typed in capitals ("ONE").
+"""
+
+from __future__ import annotations
+
+import asyncio
+import itertools
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any, NamedTuple
+
+import psycopg
+
+from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention, LinkMatch
+from agentic_rag.protocol.links import MAX_CANDIDATES, MAX_MENTIONS
+from agentic_rag.understanding.cues import CUES
+from agentic_rag.understanding.text import Token, deletions, english_words, one_edit, tokenize
+
+MAX_TOKENS = 40  # words of a question considered; a longer question is read up to here
+MAX_SPAN = 8  # words in one name ("Naruto Spin-Off: Rock Lee & His Ninja Pals")
+MIN_TYPO_WORD = 4  # shorter words are never corrected: too many catalog words are one edit away
+CORRECTIONS = 3  # catalog words kept per unknown word
+ORDER_FREE: frozenset[str] = frozenset({"person", "character"})
+
+# Words that alone never name an entity here: question scaffolding and the type words around names.
+STOP: frozenset[str] = frozenset("""
+a an the of in on at to for from by with and or but not no is are was were be been being am do does did done
+have has had having i me my we our you your he she it its they them their this that these those there here
+who whom whose what which when where why how whats whos wheres hows many much more most less fewer least
+tell show list name give find get know want need like please pls plz thanks thank thx ty lol so um uh hey hi hello
+ok okay yeah yes quick question q can could would should will shall may might must just also about any some
+all every each other another one two three first last next new old same both either
+anime manga series show shows tv movie movies film films season seasons episode episodes volume volumes vol
+character characters studio studios franchise person people author director composer year years
+s t
+""".split())  # noqa: SIM905 (a word list reads better as text)
+
+
+class Fix(NamedTuple):
+    """A catalog word an unknown question word may have meant."""
+
+    word: str
+    inside_only: bool = False  # a plural's s dropped: only inside a longer name ("journeys end", not "powers")
+
+
+@dataclass(slots=True)
+class _Span:
+    start: int  # token index
+    length: int
+    candidates: dict[str, tuple[int, LinkCandidate]] = field(default_factory=dict)  # entity id -> (rank, cand)
+
+    def best(self) -> tuple[int, int]:
+        return min((r, -c.popularity) for r, c in self.candidates.values())
+
+
+WORDS_SQL = "SELECT del, word, freq FROM name_word WHERE del = ANY(%(keys)s::text[])"
+# Names whose key is one of the probed spans, with what a reader needs to choose among them.
+NAMES_SQL = """
+SELECT link_key(n.norm), n.entity_id::text, n.entity_type, n.name, n.kind, n.popularity,
+       coalesce(p.name, n.name), coalesce(a.year, m.year, s.founded), a.format
+  FROM entity_name n
+  LEFT JOIN entity_name p ON p.entity_id = n.entity_id AND p.kind = 'primary'
+  LEFT JOIN anime a ON n.entity_type = 'anime' AND a.id = n.entity_id
+  LEFT JOIN manga m ON n.entity_type = 'manga' AND m.id = n.entity_id
+  LEFT JOIN studio s ON n.entity_type = 'studio' AND s.id = n.entity_id
+ WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type <> 'episode'
+"""
+
+
+def _blocked(tokens: Sequence[Token]) -> bool:
+    # "Boruto's father" asks for a relation; it does not name the character Father
+    return all((t.key in STOP or t.key in CUES) and not t.upper for t in tokens) or (
+        len(tokens) == 1 and (len(tokens[0].key) < 2 or tokens[0].key.isdigit()))
+
+
+async def _corrections(conn: psycopg.AsyncConnection[Any], words: list[str]) -> dict[str, list[Fix]]:
+    """Catalog words one edit from each unknown question word, most frequent first."""
+    english = english_words()
+    long_words = [w for w in dict.fromkeys(words)
+                  if len(w) >= MIN_TYPO_WORD and not w.isdigit() and w not in STOP and w not in english]
+    # an English plural may be a possessive typed without its apostrophe ("journeys end", "luffys")
+    plurals = {w: w[:-1] for w in dict.fromkeys(words) if w in english and w.endswith("s") and len(w) >= MIN_TYPO_WORD}
+    keys = set(words) | set(plurals.values()) | {d for w in long_words for d in deletions(w)}
+    rows = await (await conn.execute(WORDS_SQL, {"keys": sorted(keys)})).fetchall()
+    known = {str(word) for d, word, _ in rows if d == word}
+    found: dict[str, dict[str, int]] = {}
+    for _, word, freq in rows:
+        for w in long_words:
+            if w not in known and one_edit(w, str(word)):
+                found.setdefault(w, {})[str(word)] = int(freq)
+    fixes = {w: [Fix(x) for x in sorted(c, key=lambda x: -c[x])[:CORRECTIONS]] for w, c in found.items()}
+    for w, singular in plurals.items():
+        if singular in known and w not in known:
+            fixes[w] = [Fix(singular, inside_only=True)]
+    return fixes
+
+
+def _variants(span: Sequence[Token], fixes: dict[str, list[Fix]]) -> Iterable[tuple[str, LinkMatch | None]]:
+    """(key, forced match kind) of a span: as typed, with one word corrected, reordered."""
+    words = [t.key for t in span]
+    yield " ".join(words), None
+    for i, w in enumerate(words):
+        for fix in fixes.get(w, ()):
+            if not (fix.inside_only and len(words) == 1):
+                yield " ".join([*words[:i], fix.word, *words[i + 1:]]), "typo"
+    if 2 <= len(words) <= 3:
+        for perm in itertools.permutations(words):
+            if list(perm) != words:
+                yield " ".join(perm), "reordered"
+
+
+def _rank(match: LinkMatch) -> int:
+    return ("exact", "alias", "reordered", "typo").index(match)
+
+
+async def link(conn: psycopg.AsyncConnection[Any], question: str, *, timeout_s: float = 2.0) -> EntityLinks:
+    """The mentions of ``question``, each with its candidate entities (two bounded round trips)."""
+    async with asyncio.timeout(timeout_s):
+        return await _link(conn, question)
+
+
+async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLinks:
+    tokens = tokenize(question)[:MAX_TOKENS]
+    if not tokens:
+        return EntityLinks()
+    fixes = await _corrections(conn, [t.key for t in tokens])
+    probes: dict[str, list[tuple[int, int, LinkMatch | None]]] = {}
+    for i in range(len(tokens)):
+        for n in range(1, min(MAX_SPAN, len(tokens) - i) + 1):
+            span = tokens[i:i + n]
+            if _blocked(span):
+                continue
+            for key, forced in _variants(span, fixes):
+                probes.setdefault(key, []).append((i, n, forced))
+    if not probes:
+        return EntityLinks()
+    rows = await (await conn.execute(NAMES_SQL, {"keys": list(probes)})).fetchall()
+    spans: dict[tuple[int, int], _Span] = {}
+    for key, eid, etype, name, kind, popularity, primary, year, fmt in rows:
+        for i, n, forced in probes.get(str(key), ()):
+            if forced == "reordered" and etype not in ORDER_FREE:
+                continue
+            match: LinkMatch = forced or ("exact" if kind == "primary" else "alias")
+            cand = LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
+                                 matched=str(name)[:200], match=match, popularity=max(int(popularity), 0),
+                                 year=year, format=fmt)
+            s = spans.setdefault((i, n), _Span(i, n))
+            old = s.candidates.get(eid)
+            if old is None or _rank(match) < old[0]:
+                s.candidates[eid] = (_rank(match), cand)
+    return EntityLinks(mentions=_choose(question, tokens, list(spans.values())))
+
+
+def _choose(question: str, tokens: list[Token], spans: list[_Span]) -> list[LinkedMention]:
+    """Non-overlapping spans: longest first, then the best match, then the most popular entity."""
+    taken: set[int] = set()
+    chosen: list[_Span] = []
+    for s in sorted(spans, key=lambda s: (-s.length, *s.best(), s.start)):
+        cover = set(range(s.start, s.start + s.length))
+        if cover & taken:
+            continue
+        taken |= cover
+        chosen.append(s)
+    out: list[LinkedMention] = []
+    for s in sorted(chosen, key=lambda s: s.start)[:MAX_MENTIONS]:
+        first, last = tokens[s.start], tokens[s.start + s.length - 1]
+        cands = [c for _, c in sorted(s.candidates.values(), key=lambda rc: (rc[0], -rc[1].popularity))]
+        end = last.start + len(last.raw)  # a possessive 's is not part of the name
+        out.append(LinkedMention(text=question[first.start:end][:200], start=first.start, end=end,
+                                 candidates=cands[:MAX_CANDIDATES]))
+    return out

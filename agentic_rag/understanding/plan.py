@@ -1,0 +1,66 @@
+"""What a question asks, as a plan: the entities it names, the hops from them, what is read at the end."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Literal
+
+from agentic_rag.catalog.vocabulary import EntityType
+from agentic_rag.understanding.filters import Filter
+
+Intent = Literal["relation", "compare", "chain", "attribute", "aggregate", "filter", "lookup"]
+# What is read off the final entities: a catalog column, the first episode, or an aggregate.
+Attr = Literal["year", "episode_count", "volumes", "magazine", "founded", "format", "status", "first_episode",
+               "count_studio", "count_author", "count_franchise", "count_characters", "sum_episodes", "count"]
+
+ANY_TYPE: tuple[EntityType, ...] = ("character", "anime", "manga", "person", "studio", "franchise")
+WORK: tuple[EntityType, ...] = ("anime", "manga")
+
+
+@dataclass(frozen=True, slots=True)
+class Hop:
+    """One traversal from each entity of the previous level."""
+
+    edges: tuple[str, ...]
+    roles: tuple[str, ...] = ()  # keep neighbors whose edge qualifier is one of these (staff role, "main")
+    kind: str = "neighbors"  # or "k_hop" for a whole chain (sequels in order)
+    node_types: tuple[EntityType, ...] = ()
+    first: bool = False  # keep only the earliest result ("the first TV season")
+    exclude_seen: bool = False  # drop entities already met on the way ("what *other* anime")
+    include_start: bool = False  # keep the entities the hop starts from ("both seasons": the first and its sequels)
+
+
+@dataclass(slots=True)
+class Analysis:
+    """What a question asks: the names to resolve, the hops to follow, what to read at the end."""
+
+    intent: Intent
+    mentions: list[str]
+    types: dict[str, tuple[EntityType, ...]] = field(default_factory=dict)  # per mention, preferred first
+    years: dict[str, int] = field(default_factory=dict)  # a year that picks one reading of a name
+    ids: dict[str, dict[str, str]] = field(default_factory=dict)  # mention -> entity type -> linked entity id
+    fixed: set[str] = field(default_factory=set)  # mentions whose type the question's wording decides
+    hops: list[Hop] = field(default_factory=list)
+    attr: Attr | None = None
+    compare_field: str | None = None
+    role: str | None = None  # a staff role an aggregate counts
+    fmt: str | None = None  # a format an aggregate counts
+    filter: Filter | None = None
+
+
+def staff_roles(word: str) -> tuple[str, ...]:
+    """The staff roles a verb or noun names ("directed" -> director); empty: every credit."""
+    w = word.lower()
+    if "music" in w or "compos" in w or "scor" in w or "soundtrack" in w or w == "ost":
+        return ("music",)
+    if "design" in w:
+        return ("character_design",)
+    if "direct" in w:
+        return ("director", "chief_director")
+    if "screenplay" in w or "script" in w or "composition" in w:
+        return ("series_composition",)
+    if any(x in w for x in ("drew", "draw", "illustrat", "artist", "art")):
+        return ("story_and_art", "art")
+    if any(x in w for x in ("wrote", "writ", "author", "creat", "mangaka")):
+        return ("original_creator", "story_and_art", "story")
+    return ()

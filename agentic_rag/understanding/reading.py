@@ -1,0 +1,427 @@
+"""Reading a question: the linked names, plus what the words around them ask for, become a plan.
+
+No whole-question templates. The names come from :mod:`~agentic_rag.understanding.linker`; what is
+asked comes from cue words anywhere in the rest of the question (:mod:`~agentic_rag.understanding.cues`);
+hops compose by entity type: a relation that starts from an anime, asked of a character, first
+follows the character to the anime it appears in ("the studio of Luffy's show"), and a relation
+that starts from a manga, asked of an anime, first follows the anime to its source.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+from agentic_rag.catalog.vocabulary import EntityType
+from agentic_rag.protocol import EntityLinks, LinkCandidate, LinkedMention
+from agentic_rag.understanding import cues as C
+from agentic_rag.understanding.filters import Filter, parse_filter
+from agentic_rag.understanding.plan import ANY_TYPE, Analysis, Attr, Hop, staff_roles
+from agentic_rag.understanding.text import Token, tokenize
+
+SEQUEL, PREQUEL = Hop(("sequel",)), Hop(("prequel",))
+SEQUEL_CHAIN = Hop(("sequel",), kind="k_hop")
+STUDIO = Hop(("animated_by",))
+SOURCE, ADAPTATIONS = Hop(("adapted_from",)), Hop(("adapted_into",), node_types=("anime",))
+CAST = Hop(("features",), node_types=("character",))
+MAIN_CAST = Hop(("features",), ("main",), node_types=("character",))
+APPEARS = Hop(("appears_in",), node_types=("anime",))
+AUTHORS = Hop(("staff",), ("story_and_art", "story", "art", "original_creator"))
+MENTORS = Hop(("student_of",))
+FAMILY = Hop(("family", "romantic"))
+STUDIO_WORKS = Hop(("animated",), node_types=("anime",))
+
+# What each hop starts from and leads to; None: any type.
+_DOMAIN: dict[tuple[str, ...], EntityType] = {
+    ("animated_by",): "anime", ("sequel",): "anime", ("prequel",): "anime", ("adapted_from",): "anime",
+    ("adapted_into",): "manga", ("appears_in",): "character", ("student_of",): "character",
+    ("family", "romantic"): "character", ("animated",): "studio", ("worked_on",): "person",
+}
+_RANGE: dict[tuple[str, ...], EntityType] = {
+    ("animated_by",): "studio", ("sequel",): "anime", ("prequel",): "anime", ("adapted_from",): "manga",
+    ("adapted_into",): "anime", ("appears_in",): "anime", ("student_of",): "character",
+    ("family", "romantic"): "character", ("animated",): "anime", ("features",): "character",
+    ("staff",): "person", ("worked_on",): "anime",
+}
+_ATTR_DOMAIN: dict[str, EntityType] = {
+    "episode_count": "anime", "format": "anime", "first_episode": "anime", "volumes": "manga", "magazine": "manga",
+    "founded": "studio", "count_characters": "anime", "sum_episodes": "anime", "count_studio": "studio",
+    "count_author": "person", "count_franchise": "franchise", "count": "person",
+}
+# From a type to the type a hop needs: the hop that gets there.
+_COERCE: dict[tuple[EntityType, EntityType], Hop] = {
+    ("character", "anime"): APPEARS, ("anime", "manga"): SOURCE, ("manga", "anime"): ADAPTATIONS,
+    ("anime", "character"): MAIN_CAST,
+}
+_ANSWER: dict[str, EntityType] = {"anime": "anime", "show": "anime", "shows": "anime", "series": "anime",
+                                  "movie": "anime", "film": "anime", "manga": "manga", "studio": "studio"}
+_YEAR = re.compile(r"^(?:19|20)\d\d$")
+_FORMATS = {"movies": "movie", "films": "movie", "movie": "movie", "film": "movie", "ovas": "ova", "ova": "ova",
+            "specials": "special", "special": "special", "tv": "tv"}
+_CHATTER = re.compile(r"^.*?\b(?=(?:which|what|list|name|show me|give me|find|any)\b)", re.IGNORECASE)
+
+
+@dataclass(slots=True)
+class _Words:
+    """The question's words outside the linked names."""
+
+    keys: list[str]
+    set: frozenset[str]
+    text: str  # " w1 w2 ... " for phrase tests
+
+    def has(self, *phrases: str) -> bool:
+        return any(f" {p} " in self.text for p in phrases)
+
+    def any(self, family: frozenset[str]) -> bool:
+        return bool(self.set & family)
+
+
+def _rest(tokens: list[Token], mentions: list[LinkedMention]) -> _Words:
+    inside = [any(m.start <= t.start < m.end for m in mentions) for t in tokens]
+    keys = [t.key for t, skip in zip(tokens, inside, strict=True) if not skip]
+    return _Words(keys, frozenset(keys), " " + " ".join(keys) + " ")
+
+
+def _neighbours(tokens: list[Token], m: LinkedMention) -> tuple[list[str], list[str]]:
+    """Up to three words before (nearest first) and after a mention."""
+    before = [t.key for t in tokens if t.end <= m.start][-3:][::-1]
+    after = [t.key for t in tokens if t.start >= m.end][:3]
+    return before, after
+
+
+def _type_word(tokens: list[Token], m: LinkedMention) -> tuple[EntityType | None, bool]:
+    """The type a word right next to the mention names ("the X manga", "anime X"), and whether it says movie."""
+    before, after = _neighbours(tokens, m)
+    near = after[:1] + [w for w in before[:2] if w not in C.ARTICLES][:1]
+    for w in near:
+        if w in C.TYPE_WORD and any(c.entity.entity_type == C.TYPE_WORD[w] for c in m.candidates):
+            return C.TYPE_WORD[w], w in C.MOVIE_WORDS
+    return None, False
+
+
+def _year_near(tokens: list[Token], m: LinkedMention) -> int | None:
+    before, after = _neighbours(tokens, m)
+    for w in before[:2] + after[:2]:
+        if _YEAR.match(w) and any(c.year == int(w) for c in m.candidates):
+            return int(w)
+    return None
+
+
+def _best(m: LinkedMention, entity_type: EntityType, year: int | None, movie: bool) -> LinkCandidate | None:
+    cands = [c for c in m.candidates if c.entity.entity_type == entity_type]
+    if not cands:
+        return None
+    # match quality first (the list's order), then the year and format the question names
+    return min(cands, key=lambda c: (c.year != year if year else False, movie and c.format != "movie",
+                                     cands.index(c)))
+
+
+# -- what is asked ---------------------------------------------------------------------------------
+
+
+@dataclass(slots=True)
+class _Ask:
+    hops: list[Hop]
+    attr: Attr | None = None
+    role: str | None = None
+    fmt: str | None = None
+    domain: tuple[EntityType, ...] = ()  # the type the first hop (or the attribute) starts from
+
+
+def _staff(w: _Words) -> Hop | None:
+    if w.any(C.DIRECT):
+        return Hop(("staff",), staff_roles("director"))
+    if w.any(C.MUSIC):
+        return Hop(("staff",), staff_roles("music"))
+    if w.any(C.DESIGN) and "character" in w.text:
+        return Hop(("staff",), staff_roles("design"))
+    if w.any(C.SCRIPT):
+        return Hop(("staff",), staff_roles("script"))
+    if w.any(C.DRAW):
+        return Hop(("staff",), staff_roles("drew"))
+    if w.any(C.WRITE | C.CREATE):
+        return Hop(("staff",), staff_roles("wrote"))
+    return None
+
+
+def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
+    """"How many ..." questions over one named entity."""
+    if w.any(C.EPISODES):
+        if w.any(C.TOTAL):
+            return _Ask([Hop(("sequel",), kind="k_hop", include_start=True)], "sum_episodes", domain=("anime",))
+        return _Ask([], "episode_count", domain=("anime",))
+    if w.any(C.VOLUMES):
+        return _Ask([], "volumes", domain=("manga",))
+    if "characters" in w.set:
+        return _Ask([], "count_characters", domain=("anime", "manga"))
+    fmt = next((_FORMATS[x] for x in w.keys if x in _FORMATS and x != "tv"), None)
+    if ("person" in anchor_types and not {"studio", "franchise"} & anchor_types - {"person"}) or w.any(
+            C.DIRECT | C.MUSIC | C.SCRIPT | C.WRITE | C.DRAW):
+        staff = _staff(w)
+        if staff is not None and staff.roles and staff.roles[0] in ("director", "music", "character_design",
+                                                                      "series_composition"):
+            role = staff.roles[0]
+            return _Ask([Hop(("worked_on",), (role,), node_types=("anime",))], "count", role=role,
+                        domain=("person",))
+        if "person" in anchor_types:
+            return _Ask([], "count_author", domain=("person",))
+    if "studio" in anchor_types and (w.any(C.STUDIO | C.MADE | C.WORKS) or not fmt):
+        return _Ask([], "count_studio", domain=("studio",))
+    if "franchise" in anchor_types or fmt:
+        return _Ask([], "count_franchise", fmt=fmt, domain=("franchise",))
+    return None
+
+
+def _attribute(w: _Words) -> _Ask | None:
+    if C.FIRST_EPISODE.search(w.text):
+        return _Ask([], "first_episode", domain=("anime",))
+    if w.any(C.FOUNDED):
+        return _Ask([], "founded", domain=("studio",))
+    if w.any(C.MAGAZINE) or w.has("published in", "ran in", "serialized in"):
+        return _Ask([], "magazine", domain=("manga",))
+    if w.any(C.VOLUMES):
+        return _Ask([], "volumes", domain=("manga",))
+    if w.any(C.EPISODES) or C.HOW_LONG.search(w.text):
+        return _Ask([], "episode_count", domain=("anime",))
+    if w.any(C.FORMAT) or w.has("is it a movie", "a movie or", "movie or a series", "what type", "what kind"):
+        return _Ask([], "format", domain=("anime",))
+    if w.any(C.YEAR) or w.has("what year", "came out", "come out"):
+        return _Ask([], "year", domain=("anime", "manga", "studio"))
+    if w.any(C.STATUS) or w.has("still running", "still going"):
+        return _Ask([], "status", domain=("anime", "manga"))
+    return None
+
+
+def _relation(w: _Words, anchor_types: set[EntityType]) -> list[Hop]:
+    """The hops the words ask for, structural ones (sequel, source) before the final one (studio, staff)."""
+    hops: list[Hop] = []
+    answer = _ANSWER.get(m.group("w")) if (m := C.ANSWER_TYPE.search(w.text)) else None
+    if C.ALL_SEASONS.search(w.text):
+        hops.append(Hop(("sequel",), kind="k_hop", include_start=True))
+    elif w.any(C.PREQUEL):
+        hops.append(PREQUEL)
+    elif C.IN_ORDER.search(w.text) or w.any(C.ORDER):
+        hops.append(SEQUEL_CHAIN)
+    elif w.any(C.SEQUEL):
+        hops.append(SEQUEL)
+    manga_asked = "manga" in w.set
+    if manga_asked and w.any(C.SOURCE) and anchor_types & {"anime", "character"}:
+        hops.append(SOURCE)
+    elif "anime" in w.set and w.any(C.ADAPTATION | C.SOURCE) and "manga" in anchor_types:
+        hops.append(ADAPTATIONS)
+    elif not hops and answer == "manga" and anchor_types & {"anime"} and "manga" not in anchor_types:
+        hops.append(SOURCE)
+    elif not hops and answer == "anime" and anchor_types == {"manga"}:
+        hops.append(ADAPTATIONS)
+    if w.any(C.STUDIO) or w.has("animation studio", "produced by", "who produced", "who animated"):
+        hops.append(STUDIO)
+    elif staff := _staff(w):
+        hops.append(staff)
+        if w.any(C.OTHER) and w.any(C.WORKS):  # "what other anime did the director of X direct"
+            hops.append(Hop(("worked_on",), staff.roles, node_types=("anime",), exclude_seen=True))
+    elif w.any(C.MENTOR):
+        hops.append(MENTORS)
+    elif w.any(C.FAMILY):
+        hops.append(FAMILY)
+    elif w.any(C.CAST) or w.has("who is in", "who are in", "who's in", "who appears in", "who stars in"):
+        hops.append(MAIN_CAST if w.any(C.MAIN) else CAST)
+    elif anchor_types & {"person"} and w.any(C.WORKS | C.MADE):
+        hops.append(Hop(("worked_on",), exclude_seen=w.any(C.OTHER)))
+    elif anchor_types & {"studio"} and w.any(C.WORKS | C.MADE):
+        hops.append(STUDIO_WORKS)
+    elif anchor_types == {"character"} and (w.any(C.WORKS) or w.any(C.APPEAR)) and not hops:
+        hops.append(APPEARS)
+    elif w.any(C.MADE) and anchor_types & {"anime", "manga"}:
+        hops.append(Hop(("staff",)))
+    if hops and hops[0] is APPEARS and C.FIRST_SEASON.search(w.text):
+        hops[0] = Hop(APPEARS.edges, node_types=APPEARS.node_types, first=True)
+    return hops
+
+
+def _ask(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
+    if C.HOW_MANY.search(w.text) and (counted := _count(w, anchor_types)) is not None:
+        hops = [h for h in _relation(w, anchor_types) if h.edges in (("sequel",), ("prequel",), ("adapted_from",),
+                                                                     ("adapted_into",))]
+        if counted.attr in ("episode_count", "volumes"):
+            counted.hops = hops + counted.hops
+        return counted
+    hops = _relation(w, anchor_types)
+    attr = _attribute(w) if not any(h.edges in (("staff",), ("animated_by",), ("features",)) for h in hops) \
+        else None
+    if not hops and attr is None:
+        return None
+    first = hops[0] if hops else None
+    domain: tuple[EntityType, ...] = attr.domain if attr and not hops else ()
+    if first is not None:
+        d = _DOMAIN.get(first.edges)
+        if first.edges == ("staff",):
+            d = "manga" if set(first.roles) & {"story", "story_and_art", "art"} else "anime"
+        elif first.edges == ("features",):
+            d = "anime"
+        domain = (d,) if d else ()
+        if first is APPEARS or first.edges == ("worked_on",):
+            domain = (d,) if d else ()
+    return _Ask(hops, attr.attr if attr else None, domain=domain)
+
+
+# -- the plan ----------------------------------------------------------------------------------------
+
+
+def _coerce(start: EntityType, ask: _Ask) -> list[Hop]:
+    """The hops of ``ask`` with the type changes they need inserted ("Luffy's studio": appears_in first)."""
+    out: list[Hop] = []
+    current = start
+
+    def reach(d: EntityType | None) -> None:
+        nonlocal current
+        if d is not None and d != current and (hop := _COERCE.get((current, d))) is not None:
+            out.append(hop)
+            current = d
+
+    for h in ask.hops:
+        d = _DOMAIN.get(h.edges)
+        if h.edges == ("staff",):
+            d = "manga" if set(h.roles) & {"story", "story_and_art", "art"} else (
+                current if current in ("anime", "manga") else "anime")
+        elif h.edges == ("features",):
+            d = current if current in ("anime", "manga") else "anime"
+        reach(d)
+        out.append(h)
+        current = _RANGE.get(h.edges, current)
+    if ask.attr is not None:
+        d = _ATTR_DOMAIN.get(ask.attr)
+        if ask.attr in ("year", "status"):
+            d = current if current in ("anime", "manga", "studio") else "anime"
+        if ask.attr == "year" and current == "studio":
+            ask.attr = "founded"
+        reach(d)
+    return out
+
+
+def _pick_type(m: LinkedMention, wanted: tuple[EntityType, ...], said: EntityType | None) -> EntityType:
+    types = [c.entity.entity_type for c in m.candidates]
+    if said is not None:
+        return said
+    for t in wanted:
+        if t in types:
+            return t
+    # a type a coercion can turn into what is wanted, else the best match
+    for t in types:
+        if any((t, w) in _COERCE for w in wanted):
+            return t
+    return types[0]
+
+
+def _add(a: Analysis, tokens: list[Token], m: LinkedMention, first: EntityType | None, *, fixed: bool) -> None:
+    said, movie = _type_word(tokens, m)
+    if fixed or said:
+        a.fixed.add(m.text)
+    year = _year_near(tokens, m)
+    order = [first] if first else []
+    order += [c.entity.entity_type for c in m.candidates]
+    types = tuple(dict.fromkeys(t for t in order if t))
+    a.mentions.append(m.text)
+    a.types[m.text] = types
+    if year:
+        a.years[m.text] = year
+    ids: dict[str, str] = {}
+    for t in types:
+        if (c := _best(m, t, year, movie)) is not None:
+            ids[t] = c.entity.id
+    a.ids[m.text] = ids
+
+
+def read(question: str, links: EntityLinks | None) -> Analysis:
+    """The plan of ``question`` given the names linked in it."""
+    tokens = tokenize(question)
+    mentions = list(links.mentions) if links else []
+    w = _rest(tokens, mentions)
+    kinds = [_readings(m) for m in mentions]
+    if len(mentions) >= 2 and (pair := _pair(w, kinds)) is not None:
+        a = Analysis(intent=pair, mentions=[])
+        wanted: tuple[EntityType, ...] = ("character", "person", "anime", "manga", "studio") if pair == "relation" \
+            else ("anime", "manga", "studio", "character", "person")
+        for m in mentions[:2]:
+            said, _ = _type_word(tokens, m)
+            _add(a, tokens, m, _pick_type(m, wanted, said), fixed=True)
+        if pair == "compare":
+            a.compare_field = next((f for rx, f in C.COMPARE_FIELDS if rx.search(w.text)), None)
+        return a
+    f = _filter(question, mentions)
+    if f is not None and f.where:  # conditions on the whole catalog ("Madhouse anime before 2010")
+        return Analysis(intent="filter", mentions=[], filter=f)
+    anchor = _anchor(tokens, mentions)
+    if anchor is not None:
+        said, _ = _type_word(tokens, anchor)
+        ask = _ask(w, {said} if said else _readings(anchor))
+        if ask is not None:
+            start = _pick_type(anchor, ask.domain, said)
+            a = Analysis(intent="aggregate" if ask.attr and ask.attr.startswith(("count", "sum")) else
+                         "attribute" if ask.attr and not ask.hops else "chain", mentions=[],
+                         attr=ask.attr, role=ask.role, fmt=ask.fmt)
+            a.hops = _coerce(start, ask)
+            if a.attr == "count" and a.role and not any(h.edges == ("worked_on",) for h in a.hops):
+                a.hops.append(Hop(("worked_on",), (a.role,), node_types=("anime",)))
+            _add(a, tokens, anchor, start, fixed=True)
+            return a
+    if f is not None:
+        return Analysis(intent="filter", mentions=[], filter=f)
+    a = Analysis(intent="lookup", mentions=[])
+    if anchor is not None:
+        said, _ = _type_word(tokens, anchor)
+        if said is None and w.any(C.TITLE):  # "what is X called in Japanese": a work's title
+            said = next((t for t in ("anime", "manga") if t in _readings(anchor)), None)
+        _add(a, tokens, anchor, said, fixed=said is not None)
+    return a
+
+
+def _readings(m: LinkedMention) -> set[EntityType]:
+    """The types of the mention's best matches (an exact title outranks a character's alias)."""
+    rank = m.candidates[0].match if m.candidates else None
+    return {c.entity.entity_type for c in m.candidates if c.match == rank}
+
+
+def _anchor(tokens: list[Token], mentions: list[LinkedMention]) -> LinkedMention | None:
+    """The mention a one-entity question is about: the last one ("which Dragon Ball series came after
+    the original Dragon Ball", "the anime adaptation of Tatsuki Fujimoto's Chainsaw Man")."""
+    return mentions[-1] if mentions else None
+
+
+def _pair(w: _Words, kinds: list[set[EntityType]]) -> Literal["relation", "compare"] | None:
+    """relation or compare, for a question naming two entities; None: it is about one of them."""
+    people = {"character", "person"}
+    if w.any(C.COMPARE) or (w.any(C.COMPARATIVE) and (" or " in w.text or "than" in w.set)) or (
+            " or " in w.text and ("first" in w.set or w.has("came out", "come out"))):
+        return "compare"
+    if w.any(C.RELATED) or (w.any(C.FAMILY | C.MENTOR) and all(k & people for k in kinds[:2])):
+        return "relation"
+    if all(k & people for k in kinds[:2]) and not all(k & {"anime", "manga"} for k in kinds[:2]):
+        return "relation"
+    if " or " in w.text and (w.any(C.EPISODES | C.VOLUMES | C.YEAR | C.STUDIO) or w.has("which one")):
+        return "compare"
+    if " and " in w.text and all(k & {"anime", "manga"} for k in kinds[:2]) and (
+            w.any(C.EPISODES | C.VOLUMES | C.YEAR | C.STUDIO)):
+        return "compare"
+    return None
+
+
+def _filter(question: str, mentions: list[LinkedMention]) -> Filter | None:
+    """A catalog-wide filter, when the question names no work or character to be about."""
+    if any({c.entity.entity_type for c in m.candidates} & {"anime", "manga", "character"} and
+           not {c.entity.entity_type for c in m.candidates} & {"studio", "person"} for m in mentions):
+        return None
+    q = " ".join(question.split()).rstrip("?.! ")
+    return parse_filter(_CHATTER.sub("", q, count=1))
+
+
+def open_types(a: Analysis, mention: str) -> tuple[str, ...]:
+    """The entity types ``mention`` may still be: every type of a bare name ("Tell me about Naruto"),
+    else the one the question's reading chose (a type word or the relation asked); none with a year."""
+    if mention in a.years:
+        return ()
+    types = a.types.get(mention, ())
+    return types[:1] if mention in a.fixed else types
+
+
+__all__ = ["ANY_TYPE", "open_types", "read"]

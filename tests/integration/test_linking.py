@@ -1,0 +1,100 @@
+"""Entity linking against the demo catalog's own name index (migration 0008), in real PostgreSQL."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import psycopg
+import pytest
+
+from agentic_rag.catalog.ingest import IngestReport
+from agentic_rag.protocol import EntityLinks
+from agentic_rag.understanding.linker import MAX_TOKENS, link
+
+pytestmark = pytest.mark.integration
+
+
+async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLinks:
+    return await link(conn, question)
+
+
+def _spans(links: EntityLinks) -> list[str]:
+    return [m.text for m in links.mentions]
+
+
+def _top(links: EntityLinks, i: int = 0, entity_type: str | None = None) -> tuple[str, str]:
+    m = links.mentions[i]
+    c = next(c for c in m.candidates if entity_type is None or c.entity.entity_type == entity_type)
+    return c.name, c.match
+
+
+async def test_a_name_is_found_inside_chatter_in_any_case(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "so um, which studio animated COWBOY BEBOP?? thanks!")
+    assert _spans(links) == ["COWBOY BEBOP"]
+    assert _top(links, 0, "anime") == ("Cowboy Bebop", "exact")
+
+
+async def test_aliases_and_possessives(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "luffy's brother")
+    assert _spans(links) == ["luffy"]  # the possessive 's is not part of the name
+    assert _top(links) == ("Monkey D. Luffy", "alias")
+
+
+async def test_one_typo_in_any_word_of_a_name(demo: IngestReport, conn: Any) -> None:
+    for question, name in (("how many episodes does naruto shipuden have", "Naruto Shippuden"),
+                           ("who is lufy", "Monkey D. Luffy"),
+                           ("eren yaeger's brother", "Eren Yeager"),
+                           ("fullmetal alchemist brotherhod studio", "Fullmetal Alchemist: Brotherhood")):
+        links = await _link(conn, question)
+        assert [c.name for c in links.mentions[0].candidates][:1] == [name], question
+        assert links.mentions[0].candidates[0].match == "typo"
+
+
+async def test_an_english_word_is_never_read_as_a_typo_of_a_name(demo: IngestReport, conn: Any) -> None:
+    # "powers" is one edit from the character Power, "main" from Mai: both are words, not typos
+    links = await _link(conn, "what are Satoru Gojo's powers? who are the main characters?")
+    assert _spans(links) == ["Satoru Gojo"]
+
+
+async def test_person_and_character_names_in_either_order(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "how is yeager zeke related to eren?")
+    assert _top(links, 0) == ("Zeke Yeager", "reordered")
+    # a title's words are not reordered: "Note Death" is no anime
+    assert not (await _link(conn, "note death studio")).mentions
+
+
+async def test_the_longest_name_wins_and_overlapping_shorter_ones_are_dropped(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "is naruto shippuden longer than naruto")
+    assert _spans(links) == ["naruto shippuden", "naruto"]
+    assert _top(links, 0, "anime")[0] == "Naruto Shippuden"
+    # the bare name keeps every reading, for the reader and for clarification
+    assert {c.entity.entity_type for c in links.mentions[1].candidates} >= {"anime", "manga", "character"}
+
+
+async def test_two_entities_in_one_question_with_punctuation_in_names(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "frieren beyond journeys end vs spy x family - which has more episodes")
+    assert [m.candidates[0].name for m in links.mentions] == ["Frieren: Beyond Journey's End", "Spy x Family"]
+
+
+async def test_question_words_alone_are_never_names(demo: IngestReport, conn: Any) -> None:
+    assert not (await _link(conn, "who is the main character of the first season?")).mentions
+    assert not (await _link(conn, "")).mentions
+    assert not (await _link(conn, "?!? ...")).mentions
+    # ONE (One-Punch Man's creator) only when written as a name
+    assert _spans(await _link(conn, "did ONE draw it")) == ["ONE"]
+    assert not (await _link(conn, "which one has more episodes")).mentions
+
+
+async def test_candidates_carry_year_and_format_to_choose_by(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "the 2003 fullmetal alchemist anime")
+    fma = {c.entity.entity_type: c for c in links.mentions[0].candidates}
+    assert fma["anime"].year == 2003 and fma["anime"].format == "tv" and fma["manga"].year == 2001
+
+
+async def test_long_and_hostile_input_stays_bounded(demo: IngestReport, conn: Any) -> None:
+    words = " ".join(["naruto"] * 500)
+    links = await _link(conn, words)
+    assert len(links.mentions) <= 8
+    assert all(m.end <= len(" ".join(["naruto"] * MAX_TOKENS)) for m in links.mentions)
+    nasty = "'; DROP TABLE entity_name; -- naruto \x00 %s %(keys)s ルフィ"
+    assert "naruto" in [m.text for m in (await _link(conn, nasty)).mentions]
