@@ -28,7 +28,10 @@ def clarification(question: str, links: EntityLinks) -> tuple[Clarification, str
         if m.text not in a.mentions:
             continue
         allowed = open_types(a, m.text)
-        strong = [c for c in m.candidates if c.match in ("exact", "alias") and c.entity.entity_type in allowed]
+        # as strong as the best reading: exact names and aliases, or (a typo in the name) equally near misses
+        best = "alias" if m.candidates and m.candidates[0].match in ("exact", "alias") else m.candidates[0].match
+        strong = [c for c in m.candidates if (c.match in ("exact", "alias") if best == "alias" else c.match == best)
+                  and c.entity.entity_type in allowed]
         if len({c.entity.id for c in strong}) < 2:
             continue
         choices = [ClarificationChoice(label=_label(c), entity=c.entity) for c in strong[:MAX_CHOICES]]

@@ -18,8 +18,8 @@ Kind = Literal["list", "top"]
 FACETS: dict[str, tuple[str, ...]] = {"anime": ("studio", "genres"), "manga": ("magazine", "genres", "author")}
 
 _HEAD = re.compile(
-    r"^(?:which|what|list|name|show me|give me)(?: all| every)?(?: of)?(?: the)? (?P<pre>[\w .&'\-]*?)\b"
-    r"(?P<noun>anime|manga|movies|films|ovas|onas|specials|tv series|shows|series|titles)\b(?P<post>.*)$",
+    r"^(?:(?:which|what|list|name|show me|give me|find)(?: all| every)?(?: of)?(?: the)? )?(?P<pre>[\w .&'\-]*?)\b"
+    r"(?P<noun>anime|manga|movies|films|ovas|onas|specials|tv series|shows|series|titles|studios)\b(?P<post>.*)$",
     re.IGNORECASE)
 _TOP = re.compile(r"^(?:which|what) (?P<what>studio|magazine|genre)s? (?:has|have|had) (?:animated|made|produced|"
                   r"serialized|published|the most)?\s*(?:the )?most (?P<noun>anime|manga|titles|shows|series)?",
@@ -29,7 +29,14 @@ _FORMAT_NOUN = {"movies": "movie", "films": "movie", "ovas": "ova", "onas": "ona
 _NUM_WORDS = {"more than": "gt", "over": "gt", "at least": "gte", "fewer than": "lt", "less than": "lt",
               "under": "lt", "at most": "lte", "exactly": "eq"}
 _COUNT = re.compile(r"\b(?P<op>more than|over|at least|fewer than|less than|under|at most|exactly)?\s*"
-                    r"(?P<n>\d+) (?P<what>episodes|volumes)\b", re.IGNORECASE)
+                    r"(?P<n>\d+)(?P<plus>\+)? (?P<what>episodes|eps|volumes|vols)\b", re.IGNORECASE)
+_COUNT_RANGE = re.compile(r"\b(?:between|from) (?P<a>\d+) (?:and|to) (?P<b>\d+) (?P<what>episodes|eps|volumes|vols)\b",
+                          re.IGNORECASE)
+_Y = r"(?:19|20)\d\d"
+_YEAR_RANGE = re.compile(rf"\b(?:between|from) (?P<a>{_Y}) (?:and|to|-) (?P<b>{_Y})\b", re.IGNORECASE)
+_YEAR_OPEN = re.compile(rf"\b(?:in |from )?(?P<y>{_Y})(?: (?:or|and) (?P<dir>later|after|newer|earlier|before|older)"
+                        rf"|(?P<on> onwards?|\+))", re.IGNORECASE)
+_THAN = re.compile(rf"\b(?P<cmp>older|earlier|newer|later|more recent) than (?P<y>{_Y})\b", re.IGNORECASE)
 _DECADE = re.compile(r"\bin the (?:(?P<c>19|20)(?P<d>\d)0|(?P<s>[5-9])0)'?s\b", re.IGNORECASE)
 _YEAR = re.compile(r"\b(?P<op>in|after|since|before|from|until)\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
 _YEAR_OPS = {"in": "eq", "from": "eq", "after": "gt", "since": "gte", "before": "lt", "until": "lte"}
@@ -42,7 +49,9 @@ _STOP = frozenset((
     "from", "to", "are", "were", "was", "is", "be", "been", "have", "has", "had", "do", "does", "did", "you", "we",
     "catalog", "your", "there", "that", "came", "come", "out", "released", "release", "started", "start", "ran",
     "run", "made", "make", "animated", "animate", "produced", "still", "currently", "aired", "air", "with", "and",
-    "or", "tv", "serialized", "serialised", "published",
+    "or", "tv", "serialized", "serialised", "published", "founded", "established", "them", "please", "pls", "thanks",
+    "thank", "thx", "hey", "hi", "quick", "question", "so", "um", "any", "later", "earlier", "onwards", "older",
+    "newer", "than", "between", "episodes", "eps", "volumes", "vols",
 ))
 
 
@@ -72,24 +81,44 @@ def parse_filter(q: str) -> Filter | None:
     if m is None:
         return None
     noun, pre, post = m.group("noun").lower(), m.group("pre"), m.group("post")
-    et = "manga" if noun == "manga" else "anime"
+    et = {"manga": "manga", "studios": "studio"}.get(noun, "anime")
+    year = "founded" if et == "studio" else "year"
     f = Filter(entity_type=et)
+    if fm := re.match(r"\s*(movies|films|ovas|onas|specials)\b", post, re.IGNORECASE):  # "anime movies"
+        noun, post = fm.group(1).lower(), post[fm.end():]
     if noun in _FORMAT_NOUN:
         f.where.append({"field": "format", "op": "eq", "value": _FORMAT_NOUN[noun]})
     if re.search(r"\btv\b", pre, re.I) or noun == "tv series":
         f.where.append({"field": "format", "op": "eq", "value": "tv"})
     rest = f"{pre} {post}"
+    for cm in _COUNT_RANGE.finditer(rest):
+        fld = "episode_count" if cm.group("what").lower().startswith("ep") else "volumes"
+        lo, hi = sorted((int(cm.group("a")), int(cm.group("b"))))
+        f.where += [{"field": fld, "op": "gte", "value": lo}, {"field": fld, "op": "lte", "value": hi}]
+    rest = _COUNT_RANGE.sub(" ", rest)
     for cm in _COUNT.finditer(rest):
-        fld = "episode_count" if cm.group("what").lower() == "episodes" else "volumes"
-        f.where.append({"field": fld, "op": _NUM_WORDS.get((cm.group("op") or "exactly").lower(), "eq"),
-                        "value": int(cm.group("n"))})
+        fld = "episode_count" if cm.group("what").lower().startswith("ep") else "volumes"
+        op = "gte" if cm.group("plus") else _NUM_WORDS.get((cm.group("op") or "exactly").lower(), "eq")
+        f.where.append({"field": fld, "op": op, "value": int(cm.group("n"))})
     rest = _COUNT.sub(" ", rest)
+    for ym in _YEAR_RANGE.finditer(rest):
+        lo, hi = sorted((int(ym.group("a")), int(ym.group("b"))))
+        f.where += [{"field": year, "op": "gte", "value": lo}, {"field": year, "op": "lte", "value": hi}]
+    rest = _YEAR_RANGE.sub(" ", rest)
+    for ym in _THAN.finditer(rest):
+        older = ym.group("cmp").lower() in ("older", "earlier")
+        f.where.append({"field": year, "op": "lt" if older else "gt", "value": int(ym.group("y"))})
+    rest = _THAN.sub(" ", rest)
+    for ym in _YEAR_OPEN.finditer(rest):
+        earlier = (ym.group("dir") or "").lower() in ("earlier", "before", "older")
+        f.where.append({"field": year, "op": "lte" if earlier else "gte", "value": int(ym.group("y"))})
+    rest = _YEAR_OPEN.sub(" ", rest)
     if d := _DECADE.search(rest):
         start = int(f"{d.group('c')}{d.group('d')}0") if d.group("c") else 1900 + int(d.group("s")) * 10
-        f.where += [{"field": "year", "op": "gte", "value": start}, {"field": "year", "op": "lte", "value": start + 9}]
+        f.where += [{"field": year, "op": "gte", "value": start}, {"field": year, "op": "lte", "value": start + 9}]
         rest = _DECADE.sub(" ", rest)
     for y in _YEAR.finditer(rest):
-        f.where.append({"field": "year", "op": _YEAR_OPS[y.group("op").lower()], "value": int(y.group("y"))})
+        f.where.append({"field": year, "op": _YEAR_OPS[y.group("op").lower()], "value": int(y.group("y"))})
     rest = _YEAR.sub(" ", rest)
     for rx, status in _STATUS:
         if rx.search(rest):

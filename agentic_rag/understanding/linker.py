@@ -53,7 +53,7 @@ class Fix(NamedTuple):
     """A catalog word an unknown question word may have meant."""
 
     word: str
-    inside_only: bool = False  # a plural's s dropped: only inside a longer name ("journeys end", not "powers")
+    inside_only: bool = False  # the typed word is an English word: a typo only inside a longer name
 
 
 @dataclass(slots=True)
@@ -89,11 +89,8 @@ def _blocked(tokens: Sequence[Token]) -> bool:
 async def _corrections(conn: psycopg.AsyncConnection[Any], words: list[str]) -> dict[str, list[Fix]]:
     """Catalog words one edit from each unknown question word, most frequent first."""
     english = english_words()
-    long_words = [w for w in dict.fromkeys(words)
-                  if len(w) >= MIN_TYPO_WORD and not w.isdigit() and w not in STOP and w not in english]
-    # an English plural may be a possessive typed without its apostrophe ("journeys end", "luffys")
-    plurals = {w: w[:-1] for w in dict.fromkeys(words) if w in english and w.endswith("s") and len(w) >= MIN_TYPO_WORD}
-    keys = set(words) | set(plurals.values()) | {d for w in long_words for d in deletions(w)}
+    long_words = [w for w in dict.fromkeys(words) if len(w) >= MIN_TYPO_WORD and not w.isdigit() and w not in STOP]
+    keys = set(words) | {d for w in long_words for d in deletions(w)}
     rows = await (await conn.execute(WORDS_SQL, {"keys": sorted(keys)})).fetchall()
     known = {str(word) for d, word, _ in rows if d == word}
     found: dict[str, dict[str, int]] = {}
@@ -101,11 +98,10 @@ async def _corrections(conn: psycopg.AsyncConnection[Any], words: list[str]) -> 
         for w in long_words:
             if w not in known and one_edit(w, str(word)):
                 found.setdefault(w, {})[str(word)] = int(freq)
-    fixes = {w: [Fix(x) for x in sorted(c, key=lambda x: -c[x])[:CORRECTIONS]] for w, c in found.items()}
-    for w, singular in plurals.items():
-        if singular in known and w not in known:
-            fixes[w] = [Fix(singular, inside_only=True)]
-    return fixes
+    # An English word is a typo only inside a longer name: "fame hero" may be "Flame Hero", "journeys end"
+    # "Journey's End", but "powers" alone is not the character Power, nor "main" Mai.
+    return {w: [Fix(x, inside_only=w in english) for x in sorted(c, key=lambda x: -c[x])[:CORRECTIONS]]
+            for w, c in found.items()}
 
 
 def _variants(span: Sequence[Token], fixes: dict[str, list[Fix]]) -> Iterable[tuple[str, LinkMatch | None]]:
@@ -164,6 +160,24 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
     return EntityLinks(mentions=_choose(question, tokens, list(spans.values())))
 
 
+def _inside_unknown_name(tokens: list[Token], s: _Span, taken: set[int], loose: dict[int, int]) -> bool:
+    """One word matched loosely (an alias, a typo) inside what looks like a longer name the catalog does
+    not know: next to a capitalised word nothing matched ("Whit Fox"), or next to another loose match
+    when one of the two is a typo ("Shoyo Hinata" is neither Shoto Todoroki nor Hinata Hyuga)."""
+    if s.start not in loose:
+        return False
+    typo = _rank("typo")
+    for j in (s.start - 1, s.start + 1):
+        if not 0 <= j < len(tokens):
+            continue
+        if j in loose and typo in (loose[j], loose[s.start]):
+            return True
+        t = tokens[j]
+        if j not in taken and t.key not in STOP and t.key not in CUES and t.raw[:1].isupper() and not t.upper:
+            return True
+    return False
+
+
 def _choose(question: str, tokens: list[Token], spans: list[_Span]) -> list[LinkedMention]:
     """Non-overlapping spans: longest first, then the best match, then the most popular entity."""
     taken: set[int] = set()
@@ -174,6 +188,8 @@ def _choose(question: str, tokens: list[Token], spans: list[_Span]) -> list[Link
             continue
         taken |= cover
         chosen.append(s)
+    loose = {s.start: s.best()[0] for s in chosen if s.length == 1 and s.best()[0] > _rank("exact")}
+    chosen = [s for s in chosen if not _inside_unknown_name(tokens, s, taken, loose)]
     out: list[LinkedMention] = []
     for s in sorted(chosen, key=lambda s: s.start)[:MAX_MENTIONS]:
         first, last = tokens[s.start], tokens[s.start + s.length - 1]

@@ -45,6 +45,7 @@ class Analysis:
     compare_field: str | None = None
     role: str | None = None  # a staff role an aggregate counts
     fmt: str | None = None  # a format an aggregate counts
+    counted: EntityType = "anime"  # what a count over a franchise counts
     filter: Filter | None = None
 
 

@@ -78,7 +78,9 @@ class _Words:
 
 
 def _rest(tokens: list[Token], mentions: list[LinkedMention]) -> _Words:
-    inside = [any(m.start <= t.start < m.end for m in mentions) for t in tokens]
+    """The words no name covers, less the type words that qualify a name ("mappa (the studio)")."""
+    qualifiers = {_qualifier(tokens, m)[1] for m in mentions}
+    inside = [any(m.start <= t.start < m.end for m in mentions) or t.start in qualifiers for t in tokens]
     keys = [t.key for t, skip in zip(tokens, inside, strict=True) if not skip]
     return _Words(keys, frozenset(keys), " " + " ".join(keys) + " ")
 
@@ -90,14 +92,22 @@ def _neighbours(tokens: list[Token], m: LinkedMention) -> tuple[list[str], list[
     return before, after
 
 
+def _qualifier(tokens: list[Token], m: LinkedMention) -> tuple[EntityType | None, int]:
+    """The type a word right next to the mention names ("the X manga", "anime X", "X (the studio)"), and
+    where that word is (-1: none)."""
+    after = [t for t in tokens if t.start >= m.end][:2]
+    before = [t for t in tokens if t.end <= m.start][-2:][::-1]
+    near = [t for t in after if t.key not in C.ARTICLES][:1] + [t for t in before if t.key not in C.ARTICLES][:1]
+    for t in near:
+        if t.key in C.TYPE_WORD and any(c.entity.entity_type == C.TYPE_WORD[t.key] for c in m.candidates):
+            return C.TYPE_WORD[t.key], t.start
+    return None, -1
+
+
 def _type_word(tokens: list[Token], m: LinkedMention) -> tuple[EntityType | None, bool]:
-    """The type a word right next to the mention names ("the X manga", "anime X"), and whether it says movie."""
-    before, after = _neighbours(tokens, m)
-    near = after[:1] + [w for w in before[:2] if w not in C.ARTICLES][:1]
-    for w in near:
-        if w in C.TYPE_WORD and any(c.entity.entity_type == C.TYPE_WORD[w] for c in m.candidates):
-            return C.TYPE_WORD[w], w in C.MOVIE_WORDS
-    return None, False
+    """The type a qualifying word names, and whether it says movie."""
+    said, at = _qualifier(tokens, m)
+    return said, any(t.start == at and t.key in C.MOVIE_WORDS for t in tokens)
 
 
 def _year_near(tokens: list[Token], m: LinkedMention) -> int | None:
@@ -127,6 +137,7 @@ class _Ask:
     role: str | None = None
     fmt: str | None = None
     domain: tuple[EntityType, ...] = ()  # the type the first hop (or the attribute) starts from
+    counted: EntityType = "anime"  # what a franchise count counts
 
 
 def _staff(w: _Words) -> Hop | None:
@@ -169,7 +180,8 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
     if "studio" in anchor_types and (w.any(C.STUDIO | C.MADE | C.WORKS) or not fmt):
         return _Ask([], "count_studio", domain=("studio",))
     if "franchise" in anchor_types or fmt:
-        return _Ask([], "count_franchise", fmt=fmt, domain=("franchise",))
+        return _Ask([], "count_franchise", fmt=fmt, domain=("franchise",),
+                    counted="manga" if "manga" in w.set else "anime")
     return None
 
 
@@ -193,16 +205,18 @@ def _attribute(w: _Words) -> _Ask | None:
     return None
 
 
-def _relation(w: _Words, anchor_types: set[EntityType]) -> list[Hop]:
+def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] = frozenset()) -> list[Hop]:
     """The hops the words ask for, structural ones (sequel, source) before the final one (studio, staff)."""
     hops: list[Hop] = []
-    answer = _ANSWER.get(m.group("w")) if (m := C.ANSWER_TYPE.search(w.text)) else None
+    answer = _answer_type(w)
     if C.ALL_SEASONS.search(w.text):
         hops.append(Hop(("sequel",), kind="k_hop", include_start=True))
-    elif w.any(C.PREQUEL):
-        hops.append(PREQUEL)
     elif C.IN_ORDER.search(w.text) or w.any(C.ORDER):
         hops.append(SEQUEL_CHAIN)
+    elif w.any(C.PREQUEL) or (anchor_types & {"anime"} and (
+            after_anchor & C.FOLLOWS or ("after" in after_anchor and after_anchor & {"come", "came", "comes"}))):
+        # "which anime does X follow on from", "does X come after something": X is the later one
+        hops.append(PREQUEL)
     elif w.any(C.SEQUEL):
         hops.append(SEQUEL)
     manga_asked = "manga" in w.set
@@ -239,14 +253,14 @@ def _relation(w: _Words, anchor_types: set[EntityType]) -> list[Hop]:
     return hops
 
 
-def _ask(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
+def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] = frozenset()) -> _Ask | None:
     if C.HOW_MANY.search(w.text) and (counted := _count(w, anchor_types)) is not None:
-        hops = [h for h in _relation(w, anchor_types) if h.edges in (("sequel",), ("prequel",), ("adapted_from",),
-                                                                     ("adapted_into",))]
+        structural = (("sequel",), ("prequel",), ("adapted_from",), ("adapted_into",))
+        hops = [h for h in _relation(w, anchor_types, after_anchor) if h.edges in structural]
         if counted.attr in ("episode_count", "volumes"):
             counted.hops = hops + counted.hops
         return counted
-    hops = _relation(w, anchor_types)
+    hops = _relation(w, anchor_types, after_anchor)
     attr = _attribute(w) if not any(h.edges in (("staff",), ("animated_by",), ("features",)) for h in hops) \
         else None
     if not hops and attr is None:
@@ -342,11 +356,17 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         a = Analysis(intent=pair, mentions=[])
         wanted: tuple[EntityType, ...] = ("character", "person", "anime", "manga", "studio") if pair == "relation" \
             else ("anime", "manga", "studio", "character", "person")
-        for m in mentions[:2]:
-            said, _ = _type_word(tokens, m)
-            _add(a, tokens, m, _pick_type(m, wanted, said), fixed=True)
+        said = [_type_word(tokens, m)[0] for m in mentions[:2]]
+        # "which manga ...", "... volumes", "the X and Y manga": one type word speaks for both names
+        shared = next((t for t in said if t), None) or _answer_type(w) or (
+            "manga" if pair == "compare" and w.any(C.VOLUMES | C.MAGAZINE) else None)
+        for m, own in zip(mentions[:2], said, strict=False):
+            pick = own or (shared if shared and any(c.entity.entity_type == shared for c in m.candidates) else None)
+            _add(a, tokens, m, _pick_type(m, wanted, pick), fixed=True)
         if pair == "compare":
             a.compare_field = next((f for rx, f in C.COMPARE_FIELDS if rx.search(w.text)), None)
+        elif all(k & {"anime", "manga"} for k in kinds[:2]) and (w.any(C.WORKED) or w.has("who worked")):
+            a.hops = [Hop(("staff",))]  # "someone who worked on both": the path runs through the staff
         return a
     f = _filter(question, mentions)
     if f is not None and f.where:  # conditions on the whole catalog ("Madhouse anime before 2010")
@@ -354,12 +374,15 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     anchor = _anchor(tokens, mentions)
     if anchor is not None:
         said, _ = _type_word(tokens, anchor)
-        ask = _ask(w, {said} if said else _readings(anchor))
+        # the subject's own verb: "does X follow on from" (the words after X, when X is asked about)
+        subject = any(t.key in ("does", "did", "do") for t in tokens if t.end <= anchor.start)
+        after = frozenset(t.key for t in tokens if t.start >= anchor.end) if subject else frozenset()
+        ask = _ask(w, {said} if said else _readings(anchor), after)
         if ask is not None:
             start = _pick_type(anchor, ask.domain, said)
             a = Analysis(intent="aggregate" if ask.attr and ask.attr.startswith(("count", "sum")) else
                          "attribute" if ask.attr and not ask.hops else "chain", mentions=[],
-                         attr=ask.attr, role=ask.role, fmt=ask.fmt)
+                         attr=ask.attr, role=ask.role, fmt=ask.fmt, counted=ask.counted)
             a.hops = _coerce(start, ask)
             if a.attr == "count" and a.role and not any(h.edges == ("worked_on",) for h in a.hops):
                 a.hops.append(Hop(("worked_on",), (a.role,), node_types=("anime",)))
@@ -388,12 +411,21 @@ def _anchor(tokens: list[Token], mentions: list[LinkedMention]) -> LinkedMention
     return mentions[-1] if mentions else None
 
 
+def _answer_type(w: _Words) -> EntityType | None:
+    return _ANSWER.get(m.group("w")) if (m := C.ANSWER_TYPE.search(w.text)) else None
+
+
 def _pair(w: _Words, kinds: list[set[EntityType]]) -> Literal["relation", "compare"] | None:
     """relation or compare, for a question naming two entities; None: it is about one of them."""
     people = {"character", "person"}
+    works = all(k & {"anime", "manga", "studio"} for k in kinds[:2])
     if w.any(C.COMPARE) or (w.any(C.COMPARATIVE) and (" or " in w.text or "than" in w.set)) or (
             " or " in w.text and ("first" in w.set or w.has("came out", "come out"))):
         return "compare"
+    if works and w.any(C.BEFORE_AFTER) and (w.any(C.YEAR) or w.has("come out", "came out")):
+        return "compare"  # "did X air before Y"
+    if works and w.any(C.WORKED | C.BOTH):
+        return "relation"
     if w.any(C.RELATED) or (w.any(C.FAMILY | C.MENTOR) and all(k & people for k in kinds[:2])):
         return "relation"
     if all(k & people for k in kinds[:2]) and not all(k & {"anime", "manga"} for k in kinds[:2]):
@@ -412,7 +444,10 @@ def _filter(question: str, mentions: list[LinkedMention]) -> Filter | None:
            not {c.entity.entity_type for c in m.candidates} & {"studio", "person"} for m in mentions):
         return None
     q = " ".join(question.split()).rstrip("?.! ")
-    return parse_filter(_CHATTER.sub("", q, count=1))
+    found = parse_filter(q)
+    if found is None or not found.where:  # chatter before the question: read it from its head word on
+        found = parse_filter(_CHATTER.sub("", q, count=1)) or found
+    return found
 
 
 def open_types(a: Analysis, mention: str) -> tuple[str, ...]:

@@ -191,7 +191,7 @@ def _attribute_query(a: Analysis, frontier: list[CardEntity]) -> StructuredQuery
         where: list[dict[str, Any]] = [{"field": "franchise", "op": "eq", "value": one}]
         if a.fmt:
             where.append({"field": "format", "op": "eq", "value": a.fmt})
-        return _query({"entity_type": "anime", "where": where, "aggregate": {"op": "count"}})
+        return _query({"entity_type": a.counted, "where": where, "aggregate": {"op": "count"}})
     if a.attr == "count_characters" and et in ("anime", "manga"):
         return _query({"entity_type": "character", "where": [{"field": et, "op": "eq", "value": one}],
                        "aggregate": {"op": "count"}})
@@ -213,11 +213,12 @@ def _filter(a: Analysis, cards: list[ContextCard], p: Progress) -> Progress:
         return _need(p, cards, [q], final=True)
     where = list(f.where)
     if f.words:
-        facets = [_query({"entity_type": f.entity_type, "group_by": g, "limit": 100}) for g in FACETS[f.entity_type]]
+        facets = [_query({"entity_type": f.entity_type, "group_by": g, "limit": 100})
+                  for g in FACETS.get(f.entity_type, ())]
         _need(p, cards, facets, final=False)
         if p.steps:
             return p
-        for g, fq in zip(FACETS[f.entity_type], facets, strict=True):
+        for g, fq in zip(FACETS.get(f.entity_type, ()), facets, strict=True):
             card = _card_for(cards, fq)
             values = [str(r.get("group_key")) for r in (card.data.get("rows", []) if card else [])
                       if isinstance(r, dict) and r.get("group_key")]
@@ -228,5 +229,5 @@ def _filter(a: Analysis, cards: list[ContextCard], p: Progress) -> Progress:
             p.missing.append(f.words)
             return p
     q = _query({"entity_type": f.entity_type, "where": where[:8], "limit": 50,
-                "order_by": [{"field": "year", "direction": "asc"}]})
+                "order_by": [{"field": "founded" if f.entity_type == "studio" else "year", "direction": "asc"}]})
     return _need(p, cards, [q], final=True)
