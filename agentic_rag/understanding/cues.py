@@ -37,7 +37,16 @@ PREQUEL = words("prequel prequels before previous preceded precedes preceding")
 ORDER = words("order chronological")
 SOURCE = words("source original based adapted adapts adapt adaptation")
 ADAPTATION = words("adaptation adaptations adapted turned")
-MENTOR = words("mentor mentors teacher teachers sensei master trained taught trains teaches")
+MENTOR = words("mentor mentors teacher teachers sensei master masters trained taught trains teaches train teach "
+               "mentored")
+MENTOR_VERBS = words("train trained trains teach taught teaches mentor mentored mentors")
+STUDENTS = words("student students pupil pupils disciple disciples apprentice apprentices")
+RIVAL = words("rival rivals nemesis")
+ENEMY = words("enemy enemies villain villains foe foes fought fights fight nemesis")
+ALLY = words("ally allies friend friends companion companions")
+TEAMMATE = words("teammate teammates team squad crewmate crewmates crew")
+SIDE = words("side spinoff spin")
+WHOSE = words("whose")
 FAMILY = words("father dad mother mom parents parent brother brothers sister sisters sibling siblings son sons "
                "daughter daughters child children kids grandfather grandpa grandmother grandma granddaughter "
                "grandson family wife husband uncle aunt cousin married spouse")
@@ -64,6 +73,13 @@ CUES: frozenset[str] = (STUDIO | DIRECT | MUSIC | DESIGN | SCRIPT | DRAW | WRITE
                         | PREQUEL | ORDER | SOURCE | ADAPTATION | MENTOR | FAMILY | RELATED | COMPARE | COMPARATIVE
                         | YEAR | FOUNDED | EPISODES | VOLUMES | MAGAZINE | FORMAT | STATUS | TOTAL | WORKS)
 
+# Phrases read as one cue word, so their words do not also count on their own ("lead into" is no lead role).
+PHRASES: tuple[tuple[str, str], ...] = (
+    ("lead into", "sequel"), ("leads into", "sequel"), ("led into", "sequel"), ("leads to", "sequel"),
+    ("led to", "sequel"), ("follow up", "sequel"), ("come after", "sequel"), ("comes after", "sequel"),
+    ("side story", "side"), ("spin off", "spinoff"), ("first ep", "first episode"),
+)
+
 # Type words right next to a name ("the Death Note manga", "the anime Naruto").
 TYPE_WORD: dict[str, EntityType] = {
     "anime": "anime", "show": "anime", "series": "anime", "tv": "anime", "movie": "anime", "film": "anime",
@@ -88,5 +104,5 @@ COMPARE_FIELDS = (
     (re.compile(r"\bvolumes?\b|\bvols?\b"), "volumes"),
     (re.compile(r"\bepisodes?\b|\beps\b|\blonger\b|\bshorter\b"), "episode_count"),
     (re.compile(r"\bfirst\b|\bearlier\b|\bolder\b|\bnewer\b|\brecent\b|\bcame out\b|\baired\b|\byears?\b|"
-                r"\breleased\b|\blater\b"), "year"),
+                r"\breleased\b|\blater\b|\bbefore\b|\bafter\b|\bfounded\b|\bstarted\b"), "year"),
 )

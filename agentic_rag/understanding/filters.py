@@ -64,6 +64,7 @@ class Filter:
     where: list[dict[str, Any]] = field(default_factory=list)
     words: str = ""  # the wording left for facet values (studio, magazine, genre names)
     group_by: str | None = None
+    count: bool = False  # "how many anime came out in 2022": the number of matches, not the list
 
 
 def fold(text: str) -> str:

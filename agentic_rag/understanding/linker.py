@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+import re
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
@@ -27,7 +28,7 @@ import psycopg
 from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention, LinkMatch
 from agentic_rag.protocol.links import MAX_CANDIDATES, MAX_MENTIONS
 from agentic_rag.understanding.cues import CUES
-from agentic_rag.understanding.text import Token, deletions, english_words, one_edit, tokenize
+from agentic_rag.understanding.text import Token, deletions, english_words, link_key, one_edit, tokenize
 
 MAX_TOKENS = 40  # words of a question considered; a longer question is read up to here
 MAX_SPAN = 8  # words in one name ("Naruto Spin-Off: Rock Lee & His Ninja Pals")
@@ -157,7 +158,103 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
             old = s.candidates.get(eid)
             if old is None or _rank(match) < old[0]:
                 s.candidates[eid] = (_rank(match), cand)
-    return EntityLinks(mentions=_choose(question, tokens, list(spans.values())))
+    mentions = _choose(question, tokens, list(spans.values()))
+    return EntityLinks(mentions=await _seasons(conn, question, tokens, mentions))
+
+
+_SIBLING = frozenset(("vs", "versus", "or", "and", "to"))
+# A season already in a title's key: what a sibling season ("II vs III") is read against.
+_QUALIFIED = re.compile(r" (?:season \d+|part \d+|(?:the )?final season(?: part \d+)?|[ivx]+|\d)$")
+_ROMAN = ("", "i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x")
+_ORDINAL = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)$")
+_SHORT = re.compile(r"^(?:s|season|part|pt)(\d{1,2})$")
+
+
+def _season_of(tokens: list[Token]) -> tuple[str, int, int] | None:
+    """The season or part the words right after a name pick ("season 4", "s4", "4th season", "II", "final
+    season part 2"), as (kind, number, tokens used); kind is "season", "part" or "final"."""
+    keys = [t.key for t in tokens[:5]]
+    i = 1 if keys[:1] == ["the"] else 0
+    if keys[i:i + 2] == ["final", "season"]:
+        if keys[i + 2:i + 3] in (["part"], ["pt"]) and keys[i + 3:i + 4] and keys[i + 3].isdigit():
+            return "final", int(keys[i + 3]), i + 4
+        return "final", 0, i + 2
+    if not keys:
+        return None
+    if keys[0] in ("season", "part", "pt", "cour") and keys[1:2] and keys[1].isdigit():
+        return ("part" if keys[0] in ("part", "pt") else "season"), int(keys[1]), 2
+    if (m := _SHORT.match(keys[0])) is not None:
+        return ("part" if keys[0].startswith("p") else "season"), int(m.group(1)), 1
+    if (m := _ORDINAL.match(keys[0])) is not None and keys[1:2] == ["season"]:
+        return "season", int(m.group(1)), 2
+    if keys[0] in _ROMAN[2:]:
+        return "season", _ROMAN.index(keys[0]), 1
+    return None
+
+
+def _season_keys(base: str, kind: str, n: int) -> list[str]:
+    if kind == "final":
+        return [f"{base} the final season" + (f" part {n}" if n else ""), f"{base} final season"
+                + (f" part {n}" if n else "")]
+    if kind == "part":
+        return [f"{base} part {n}"]
+    keys = [f"{base} season {n}", f"{base} {n}"]
+    if n < len(_ROMAN):
+        keys.append(f"{base} {_ROMAN[n]}")
+    return [base, *keys] if n == 1 else keys
+
+
+SEASON_SQL = NAMES_SQL.replace("AND n.entity_type <> 'episode'", "AND n.entity_type = 'anime'")
+
+
+async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
+                   mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """A mention followed by a season or part ("MHA s4", "Mob Psycho 100 II") names that season, when the
+    catalog has it: one more probe, of the anime's own names with the season spelled the catalog's ways."""
+    asks: set[str] = set()
+    # (mention index, start, end, keys): a season right after a name, or after "vs", "or", "and" next to it
+    found: list[tuple[int, int, int, list[str]]] = []
+    for i, m in enumerate(mentions):
+        names = {link_key(x) for c in m.candidates if c.entity.entity_type == "anime" for x in (c.name, c.matched)}
+        bases = sorted(names | {_QUALIFIED.sub("", n) for n in names})
+        start, after, end = m.start, [t for t in tokens if t.start >= m.end], m.end
+        while bases and after:
+            # right after the name it names the name's season; after "vs", "or", "+" another season of it
+            sibling = after[0].key in _SIBLING
+            if sibling:
+                after = after[1:]
+            elif end != m.end:
+                if not question[end:after[0].start].strip():
+                    break  # "s1 s2" is no pair; "s1 + s2", "II vs III" are
+                sibling = True
+            if not after or (season := _season_of(after)) is None:
+                break
+            start = after[0].start if sibling else m.start
+            kind, n, used = season
+            keys = [k for b in bases for k in _season_keys(b, kind, n)]
+            last = after[used - 1]
+            end = last.start + len(last.raw)
+            found.append((i, start, end, keys))
+            asks.update(keys)
+            after = after[used:]
+    if not asks:
+        return mentions
+    rows = await (await conn.execute(SEASON_SQL, {"keys": sorted(asks)})).fetchall()
+    out: list[LinkedMention] = []
+    for i, m in enumerate(mentions):
+        seasons = []
+        for _, start, end, keys in (f for f in found if f[0] == i):
+            hits = sorted((r for r in rows if str(r[0]) in keys), key=lambda r: keys.index(str(r[0])))
+            if not hits or (i + 1 < len(mentions) and mentions[i + 1].start < end):
+                continue  # not in the catalog, or the words after the name are another name: leave them
+            _, eid, etype, name, kind, popularity, primary, year, fmt = hits[0]
+            cand = LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
+                                 matched=str(name)[:200], match="exact" if kind == "primary" else "alias",
+                                 popularity=max(int(popularity), 0), year=year, format=fmt)
+            start = m.start if start == m.start else start
+            seasons.append(LinkedMention(text=question[start:end][:200], start=start, end=end, candidates=[cand]))
+        out += seasons if seasons and seasons[0].start == m.start else [m, *seasons]
+    return out[:MAX_MENTIONS]
 
 
 def _inside_unknown_name(tokens: list[Token], s: _Span, taken: set[int], loose: dict[int, int]) -> bool:

@@ -29,6 +29,8 @@ MAIN_CAST = Hop(("features",), ("main",), node_types=("character",))
 APPEARS = Hop(("appears_in",), node_types=("anime",))
 AUTHORS = Hop(("staff",), ("story_and_art", "story", "art", "original_creator"))
 MENTORS = Hop(("student_of",))
+STUDENTS = Hop(("mentor_of",))
+PART_OF = Hop(("part_of",), node_types=("franchise",))
 FAMILY = Hop(("family", "romantic"))
 STUDIO_WORKS = Hop(("animated",), node_types=("anime",))
 
@@ -37,12 +39,16 @@ _DOMAIN: dict[tuple[str, ...], EntityType] = {
     ("animated_by",): "anime", ("sequel",): "anime", ("prequel",): "anime", ("adapted_from",): "anime",
     ("adapted_into",): "manga", ("appears_in",): "character", ("student_of",): "character",
     ("family", "romantic"): "character", ("animated",): "studio", ("worked_on",): "person",
+    ("mentor_of",): "character", ("rival",): "character", ("enemy",): "character", ("teammate",): "character",
+    ("ally",): "character", ("side_story", "spinoff"): "anime",
 }
 _RANGE: dict[tuple[str, ...], EntityType] = {
     ("animated_by",): "studio", ("sequel",): "anime", ("prequel",): "anime", ("adapted_from",): "manga",
     ("adapted_into",): "anime", ("appears_in",): "anime", ("student_of",): "character",
     ("family", "romantic"): "character", ("animated",): "anime", ("features",): "character",
-    ("staff",): "person", ("worked_on",): "anime",
+    ("staff",): "person", ("worked_on",): "anime", ("mentor_of",): "character", ("rival",): "character",
+    ("enemy",): "character", ("teammate",): "character", ("ally",): "character",
+    ("side_story", "spinoff"): "anime", ("part_of",): "franchise",
 }
 _ATTR_DOMAIN: dict[str, EntityType] = {
     "episode_count": "anime", "format": "anime", "first_episode": "anime", "volumes": "manga", "magazine": "manga",
@@ -52,7 +58,7 @@ _ATTR_DOMAIN: dict[str, EntityType] = {
 # From a type to the type a hop needs: the hop that gets there.
 _COERCE: dict[tuple[EntityType, EntityType], Hop] = {
     ("character", "anime"): APPEARS, ("anime", "manga"): SOURCE, ("manga", "anime"): ADAPTATIONS,
-    ("anime", "character"): MAIN_CAST,
+    ("anime", "character"): MAIN_CAST, ("anime", "franchise"): PART_OF, ("manga", "franchise"): PART_OF,
 }
 _ANSWER: dict[str, EntityType] = {"anime": "anime", "show": "anime", "shows": "anime", "series": "anime",
                                   "movie": "anime", "film": "anime", "manga": "manga", "studio": "studio"}
@@ -82,7 +88,13 @@ def _rest(tokens: list[Token], mentions: list[LinkedMention]) -> _Words:
     qualifiers = {_qualifier(tokens, m)[1] for m in mentions}
     inside = [any(m.start <= t.start < m.end for m in mentions) or t.start in qualifiers for t in tokens]
     keys = [t.key for t, skip in zip(tokens, inside, strict=True) if not skip]
-    return _Words(keys, frozenset(keys), " " + " ".join(keys) + " ")
+    text = " " + " ".join(keys) + " "
+    for phrase, cue in C.PHRASES:
+        text = text.replace(f" {phrase} ", f" {cue} ")
+    keys = text.split()
+    # a cue word counts in the plural too ("senseis", "rivals")
+    found = set(keys) | {k[:-1] for k in keys if len(k) > 3 and k.endswith("s")}
+    return _Words(keys, frozenset(found), " " + " ".join(keys) + " ")
 
 
 def _neighbours(tokens: list[Token], m: LinkedMention) -> tuple[list[str], list[str]]:
@@ -149,6 +161,8 @@ def _staff(w: _Words) -> Hop | None:
         return Hop(("staff",), staff_roles("design"))
     if w.any(C.SCRIPT):
         return Hop(("staff",), staff_roles("script"))
+    if w.any(C.DRAW) and w.any(C.WRITE | C.CREATE):
+        return AUTHORS
     if w.any(C.DRAW):
         return Hop(("staff",), staff_roles("drew"))
     if w.any(C.WRITE | C.CREATE):
@@ -172,8 +186,7 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
         staff = _staff(w)
         if staff is not None and staff.roles and staff.roles[0] in ("director", "music", "character_design",
                                                                       "series_composition"):
-            role = staff.roles[0]
-            return _Ask([Hop(("worked_on",), (role,), node_types=("anime",))], "count", role=role,
+            return _Ask([Hop(("worked_on",), staff.roles, node_types=("anime",))], "count", role=staff.roles[0],
                         domain=("person",))
         if "person" in anchor_types:
             return _Ask([], "count_author", domain=("person",))
@@ -219,6 +232,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(PREQUEL)
     elif w.any(C.SEQUEL):
         hops.append(SEQUEL)
+    elif "side" in w.set or "spinoff" in w.set:
+        hops.append(Hop(("side_story", "spinoff"), node_types=("anime",)))
     manga_asked = "manga" in w.set
     if manga_asked and w.any(C.SOURCE) and anchor_types & {"anime", "character"}:
         hops.append(SOURCE)
@@ -228,14 +243,26 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(SOURCE)
     elif not hops and answer == "anime" and anchor_types == {"manga"}:
         hops.append(ADAPTATIONS)
-    if w.any(C.STUDIO) or w.has("animation studio", "produced by", "who produced", "who animated"):
+    if anchor_types == {"studio"} and w.any(C.STUDIO | C.MADE | C.WORKS):
+        hops.append(STUDIO_WORKS)  # "everything CloverWorks animated"
+    elif w.any(C.STUDIO) or w.has("animation studio", "produced by", "who produced", "who animated"):
         hops.append(STUDIO)
     elif staff := _staff(w):
         hops.append(staff)
         if w.any(C.OTHER) and w.any(C.WORKS):  # "what other anime did the director of X direct"
             hops.append(Hop(("worked_on",), staff.roles, node_types=("anime",), exclude_seen=True))
+    elif w.any(C.STUDENTS) or (w.any(C.MENTOR_VERBS) and after_anchor & C.MENTOR_VERBS):
+        hops.append(STUDENTS)  # "X's students", "who did X train": X is the mentor
     elif w.any(C.MENTOR):
         hops.append(MENTORS)
+    elif w.any(C.RIVAL):
+        hops.append(Hop(("rival",)))
+    elif w.any(C.ENEMY):
+        hops.append(Hop(("enemy",)))
+    elif w.any(C.TEAMMATE):
+        hops.append(Hop(("teammate",)))
+    elif w.any(C.ALLY):
+        hops.append(Hop(("ally",)))
     elif w.any(C.FAMILY):
         hops.append(FAMILY)
     elif w.any(C.CAST) or w.has("who is in", "who are in", "who's in", "who appears in", "who stars in"):
@@ -248,6 +275,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(APPEARS)
     elif w.any(C.MADE) and anchor_types & {"anime", "manga"}:
         hops.append(Hop(("staff",)))
+    if "whose" in w.set and hops and _RANGE.get(hops[-1].edges) == "manga":
+        hops.append(AUTHORS)  # "based on whose manga"
     if hops and hops[0] is APPEARS and C.FIRST_SEASON.search(w.text):
         hops[0] = Hop(APPEARS.edges, node_types=APPEARS.node_types, first=True)
     return hops
@@ -289,9 +318,11 @@ def _coerce(start: EntityType, ask: _Ask) -> list[Hop]:
 
     def reach(d: EntityType | None) -> None:
         nonlocal current
-        if d is not None and d != current and (hop := _COERCE.get((current, d))) is not None:
-            out.append(hop)
-            current = d
+        if d is not None and d != current:
+            path = _route(current, d)
+            if path is not None:
+                out.extend(path)
+                current = d
 
     for h in ask.hops:
         d = _DOMAIN.get(h.edges)
@@ -313,6 +344,16 @@ def _coerce(start: EntityType, ask: _Ask) -> list[Hop]:
     return out
 
 
+def _route(start: EntityType, goal: EntityType) -> list[Hop] | None:
+    """The fewest coercion hops from one type to another (at most two: a character to its anime's manga)."""
+    if (start, goal) in _COERCE:
+        return [_COERCE[(start, goal)]]
+    for (a, mid), first in _COERCE.items():
+        if a == start and (mid, goal) in _COERCE:
+            return [first, _COERCE[(mid, goal)]]
+    return None
+
+
 def _pick_type(m: LinkedMention, wanted: tuple[EntityType, ...], said: EntityType | None) -> EntityType:
     types = [c.entity.entity_type for c in m.candidates]
     if said is not None:
@@ -322,7 +363,7 @@ def _pick_type(m: LinkedMention, wanted: tuple[EntityType, ...], said: EntityTyp
             return t
     # a type a coercion can turn into what is wanted, else the best match
     for t in types:
-        if any((t, w) in _COERCE for w in wanted):
+        if any(_route(t, w) for w in wanted):
             return t
     return types[0]
 
@@ -369,17 +410,21 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
             a.hops = [Hop(("staff",))]  # "someone who worked on both": the path runs through the staff
         return a
     f = _filter(question, mentions)
+    if f is not None:
+        f.count = bool(C.HOW_MANY.search(w.text))
     if f is not None and f.where:  # conditions on the whole catalog ("Madhouse anime before 2010")
-        return Analysis(intent="filter", mentions=[], filter=f)
+        return Analysis(intent="aggregate" if f.count else "filter", mentions=[], filter=f)
     anchor = _anchor(tokens, mentions)
     if anchor is not None:
         said, _ = _type_word(tokens, anchor)
         # the subject's own verb: "does X follow on from" (the words after X, when X is asked about)
         subject = any(t.key in ("does", "did", "do") for t in tokens if t.end <= anchor.start)
         after = frozenset(t.key for t in tokens if t.start >= anchor.end) if subject else frozenset()
-        ask = _ask(w, {said} if said else _readings(anchor), after)
+        # "how many Dragon Ball anime": the type word is what is counted, not which Dragon Ball is meant
+        counting = C.HOW_MANY.search(w.text) is not None and said in ("anime", "manga")
+        ask = _ask(w, {said} if said and not counting else _readings(anchor), after)
         if ask is not None:
-            start = _pick_type(anchor, ask.domain, said)
+            start = _pick_type(anchor, ask.domain, None if counting else said)
             a = Analysis(intent="aggregate" if ask.attr and ask.attr.startswith(("count", "sum")) else
                          "attribute" if ask.attr and not ask.hops else "chain", mentions=[],
                          attr=ask.attr, role=ask.role, fmt=ask.fmt, counted=ask.counted)
@@ -407,8 +452,16 @@ def _readings(m: LinkedMention) -> set[EntityType]:
 
 def _anchor(tokens: list[Token], mentions: list[LinkedMention]) -> LinkedMention | None:
     """The mention a one-entity question is about: the last one ("which Dragon Ball series came after
-    the original Dragon Ball", "the anime adaptation of Tatsuki Fujimoto's Chainsaw Man")."""
-    return mentions[-1] if mentions else None
+    the original Dragon Ball", "the anime adaptation of Tatsuki Fujimoto's Chainsaw Man"), unless it only
+    says where the one before it is from ("sasha blouse from aot")."""
+    if not mentions:
+        return None
+    if len(mentions) >= 2:
+        x, y = mentions[-2], mentions[-1]
+        between = [t.key for t in tokens if x.end <= t.start < y.start]
+        if between and between[0] in ("from", "in", "of") and len(between) <= 2:
+            return x
+    return mentions[-1]
 
 
 def _answer_type(w: _Words) -> EntityType | None:

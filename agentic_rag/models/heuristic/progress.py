@@ -228,6 +228,9 @@ def _filter(a: Analysis, cards: list[ContextCard], p: Progress) -> Progress:
         if not p.facets and not f.where:
             p.missing.append(f.words)
             return p
+    if f.count:
+        return _need(p, cards, [_query({"entity_type": f.entity_type, "where": where[:8],
+                                        "aggregate": {"op": "count"}})], final=True)
     q = _query({"entity_type": f.entity_type, "where": where[:8], "limit": 50,
                 "order_by": [{"field": "founded" if f.entity_type == "studio" else "year", "direction": "asc"}]})
     return _need(p, cards, [q], final=True)
