@@ -33,6 +33,7 @@ from agentic_rag.deployments.wire import (
     failure_of,
     ok,
 )
+from agentic_rag.models.factory import build_fallback
 from agentic_rag.orchestrator import loop
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.runtime import CATALOG_COUNT_SQL, CatalogEmpty
@@ -68,6 +69,7 @@ class OrchestratorReplica:
         self._store = TrajectoryStore(self._pool, settings)
         self._loop = loop.Orchestrator(
             settings, planner=HandleModel(planner, "PlannerModel"), validator=HandleModel(validator, "ValidatorModel"),
+            fallback=build_fallback(settings),
             retrieval=HandleRetrieval(vector, graph, settings), store=self._store,
             policy=load_policy(settings.guard_policy),
         )

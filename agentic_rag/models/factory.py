@@ -29,6 +29,12 @@ def text_backend(settings: Settings, role: ModelRole) -> TextBackend:
     raise ValueError(f"the {backend} backend is not a text backend")
 
 
+def build_fallback(settings: Settings) -> StructuredModel:
+    """What decides a stage when its model fails or no time is left for one (pydantic-ai's FallbackModel
+    idea, composed here so the loop never names a concrete model): the heuristic, which needs no model."""
+    return HeuristicModel()
+
+
 def build_model(settings: Settings, role: ModelRole) -> StructuredModel:
     """The model that plays ``role``: the heuristic when no model is configured, else a validated generator."""
     backend = settings.planner_backend if role == "planner" else settings.validator_backend

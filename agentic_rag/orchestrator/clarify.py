@@ -32,6 +32,9 @@ def clarification(question: str, links: EntityLinks) -> tuple[Clarification, str
         best = "alias" if m.candidates and m.candidates[0].match in ("exact", "alias") else m.candidates[0].match
         strong = [c for c in m.candidates if (c.match in ("exact", "alias") if best == "alias" else c.match == best)
                   and c.entity.entity_type in allowed]
+        # a franchise named after its first work is not another reading of the name ("Cowboy Bebop")
+        works = {c.name for c in strong if c.entity.entity_type != "franchise"}
+        strong = [c for c in strong if c.entity.entity_type != "franchise" or c.name not in works]
         if len({c.entity.id for c in strong}) < 2:
             continue
         choices = [ClarificationChoice(label=_label(c), entity=c.entity) for c in strong[:MAX_CHOICES]]

@@ -20,7 +20,6 @@ from pydantic import BaseModel
 
 from agentic_rag.logs import request_context
 from agentic_rag.models.base import GenerationError, StructuredModel
-from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.models.prompts import MAX_OUTPUT_TOKENS, render
 from agentic_rag.models.roles import (
     ROLES,
@@ -88,14 +87,14 @@ class Orchestrator:
     """Runs questions through the loop. Holds no per-run state, so one instance serves many runs at once."""
 
     def __init__(self, settings: Settings, *, planner: StructuredModel, validator: StructuredModel,
-                 retrieval: Retrieval, store: TrajectoryStore, policy: GuardPolicy) -> None:
+                 fallback: StructuredModel, retrieval: Retrieval, store: TrajectoryStore, policy: GuardPolicy) -> None:
         self.settings = settings
         self.planner = planner
         self.validator = validator
         self.retrieval = retrieval
         self.store = store
         self.policy = policy
-        self.fallback = HeuristicModel()  # when a model fails after its retries, the stage still decides
+        self.fallback = fallback  # when a model fails after its retries, the stage still decides
 
     async def run(self, question: str, *, mode: Mode = "agentic", request_id: str | None = None,
                   session_id: str | None = None, tenant: str = "default", sink: EventSink | None = None) -> RunResult:

@@ -15,7 +15,7 @@ from psycopg_pool import AsyncConnectionPool
 from qdrant_client import QdrantClient
 
 from agentic_rag.models.embeddings import Embedder
-from agentic_rag.models.factory import build_model
+from agentic_rag.models.factory import build_fallback, build_model
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.loop import Orchestrator
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
@@ -47,6 +47,7 @@ def build_orchestrator(settings: Settings, pool: AsyncConnectionPool, client: Qd
     store = TrajectoryStore(pool, settings)
     orchestrator = Orchestrator(
         settings, planner=build_model(settings, "planner"), validator=build_model(settings, "validator"),
+        fallback=build_fallback(settings),
         retrieval=LocalRetrieval(pool, client, embedder.aembed, settings), store=store,
         policy=load_policy(settings.guard_policy),
     )

@@ -125,9 +125,13 @@ def not_found(state: RunState, why: TerminationReason) -> AgentResponse:
                               termination_reason=why),
         )
     mentions = state.rewrite.mentions if state.rewrite else []
-    missing = state.missing or [f"{m!r}" for m in mentions] or ["anything matching the question"]
-    tried = "; ".join(state.tried[-4:]) or "no retrieval step"
-    text = f"I could not find {', '.join(missing[:4])} in the catalog. Tried: {tried}."
+    missing = state.missing or [f"{m!r}" for m in mentions]
+    if missing:
+        text = f"I could not find {', '.join(missing[:4])} in the catalog."
+    else:  # no name in the question matched any name in the catalog
+        text = f"I could not find anything in the catalog matching \"{state.question[:300]}\"."
+    if state.tried:
+        text += f" I tried: {'; '.join(state.tried[-4:])}."
     return AgentResponse(
         answer=text[:2000], status="not_found", confidence=0.0, warnings=state.warnings[:50],
         evidence=Evidence(rewritten_query=state.rewrite.rewritten_query if state.rewrite else None,

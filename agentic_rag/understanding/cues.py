@@ -43,7 +43,7 @@ MENTOR_VERBS = words("train trained trains teach taught teaches mentor mentored 
 STUDENTS = words("student students pupil pupils disciple disciples apprentice apprentices")
 RIVAL = words("rival rivals nemesis")
 ENEMY = words("enemy enemies villain villains foe foes fought fights fight nemesis")
-ALLY = words("ally allies friend friends companion companions")
+ALLY = words("ally allies companion companions")
 TEAMMATE = words("teammate teammates team squad crewmate crewmates crew")
 SIDE = words("side spinoff spin")
 WHOSE = words("whose")
@@ -78,6 +78,9 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ("lead into", "sequel"), ("leads into", "sequel"), ("led into", "sequel"), ("leads to", "sequel"),
     ("led to", "sequel"), ("follow up", "sequel"), ("come after", "sequel"), ("comes after", "sequel"),
     ("side story", "side"), ("spin off", "spinoff"), ("first ep", "first episode"),
+    # chatter that carries cue words
+    ("asking for a friend", ""), ("for a friend", ""), ("if you know", ""), ("just curious", ""),
+    ("thanks in advance", ""), ("in short", ""), ("no spoilers", ""),
 )
 
 # Type words right next to a name ("the Death Note manga", "the anime Naruto").

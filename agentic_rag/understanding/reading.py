@@ -90,7 +90,7 @@ def _rest(tokens: list[Token], mentions: list[LinkedMention]) -> _Words:
     keys = [t.key for t, skip in zip(tokens, inside, strict=True) if not skip]
     text = " " + " ".join(keys) + " "
     for phrase, cue in C.PHRASES:
-        text = text.replace(f" {phrase} ", f" {cue} ")
+        text = text.replace(f" {phrase} ", f" {cue} " if cue else " ")
     keys = text.split()
     # a cue word counts in the plural too ("senseis", "rivals")
     found = set(keys) | {k[:-1] for k in keys if len(k) > 3 and k.endswith("s")}
@@ -395,13 +395,15 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     kinds = [_readings(m) for m in mentions]
     if len(mentions) >= 2 and (pair := _pair(w, kinds)) is not None:
         a = Analysis(intent=pair, mentions=[])
-        wanted: tuple[EntityType, ...] = ("character", "person", "anime", "manga", "studio") if pair == "relation" \
-            else ("anime", "manga", "studio", "character", "person")
-        said = [_type_word(tokens, m)[0] for m in mentions[:2]]
+        people = all(k & {"character", "person"} for k in kinds[:2])
+        # two people are related as people; a name that is only a work makes the pair about works
+        wanted: tuple[EntityType, ...] = ("character", "person", "anime", "manga", "studio") \
+            if pair == "relation" and people else ("anime", "manga", "studio", "character", "person")
+        qualified = [_type_word(tokens, m)[0] for m in mentions[:2]]
         # "which manga ...", "... volumes", "the X and Y manga": one type word speaks for both names
-        shared = next((t for t in said if t), None) or _answer_type(w) or (
+        shared = next((t for t in qualified if t), None) or _answer_type(w) or (
             "manga" if pair == "compare" and w.any(C.VOLUMES | C.MAGAZINE) else None)
-        for m, own in zip(mentions[:2], said, strict=False):
+        for m, own in zip(mentions[:2], qualified, strict=False):
             pick = own or (shared if shared and any(c.entity.entity_type == shared for c in m.candidates) else None)
             _add(a, tokens, m, _pick_type(m, wanted, pick), fixed=True)
         if pair == "compare":

@@ -166,7 +166,7 @@ async def test_query_lists_the_executed_steps(client: httpx.AsyncClient) -> None
     plan = body["plan"]
     assert [s["action"] for s in plan] == ["qdrant_search", "qdrant_search"]
     assert [s["turn"] for s in plan] == [0, 1]
-    assert "character 'Luffy'" in plan[0]["intent"] and "ids" in plan[1]["intent"]
+    assert "character ids" in plan[0]["intent"] and "anime ids" in plan[1]["intent"]
     assert ONE_PIECE in {e["id"] for e in body["response"]["result_entities"]}
 
 

@@ -42,7 +42,7 @@ def orchestrator(pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embe
 
 def with_settings(o: Orchestrator, **changes: object) -> Orchestrator:
     return Orchestrator(o.settings.model_copy(update=changes), planner=o.planner, validator=o.validator,
-                        retrieval=o.retrieval, store=o.store, policy=o.policy)
+                        fallback=o.fallback, retrieval=o.retrieval, store=o.store, policy=o.policy)
 
 
 def stages_of(events: list[tuple[str, str]]) -> list[str]:
@@ -65,8 +65,10 @@ async def test_seed_trace_which_anime_is_luffy_in(orchestrator: Orchestrator) ->
     validations = [e.payload["sufficient"] for e in traj.events if e.stage == "validate"]
     assert validations == [False, True]
     assert [e.seq for e in traj.events] == list(range(1, len(traj.events) + 1))
-    assert [e.stage for e in traj.events[:2]] == ["guard_input", "rewrite"]
-    assert "retrieval_mode" in traj.events[1].payload["rewrite"]
+    # entity linking runs before any model: every planner reads the same names
+    assert [e.stage for e in traj.events[:3]] == ["guard_input", "link", "rewrite"]
+    assert traj.events[1].payload["mentions"][0]["text"] == "Luffy"
+    assert "retrieval_mode" in traj.events[2].payload["rewrite"]
     assert traj.events[-1].stage == "final"
     assert traj.timings["total_ms"] > 0 and traj.timings["qdrant_ms"] > 0
     assert traj.final_response is not None and traj.final_response["status"] == "answered"
@@ -252,7 +254,7 @@ async def test_an_unreachable_trajectory_store_fails_the_run_clearly(orchestrato
     await dead.open()
     try:
         o = Orchestrator(settings.model_copy(update={"retry_attempts": 2}), planner=HeuristicModel(),
-                         validator=HeuristicModel(), retrieval=orchestrator.retrieval,
+                         validator=HeuristicModel(), fallback=HeuristicModel(), retrieval=orchestrator.retrieval,
                          store=TrajectoryStore(dead, settings.model_copy(update={"retry_attempts": 2})),
                          policy=load_policy())
         with pytest.raises(TrajectoryError, match="trajectory store unavailable"):
@@ -266,7 +268,7 @@ async def test_losing_the_store_mid_run_reports_nothing(orchestrator: Orchestrat
     store_pool = AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False, timeout=1)
     await store_pool.open(wait=True)
     store = TrajectoryStore(store_pool, settings.model_copy(update={"retry_attempts": 2}))
-    o = Orchestrator(settings, planner=HeuristicModel(), validator=HeuristicModel(),
+    o = Orchestrator(settings, planner=HeuristicModel(), validator=HeuristicModel(), fallback=HeuristicModel(),
                      retrieval=orchestrator.retrieval, store=store, policy=load_policy())
 
     seen: list[str] = []

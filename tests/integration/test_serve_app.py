@@ -35,7 +35,7 @@ from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
 from agentic_rag.models.prompts import render
 from agentic_rag.models.roles import GradeInput, RewriteInput
-from agentic_rag.protocol import GradeReport, QueryRewrite
+from agentic_rag.protocol import EntityLinks, EntityRef, GradeReport, LinkCandidate, LinkedMention, QueryRewrite
 from agentic_rag.settings import Settings
 
 pytestmark = pytest.mark.integration
@@ -203,7 +203,13 @@ async def test_model_deployments_serve_openai_chat_completions(serve_url: tuple[
     url, _ = serve_url
     client = openai.AsyncOpenAI(base_url=f"{url}/openai/v1", api_key="unused", max_retries=0, timeout=60)
     assert sorted(m.id for m in (await client.models.list()).data) == ["planner", "validator"]
-    messages = render(RewriteInput(question="How is Luffy related to Nami?"), QueryRewrite)
+    question = "How is Luffy related to Nami?"
+    # the card entity linking gives every planner (the heuristic reads names only from it)
+    links = EntityLinks(mentions=[
+        LinkedMention(text=n, start=question.index(n), end=question.index(n) + len(n), candidates=[LinkCandidate(
+            entity=EntityRef(entity_type="character", id=f"00000000-0000-4000-8000-00000000000{i}"), name=n,
+            matched=n, match="alias")]) for i, n in enumerate(("Luffy", "Nami"))])
+    messages = render(RewriteInput(question=question, links=links), QueryRewrite)
     done = await client.chat.completions.create(model="planner", messages=list(messages), temperature=0,
                                                 response_format=response_format(schema_for(QueryRewrite)))
     served = QueryRewrite.model_validate_json(done.choices[0].message.content or "")

@@ -29,6 +29,7 @@ import agentic_rag
 from agentic_rag.eval import load_demo_questions
 from agentic_rag.models.base import StructuredGenerator, schema_for
 from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.factory import build_fallback
 from agentic_rag.models.roles import ROLES
 from agentic_rag.models.transformers_backend import TransformersBackend
 from agentic_rag.orchestrator.guards import load_policy
@@ -64,7 +65,7 @@ def fixed_templates() -> set[str]:
     out: set[str] = set()
     for info in pkgutil.walk_packages(agentic_rag.__path__, "agentic_rag."):
         if not info.name.startswith(("agentic_rag.storage", "agentic_rag.retrievers", "agentic_rag.orchestrator",
-                                     "agentic_rag.catalog", "agentic_rag.eval")):
+                                     "agentic_rag.catalog", "agentic_rag.eval", "agentic_rag.understanding")):
             continue
         module = importlib.import_module(info.name)
         if module.__file__ and module.__file__.endswith(".py"):
@@ -97,7 +98,8 @@ async def fuzz_orchestrator(dsn: str, pool: AsyncConnectionPool, qdrant: QdrantC
     # short limits: a slow model call falls back to the heuristic, so runs also reach the later stages
     s = settings.model_copy(update={"agent_max_turns": 3, "agent_deadline_ms": 8_000,
                                     "generation_timeout_ms": 2_500})
-    return Orchestrator(s, planner=model, validator=model, retrieval=LocalRetrieval(pool, qdrant, embedder.aembed, s),
+    return Orchestrator(s, planner=model, validator=model, fallback=build_fallback(s),
+                        retrieval=LocalRetrieval(pool, qdrant, embedder.aembed, s),
                         store=TrajectoryStore(pool, s), policy=load_policy())
 
 

@@ -2,27 +2,32 @@
 
 It reads the same :func:`~agentic_rag.models.heuristic.progress.progress` as the planner: while
 steps are pending the draft says so (no result entities, so the validator asks for more); a name
-that matched nothing is an explicit not-found; otherwise the answer states the chain it followed
-("X appears in Y; Y was animated by Z") and the values it read.
+that matched nothing is an explicit not-found; otherwise the answer says, in plain sentences
+(:mod:`~agentic_rag.models.heuristic.sentences`), what each step found and the values it read
+("Luffy appears in One Piece (1999) and ... One Piece (1999) was animated by Toei Animation.").
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agentic_rag.models.heuristic.context import bare
 from agentic_rag.models.heuristic.progress import Progress, progress
+from agentic_rag.models.heuristic.sentences import (
+    attribute_sentence,
+    bare,
+    compare_sentence,
+    fact_sentence,
+    hop_sentence,
+    join,
+    nothing_sentence,
+    path_sentence,
+)
 from agentic_rag.models.roles import CardEntity, DraftInput
 from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphPath
 from agentic_rag.understanding.plan import Analysis
 from agentic_rag.understanding.reading import read
 
-EDGE_WORDS = {"features": "characters", "staff": "staff", "animated_by": "studio", "animated": "anime",
-              "adapted_from": "source manga", "adapted_into": "anime adaptations", "appears_in": "appears in",
-              "sequel": "sequels, in order", "prequel": "prequels, nearest first", "worked_on": "works",
-              "student_of": "mentors", "family": "family", "romantic": "partners"}
-ATTR_WORDS = {"year": "first aired in", "episode_count": "episodes", "volumes": "volumes", "magazine": "magazine",
-              "founded": "founded", "format": "format", "status": "status"}
+ATTRS = ("year", "episode_count", "volumes", "magazine", "founded", "format", "status")
 
 
 def _result(text: str, sources: list[EntityRef], results: list[EntityRef], *, confidence: float,
@@ -34,13 +39,6 @@ def _result(text: str, sources: list[EntityRef], results: list[EntityRef], *, co
         evidence=Evidence(paths=(paths or [])[:10], facts=[f[:200] for f in (facts or [])][:20]),
         citations=[c[:200] for c in (citations or [])][:20],
     )
-
-
-def _list(entities: list[CardEntity], details: dict[str, str]) -> str:
-    # the type is shown too: a manga and its anime often share a name
-    shown = [f"{bare(e.name)} ({e.ref.entity_type}" + (f", {details[e.ref.id]})" if details.get(e.ref.id) else ")")
-             for e in entities[:15]]
-    return ", ".join(shown) + (f", and {len(entities) - 15} more" if len(entities) > 15 else "")
 
 
 def draft(inp: DraftInput) -> DraftAnswer:
@@ -63,31 +61,41 @@ def draft(inp: DraftInput) -> DraftAnswer:
     lines: list[str] = []
     current = [ents[0]]
     for hop, level in zip(a.hops, p.levels, strict=False):
-        what = EDGE_WORDS.get(hop.edges[0], hop.edges[0])
-        if hop.roles:
-            what = " / ".join(r.replace("_", " ") for r in hop.roles[:2])
         if not level:
-            lines.append(f"The catalog records no {what} for {', '.join(bare(e.name) for e in current)}.")
+            lines.append(nothing_sentence(hop, current))
             break
-        lines.append(f"{' / '.join(bare(e.name) for e in current[:4])} -> {what}: {_list(level, p.details)}.")
+        lines.append(hop_sentence(hop, current, level, p.details))
         current = level
     if a.hops and (len(p.levels) < len(a.hops) or not p.levels[-1]):
         return _result(" ".join(lines), sources, [ents[0].ref], confidence=0.6, citations=[ents[0].name])
     if p.card is not None:
-        return _query_answer(a, p, lines, sources)
+        return _query_answer(a, p, lines, sources, current)
     final = current
     if a.attr == "count":
         lines.append(f"That is {len(final)} in total.")
     if not a.hops:
-        snippet = _snippet(inp, ents[0])
-        lines.append(f"{bare(ents[0].name)}: {snippet}" if snippet else bare(ents[0].name))
+        lines.append(_about(inp, ents[0]))
     return _result(" ".join(lines), sources, [e.ref for e in final], confidence=0.85,
                    citations=[bare(e.name) for e in chain][:20], facts=lines[:20])
 
 
-def _snippet(inp: DraftInput, entity: CardEntity) -> str:
-    return next((str(r.get("snippet", "")) for c in inp.cards for r in c.data.get("rows", [])
-                 if isinstance(r, dict) and r.get("id") == entity.ref.id), "")
+def _about(inp: DraftInput, entity: CardEntity) -> str:
+    """A lookup's answer: what the entity is, its other names, and its description."""
+    row = next((r for c in inp.cards for r in c.data.get("rows", [])
+                if isinstance(r, dict) and r.get("id") == entity.ref.id), {})
+    kind = {"anime": "an anime", "manga": "a manga", "character": "a character", "person": "a person",
+            "studio": "a studio", "franchise": "a franchise"}.get(entity.ref.entity_type, entity.ref.entity_type)
+    fmt = row.get("format")
+    if entity.ref.entity_type == "anime" and fmt in ("movie", "ova", "ona", "special"):
+        kind = {"movie": "an anime film", "ova": "an OVA", "ona": "an ONA", "special": "an anime special"}[fmt]
+    head = f"{bare(entity.name)} is {kind}"
+    if row.get("year") and entity.ref.entity_type in ("anime", "manga"):
+        head += f" from {row['year']}"
+    aliases = [str(x) for x in row.get("aliases") or [] if str(x) != bare(entity.name)][:4]
+    if aliases:
+        head += f", also known as {join(aliases)}"
+    snippet = str(row.get("snippet") or "").strip()
+    return f"{head}. {snippet}" if snippet else f"{head}."
 
 
 def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:
@@ -96,70 +104,92 @@ def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:
     if card is None:
         return _result(f"{x} and {y} are the same entry.", [ents[0].ref], [ents[0].ref], confidence=0.6)
     if card.count == 0:
-        return _result(f"No connection between {x} and {y} was found within the traversal limits.",
+        return _result(f"I found no connection between {x} and {y} in the catalog.",
                        [e.ref for e in ents], [e.ref for e in ents], confidence=0.4, citations=[x, y])
     meta: dict[str, Any] = card.data.get("meta", {})
     if a.intent == "relation":
         facts = [str(f) for f in meta.get("facts", [])]
-        chains = [line[2:].split(" [end id")[0] for line in card.summary.splitlines()[1:]
-                  if line.startswith("- ") and "-->" in line]
-        text = f"{x} and {y}: " + "; ".join(chains[:6]) + (". " + "; ".join(facts) + "." if facts else ".")
+        # the qualifiers of relations between people ("Zeke Yeager is Eren Yeager's older half-brother")
+        said = [s for f in facts if (s := fact_sentence(f))]
+        names = {e.ref.id: bare(e.name) for e in [*card.entities, *ents]}
+        chains = [path_sentence([names.get(n.id, n.id) for n in path.nodes], list(path.rels))
+                  for path in card.paths[:3]]
+        direct = bool(card.paths) and len(card.paths[0].rels) == 1
+        text = " ".join(said[:4]) if said and direct else " ".join(said[:2] + chains[: 1 if said else 3])
         return _result(text, [e.ref for e in card.entities] or [e.ref for e in ents], [e.ref for e in ents],
                        confidence=0.85, paths=card.paths, facts=facts or chains[:8], citations=[x, y])
     left, right = meta.get("a", {}), meta.get("b", {})
-    fields = [a.compare_field] if a.compare_field and a.compare_field in left else [
+    # the asked field, else the ones people compare works by (every field when none of those is known)
+    headline = [f for f in ("year", "episode_count", "volumes", "studios", "authors") if f in left]
+    fields = [a.compare_field] if a.compare_field and a.compare_field in left else headline or [
         f for f in left if f not in ("name", "id")]
-    parts = []
-    for f in fields:
-        va, vb = left.get(f), right.get(f)
-        shown = f"{f.replace('_', ' ')}: {_fmt(va)} vs {_fmt(vb)} ({x} vs {y})"
-        if isinstance(va, int | float) and isinstance(vb, int | float) and va != vb:
-            shown += f" ({x if va > vb else y} has the larger value)"
-        parts.append(shown)
-    return _result("; ".join(parts) + ".", [e.ref for e in ents], [e.ref for e in ents], confidence=0.85,
+    parts = [compare_sentence(f, x, y, left.get(f), right.get(f)) for f in fields]
+    return _result(" ".join(parts), [e.ref for e in ents], [e.ref for e in ents], confidence=0.85,
                    facts=parts, citations=[x, y])
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, list):
-        return ", ".join(str(x) for x in v) or "none"
-    return "unknown" if v is None else str(v)
-
-
-def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[EntityRef] | None = None) -> DraftAnswer:
+def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[EntityRef] | None = None,
+                  subject: list[CardEntity] | None = None) -> DraftAnswer:
     card = p.card
     assert card is not None
     sources = sources or []
     rows = [r for r in card.data.get("rows", []) if isinstance(r, dict)]
     refs = [e.ref for e in card.entities]
+    who = join([bare(e.name) for e in subject or []], 4)
+    kind = a.filter.entity_type if a.filter else (subject[0].ref.entity_type if subject else "entry")
+    plural = {"anime": "anime", "manga": "manga", "studio": "studios"}.get(kind, f"{kind}s")
     if not rows:
-        text = " ".join([*lines, f"Nothing in the catalog matched ({card.request})."])
-        if a.attr and a.attr.startswith(("count", "sum")):
-            text = " ".join([*lines, f"The count is 0 ({card.request})."])
-        return _result(text, sources, sources[:1], confidence=0.6, facts=[card.request])
+        text = f"I found no {plural} in the catalog matching {card.request}."
+        if (a.attr and a.attr.startswith(("count", "sum"))) or (a.filter and a.filter.count):
+            text = f"The catalog has none ({card.request})."
+        return _result(" ".join([*lines, text]), sources, sources[:1], confidence=0.6, facts=[card.request])
     if "value" in rows[0] and "group_key" not in rows[0]:
-        value = rows[0].get("value")
-        what = "episodes in total" if a.attr == "sum_episodes" else "in the catalog"
-        text = " ".join([*lines, f"{value} {what} ({card.request})."])
-        return _result(text, sources, sources[-1:] or [], confidence=0.85, facts=[text])
+        text = _aggregate_sentence(a, rows[0].get("value"), who, plural, card.request)
+        return _result(" ".join([*lines, text]), sources, sources[-1:] or [], confidence=0.85, facts=[text])
     if "group_key" in rows[0]:
         tops = [f"{r.get('group_key')} ({r.get('value')})" for r in rows[:3]]
-        text = f"Most: {tops[0]}; then {', '.join(tops[1:])}." if len(tops) > 1 else f"Most: {tops[0]}."
+        text = f"{tops[0]} has the most" + (f", then {join(tops[1:])}." if len(tops) > 1 else ".")
         return _result(text, [], [], confidence=0.85, facts=[text])
-    shown = []
-    for r in rows[:30]:
-        if a.attr in ATTR_WORDS:
-            v = r.get(a.attr)
-            if a.attr in ("episode_count", "volumes"):
-                shown.append(f"{r.get('name')} has {_fmt(v)} {ATTR_WORDS[a.attr]}")
-            elif a.attr == "year":
-                shown.append(f"{r.get('name')} first aired in {_fmt(v)}")
-            else:
-                shown.append(f"{r.get('name')}: {ATTR_WORDS[a.attr]} {_fmt(v)}")
-        elif a.attr == "first_episode":
-            shown.append(f"The first episode is \"{r.get('name')}\"")
-        else:
-            shown.append(f"{r.get('name')} ({r.get('year')})")
-    text = " ".join([*lines, "; ".join(shown) + "."])
+    if a.attr in ATTRS:
+        shown = [attribute_sentence(a.attr, r, kind) for r in rows[:20]]
+        text = " ".join([*lines, *shown])
+    elif a.attr == "first_episode":
+        shown = [f'The first episode of {who} is "{r.get("name")}".' for r in rows[:1]]
+        text = " ".join([*lines, *shown])
+    else:
+        shown = [f"{r.get('name')} ({r.get('year') or r.get('founded')})" if r.get("year") or r.get("founded")
+                 else str(r.get("name")) for r in rows[:30]]
+        more = f", the first {len(shown)} of them" if len(rows) > len(shown) else ""
+        text = " ".join([*lines, f"{len(rows)} {plural} match {_conditions(card.request)}{more}: "
+                                 f"{join(shown, 30)}."])
     return _result(text, [*sources, *refs], refs, confidence=0.9, facts=shown[:20],
                    citations=[str(r.get("name")) for r in rows[:20]])
+
+
+_OPS = {" eq ": " = ", " lt ": " < ", " lte ": " <= ", " gt ": " > ", " gte ": " >= ", " contains ": " has ",
+        " in ": " in "}
+
+
+def _conditions(request: str) -> str:
+    """A query's conditions as a reader writes them: "(year < 2010, studio = 'Madhouse')"."""
+    where = request.split(" where ", 1)[1] if " where " in request else ""
+    for op, sign in _OPS.items():
+        where = where.replace(op, sign)
+    return f"({where.replace(' and ', ', ')})" if where else "in the catalog"
+
+
+def _aggregate_sentence(a: Analysis, value: Any, who: str, plural: str, request: str) -> str:
+    if a.filter is not None:
+        return f"The catalog has {value} {plural} matching {_conditions(request)}."
+    if a.attr == "sum_episodes":
+        return f"Together they have {value} episodes."
+    if a.attr == "count_studio":
+        return f"{who} animated {value} anime in the catalog."
+    if a.attr == "count_author":
+        return f"{who} is credited on {value} manga."
+    if a.attr == "count_franchise":
+        what = {"movie": "films", "ova": "OVAs", "special": "specials", "tv": "TV series"}.get(a.fmt or "", a.counted)
+        return f"The {who} franchise has {value} {what}."
+    if a.attr == "count_characters":
+        return f"{who} has {value} characters in the catalog."
+    return f"The count is {value} ({request})."
