@@ -17,7 +17,7 @@ def words(text: str) -> frozenset[str]:
 
 STUDIO = words("studio studios animated animate animates animating animation animator animators")
 DIRECT = words("direct directed director directors directs directing")
-MUSIC = words("music composer composers composed composes soundtrack score scored ost songs")
+MUSIC = words("music compose composer composers composed composes soundtrack score scored ost songs")
 DESIGN = words("design designs designer designers designed")
 SCRIPT = words("screenplay script scripts screenwriter composition")
 DRAW = words("drew draw draws drawn drawing artist artists illustrated illustrator illustrates illustrate art")

@@ -33,7 +33,8 @@ from agentic_rag.understanding.text import Token, deletions, english_words, link
 MAX_TOKENS = 40  # words of a question considered; a longer question is read up to here
 MAX_SPAN = 8  # words in one name ("Naruto Spin-Off: Rock Lee & His Ninja Pals")
 MIN_TYPO_WORD = 4  # shorter words are never corrected: too many catalog words are one edit away
-CORRECTIONS = 3  # catalog words kept per unknown word
+CORRECTIONS = 3  # catalog words tried per unknown word alone, most frequent first
+CORRECTIONS_IN_NAME = 12  # ... and inside a longer span, where the rest of the name must match too
 ORDER_FREE: frozenset[str] = frozenset({"person", "character"})
 
 # Words that alone never name an entity here: question scaffolding and the type words around names.
@@ -101,7 +102,7 @@ async def _corrections(conn: psycopg.AsyncConnection[Any], words: list[str]) -> 
                 found.setdefault(w, {})[str(word)] = int(freq)
     # An English word is a typo only inside a longer name: "fame hero" may be "Flame Hero", "journeys end"
     # "Journey's End", but "powers" alone is not the character Power, nor "main" Mai.
-    return {w: [Fix(x, inside_only=w in english) for x in sorted(c, key=lambda x: -c[x])[:CORRECTIONS]]
+    return {w: [Fix(x, inside_only=w in english) for x in sorted(c, key=lambda x: (-c[x], x))[:CORRECTIONS_IN_NAME]]
             for w, c in found.items()}
 
 
@@ -110,7 +111,7 @@ def _variants(span: Sequence[Token], fixes: dict[str, list[Fix]]) -> Iterable[tu
     words = [t.key for t in span]
     yield " ".join(words), None
     for i, w in enumerate(words):
-        for fix in fixes.get(w, ()):
+        for fix in fixes.get(w, [])[: CORRECTIONS if len(words) == 1 else CORRECTIONS_IN_NAME]:
             if not (fix.inside_only and len(words) == 1):
                 yield " ".join([*words[:i], fix.word, *words[i + 1:]]), "typo"
     if 2 <= len(words) <= 3:

@@ -46,6 +46,7 @@ class Analysis:
     role: str | None = None  # a staff role an aggregate counts
     fmt: str | None = None  # a format an aggregate counts
     counted: EntityType = "anime"  # what a count over a franchise counts
+    also: list[Attr] = field(default_factory=list)  # more values to read off the same rows
     filter: Filter | None = None
 
 

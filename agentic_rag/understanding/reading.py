@@ -10,7 +10,7 @@ that starts from a manga, asked of an anime, first follows the anime to its sour
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Literal
 
 from agentic_rag.catalog.vocabulary import EntityType
@@ -63,6 +63,7 @@ _COERCE: dict[tuple[EntityType, EntityType], Hop] = {
 _ANSWER: dict[str, EntityType] = {"anime": "anime", "show": "anime", "shows": "anime", "series": "anime",
                                   "movie": "anime", "film": "anime", "manga": "manga", "studio": "studio"}
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
+_ROW_ATTRS: frozenset[str] = frozenset({"year", "episode_count", "volumes", "magazine", "founded", "format", "status"})
 _FORMATS = {"movies": "movie", "films": "movie", "movie": "movie", "film": "movie", "ovas": "ova", "ova": "ova",
             "specials": "special", "special": "special", "tv": "tv"}
 _CHATTER = re.compile(r"^.*?\b(?=(?:which|what|list|name|show me|give me|find|any)\b)", re.IGNORECASE)
@@ -150,6 +151,7 @@ class _Ask:
     fmt: str | None = None
     domain: tuple[EntityType, ...] = ()  # the type the first hop (or the attribute) starts from
     counted: EntityType = "anime"  # what a franchise count counts
+    also: list[Attr] = field(default_factory=list)  # more values read off the same rows
 
 
 def _staff(w: _Words) -> Hop | None:
@@ -180,7 +182,9 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
         return _Ask([], "volumes", domain=("manga",))
     if "characters" in w.set:
         return _Ask([], "count_characters", domain=("anime", "manga"))
-    fmt = next((_FORMATS[x] for x in w.keys if x in _FORMATS and x != "tv"), None)
+    # the format counted ("how many Naruto movies"), not one let in ("movies included")
+    fmt = None if w.set & {"included", "including", "incl"} else next(
+        (_FORMATS[x] for x in w.keys if x in _FORMATS and x != "tv"), None)
     if ("person" in anchor_types and not {"studio", "franchise"} & anchor_types - {"person"}) or w.any(
             C.DIRECT | C.MUSIC | C.SCRIPT | C.WRITE | C.DRAW):
         staff = _staff(w)
@@ -192,30 +196,42 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
             return _Ask([], "count_author", domain=("person",))
     if "studio" in anchor_types and (w.any(C.STUDIO | C.MADE | C.WORKS) or not fmt):
         return _Ask([], "count_studio", domain=("studio",))
-    if "franchise" in anchor_types or fmt:
+    if "franchise" in anchor_types or "franchise" in w.set or fmt:
         return _Ask([], "count_franchise", fmt=fmt, domain=("franchise",),
                     counted="manga" if "manga" in w.set else "anime")
     return None
 
 
-def _attribute(w: _Words) -> _Ask | None:
+def _attributes(w: _Words) -> list[_Ask]:
+    """Every attribute the words ask for, the most specific first ("year + how many episodes": both)."""
+    asks: list[_Ask] = []
     if C.FIRST_EPISODE.search(w.text):
-        return _Ask([], "first_episode", domain=("anime",))
+        asks.append(_Ask([], "first_episode", domain=("anime",)))
     if w.any(C.FOUNDED):
-        return _Ask([], "founded", domain=("studio",))
+        asks.append(_Ask([], "founded", domain=("studio",)))
     if w.any(C.MAGAZINE) or w.has("published in", "ran in", "serialized in"):
-        return _Ask([], "magazine", domain=("manga",))
+        asks.append(_Ask([], "magazine", domain=("manga",)))
     if w.any(C.VOLUMES):
-        return _Ask([], "volumes", domain=("manga",))
+        asks.append(_Ask([], "volumes", domain=("manga",)))
     if w.any(C.EPISODES) or C.HOW_LONG.search(w.text):
-        return _Ask([], "episode_count", domain=("anime",))
+        asks.append(_Ask([], "episode_count", domain=("anime",)))
     if w.any(C.FORMAT) or w.has("is it a movie", "a movie or", "movie or a series", "what type", "what kind"):
-        return _Ask([], "format", domain=("anime",))
+        asks.append(_Ask([], "format", domain=("anime",)))
     if w.any(C.YEAR) or w.has("what year", "came out", "come out"):
-        return _Ask([], "year", domain=("anime", "manga", "studio"))
+        asks.append(_Ask([], "year", domain=("anime", "manga", "studio")))
     if w.any(C.STATUS) or w.has("still running", "still going"):
-        return _Ask([], "status", domain=("anime", "manga"))
-    return None
+        asks.append(_Ask([], "status", domain=("anime", "manga")))
+    return asks
+
+
+def _attribute(w: _Words) -> _Ask | None:
+    asks = _attributes(w)
+    if not asks:
+        return None
+    first = asks[0]
+    if first.attr != "first_episode":  # the others are read off the same row
+        first.also = [a.attr for a in asks[1:] if a.attr in _ROW_ATTRS and set(a.domain) & set(first.domain)]
+    return first
 
 
 def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] = frozenset()) -> list[Hop]:
@@ -288,6 +304,8 @@ def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] 
         hops = [h for h in _relation(w, anchor_types, after_anchor) if h.edges in structural]
         if counted.attr in ("episode_count", "volumes"):
             counted.hops = hops + counted.hops
+            counted.also = [x.attr for x in _attributes(w) if x.attr != counted.attr and x.attr in _ROW_ATTRS
+                            and set(x.domain) & set(counted.domain)]
         return counted
     hops = _relation(w, anchor_types, after_anchor)
     attr = _attribute(w) if not any(h.edges in (("staff",), ("animated_by",), ("features",)) for h in hops) \
@@ -417,19 +435,22 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     if f is not None and f.where:  # conditions on the whole catalog ("Madhouse anime before 2010")
         return Analysis(intent="aggregate" if f.count else "filter", mentions=[], filter=f)
     anchor = _anchor(tokens, mentions)
-    if anchor is not None:
-        said, _ = _type_word(tokens, anchor)
+    for candidate in _anchors(tokens, mentions):
+        said, _ = _type_word(tokens, candidate)
         # the subject's own verb: "does X follow on from" (the words after X, when X is asked about)
-        subject = any(t.key in ("does", "did", "do") for t in tokens if t.end <= anchor.start)
-        after = frozenset(t.key for t in tokens if t.start >= anchor.end) if subject else frozenset()
+        subject = any(t.key in ("does", "did", "do") for t in tokens if t.end <= candidate.start)
+        after = frozenset(t.key for t in tokens if t.start >= candidate.end) if subject else frozenset()
         # "how many Dragon Ball anime": the type word is what is counted, not which Dragon Ball is meant
         counting = C.HOW_MANY.search(w.text) is not None and said in ("anime", "manga")
-        ask = _ask(w, {said} if said and not counting else _readings(anchor), after)
+        ask = _ask(w, {said} if said and not counting else _readings(candidate), after)
+        if ask is None or not _fits(candidate, ask.domain):
+            continue  # "ONE's webcomic ... who illustrates its source": the question is about the work
+        anchor = candidate
         if ask is not None:
             start = _pick_type(anchor, ask.domain, None if counting else said)
             a = Analysis(intent="aggregate" if ask.attr and ask.attr.startswith(("count", "sum")) else
                          "attribute" if ask.attr and not ask.hops else "chain", mentions=[],
-                         attr=ask.attr, role=ask.role, fmt=ask.fmt, counted=ask.counted)
+                         attr=ask.attr, role=ask.role, fmt=ask.fmt, counted=ask.counted, also=ask.also)
             a.hops = _coerce(start, ask)
             if a.attr == "count" and a.role and not any(h.edges == ("worked_on",) for h in a.hops):
                 a.hops.append(Hop(("worked_on",), (a.role,), node_types=("anime",)))
@@ -470,6 +491,18 @@ def _answer_type(w: _Words) -> EntityType | None:
     return _ANSWER.get(m.group("w")) if (m := C.ANSWER_TYPE.search(w.text)) else None
 
 
+def _anchors(tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """The mentions a one-entity question may be about, the likeliest first."""
+    first = _anchor(tokens, mentions)
+    return [first, *(m for m in reversed(mentions) if m is not first)] if first else []
+
+
+def _fits(m: LinkedMention, domain: tuple[EntityType, ...]) -> bool:
+    """Whether some reading of the mention is, or leads by coercion to, what the asked hop starts from."""
+    types = {c.entity.entity_type for c in m.candidates}
+    return not domain or any(t in types or any(_route(x, t) for x in types) for t in domain)
+
+
 def _pair(w: _Words, kinds: list[set[EntityType]]) -> Literal["relation", "compare"] | None:
     """relation or compare, for a question naming two entities; None: it is about one of them."""
     people = {"character", "person"}
@@ -477,7 +510,7 @@ def _pair(w: _Words, kinds: list[set[EntityType]]) -> Literal["relation", "compa
     if w.any(C.COMPARE) or (w.any(C.COMPARATIVE) and (" or " in w.text or "than" in w.set)) or (
             " or " in w.text and ("first" in w.set or w.has("came out", "come out"))):
         return "compare"
-    if works and w.any(C.BEFORE_AFTER) and (w.any(C.YEAR) or w.has("come out", "came out")):
+    if works and w.any(C.BEFORE_AFTER) and (w.any(C.YEAR | C.FOUNDED) or w.has("come out", "came out")):
         return "compare"  # "did X air before Y"
     if works and w.any(C.WORKED | C.BOTH):
         return "relation"

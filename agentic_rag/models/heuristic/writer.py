@@ -151,7 +151,7 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
         text = f"{tops[0]} has the most" + (f", then {join(tops[1:])}." if len(tops) > 1 else ".")
         return _result(text, [], [], confidence=0.85, facts=[text])
     if a.attr in ATTRS:
-        shown = [attribute_sentence(a.attr, r, kind) for r in rows[:20]]
+        shown = [attribute_sentence(attr, r, kind) for r in rows[:20] for attr in (a.attr, *a.also)]
         text = " ".join([*lines, *shown])
     elif a.attr == "first_episode":
         shown = [f'The first episode of {who} is "{r.get("name")}".' for r in rows[:1]]
