@@ -29,6 +29,7 @@ from agentic_rag.retrievers.hydrate import MAX_HYDRATE, hydrate, labels
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.storage.qdrant import open_qdrant
+from agentic_rag.understanding.asks import AskClassifier
 from agentic_rag.understanding.linker import link
 
 # What a retriever turns into a typed failure; anything else is a bug and travels as a Ray error.
@@ -60,6 +61,7 @@ class VectorReplica:
         self._client: QdrantClient = await asyncio.to_thread(open_qdrant, settings)
         self._executor = QdrantExecutor(self._client, handle_embed(embedder), settings)
         self._hybrid = HybridRetriever(self._pool, self._executor)
+        self._asks = AskClassifier(handle_embed(embedder))
 
     async def search(self, intent: Any) -> dict[str, Any]:
         try:
@@ -67,6 +69,14 @@ class VectorReplica:
         except ValidationError as exc:
             return _invalid(exc)
         return await _answer("qdrant", self._hybrid.execute(parsed))
+
+    async def asks(self, question: Any, links: Any) -> dict[str, Any]:
+        """What a linked question asks by meaning (nearest exemplars under the Embedder's encoder)."""
+        try:
+            parsed = EntityLinks.model_validate(links)
+        except ValidationError as exc:
+            return _invalid(exc)
+        return await _answer("embedder", self._asks(str(question)[:2000], parsed))
 
     async def ready(self) -> dict[str, Any]:
         """Whether Qdrant answers (readiness of the API)."""

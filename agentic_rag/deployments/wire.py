@@ -32,6 +32,7 @@ from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
 from agentic_rag.protocol import (
     AgentResponse,
+    AskHint,
     EntityLinks,
     GraphIntent,
     GraphResult,
@@ -52,6 +53,7 @@ T = TypeVar("T", bound=BaseModel)
 OUTPUT_TYPES: dict[str, type[BaseModel]] = {t.__name__: t for t in ROLES}
 MESSAGES = TypeAdapter(list[Message])
 HITS = TypeAdapter(list[TypeaheadHit])
+ASKS = TypeAdapter(list[AskHint])
 # Transport failures: the deployment is gone, overloaded (BackPressureError) or raised something unexpected.
 TRANSPORT_ERRORS = (RayError, RayServeException)
 
@@ -335,7 +337,9 @@ class HandleRetrieval:
         return QueryResult.model_validate(value)
 
     async def link(self, question: str) -> EntityLinks:
-        return EntityLinks.model_validate(await self._call("postgres", self._graph.link.remote(question[:2000])))
+        links = EntityLinks.model_validate(await self._call("postgres", self._graph.link.remote(question[:2000])))
+        raw = await self._call("embedder", self._vector.asks.remote(question[:2000], links.model_dump(mode="json")))
+        return links.model_copy(update={"asks": ASKS.validate_python(raw)})
 
 
 def handle_embed(handle: DeploymentHandle[Any]) -> EmbedFn:

@@ -34,7 +34,7 @@ from agentic_rag.protocol.contracts import (
     SufficiencyReport,
     TerminationReason,
 )
-from agentic_rag.protocol.links import EntityLinks, LinkCandidate, LinkedMention, LinkMatch
+from agentic_rag.protocol.links import AskHint, AskLabel, EntityLinks, LinkCandidate, LinkedMention, LinkMatch
 from agentic_rag.protocol.query import FIELDS, OPS_BY_KIND, Aggregate, Condition, OrderKey, StructuredQuery
 
 __all__ = [
@@ -44,6 +44,8 @@ __all__ = [
     "OPS_BY_KIND",
     "AgentResponse",
     "Aggregate",
+    "AskHint",
+    "AskLabel",
     "BatchIntent",
     "Clarification",
     "ClarificationChoice",

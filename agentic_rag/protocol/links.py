@@ -42,7 +42,20 @@ class LinkedMention(ProtocolModel):
                                             description="Best first: match quality, then popularity.")
 
 
+AskLabel = Literal["studio", "director", "music", "author", "cast", "appears", "sequel", "prequel", "source",
+                   "adaptation", "year", "episodes", "volumes", "founded", "family", "mentor", "rival", "describe"]
+
+
+class AskHint(ProtocolModel):
+    """What the question asks, by its nearest labelled exemplars under the sentence encoder."""
+
+    label: AskLabel
+    score: float = Field(ge=-1.0, le=1.0, description="Cosine similarity of the nearest exemplar.")
+
+
 class EntityLinks(ProtocolModel):
-    """Every mention found in a question, left to right, without overlaps."""
+    """Every mention found in a question, left to right, without overlaps, and what it seems to ask."""
 
     mentions: list[LinkedMention] = Field(default_factory=list, max_length=MAX_MENTIONS)
+    asks: list[AskHint] = Field(default_factory=list, max_length=3,
+                                description="Nearest asked relations or attributes by meaning, best first.")

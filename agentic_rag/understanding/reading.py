@@ -16,6 +16,7 @@ from typing import Literal
 from agentic_rag.catalog.vocabulary import EntityType
 from agentic_rag.protocol import EntityLinks, LinkCandidate, LinkedMention
 from agentic_rag.understanding import cues as C
+from agentic_rag.understanding.asks import confident
 from agentic_rag.understanding.filters import Filter, parse_filter
 from agentic_rag.understanding.plan import ANY_TYPE, Analysis, Attr, Hop, staff_roles
 from agentic_rag.understanding.text import Token, tokenize
@@ -63,6 +64,14 @@ _COERCE: dict[tuple[EntityType, EntityType], Hop] = {
 _ANSWER: dict[str, EntityType] = {"anime": "anime", "show": "anime", "shows": "anime", "series": "anime",
                                   "movie": "anime", "film": "anime", "manga": "manga", "studio": "studio"}
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
+# The cue words an exemplar label stands for ("describe" asks for no relation: a lookup).
+HINT_CUES: dict[str, tuple[str, ...]] = {
+    "studio": ("studio",), "director": ("directed",), "music": ("music",), "author": ("wrote",),
+    "cast": ("characters",), "appears": ("anime", "appears"), "sequel": ("sequel",), "prequel": ("prequel",),
+    "source": ("manga", "based"), "adaptation": ("anime", "adaptation"), "year": ("year",),
+    "episodes": ("episodes",), "volumes": ("volumes",), "founded": ("founded",), "family": ("family",),
+    "mentor": ("mentor",), "rival": ("rival",),
+}
 _ROW_ATTRS: frozenset[str] = frozenset({"year", "episode_count", "volumes", "magazine", "founded", "format", "status"})
 _FORMATS = {"movies": "movie", "films": "movie", "movie": "movie", "film": "movie", "ovas": "ova", "ova": "ova",
             "specials": "special", "special": "special", "tv": "tv"}
@@ -82,6 +91,10 @@ class _Words:
 
     def any(self, family: frozenset[str]) -> bool:
         return bool(self.set & family)
+
+    def plus(self, cues: tuple[str, ...]) -> _Words:
+        """These words with cue words added (what the sentence encoder read where no cue word stood)."""
+        return _Words([*self.keys, *cues], self.set | frozenset(cues), self.text + " ".join(cues) + " ")
 
 
 def _rest(tokens: list[Token], mentions: list[LinkedMention]) -> _Words:
@@ -435,6 +448,8 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     if f is not None and f.where:  # conditions on the whole catalog ("Madhouse anime before 2010")
         return Analysis(intent="aggregate" if f.count else "filter", mentions=[], filter=f)
     anchor = _anchor(tokens, mentions)
+    label = confident(links.asks) if links else None
+    hinted = label if label in HINT_CUES else None
     for candidate in _anchors(tokens, mentions):
         said, _ = _type_word(tokens, candidate)
         # the subject's own verb: "does X follow on from" (the words after X, when X is asked about)
@@ -442,7 +457,10 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         after = frozenset(t.key for t in tokens if t.start >= candidate.end) if subject else frozenset()
         # "how many Dragon Ball anime": the type word is what is counted, not which Dragon Ball is meant
         counting = C.HOW_MANY.search(w.text) is not None and said in ("anime", "manga")
-        ask = _ask(w, {said} if said and not counting else _readings(candidate), after)
+        types = {said} if said and not counting else _readings(candidate)
+        ask = _ask(w, types, after)
+        if ask is None and hinted is not None:  # no cue word: what the question means, by its exemplars
+            ask = _ask(w.plus(HINT_CUES[hinted]), types, after)
         if ask is None or not _fits(candidate, ask.domain):
             continue  # "ONE's webcomic ... who illustrates its source": the question is about the work
         anchor = candidate
