@@ -4,7 +4,8 @@ A card keeps what a model needs to read (a summary) and what the next step needs
 paths, a few structured fields), and stays small: raw rows are trimmed to the fields that carry ids
 and facts. The ``data`` keys are part of the contract with the planner:
 
-- qdrant_search: ``query`` (text or None), ``entity_type``, ``ids`` (for a fetch by id), ``rows``
+- qdrant_search: ``query`` (text or None), ``entity_type``, ``ids`` (for a fetch by id), ``rows`` (with the
+  vector ``score`` of a semantic search), ``match`` (hybrid or semantic)
 - pg_graph: ``kind`` (the query_type), ``start``, ``end``, ``edge_types``, ``meta``
 - pg_query: ``kind`` = "query", ``rows``, ``total``
 """
@@ -19,7 +20,7 @@ from agentic_rag.retrievers.dsl import QueryResult, describe
 
 ROW_FIELDS = ("id", "entity_type", "name", "year", "format", "anime_ids", "anime_id", "franchise_id", "number",
               "snippet", "matched_by", "value", "group_key", "n", "episode_count", "end_year", "status",
-              "aliases", "volumes", "magazine", "founded", "genres", "aired")
+              "aliases", "volumes", "magazine", "founded", "genres", "aired", "score")
 MAX_ROWS = 50
 
 
@@ -48,7 +49,7 @@ def from_search(turn: int, intent: SearchIntent, result: RetrievalResult) -> Con
     return ContextCard(turn=turn, source="qdrant_search", request=f"{intent.entity_type} search for {what}"[:500],
                        summary=result.summary, count=result.count, entities=entities,
                        data={"query": intent.query, "entity_type": intent.entity_type,
-                             "ids": list(intent.filters.id), "rows": rows})
+                             "ids": list(intent.filters.id), "rows": rows, "match": intent.match})
 
 
 def from_graph(turn: int, intent: GraphIntent, result: GraphResult, names: dict[str, str]) -> ContextCard:

@@ -44,8 +44,8 @@ class HybridRetriever:
         self._vector = vector
 
     async def execute(self, intent: SearchIntent) -> RetrievalResult:
-        if intent.filters.id or intent.query is None:
-            return await self._vector.execute(intent)  # a fetch by id has nothing to fuse
+        if intent.filters.id or intent.query is None or intent.match == "semantic":
+            return await self._vector.execute(intent)  # a fetch by id, or a description: no name to fuse
         lexical, semantic = await asyncio.gather(self._lexical(intent), self._vector.execute(intent))
         vec_rows = {str(r["id"]): r for r in semantic.raw_data}
         weight = dict(lexical)

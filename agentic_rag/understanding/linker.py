@@ -258,6 +258,14 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
     return out[:MAX_MENTIONS]
 
 
+def _common_noun(tokens: list[Token], s: _Span) -> bool:
+    """A lowercase English word after an article is a noun, not a name: "the king of the pirates" is not
+    the character King (who is still found as "King" or "who is king")."""
+    t = tokens[s.start]
+    return (s.length == 1 and t.raw.islower() and t.key in english_words() and s.start > 0
+            and tokens[s.start - 1].key in ("the", "a", "an"))
+
+
 def _inside_unknown_name(tokens: list[Token], s: _Span, taken: set[int], loose: dict[int, int]) -> bool:
     """One word matched loosely (an alias, a typo) inside what looks like a longer name the catalog does
     not know: next to a capitalised word nothing matched ("Whit Fox"), or next to another loose match
@@ -287,7 +295,8 @@ def _choose(question: str, tokens: list[Token], spans: list[_Span]) -> list[Link
         taken |= cover
         chosen.append(s)
     loose = {s.start: s.best()[0] for s in chosen if s.length == 1 and s.best()[0] > _rank("exact")}
-    chosen = [s for s in chosen if not _inside_unknown_name(tokens, s, taken, loose)]
+    chosen = [s for s in chosen if not _inside_unknown_name(tokens, s, taken, loose)
+              and not _common_noun(tokens, s)]
     out: list[LinkedMention] = []
     for s in sorted(chosen, key=lambda s: s.start)[:MAX_MENTIONS]:
         first, last = tokens[s.start], tokens[s.start + s.length - 1]

@@ -11,6 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from agentic_rag.catalog.vocabulary import EntityType
 from agentic_rag.models.heuristic.context import Resolution, resolve, row_of, year_of
 from agentic_rag.models.roles import CardEntity, ContextCard
 from agentic_rag.protocol import (
@@ -44,6 +45,36 @@ class Progress:
     @property
     def pending(self) -> bool:
         return bool(self.steps)
+
+
+# a question that names nothing mostly describes one of these
+DESCRIBED: tuple[EntityType, ...] = ("anime", "manga", "character", "person")
+# cosine similarity a described entity must reach to be offered (as a guess): MiniLM puts right and wrong
+# answers to descriptions at 0.4-0.57 alike (docs/benchmarks.md), so only a clearly closer entry is offered
+SEMANTIC_MIN = 0.6
+
+
+def describe_search(question: str) -> list[SearchIntent]:
+    """The whole question searched by meaning (never as a name) in each described collection."""
+    return [SearchIntent(rationale=f"no name linked: search {t} by meaning", entity_type=t,
+                         query=" ".join(question.split())[:500] or "?", limit=3, match="semantic")
+            for t in DESCRIBED]
+
+
+def searched_by_meaning(cards: list[ContextCard]) -> bool:
+    return any(c.source == "qdrant_search" and c.data.get("match") == "semantic" for c in cards)
+
+
+def described(cards: list[ContextCard]) -> list[tuple[float, CardEntity]]:
+    """Entities the meaning searches found, most similar first, those above :data:`SEMANTIC_MIN` only."""
+    found: list[tuple[float, CardEntity]] = []
+    for c in cards:
+        if c.source != "qdrant_search" or c.data.get("match") != "semantic":
+            continue
+        scores = {r.get("id"): r.get("score") for r in c.data.get("rows", []) if isinstance(r, dict)}
+        found += [(float(s), e) for e in c.entities if isinstance(s := scores.get(e.ref.id), int | float)
+                  and s >= SEMANTIC_MIN]
+    return sorted(found, key=lambda x: -x[0])
 
 
 def _search(entity_type: str, mention: str, year: int | None, linked: str | None) -> SearchIntent:

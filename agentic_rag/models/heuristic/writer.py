@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentic_rag.models.heuristic.progress import Progress, progress
+from agentic_rag.models.heuristic.progress import Progress, described, progress
 from agentic_rag.models.heuristic.sentences import (
     attribute_sentence,
     bare,
@@ -21,6 +21,7 @@ from agentic_rag.models.heuristic.sentences import (
     join,
     nothing_sentence,
     path_sentence,
+    titled,
 )
 from agentic_rag.models.roles import CardEntity, DraftInput
 from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphPath
@@ -53,7 +54,7 @@ def draft(inp: DraftInput) -> DraftAnswer:
         return _query_answer(a, p, [])
     ents = [r.entity for r in p.found if r.entity is not None]
     if not ents:
-        return _result("I could not find anything in the catalog that the question names.", [], [], confidence=0.1)
+        return _by_meaning(inp)
     if a.intent in ("relation", "compare"):
         return _pair(a, p, ents)
     chain = [ents[0], *(e for level in p.levels for e in level)]
@@ -77,6 +78,20 @@ def draft(inp: DraftInput) -> DraftAnswer:
         lines.append(_about(inp, ents[0]))
     return _result(" ".join(lines), sources, [e.ref for e in final], confidence=0.85,
                    citations=[bare(e.name) for e in chain][:20], facts=lines[:20])
+
+
+def _by_meaning(inp: DraftInput) -> DraftAnswer:
+    """No name in the question is in the catalog: the entries closest in meaning, if any is close."""
+    close = described(inp.cards)[:5]
+    if not close:
+        return _result("I could not find anything in the catalog that the question names.", [], [], confidence=0.1)
+    shown = [f"{titled(e)} ({e.ref.entity_type})" for _, e in close]
+    text = (f"No name in the question is in the catalog. The closest entries by meaning are {join(shown)}; "
+            f"{'this is' if len(close) == 1 else 'these are'} a guess from the description, not a match.")
+    # a guess: low confidence, so the validator does not call it sufficient and the run ends best-effort
+    refs = [e.ref for _, e in close]
+    facts = [f"similarity {s:.2f}: {bare(e.name)}" for s, e in close]
+    return _result(text, refs, refs[:1], confidence=0.5, facts=facts)
 
 
 def _about(inp: DraftInput, entity: CardEntity) -> str:
