@@ -338,7 +338,10 @@ class HandleRetrieval:
 
     async def link(self, question: str) -> EntityLinks:
         links = EntityLinks.model_validate(await self._call("postgres", self._graph.link.remote(question[:2000])))
-        raw = await self._call("embedder", self._vector.asks.remote(question[:2000], links.model_dump(mode="json")))
+        try:
+            raw = await self._call("embedder", self._vector.asks.remote(question[:2000], links.model_dump(mode="json")))
+        except RetrievalError:
+            return links  # what is asked by meaning is a hint; the names stand without it
         return links.model_copy(update={"asks": ASKS.validate_python(raw)})
 
 

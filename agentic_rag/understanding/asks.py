@@ -50,6 +50,7 @@ EXEMPLARS: dict[AskLabel, tuple[str, ...]] = {
 }
 MIN_SCORE = 0.55  # cosine similarity of the nearest exemplar
 MIN_MARGIN = 0.05  # over the nearest exemplar of any other label
+CHUNK = 16  # exemplars embedded per call
 
 
 def masked(question: str, links: EntityLinks | None) -> str:
@@ -73,7 +74,10 @@ class AskClassifier:
     async def _exemplars(self) -> npt.NDArray[np.float32]:
         async with self._lock:
             if self._matrix is None:
-                self._matrix = _unit(await self._embed([x for xs in EXEMPLARS.values() for x in xs]))
+                texts = [x for xs in EXEMPLARS.values() for x in xs]
+                # in chunks: an embedding service bounds one call (the Embedder deployment: one batch)
+                chunks = [await self._embed(texts[i:i + CHUNK]) for i in range(0, len(texts), CHUNK)]
+                self._matrix = _unit(np.concatenate(chunks))
             return self._matrix
 
     async def __call__(self, question: str, links: EntityLinks | None) -> list[AskHint]:

@@ -95,6 +95,8 @@ ARTICLES = words("the a an")
 HOW_MANY = re.compile(r"\b(?:how many|number of|count of|count the|count)\b")
 HOW_LONG = re.compile(r"\bhow long\b")
 FIRST_EPISODE = re.compile(r"\b(?:first episode|episode (?:1|one)|pilot)\b")
+EPISODE_N = re.compile(r"\b(?:episode|ep|eps) (?P<n>\d{1,4})\b")
+GENRES = words("genre genres tagged tags category categories")
 IN_ORDER = re.compile(r"\b(?:in order|watch order|order to watch|all (?:the )?seasons|every season)\b")
 # What kind of thing the answer is: "which anime ...", "what manga ...", "which Dragon Ball series ...".
 ANSWER_TYPE = re.compile(

@@ -10,7 +10,8 @@ from agentic_rag.understanding.filters import Filter
 
 Intent = Literal["relation", "compare", "chain", "attribute", "aggregate", "filter", "lookup"]
 # What is read off the final entities: a catalog column, the first episode, or an aggregate.
-Attr = Literal["year", "episode_count", "volumes", "magazine", "founded", "format", "status", "first_episode",
+Attr = Literal["year", "episode_count", "volumes", "magazine", "founded", "format", "status", "genres",
+               "first_episode",
                "count_studio", "count_author", "count_franchise", "count_characters", "sum_episodes", "count"]
 
 ANY_TYPE: tuple[EntityType, ...] = ("character", "anime", "manga", "person", "studio", "franchise")
@@ -47,6 +48,7 @@ class Analysis:
     fmt: str | None = None  # a format an aggregate counts
     counted: EntityType = "anime"  # what a count over a franchise counts
     also: list[Attr] = field(default_factory=list)  # more values to read off the same rows
+    episode: int = 1  # which episode a first_episode question means ("episode 19 title")
     filter: Filter | None = None
 
 

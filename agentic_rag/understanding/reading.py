@@ -52,7 +52,8 @@ _RANGE: dict[tuple[str, ...], EntityType] = {
     ("side_story", "spinoff"): "anime", ("part_of",): "franchise",
 }
 _ATTR_DOMAIN: dict[str, EntityType] = {
-    "episode_count": "anime", "format": "anime", "first_episode": "anime", "volumes": "manga", "magazine": "manga",
+    "episode_count": "anime", "format": "anime", "first_episode": "anime", "genres": "anime", "volumes": "manga",
+    "magazine": "manga",
     "founded": "studio", "count_characters": "anime", "sum_episodes": "anime", "count_studio": "studio",
     "count_author": "person", "count_franchise": "franchise", "count": "person",
 }
@@ -72,7 +73,8 @@ HINT_CUES: dict[str, tuple[str, ...]] = {
     "episodes": ("episodes",), "volumes": ("volumes",), "founded": ("founded",), "family": ("family",),
     "mentor": ("mentor",), "rival": ("rival",),
 }
-_ROW_ATTRS: frozenset[str] = frozenset({"year", "episode_count", "volumes", "magazine", "founded", "format", "status"})
+_ROW_ATTRS: frozenset[str] = frozenset({"year", "episode_count", "volumes", "magazine", "founded", "format", "status",
+                                        "genres"})
 _FORMATS = {"movies": "movie", "films": "movie", "movie": "movie", "film": "movie", "ovas": "ova", "ova": "ova",
             "specials": "special", "special": "special", "tv": "tv"}
 _CHATTER = re.compile(r"^.*?\b(?=(?:which|what|list|name|show me|give me|find|any)\b)", re.IGNORECASE)
@@ -165,6 +167,7 @@ class _Ask:
     domain: tuple[EntityType, ...] = ()  # the type the first hop (or the attribute) starts from
     counted: EntityType = "anime"  # what a franchise count counts
     also: list[Attr] = field(default_factory=list)  # more values read off the same rows
+    episode: int = 1
 
 
 def _staff(w: _Words) -> Hop | None:
@@ -218,8 +221,12 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
 def _attributes(w: _Words) -> list[_Ask]:
     """Every attribute the words ask for, the most specific first ("year + how many episodes": both)."""
     asks: list[_Ask] = []
-    if C.FIRST_EPISODE.search(w.text):
-        asks.append(_Ask([], "first_episode", domain=("anime",)))
+    numbered = C.EPISODE_N.search(w.text)
+    if C.FIRST_EPISODE.search(w.text) or numbered:
+        asks.append(_Ask([], "first_episode", domain=("anime",),
+                         episode=int(numbered.group("n")) if numbered else 1))
+    if w.any(C.GENRES):
+        asks.append(_Ask([], "genres", domain=("anime", "manga")))
     if w.any(C.FOUNDED):
         asks.append(_Ask([], "founded", domain=("studio",)))
     if w.any(C.MAGAZINE) or w.has("published in", "ran in", "serialized in"):
@@ -256,7 +263,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
     elif C.IN_ORDER.search(w.text) or w.any(C.ORDER):
         hops.append(SEQUEL_CHAIN)
     elif w.any(C.PREQUEL) or (anchor_types & {"anime"} and (
-            after_anchor & C.FOLLOWS or ("after" in after_anchor and after_anchor & {"come", "came", "comes"}))):
+            (after_anchor & C.FOLLOWS and "by" not in after_anchor)
+            or ("after" in after_anchor and after_anchor & {"come", "came", "comes"}))):
         # "which anime does X follow on from", "does X come after something": X is the later one
         hops.append(PREQUEL)
     elif w.any(C.SEQUEL):
@@ -311,7 +319,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
     return hops
 
 
-def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] = frozenset()) -> _Ask | None:
+def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] = frozenset(),
+         every_type: frozenset[EntityType] = frozenset()) -> _Ask | None:
     if C.HOW_MANY.search(w.text) and (counted := _count(w, anchor_types)) is not None:
         structural = (("sequel",), ("prequel",), ("adapted_from",), ("adapted_into",))
         hops = [h for h in _relation(w, anchor_types, after_anchor) if h.edges in structural]
@@ -323,6 +332,8 @@ def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] 
     hops = _relation(w, anchor_types, after_anchor)
     attr = _attribute(w) if not any(h.edges in (("staff",), ("animated_by",), ("features",)) for h in hops) \
         else None
+    if hops == [APPEARS] and attr is not None and every_type & set(attr.domain):
+        hops = []  # "frieren's genres (the anime)": the attribute of the work the name also names
     if not hops and attr is None:
         return None
     first = hops[0] if hops else None
@@ -458,9 +469,10 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         # "how many Dragon Ball anime": the type word is what is counted, not which Dragon Ball is meant
         counting = C.HOW_MANY.search(w.text) is not None and said in ("anime", "manga")
         types = {said} if said and not counting else _readings(candidate)
-        ask = _ask(w, types, after)
+        every = frozenset(c.entity.entity_type for c in candidate.candidates)
+        ask = _ask(w, types, after, every)
         if ask is None and hinted is not None:  # no cue word: what the question means, by its exemplars
-            ask = _ask(w.plus(HINT_CUES[hinted]), types, after)
+            ask = _ask(w.plus(HINT_CUES[hinted]), types, after, every)
         if ask is None or not _fits(candidate, ask.domain):
             continue  # "ONE's webcomic ... who illustrates its source": the question is about the work
         anchor = candidate
@@ -468,7 +480,8 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
             start = _pick_type(anchor, ask.domain, None if counting else said)
             a = Analysis(intent="aggregate" if ask.attr and ask.attr.startswith(("count", "sum")) else
                          "attribute" if ask.attr and not ask.hops else "chain", mentions=[],
-                         attr=ask.attr, role=ask.role, fmt=ask.fmt, counted=ask.counted, also=ask.also)
+                         attr=ask.attr, role=ask.role, fmt=ask.fmt, counted=ask.counted, also=ask.also,
+                         episode=ask.episode)
             a.hops = _coerce(start, ask)
             if a.attr == "count" and a.role and not any(h.edges == ("worked_on",) for h in a.hops):
                 a.hops.append(Hop(("worked_on",), (a.role,), node_types=("anime",)))

@@ -127,7 +127,7 @@ def test_serve_app_answers_over_http(serve_url: tuple[str, float]) -> None:
         print(f"\ncold start to first answer: {cold_start_s:.1f} s (Ray start, deploy, first run)")
         assert first.status_code == 200, first.text
         body = first.json()
-        assert body["status"] == "answered"
+        assert body["status"] == "answered", (body["response"]["answer"], body["response"]["warnings"])
         assert ONE_PIECE in {e["id"] for e in body["response"]["result_entities"]}
         assert body["request_id"] == "serve-first" and body["timings"]["qdrant_ms"] > 0
 

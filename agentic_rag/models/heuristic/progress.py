@@ -211,7 +211,8 @@ def _attribute_query(a: Analysis, frontier: list[CardEntity]) -> StructuredQuery
     one = names[0]
     if a.attr == "first_episode":
         return _query({"entity_type": "episode", "where": [{"field": "anime", "op": "eq", "value": one},
-                                                           {"field": "number", "op": "eq", "value": 1}], "limit": 5})
+                                                           {"field": "number", "op": "eq", "value": a.episode}],
+                       "limit": 5})
     if a.attr == "count_studio":
         return _query({"entity_type": "anime", "where": [{"field": "studio", "op": "eq", "value": one}],
                        "aggregate": {"op": "count"}})

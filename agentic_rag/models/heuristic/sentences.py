@@ -158,6 +158,9 @@ def attribute_sentence(attr: str, row: dict[str, Any], entity_type: str) -> str:
         return f"{name} was serialized in {value}."
     if attr == "format":
         return f"{name} is a {FORMAT_NAMES.get(str(value), value)}."
+    if attr == "genres":
+        return f"{name} is tagged {join([str(g).replace('_', ' ') for g in value])}." if isinstance(value, list) \
+            else f"{name} is tagged {value}."
     if attr == "status":
         return f"{name} is {'still airing' if value == 'airing' else value}."
     return f"{name}: {attr.replace('_', ' ')} {value}."

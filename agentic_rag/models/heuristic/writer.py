@@ -28,7 +28,7 @@ from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphPath
 from agentic_rag.understanding.plan import Analysis
 from agentic_rag.understanding.reading import read
 
-ATTRS = ("year", "episode_count", "volumes", "magazine", "founded", "format", "status")
+ATTRS = ("year", "episode_count", "volumes", "magazine", "founded", "format", "status", "genres")
 
 
 def _result(text: str, sources: list[EntityRef], results: list[EntityRef], *, confidence: float,
@@ -169,7 +169,8 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
         shown = [attribute_sentence(attr, r, kind) for r in rows[:20] for attr in (a.attr, *a.also)]
         text = " ".join([*lines, *shown])
     elif a.attr == "first_episode":
-        shown = [f'The first episode of {who} is "{r.get("name")}".' for r in rows[:1]]
+        which = "first episode" if a.episode == 1 else f"episode {a.episode}"
+        shown = [f'The {which} of {who} is "{r.get("name")}".' for r in rows[:1]]
         text = " ".join([*lines, *shown])
     else:
         shown = [f"{r.get('name')} ({r.get('year') or r.get('founded')})" if r.get("year") or r.get("founded")

@@ -1,0 +1,164 @@
+"""Reading a question from its links: cue words anywhere, hops composed by entity type, filters with ranges.
+
+No database: the links a linker would return are written here, so each test shows the reading alone.
+"""
+
+from __future__ import annotations
+
+import itertools
+
+import pytest
+
+from agentic_rag.protocol import AskHint, EntityLinks, EntityRef, LinkCandidate, LinkedMention
+from agentic_rag.understanding.asks import confident, masked
+from agentic_rag.understanding.reading import open_types, read
+
+_ids = itertools.count(1)
+
+
+def cand(entity_type: str, name: str, match: str = "exact", year: int | None = None) -> LinkCandidate:
+    return LinkCandidate(entity=EntityRef(entity_type=entity_type, id=f"00000000-0000-4000-8000-{next(_ids):012d}"),
+                         name=name, matched=name, match=match, year=year)  # type: ignore[arg-type]
+
+
+def links(question: str, *spans: tuple[str, list[LinkCandidate]], asks: list[AskHint] | None = None) -> EntityLinks:
+    mentions = []
+    for text, cands in spans:
+        start = question.index(text)
+        mentions.append(LinkedMention(text=text, start=start, end=start + len(text), candidates=cands))
+    return EntityLinks(mentions=mentions, asks=asks or [])
+
+
+def work(name: str) -> list[LinkCandidate]:
+    """A title that names an anime, its manga and its franchise, as most catalog titles do."""
+    return [cand("franchise", name), cand("manga", name, year=2001), cand("anime", name, year=2003)]
+
+
+LUFFY = [cand("character", "Monkey D. Luffy", "alias")]
+
+
+def hops(a: object) -> list[tuple[str, ...]]:
+    return [h.edges for h in a.hops]  # type: ignore[attr-defined]
+
+
+@pytest.mark.parametrize("question", [
+    "which studio animated luffy's show",
+    "so um, what studio made the anime luffy is in?? thanks!",
+    "luffy - studio?",
+    "Tell me the animation studio behind the show with luffy",
+])
+def test_cue_words_anywhere_and_a_character_is_followed_to_its_anime(question: str) -> None:
+    a = read(question, links(question, ("luffy", LUFFY)))
+    assert hops(a) == [("appears_in",), ("animated_by",)]
+    assert a.mentions == ["luffy"] and a.types["luffy"][0] == "character"
+
+
+def test_an_author_of_an_anime_is_the_author_of_its_source_manga() -> None:
+    q = "who drew the manga the demon slayer anime is based on"
+    a = read(q, links(q, ("demon slayer", work("Demon Slayer"))))
+    assert a.types["demon slayer"][0] == "anime"  # the type word next to the name picks the reading
+    assert hops(a) == [("adapted_from",), ("staff",)] and "art" in a.hops[-1].roles
+
+
+def test_without_a_type_word_the_reading_the_relation_needs_is_taken() -> None:
+    q = "who wrote death note"
+    a = read(q, links(q, ("death note", work("Death Note"))))
+    assert a.types["death note"][0] == "manga" and hops(a) == [("staff",)]
+
+
+def test_possessive_family_words_and_mentors() -> None:
+    q = "Boruto's father?"
+    boruto = [cand("character", "Boruto Uzumaki", "alias"), cand("anime", "Boruto", "alias")]
+    assert hops(read(q, links(q, ("Boruto", boruto)))) == [("family", "romantic")]
+    q = "naruto's senseis"
+    naruto = [*work("Naruto"), cand("character", "Naruto Uzumaki", "alias")]
+    a = read(q, links(q, ("naruto", naruto)))
+    assert hops(a) == [("student_of",)] and a.types["naruto"][0] == "character"
+    q = "who did jiraiya train"
+    assert hops(read(q, links(q, ("jiraiya", [cand("character", "Jiraiya")])))) == [("mentor_of",)]
+
+
+def test_sequels_prequels_and_the_subjects_own_verb() -> None:
+    q = "what comes after attack on titan season 3"
+    s3 = [cand("anime", "Attack on Titan Season 3", year=2018)]
+    assert hops(read(q, links(q, ("attack on titan season 3", s3)))) == [("sequel",)]
+    q = "which anime does attack on titan season 3 follow on from"
+    assert hops(read(q, links(q, ("attack on titan season 3", s3)))) == [("prequel",)]
+    q = "in what order should i watch attack on titan"
+    a = read(q, links(q, ("attack on titan", work("Attack on Titan"))))
+    assert hops(a) == [("sequel",)] and a.hops[0].kind == "k_hop"
+
+
+def test_two_works_compared_and_two_characters_related() -> None:
+    q = "naruto or bleach, which one has more eps"
+    a = read(q, links(q, ("naruto", work("Naruto")), ("bleach", work("Bleach"))))
+    assert a.intent == "compare" and a.compare_field == "episode_count"
+    assert [a.types[m][0] for m in a.mentions] == ["anime", "anime"]
+    q = "which manga started first, death note or bleach"
+    a = read(q, links(q, ("death note", work("Death Note")), ("bleach", work("Bleach"))))
+    assert a.intent == "compare" and a.compare_field == "year" and a.types["bleach"][0] == "manga"
+    q = "is zeke eren's brother?"
+    a = read(q, links(q, ("zeke", [cand("character", "Zeke Yeager", "alias")]),
+                      ("eren", [cand("character", "Eren Yeager", "alias")])))
+    assert a.intent == "relation"
+
+
+@pytest.mark.parametrize(("question", "where"), [
+    ("anime from 2010 or later with at least 50 episodes",
+     [("year", "gte", 2010), ("episode_count", "gte", 50)]),
+    ("list anime between 2005 and 2008 thanks", [("year", "gte", 2005), ("year", "lte", 2008)]),
+    ("which anime movies are older than 2004", [("format", "eq", "movie"), ("year", "lt", 2004)]),
+    ("hey, which studios were founded before 1970?", [("founded", "lt", 1970)]),
+])
+def test_catalog_filters_take_ranges_and_inequalities(question: str, where: list[tuple[str, str, int]]) -> None:
+    a = read(question, links(question))
+    assert a.intent == "filter" and a.filter is not None
+    assert sorted((c["field"], c["op"], c["value"]) for c in a.filter.where) == sorted(where)
+
+
+def test_a_count_over_a_filter_is_an_aggregate() -> None:
+    q = "how many anime came out in 2022"
+    a = read(q, links(q))
+    assert a.intent == "aggregate" and a.filter is not None and a.filter.count
+
+
+def test_a_year_next_to_a_name_picks_that_reading() -> None:
+    q = "who directed the 2003 fullmetal alchemist anime"
+    fma = [cand("anime", "Fullmetal Alchemist", year=2003), cand("anime", "Fullmetal Alchemist", "alias", 2009)]
+    a = read(q, links(q, ("fullmetal alchemist", fma)))
+    assert a.years["fullmetal alchemist"] == 2003
+    assert a.ids["fullmetal alchemist"]["anime"] == fma[0].entity.id
+
+
+def test_a_bare_name_leaves_every_reading_open_and_a_type_word_closes_it() -> None:
+    q = "Tell me about Naruto."
+    a = read(q, links(q, ("Naruto", work("Naruto"))))
+    assert a.intent == "lookup" and set(open_types(a, "Naruto")) == {"franchise", "manga", "anime"}
+    q = "tell me about the naruto manga"
+    a = read(q, links(q, ("naruto", work("Naruto"))))
+    assert open_types(a, "naruto") == ("manga",)
+
+
+def test_meaning_reads_what_no_cue_word_says() -> None:
+    q = "who was at the helm of cowboy bebop"
+    bebop = work("Cowboy Bebop")
+    assert read(q, links(q, ("cowboy bebop", bebop))).intent == "lookup"  # no cue word
+    hinted = links(q, ("cowboy bebop", bebop), asks=[AskHint(label="director", score=0.9),
+                                                     AskHint(label="describe", score=0.6)])
+    a = read(q, hinted)
+    assert hops(a) == [("staff",)] and "director" in a.hops[0].roles
+
+
+def test_a_hint_counts_only_when_near_and_clearly_nearest() -> None:
+    assert confident([AskHint(label="studio", score=0.8), AskHint(label="year", score=0.6)]) == "studio"
+    assert confident([AskHint(label="studio", score=0.5)]) is None
+    assert confident([AskHint(label="studio", score=0.8), AskHint(label="year", score=0.78)]) is None
+    q = "who helmed Cowboy Bebop and Naruto"
+    assert masked(q, links(q, ("Cowboy Bebop", work("Cowboy Bebop")), ("Naruto", work("Naruto")))) == \
+        "who helmed X and X"
+
+
+def test_nothing_linked_is_a_lookup_of_nothing_never_of_the_whole_question() -> None:
+    q = "tell me about zxqv plorbnik"
+    a = read(q, links(q))
+    assert a.intent == "lookup" and a.mentions == []
