@@ -22,11 +22,13 @@ from agentic_rag.protocol import (
     StructuredQuery,
 )
 from agentic_rag.retrievers.dsl import QueryResult, run_query
+from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.hydrate import labels
 from agentic_rag.retrievers.vector import EmbedFn, QdrantExecutor
 from agentic_rag.settings import Settings
+from agentic_rag.understanding.asks import AskClassifier
 from agentic_rag.understanding.linker import link
 
 
@@ -46,7 +48,8 @@ class Retrieval(Protocol):
         ...
 
     async def link(self, question: str) -> EntityLinks:
-        """The catalog names ``question`` mentions, each with the entities it may mean."""
+        """The catalog names ``question`` mentions, each with the entities it may mean, and what it asks
+        by meaning (nearest labelled exemplars)."""
         ...
 
 
@@ -58,6 +61,7 @@ class LocalRetrieval:
         self._pool = pool
         self._settings = settings
         self._hybrid = HybridRetriever(pool, QdrantExecutor(client, embed, settings))
+        self._asks = AskClassifier(embed)
         # the graph primitives may run on a pool of their own (sized for traversal, or a replica)
         self._graph = graph or PostgresGraphExecutor(pool, settings)
 
@@ -76,4 +80,9 @@ class LocalRetrieval:
 
     async def link(self, question: str) -> EntityLinks:
         async with self._pool.connection() as conn:
-            return await link(conn, question, timeout_s=self._settings.query_timeout_ms / 1000)
+            links = await link(conn, question, timeout_s=self._settings.query_timeout_ms / 1000)
+        try:
+            asks = await self._asks(question, links)
+        except RetrievalError:
+            return links  # what is asked by meaning is a hint; the names stand without it
+        return links.model_copy(update={"asks": asks})
