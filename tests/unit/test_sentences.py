@@ -1,0 +1,60 @@
+"""Answers a person would write: the sentence forms of the heuristic's findings."""
+
+from __future__ import annotations
+
+from agentic_rag.models.heuristic.sentences import (
+    attribute_sentence,
+    compare_sentence,
+    fact_sentence,
+    hop_sentence,
+    join,
+    path_sentence,
+)
+from agentic_rag.models.roles import CardEntity
+from agentic_rag.protocol import EntityRef
+from agentic_rag.understanding.plan import Hop
+
+
+def ent(entity_type: str, label: str, n: int) -> CardEntity:
+    return CardEntity(ref=EntityRef(entity_type=entity_type, id=f"00000000-0000-4000-8000-{n:012d}"),  # type: ignore[arg-type]
+                      name=label)
+
+
+def test_lists_read_as_prose() -> None:
+    assert join([]) == "nothing"
+    assert join(["A"]) == "A" and join(["A", "B"]) == "A and B" and join(["A", "B", "C"]) == "A, B and C"
+    assert join([str(i) for i in range(15)], limit=3) == "0, 1, 2 and 12 more"
+
+
+def test_hops_as_sentences_with_staff_by_role() -> None:
+    note = ent("anime", "Death Note (anime, 2006)", 1)
+    araki, ohba = ent("person", "Tetsurō Araki (person)", 2), ent("person", "Tsugumi Ohba (person)", 3)
+    directors = Hop(("staff",), ("director", "chief_director"))
+    text = hop_sentence(directors, [note], [araki], {araki.ref.id: "director"})
+    assert text == "Death Note was directed by Tetsurō Araki."
+    authors = Hop(("staff",), ("story", "art"))
+    obata = ent("person", "Takeshi Obata (person)", 4)
+    text = hop_sentence(authors, [note], [ohba, obata], {ohba.ref.id: "story", obata.ref.id: "art"})
+    assert text == "Death Note was written by Tsugumi Ohba; it was drawn by Takeshi Obata."
+    luffy = ent("character", "Monkey D. Luffy (character)", 5)
+    works = [ent("anime", "One Piece (anime, 1999)", 6), ent("anime", "One Piece Film: Red (anime, 2022)", 7)]
+    assert hop_sentence(Hop(("appears_in",)), [luffy], works, {}) == \
+        "Monkey D. Luffy appears in One Piece (1999) and One Piece Film: Red (2022)."
+
+
+def test_values_and_comparisons_say_which_is_more_or_first() -> None:
+    assert attribute_sentence("episode_count", {"name": "Death Note", "episode_count": 37}, "anime") == \
+        "Death Note has 37 episodes."
+    assert attribute_sentence("year", {"name": "Bones", "year": 1998}, "studio") == "Bones was founded in 1998."
+    assert attribute_sentence("volumes", {"name": "Bleach", "volumes": None}, "manga") == \
+        "The catalog does not record the volumes of Bleach."
+    assert compare_sentence("episode_count", "Naruto", "Bleach", 220, 366) == \
+        "Naruto has 220 episodes and Bleach has 366, so Bleach has more."
+    assert compare_sentence("year", "Cowboy Bebop", "Evangelion", 1998, 1995).endswith("so Evangelion came first.")
+
+
+def test_paths_and_people_facts() -> None:
+    assert path_sentence(["Naruto", "Studio Pierrot", "Bleach"], ["animated_by", "animated"]) == \
+        "Naruto was animated by Studio Pierrot, which animated Bleach."
+    assert fact_sentence("Pan is Son Goku's granddaughter (family)") == "Pan is Son Goku's granddaughter."
+    assert fact_sentence("One Piece is Monkey D. Luffy's main (appears_in)") is None
