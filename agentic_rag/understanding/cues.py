@@ -57,6 +57,7 @@ COMPARATIVE = words("more fewer less longer shorter older newer earlier later bi
 YEAR = words("year when aired air airs released release premiere premiered premiere started start debut "
              "debuted begin began published dates date")
 FOUNDED = words("founded founding established formed")
+ENDED = words("end ended ends finish finished finishes concluded conclude")
 EPISODES = words("episodes episode eps ep")
 VOLUMES = words("volumes volume vols vol tankobon")
 MAGAZINE = words("magazine magazines serialized serialised serialization serialisation")
@@ -105,6 +106,7 @@ ALL_SEASONS = re.compile(r"\b(?:both|all|every)\b.*\b(?:seasons|series|films|mov
 FIRST_SEASON = re.compile(r"\bfirst (?:tv )?(?:season|series|anime|show)\b")
 # The attribute a comparison asks about, by its wording (first match wins; none: every difference).
 COMPARE_FIELDS = (
+    (re.compile(r"\bend(?:ed|s)?\b|\bfinish(?:ed|es)?\b|\bconclude[ds]?\b|\bwrap(?:ped)? up\b"), "end_year"),
     (re.compile(r"\bstudios?\b|\banimat"), "studios"),
     (re.compile(r"\bvolumes?\b|\bvols?\b"), "volumes"),
     (re.compile(r"\bepisodes?\b|\beps\b|\blonger\b|\bshorter\b"), "episode_count"),

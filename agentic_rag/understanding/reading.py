@@ -99,7 +99,7 @@ class _Words:
         return _Words([*self.keys, *cues], self.set | frozenset(cues), self.text + " ".join(cues) + " ")
 
 
-def _rest(tokens: list[Token], mentions: list[LinkedMention]) -> _Words:
+def _rest(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> _Words:
     """The words no name covers, less the type words that qualify a name ("mappa (the studio)")."""
     qualifiers = {_qualifier(tokens, m)[1] for m in mentions}
     inside = [any(m.start <= t.start < m.end for m in mentions) or t.start in qualifiers for t in tokens]
@@ -107,6 +107,8 @@ def _rest(tokens: list[Token], mentions: list[LinkedMention]) -> _Words:
     text = " " + " ".join(keys) + " "
     for phrase, cue in C.PHRASES:
         text = text.replace(f" {phrase} ", f" {cue} " if cue else " ")
+    if any(arrow in question for arrow in ("->", "→", "=>")):  # "aot final season part 2 -> ?": what comes next
+        text += "sequel "
     keys = text.split()
     # a cue word counts in the plural too ("senseis", "rivals")
     found = set(keys) | {k[:-1] for k in keys if len(k) > 3 and k.endswith("s")}
@@ -196,6 +198,9 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
         return _Ask([], "episode_count", domain=("anime",))
     if w.any(C.VOLUMES):
         return _Ask([], "volumes", domain=("manga",))
+    if "seasons" in w.set and "anime" in anchor_types:  # "how many seasons does X have": X and its sequels
+        return _Ask([Hop(("sequel",), kind="k_hop", include_start=True, node_types=("anime",))], "count",
+                    domain=("anime",))
     if "characters" in w.set:
         return _Ask([], "count_characters", domain=("anime", "manga"))
     # the format counted ("how many Naruto movies"), not one let in ("movies included")
@@ -432,8 +437,8 @@ def _add(a: Analysis, tokens: list[Token], m: LinkedMention, first: EntityType |
 def read(question: str, links: EntityLinks | None) -> Analysis:
     """The plan of ``question`` given the names linked in it."""
     tokens = tokenize(question)
-    mentions = list(links.mentions) if links else []
-    w = _rest(tokens, mentions)
+    mentions = _by_years(tokens, list(links.mentions) if links else [])
+    w = _rest(question, tokens, mentions)
     kinds = [_readings(m) for m in mentions]
     if len(mentions) >= 2 and (pair := _pair(w, kinds)) is not None:
         a = Analysis(intent=pair, mentions=[])
@@ -522,6 +527,24 @@ def _answer_type(w: _Words) -> EntityType | None:
     return _ANSWER.get(m.group("w")) if (m := C.ANSWER_TYPE.search(w.text)) else None
 
 
+def _by_years(tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """"hxh 1999 vs 2011": one name, two of its works told apart by year, is two mentions."""
+    out: list[LinkedMention] = []
+    for m in mentions:
+        after = [t for t in tokens if t.start >= m.end][:3]
+        keys = [t.key for t in after]
+        years = [int(k) for k in keys[::2] if _YEAR.match(k)]
+        if len(keys) == 3 and len(years) == 2 and keys[1] in ("vs", "versus", "or", "and"):
+            first = [c for c in m.candidates if c.year == years[0]]
+            second = [c for c in m.candidates if c.year == years[1]]
+            if first and second:
+                out += [m.model_copy(update={"candidates": first}),
+                        LinkedMention(text=after[2].raw, start=after[2].start, end=after[2].end, candidates=second)]
+                continue
+        out.append(m)
+    return out
+
+
 def _anchors(tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedMention]:
     """The mentions a one-entity question may be about, the likeliest first."""
     first = _anchor(tokens, mentions)
@@ -541,7 +564,7 @@ def _pair(w: _Words, kinds: list[set[EntityType]]) -> Literal["relation", "compa
     if w.any(C.COMPARE) or (w.any(C.COMPARATIVE) and (" or " in w.text or "than" in w.set)) or (
             " or " in w.text and ("first" in w.set or w.has("came out", "come out"))):
         return "compare"
-    if works and w.any(C.BEFORE_AFTER) and (w.any(C.YEAR | C.FOUNDED) or w.has("come out", "came out")):
+    if works and w.any(C.BEFORE_AFTER) and (w.any(C.YEAR | C.FOUNDED | C.ENDED) or w.has("come out", "came out")):
         return "compare"  # "did X air before Y"
     if works and w.any(C.WORKED | C.BOTH):
         return "relation"

@@ -162,3 +162,25 @@ def test_nothing_linked_is_a_lookup_of_nothing_never_of_the_whole_question() -> 
     q = "tell me about zxqv plorbnik"
     a = read(q, links(q))
     assert a.intent == "lookup" and a.mentions == []
+
+
+def test_seasons_counted_endings_compared_and_an_arrow_asks_what_comes_next() -> None:
+    q = "number of my hero academia seasons"
+    a = read(q, links(q, ("my hero academia", work("My Hero Academia"))))
+    assert a.attr == "count" and a.hops[0].kind == "k_hop" and a.hops[0].include_start
+    q = "did the demon slayer manga end before or after the attack on titan manga"
+    a = read(q, links(q, ("demon slayer", work("Demon Slayer")), ("attack on titan", work("Attack on Titan"))))
+    assert a.intent == "compare" and a.compare_field == "end_year"
+    assert [a.types[m][0] for m in a.mentions] == ["manga", "manga"]
+    q = "aot final season part 2 -> ???"
+    a = read(q, links(q, ("aot final season part 2", [cand("anime", "Attack on Titan: The Final Season Part 2")])))
+    assert hops(a) == [("sequel",)]
+
+
+def test_one_name_told_apart_by_two_years_is_two_works() -> None:
+    q = "fullmetal alchemist 2003 vs 2009 - which has more episodes"
+    fma = [cand("anime", "Fullmetal Alchemist", year=2003), cand("anime", "Fullmetal Alchemist: Brotherhood",
+                                                                   "alias", 2009)]
+    a = read(q, links(q, ("fullmetal alchemist", fma)))
+    assert a.intent == "compare" and a.compare_field == "episode_count"
+    assert [a.ids[m]["anime"] for m in a.mentions] == [fma[0].entity.id, fma[1].entity.id]
