@@ -57,6 +57,7 @@ COMPARATIVE = words("more fewer less longer shorter older newer earlier later bi
 YEAR = words("year when aired air airs released release premiere premiered premiere started start debut "
              "debuted begin began published dates date")
 FOUNDED = words("founded founding established formed")
+NAMES = words("nickname nicknames alias aliases aka")  # the entity's other names: a lookup says them
 ENDED = words("end ended ends finish finished finishes concluded conclude")
 EPISODES = words("episodes episode eps ep")
 VOLUMES = words("volumes volume vols vol tankobon")

@@ -334,6 +334,8 @@ def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] 
             counted.also = [x.attr for x in _attributes(w) if x.attr != counted.attr and x.attr in _ROW_ATTRS
                             and set(x.domain) & set(counted.domain)]
         return counted
+    if w.any(C.NAMES):
+        return None  # "what's her nickname": the entity itself, with its other names
     hops = _relation(w, anchor_types, after_anchor)
     attr = _attribute(w) if not any(h.edges in (("staff",), ("animated_by",), ("features",)) for h in hops) \
         else None
@@ -352,7 +354,9 @@ def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] 
         domain = (d,) if d else ()
         if first is APPEARS or first.edges == ("worked_on",):
             domain = (d,) if d else ()
-    return _Ask(hops, attr.attr if attr else None, domain=domain)
+    if attr is None:
+        return _Ask(hops, None, domain=domain)
+    return _Ask(hops, attr.attr, domain=domain, also=attr.also, episode=attr.episode)
 
 
 # -- the plan ----------------------------------------------------------------------------------------

@@ -184,3 +184,15 @@ def test_one_name_told_apart_by_two_years_is_two_works() -> None:
     a = read(q, links(q, ("fullmetal alchemist", fma)))
     assert a.intent == "compare" and a.compare_field == "episode_count"
     assert [a.ids[m]["anime"] for m in a.mentions] == [fma[0].entity.id, fma[1].entity.id]
+
+
+def test_a_numbered_episode_several_values_and_other_names() -> None:
+    q = "jujutsu kaisen episode 19 title"
+    a = read(q, links(q, ("jujutsu kaisen", work("Jujutsu Kaisen"))))
+    assert a.attr == "first_episode" and a.episode == 19
+    q = "dragon ball daima: year + how many episodes"
+    a = read(q, links(q, ("dragon ball daima", [cand("anime", "Dragon Ball Daima", year=2024)])))
+    assert a.attr == "episode_count" and a.also == ["year"]
+    q = "sasha blouse from aot, what's her nickname lol"
+    a = read(q, links(q, ("sasha blouse", [cand("character", "Sasha Blouse")]), ("aot", work("Attack on Titan"))))
+    assert a.intent == "lookup" and a.mentions == ["sasha blouse"]
