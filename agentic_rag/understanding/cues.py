@@ -24,8 +24,9 @@ DRAW = words("drew draw draws drawn drawing artist artists illustrated illustrat
 WRITE = words("wrote write writes written writer writers author authors mangaka")
 CREATE = words("created creator creators create creates invented")
 MADE = words("made makes make produced producer")
-CAST = words("characters cast protagonist protagonists lead leads heroes hero heroine")
-MAIN = words("main protagonist protagonists lead leads hero heroes heroine")
+CAST = words("characters cast protagonist protagonists lead leads heroes hero heroine mc mcs")
+MAIN = words("main protagonist protagonists lead leads hero heroes heroine mc mcs")
+FORMATS = words("tv ova ona movie film special series show")
 SEQUEL = words("sequel sequels after next follow follows followed following followup continuation continues "
                "continued")
 # Verbs whose subject is the later work: "which anime does X follow on from" asks for X's prequel.
@@ -46,7 +47,8 @@ ENEMY = words("enemy enemies villain villains foe foes fought fights fight nemes
 ALLY = words("ally allies companion companions")
 TEAMMATE = words("teammate teammates team squad crewmate crewmates crew")
 SIDE = words("side spinoff spin")
-WHOSE = words("whose")
+WHOSE = words("whose whom")
+SEASON_TAG = re.compile(r"\b(?:s\d{1,2}|season \d{1,2}|\d(?:st|nd|rd|th) season)\b")
 FAMILY = words("father dad mother mom parents parent brother brothers sister sisters sibling siblings son sons "
                "daughter daughters child children kids grandfather grandpa grandmother grandma granddaughter "
                "grandson family wife husband uncle aunt cousin married spouse")
@@ -79,7 +81,8 @@ CUES: frozenset[str] = (STUDIO | DIRECT | MUSIC | DESIGN | SCRIPT | DRAW | WRITE
 PHRASES: tuple[tuple[str, str], ...] = (
     ("lead into", "sequel"), ("leads into", "sequel"), ("led into", "sequel"), ("leads to", "sequel"),
     ("led to", "sequel"), ("follow up", "sequel"), ("come after", "sequel"), ("comes after", "sequel"),
-    ("side story", "side"), ("spin off", "spinoff"), ("first ep", "first episode"),
+    ("side story", "side"), ("spin off", "spinoff"), ("first ep", "first episode"), ("by who", "whose"),
+    ("by whom", "whose"),
     # chatter that carries cue words
     ("asking for a friend", ""), ("for a friend", ""), ("if you know", ""), ("just curious", ""),
     ("thanks in advance", ""), ("in short", ""), ("no spoilers", ""),

@@ -31,7 +31,7 @@ from agentic_rag.understanding.cues import CUES
 from agentic_rag.understanding.text import Token, deletions, english_words, link_key, one_edit, tokenize
 
 MAX_TOKENS = 40  # words of a question considered; a longer question is read up to here
-MAX_SPAN = 8  # words in one name ("Naruto Spin-Off: Rock Lee & His Ninja Pals")
+MAX_SPAN = 10  # words in one name ("Evangelion: 3.0+1.0 Thrice Upon a Time" is nine)
 MIN_TYPO_WORD = 4  # shorter words are never corrected: too many catalog words are one edit away
 CORRECTIONS = 3  # catalog words tried per unknown word alone, most frequent first
 CORRECTIONS_IN_NAME = 12  # ... and inside a longer span, where the rest of the name must match too
@@ -70,15 +70,20 @@ class _Span:
 
 WORDS_SQL = "SELECT del, word, freq FROM name_word WHERE del = ANY(%(keys)s::text[])"
 # Names whose key is one of the probed spans, with what a reader needs to choose among them.
-NAMES_SQL = """
-SELECT link_key(n.norm), n.entity_id::text, n.entity_type, n.name, n.kind, n.popularity,
+_COLUMNS = """n.entity_id::text, n.entity_type, n.name, n.kind, n.popularity,
        coalesce(p.name, n.name), coalesce(a.year, m.year, s.founded), a.format
   FROM entity_name n
   LEFT JOIN entity_name p ON p.entity_id = n.entity_id AND p.kind = 'primary'
   LEFT JOIN anime a ON n.entity_type = 'anime' AND a.id = n.entity_id
   LEFT JOIN manga m ON n.entity_type = 'manga' AND m.id = n.entity_id
-  LEFT JOIN studio s ON n.entity_type = 'studio' AND s.id = n.entity_id
+  LEFT JOIN studio s ON n.entity_type = 'studio' AND s.id = n.entity_id"""
+_SUBTITLE = "link_key(substr(n.norm, strpos(n.norm, ':') + 1))"
+NAMES_SQL = f"""
+SELECT link_key(n.norm), false, {_COLUMNS}
  WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type <> 'episode'
+UNION ALL
+SELECT {_SUBTITLE}, true, {_COLUMNS}
+ WHERE strpos(n.norm, ':') > 0 AND {_SUBTITLE} = ANY(%(subtitles)s::text[]) AND n.entity_type <> 'episode'
 """
 
 
@@ -145,13 +150,15 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
                 probes.setdefault(key, []).append((i, n, forced))
     if not probes:
         return EntityLinks()
-    rows = await (await conn.execute(NAMES_SQL, {"keys": list(probes)})).fetchall()
+    # a subtitle alone ("greed island", "death & rebirth") when it is two words or more
+    subtitles = [k for k in probes if " " in k]
+    rows = await (await conn.execute(NAMES_SQL, {"keys": list(probes), "subtitles": subtitles})).fetchall()
     spans: dict[tuple[int, int], _Span] = {}
-    for key, eid, etype, name, kind, popularity, primary, year, fmt in rows:
+    for key, by_subtitle, eid, etype, name, kind, popularity, primary, year, fmt in rows:
         for i, n, forced in probes.get(str(key), ()):
             if forced == "reordered" and etype not in ORDER_FREE:
                 continue
-            match: LinkMatch = forced or ("exact" if kind == "primary" else "alias")
+            match: LinkMatch = forced or ("exact" if kind == "primary" and not by_subtitle else "alias")
             cand = LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
                                  matched=str(name)[:200], match=match, popularity=max(int(popularity), 0),
                                  year=year, format=fmt)
@@ -205,7 +212,10 @@ def _season_keys(base: str, kind: str, n: int) -> list[str]:
     return [base, *keys] if n == 1 else keys
 
 
-SEASON_SQL = NAMES_SQL.replace("AND n.entity_type <> 'episode'", "AND n.entity_type = 'anime'")
+SEASON_SQL = f"""
+SELECT link_key(n.norm), {_COLUMNS}
+ WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type = 'anime'
+"""
 
 
 async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],

@@ -213,6 +213,9 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
                                                                       "series_composition"):
             return _Ask([Hop(("worked_on",), staff.roles, node_types=("anime",))], "count", role=staff.roles[0],
                         domain=("person",))
+        if "person" in anchor_types and "manga" not in w.set and w.set & {"anime", "shows", "series", "show"}:
+            # "how many anime is X credited on": every credit, whatever the role
+            return _Ask([Hop(("worked_on",), node_types=("anime",))], "count", domain=("person",))
         if "person" in anchor_types:
             return _Ask([], "count_author", domain=("person",))
     if "studio" in anchor_types and (w.any(C.STUDIO | C.MADE | C.WORKS) or not fmt):
@@ -240,7 +243,8 @@ def _attributes(w: _Words) -> list[_Ask]:
         asks.append(_Ask([], "volumes", domain=("manga",)))
     if w.any(C.EPISODES) or C.HOW_LONG.search(w.text):
         asks.append(_Ask([], "episode_count", domain=("anime",)))
-    if w.any(C.FORMAT) or w.has("is it a movie", "a movie or", "movie or a series", "what type", "what kind"):
+    if w.any(C.FORMAT) or w.has("is it a movie", "what type", "what kind") or (
+            " or " in w.text and len(w.set & C.FORMATS) >= 2):  # "a tv show or an ova"
         asks.append(_Ask([], "format", domain=("anime",)))
     if w.any(C.YEAR) or w.has("what year", "came out", "come out"):
         asks.append(_Ask([], "year", domain=("anime", "manga", "studio")))
@@ -272,8 +276,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
             or ("after" in after_anchor and after_anchor & {"come", "came", "comes"}))):
         # "which anime does X follow on from", "does X come after something": X is the later one
         hops.append(PREQUEL)
-    elif w.any(C.SEQUEL):
-        hops.append(SEQUEL)
+    elif w.any(C.SEQUEL) or (C.SEASON_TAG.search(w.text) and "anime" in anchor_types):
+        hops.append(SEQUEL)  # "does one punch man have a s2": a season not linked to the name is what follows
     elif "side" in w.set or "spinoff" in w.set:
         hops.append(Hop(("side_story", "spinoff"), node_types=("anime",)))
     manga_asked = "manga" in w.set
@@ -317,7 +321,7 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(APPEARS)
     elif w.any(C.MADE) and anchor_types & {"anime", "manga"}:
         hops.append(Hop(("staff",)))
-    if "whose" in w.set and hops and _RANGE.get(hops[-1].edges) == "manga":
+    if w.any(C.WHOSE) and hops and _RANGE.get(hops[-1].edges) == "manga":
         hops.append(AUTHORS)  # "based on whose manga"
     if hops and hops[0] is APPEARS and C.FIRST_SEASON.search(w.text):
         hops[0] = Hop(APPEARS.edges, node_types=APPEARS.node_types, first=True)
@@ -550,9 +554,15 @@ def _by_years(tokens: list[Token], mentions: list[LinkedMention]) -> list[Linked
 
 
 def _anchors(tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedMention]:
-    """The mentions a one-entity question may be about, the likeliest first."""
+    """The mentions a one-entity question may be about, the likeliest first: the one right after "after" or
+    "before" ("after the mugen train movie which demon slayer season is next"), else :func:`_anchor`'s."""
     first = _anchor(tokens, mentions)
-    return [first, *(m for m in reversed(mentions) if m is not first)] if first else []
+    if first is None:
+        return []
+    ordered = [first, *(m for m in reversed(mentions) if m is not first)]
+    after_word = [m for m in ordered if [t.key for t in tokens if t.end <= m.start and t.key not in C.ARTICLES][-1:]
+                  in (["after"], ["before"])]
+    return after_word + [m for m in ordered if m not in after_word]
 
 
 def _fits(m: LinkedMention, domain: tuple[EntityType, ...]) -> bool:

@@ -98,3 +98,17 @@ async def test_long_and_hostile_input_stays_bounded(demo: IngestReport, conn: An
     assert all(m.end <= len(" ".join(["naruto"] * MAX_TOKENS)) for m in links.mentions)
     nasty = "'; DROP TABLE entity_name; -- naruto \x00 %s %(keys)s ルフィ"
     assert "naruto" in [m.text for m in (await _link(conn, nasty)).mentions]
+
+
+async def test_a_subtitle_alone_names_its_title(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "is the greed island anime a tv show or an ova")
+    assert _spans(links) == ["greed island"] and _top(links) == ("Hunter x Hunter: Greed Island", "alias")
+    # one word after a colon is no name on its own ("the red one" is not One Piece Film: Red)
+    assert not (await _link(conn, "the red one")).mentions
+
+
+async def test_a_season_after_a_name_names_that_season(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "MHA s4 - who directed it?")
+    assert _spans(links) == ["MHA s4"] and _top(links)[0] == "My Hero Academia Season 4"
+    links = await _link(conn, "mob psycho 100 II vs III, which season is longer")
+    assert [m.candidates[0].name for m in links.mentions] == ["Mob Psycho 100 II", "Mob Psycho 100 III"]

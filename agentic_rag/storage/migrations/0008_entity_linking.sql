@@ -6,6 +6,10 @@
 CREATE FUNCTION link_key(t text) RETURNS text LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
   RETURN btrim(regexp_replace(regexp_replace(t, '[''’]s\M', '', 'g'), '[^[:alnum:]]+', ' ', 'g'));
 CREATE INDEX entity_name_link ON entity_name (link_key(norm));
+-- A title's part after its colon ("Hunter x Hunter: Greed Island" -> "greed island"), which people
+-- type alone; understanding/linker.py:SUBTITLE_SQL must use exactly this expression.
+CREATE INDEX entity_name_subtitle ON entity_name (link_key(substr(norm, strpos(norm, ':') + 1)))
+  WHERE strpos(norm, ':') > 0;
 -- The words of every name with their one-letter deletions (SymSpell), so that a typo anywhere in a
 -- word of a name ("shipuden", "yaegar") is corrected to the catalog's own word by one index probe
 -- per question. Each word is also its own zero-deletion row: one probe tells known words apart.
