@@ -68,23 +68,30 @@ class _Span:
         return min((r, -c.popularity) for r, c in self.candidates.values())
 
 
+NO_JIT_SQL = "SELECT set_config('jit', 'off', true)"
 WORDS_SQL = "SELECT del, word, freq FROM name_word WHERE del = ANY(%(keys)s::text[])"
 # Names whose key is one of the probed spans, with what a reader needs to choose among them.
-_COLUMNS = """n.entity_id::text, n.entity_type, n.name, n.kind, n.popularity,
-       coalesce(p.name, n.name), coalesce(a.year, m.year, s.founded), a.format
-  FROM entity_name n
-  LEFT JOIN entity_name p ON p.entity_id = n.entity_id AND p.kind = 'primary'
-  LEFT JOIN anime a ON n.entity_type = 'anime' AND a.id = n.entity_id
-  LEFT JOIN manga m ON n.entity_type = 'manga' AND m.id = n.entity_id
-  LEFT JOIN studio s ON n.entity_type = 'studio' AND s.id = n.entity_id"""
+# What a reader needs of each name found, read per row through primary keys (scalar subqueries, so
+# the plan stays index lookups per hit whatever the planner estimates of the hits).
+_ENRICHED = """
+SELECT h.key, h.by_subtitle, h.entity_id::text, h.entity_type, h.name, h.kind, h.popularity,
+       coalesce((SELECT p.name FROM entity_name p WHERE p.entity_id = h.entity_id AND p.kind = 'primary'
+                 LIMIT 1), h.name),
+       CASE h.entity_type WHEN 'anime' THEN (SELECT a.year FROM anime a WHERE a.id = h.entity_id)
+                          WHEN 'manga' THEN (SELECT m.year FROM manga m WHERE m.id = h.entity_id)
+                          WHEN 'studio' THEN (SELECT s.founded FROM studio s WHERE s.id = h.entity_id) END,
+       CASE h.entity_type WHEN 'anime' THEN (SELECT a.format FROM anime a WHERE a.id = h.entity_id) END
+  FROM hit h"""
+_HIT = "n.entity_id, n.entity_type, n.name, n.kind, n.popularity FROM entity_name n"
 _SUBTITLE = "link_key(substr(n.norm, strpos(n.norm, ':') + 1))"
 NAMES_SQL = f"""
-SELECT link_key(n.norm), false, {_COLUMNS}
- WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type <> 'episode'
-UNION ALL
-SELECT {_SUBTITLE}, true, {_COLUMNS}
- WHERE strpos(n.norm, ':') > 0 AND {_SUBTITLE} = ANY(%(subtitles)s::text[]) AND n.entity_type <> 'episode'
-"""
+WITH hit AS (
+  SELECT link_key(n.norm) AS key, false AS by_subtitle, {_HIT}
+   WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type <> 'episode'
+  UNION ALL
+  SELECT {_SUBTITLE}, true, {_HIT}
+   WHERE strpos(n.norm, ':') > 0 AND {_SUBTITLE} = ANY(%(subtitles)s::text[]) AND n.entity_type <> 'episode'
+){_ENRICHED}"""
 
 
 def _blocked(tokens: Sequence[Token]) -> bool:
@@ -131,7 +138,10 @@ def _rank(match: LinkMatch) -> int:
 
 async def link(conn: psycopg.AsyncConnection[Any], question: str, *, timeout_s: float = 2.0) -> EntityLinks:
     """The mentions of ``question``, each with its candidate entities (two bounded round trips)."""
-    async with asyncio.timeout(timeout_s):
+    async with asyncio.timeout(timeout_s), conn.transaction():
+        # index lookups whose row estimates can be large (many probed keys): JIT compiling them would
+        # cost hundreds of milliseconds for a few index probes
+        await conn.execute(NO_JIT_SQL)
         return await _link(conn, question)
 
 
@@ -213,9 +223,10 @@ def _season_keys(base: str, kind: str, n: int) -> list[str]:
 
 
 SEASON_SQL = f"""
-SELECT link_key(n.norm), {_COLUMNS}
- WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type = 'anime'
-"""
+WITH hit AS (
+  SELECT link_key(n.norm) AS key, false AS by_subtitle, {_HIT}
+   WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type = 'anime'
+){_ENRICHED}"""
 
 
 async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
@@ -258,7 +269,7 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
             hits = sorted((r for r in rows if str(r[0]) in keys), key=lambda r: keys.index(str(r[0])))
             if not hits or (i + 1 < len(mentions) and mentions[i + 1].start < end):
                 continue  # not in the catalog, or the words after the name are another name: leave them
-            _, eid, etype, name, kind, popularity, primary, year, fmt = hits[0]
+            _, _, eid, etype, name, kind, popularity, primary, year, fmt = hits[0]
             cand = LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
                                  matched=str(name)[:200], match="exact" if kind == "primary" else "alias",
                                  popularity=max(int(popularity), 0), year=year, format=fmt)
