@@ -10,10 +10,10 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
+from agentic_rag.models.heuristic.context import bare, year_of
 from agentic_rag.models.roles import CardEntity
 from agentic_rag.understanding.plan import Hop
 
-_LABEL = re.compile(r"^(.+) \((anime|manga|character|person|studio|franchise|episode)(?:, (\d{4}))?\)$")
 MAX_LISTED = 12
 FORMAT_NAMES = {"tv": "TV series", "movie": "film", "ova": "OVA", "ona": "ONA", "special": "special"}
 ROLE_PASSIVE = {
@@ -37,17 +37,6 @@ EDGE_PHRASES = {
 }
 
 
-def bare(label: str) -> str:
-    """A graph label "Name (type, year)" without its type and year."""
-    m = _LABEL.match(label)
-    return m.group(1) if m else label
-
-
-def year_in(label: str) -> str | None:
-    m = _LABEL.match(label)
-    return m.group(3) if m else None
-
-
 def join(items: Sequence[str], limit: int = MAX_LISTED) -> str:
     """"A", "A and B", "A, B and C", "A, B, C and 4 more"."""
     items = list(dict.fromkeys(i for i in items if i))
@@ -60,7 +49,7 @@ def join(items: Sequence[str], limit: int = MAX_LISTED) -> str:
 
 def titled(e: CardEntity) -> str:
     """A work with its year ("One Piece (1999)"), any other entity by its name."""
-    year = year_in(e.name)
+    year = year_of(e.name)
     return f"{bare(e.name)} ({year})" if year and e.ref.entity_type in ("anime", "manga") else bare(e.name)
 
 

@@ -11,10 +11,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from agentic_rag.models.heuristic.context import bare
 from agentic_rag.models.heuristic.progress import Progress, described, progress
 from agentic_rag.models.heuristic.sentences import (
     attribute_sentence,
-    bare,
     compare_sentence,
     fact_sentence,
     hop_sentence,
