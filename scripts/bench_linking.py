@@ -16,6 +16,7 @@ import asyncio
 import os
 import random
 import time
+from importlib import resources
 from typing import Any
 
 import psycopg
@@ -72,7 +73,6 @@ async def main() -> None:
     rows: list[tuple[str, int, dict[str, float], str]] = []
 
     demo_dsn = resolve_dsn(settings)
-    from importlib import resources
     data = resources.files("agentic_rag.eval").joinpath("data")
     demo_qs = [q.question for s in SETS for q in load_questions(str(data.joinpath(s)))]
     demo, _ = await run(demo_dsn, demo_qs)
