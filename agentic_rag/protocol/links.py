@@ -54,7 +54,8 @@ class AskHint(ProtocolModel):
 
 
 class EntityLinks(ProtocolModel):
-    """Every mention found in a question, left to right, without overlaps, and what it seems to ask."""
+    """Every mention found in a question, left to right, and what it seems to ask. Spans do not overlap, except
+    that the seasons inside a range ("seasons 1-3") are mentions sharing the span of its last number."""
 
     mentions: list[LinkedMention] = Field(default_factory=list, max_length=MAX_MENTIONS)
     asks: list[AskHint] = Field(default_factory=list, max_length=3,

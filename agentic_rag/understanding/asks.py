@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agentic_rag.protocol import AskHint, AskLabel, EntityLinks
+from agentic_rag.understanding.text import focus
 
 EmbedFn = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
 
@@ -54,12 +55,16 @@ CHUNK = 16  # exemplars embedded per call
 
 
 def masked(question: str, links: EntityLinks | None) -> str:
-    """The question with every linked name written as X."""
+    """What the question asks (:func:`~agentic_rag.understanding.text.focus`), every linked name written as X."""
+    mentions = links.mentions if links else []
+    question = focus(question, [(m.start, m.end) for m in mentions])
     out, last = [], 0
-    for m in links.mentions if links else []:
+    for m in mentions:
+        if not question[m.start:m.end].strip():
+            continue
         out += [question[last:m.start], "X"]
         last = m.end
-    return "".join([*out, question[last:]])
+    return " ".join("".join([*out, question[last:]]).split())
 
 
 class AskClassifier:

@@ -23,6 +23,9 @@ SCRIPT = words("screenplay script scripts screenwriter composition")
 DRAW = words("drew draw draws drawn drawing artist artists illustrated illustrator illustrates illustrate art")
 WRITE = words("wrote write writes written writer writers author authors mangaka")
 CREATE = words("created creator creators create creates invented")
+# the people a staff cue asks for, as nouns ("the director of ..."): the named person is not the subject
+STAFF_NOUNS = words("director directors composer composers writer writers author authors artist artists creator "
+                    "creators illustrator illustrators mangaka designer designers screenwriter")
 MADE = words("made makes make produced producer")
 CAST = words("characters cast protagonist protagonists lead leads heroes hero heroine mc mcs")
 MAIN = words("main protagonist protagonists lead leads hero heroes heroine mc mcs")
@@ -66,6 +69,7 @@ MAGAZINE = words("magazine magazines serialized serialised serialization seriali
 FORMAT = words("format")
 STATUS = words("status ongoing airing finished completed")
 TOTAL = words("total combined altogether together all seasons")
+SUM = words("total totals combined altogether sum")  # a sum is asked even without "how many"
 WORKS = words("anime shows show series works work titles title manga movies films credits")
 OTHER = words("other else")
 TITLE = words("japanese romaji native title called")
@@ -80,7 +84,7 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ("lead into", "sequel"), ("leads into", "sequel"), ("led into", "sequel"), ("leads to", "sequel"),
     ("led to", "sequel"), ("follow up", "sequel"), ("come after", "sequel"), ("comes after", "sequel"),
     ("side story", "side"), ("spin off", "spinoff"), ("first ep", "first episode"), ("by who", "whose"),
-    ("by whom", "whose"),
+    ("by whom", "whose"), ("real name", "alias"), ("full name", "alias"), ("other names", "aliases"),
     # chatter that carries cue words
     ("asking for a friend", ""), ("for a friend", ""), ("if you know", ""), ("just curious", ""),
     ("thanks in advance", ""), ("in short", ""), ("no spoilers", ""),
@@ -104,7 +108,8 @@ IN_ORDER = re.compile(r"\b(?:in order|watch order|order to watch|all (?:the )?se
 # What kind of thing the answer is: "which anime ...", "what manga ...", "which Dragon Ball series ...".
 ANSWER_TYPE = re.compile(
     r"\b(?:which|what|list|name|the) (?:\w+ )?(?P<w>anime|shows?|series|manga|studio|movie|film)\b")
-ALL_SEASONS = re.compile(r"\b(?:both|all|every)\b.*\b(?:seasons|series|films|movies|parts|cours|entries)\b")
+ALL_SEASONS = re.compile(r"\b(?:both|all|every)\b.*?\b(?:seasons|series|parts|cours|entries)\b|"
+                         r"\bevery\b(?:\s+\S+){0,3}?\s+season\b")
 FIRST_SEASON = re.compile(r"\bfirst (?:tv )?(?:season|series|anime|show)\b")
 # The attribute a comparison asks about, by its wording (first match wins; none: every difference).
 COMPARE_FIELDS = (

@@ -28,9 +28,18 @@ import psycopg
 from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention, LinkMatch
 from agentic_rag.protocol.links import MAX_CANDIDATES, MAX_MENTIONS
 from agentic_rag.understanding.cues import CUES
-from agentic_rag.understanding.text import Token, deletions, english_words, link_key, one_edit, tokenize
+from agentic_rag.understanding.text import (
+    Token,
+    by_relevance,
+    deletions,
+    english_words,
+    link_key,
+    one_edit,
+    tokenize,
+)
 
-MAX_TOKENS = 40  # words of a question considered; a longer question is read up to here
+MAX_TOKENS = 40  # words of a question considered: its asking sentences first, then those nearest to them
+MAX_RANGE = 12  # seasons one range names ("seasons 1-3")
 MAX_SPAN = 10  # words in one name ("Evangelion: 3.0+1.0 Thrice Upon a Time" is nine)
 MIN_TYPO_WORD = 4  # shorter words are never corrected: too many catalog words are one edit away
 CORRECTIONS = 3  # catalog words tried per unknown word alone, most frequent first
@@ -145,8 +154,23 @@ async def link(conn: psycopg.AsyncConnection[Any], question: str, *, timeout_s: 
         return await _link(conn, question)
 
 
+def _words(question: str) -> tuple[list[Token], set[int]]:
+    """At most MAX_TOKENS words, whole sentences by relevance, in question order; and the positions in
+    that list right after a left-out stretch."""
+    tokens = tokenize(question)
+    if len(tokens) <= MAX_TOKENS:
+        return tokens, set()
+    kept: list[int] = []
+    for a, b in by_relevance(question):
+        kept += [i for i, t in enumerate(tokens) if a <= t.start < b]
+        if len(kept) >= MAX_TOKENS:
+            break
+    kept = sorted(kept[:MAX_TOKENS])
+    return [tokens[i] for i in kept], {j for j in range(1, len(kept)) if kept[j] != kept[j - 1] + 1}
+
+
 async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLinks:
-    tokens = tokenize(question)[:MAX_TOKENS]
+    tokens, cut = _words(question)
     if not tokens:
         return EntityLinks()
     fixes = await _corrections(conn, [t.key for t in tokens])
@@ -154,6 +178,8 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
     for i in range(len(tokens)):
         for n in range(1, min(MAX_SPAN, len(tokens) - i) + 1):
             span = tokens[i:i + n]
+            if n > 1 and i + n - 1 in cut:
+                break  # a name never spans words that were left out between two sentences
             if _blocked(span):
                 continue
             for key, forced in _variants(span, fixes):
@@ -180,7 +206,8 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
     return EntityLinks(mentions=await _seasons(conn, question, tokens, mentions))
 
 
-_SIBLING = frozenset(("vs", "versus", "or", "and", "to"))
+_SIBLING = frozenset(("vs", "versus", "or", "and", "to", "through", "thru"))
+_RANGE = re.compile(r"^\s*[-–—]\s*$")  # "seasons 1-3", "s1 to s3": every season between
 # A season already in a title's key: what a sibling season ("II vs III") is read against.
 _QUALIFIED = re.compile(r" (?:season \d+|part \d+|(?:the )?final season(?: part \d+)?|[ivx]+|\d)$")
 _ROMAN = ("", "i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x")
@@ -199,8 +226,8 @@ def _season_of(tokens: list[Token]) -> tuple[str, int, int] | None:
         return "final", 0, i + 2
     if not keys:
         return None
-    if keys[0] in ("season", "part", "pt", "cour") and keys[1:2] and keys[1].isdigit():
-        return ("part" if keys[0] in ("part", "pt") else "season"), int(keys[1]), 2
+    if keys[0] in ("season", "seasons", "part", "parts", "pt", "cour") and keys[1:2] and keys[1].isdigit():
+        return ("part" if keys[0].startswith("p") else "season"), int(keys[1]), 2
     if (m := _SHORT.match(keys[0])) is not None:
         return ("part" if keys[0].startswith("p") else "season"), int(m.group(1)), 1
     if (m := _ORDINAL.match(keys[0])) is not None and keys[1:2] == ["season"]:
@@ -240,24 +267,36 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
         names = {link_key(x) for c in m.candidates if c.entity.entity_type == "anime" for x in (c.name, c.matched)}
         bases = sorted(names | {_QUALIFIED.sub("", n) for n in names})
         start, after, end = m.start, [t for t in tokens if t.start >= m.end], m.end
+        listed = bool(after) and after[0].key in ("seasons", "parts")  # "seasons 1, 2 and 3": bare numbers follow
+        previous = 0
         while bases and after:
             # right after the name it names the name's season; after "vs", "or", "+" another season of it
+            between = question[end:after[0].start]
+            ranged = bool(_RANGE.match(between)) or after[0].key in ("to", "through", "thru")
             sibling = after[0].key in _SIBLING
             if sibling:
                 after = after[1:]
             elif end != m.end:
-                if not question[end:after[0].start].strip():
+                if not between.strip() and not listed:
                     break  # "s1 s2" is no pair; "s1 + s2", "II vs III" are
                 sibling = True
-            if not after or (season := _season_of(after)) is None:
+            season = _season_of(after) if after else None
+            if season is None and sibling and listed and after and after[0].key.isdigit() and len(after[0].key) <= 2:
+                season = ("season", int(after[0].key), 1)
+            if season is None:
                 break
             start = after[0].start if sibling else m.start
             kind, n, used = season
-            keys = [k for b in bases for k in _season_keys(b, kind, n)]
             last = after[used - 1]
             end = last.start + len(last.raw)
-            found.append((i, start, end, keys))
-            asks.update(keys)
+            # a range names the seasons between its ends too (each found under the range's last number)
+            numbers = range(previous + 1, n + 1) if sibling and ranged and 0 < previous < n <= \
+                previous + MAX_RANGE else (n,)
+            for k in numbers:
+                keys = [key for b in bases for key in _season_keys(b, kind, k)]
+                found.append((i, start, end, keys))
+                asks.update(keys)
+            previous = n
             after = after[used:]
     if not asks:
         return mentions

@@ -12,7 +12,8 @@ Intent = Literal["relation", "compare", "chain", "attribute", "aggregate", "filt
 # What is read off the final entities: a catalog column, the first episode, or an aggregate.
 Attr = Literal["year", "episode_count", "volumes", "magazine", "founded", "format", "status", "genres",
                "first_episode",
-               "count_studio", "count_author", "count_franchise", "count_characters", "sum_episodes", "count"]
+               "count_studio", "count_author", "count_franchise", "franchise_works", "count_characters",
+               "sum_episodes", "count"]
 
 ANY_TYPE: tuple[EntityType, ...] = ("character", "anime", "manga", "person", "studio", "franchise")
 WORK: tuple[EntityType, ...] = ("anime", "manga")
@@ -50,6 +51,7 @@ class Analysis:
     also: list[Attr] = field(default_factory=list)  # more values to read off the same rows
     episode: int = 1  # which episode a first_episode question means ("episode 19 title")
     filter: Filter | None = None
+    together: bool = False  # every mention is a start ("s1 + s2 episodes combined"), not only the first
 
 
 def staff_roles(word: str) -> tuple[str, ...]:

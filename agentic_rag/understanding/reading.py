@@ -9,6 +9,8 @@ that starts from a manga, asked of an anime, first follows the anime to its sour
 
 from __future__ import annotations
 
+import dataclasses
+import itertools
 import re
 from dataclasses import dataclass, field
 from typing import Literal
@@ -19,7 +21,7 @@ from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.asks import confident
 from agentic_rag.understanding.filters import Filter, parse_filter
 from agentic_rag.understanding.plan import ANY_TYPE, Analysis, Attr, Hop, staff_roles
-from agentic_rag.understanding.text import Token, tokenize
+from agentic_rag.understanding.text import Token, focus, tokenize
 
 SEQUEL, PREQUEL = Hop(("sequel",)), Hop(("prequel",))
 SEQUEL_CHAIN = Hop(("sequel",), kind="k_hop")
@@ -55,16 +57,18 @@ _ATTR_DOMAIN: dict[str, EntityType] = {
     "episode_count": "anime", "format": "anime", "first_episode": "anime", "genres": "anime", "volumes": "manga",
     "magazine": "manga",
     "founded": "studio", "count_characters": "anime", "sum_episodes": "anime", "count_studio": "studio",
-    "count_author": "person", "count_franchise": "franchise", "count": "person",
+    "count_author": "person", "count_franchise": "franchise", "franchise_works": "franchise", "count": "person",
 }
 # From a type to the type a hop needs: the hop that gets there.
 _COERCE: dict[tuple[EntityType, EntityType], Hop] = {
     ("character", "anime"): APPEARS, ("anime", "manga"): SOURCE, ("manga", "anime"): ADAPTATIONS,
     ("anime", "character"): MAIN_CAST, ("anime", "franchise"): PART_OF, ("manga", "franchise"): PART_OF,
+    ("person", "manga"): Hop(("worked_on",), AUTHORS.roles, node_types=("manga",)),  # "X's manga"
 }
 _ANSWER: dict[str, EntityType] = {"anime": "anime", "show": "anime", "shows": "anime", "series": "anime",
                                   "movie": "anime", "film": "anime", "manga": "manga", "studio": "studio"}
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
+MAX_TOGETHER = 12  # works one sum adds up
 # The cue words an exemplar label stands for ("describe" asks for no relation: a lookup).
 HINT_CUES: dict[str, tuple[str, ...]] = {
     "studio": ("studio",), "director": ("directed",), "music": ("music",), "author": ("wrote",),
@@ -193,8 +197,11 @@ def _staff(w: _Words) -> Hop | None:
 def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
     """"How many ..." questions over one named entity."""
     if w.any(C.EPISODES):
-        if w.any(C.TOTAL):
-            return _Ask([Hop(("sequel",), kind="k_hop", include_start=True)], "sum_episodes", domain=("anime",))
+        if w.any(C.TOTAL) or _summing(w):
+            # seasons are TV series: "all the seasons" leaves the films out
+            fmt = "tv" if w.set & {"tv", "seasons", "season"} else None
+            return _Ask([Hop(("sequel",), kind="k_hop", include_start=True)], "sum_episodes", fmt=fmt,
+                        domain=("anime",))
         return _Ask([], "episode_count", domain=("anime",))
     if w.any(C.VOLUMES):
         return _Ask([], "volumes", domain=("manga",))
@@ -224,6 +231,10 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
         return _Ask([], "count_franchise", fmt=fmt, domain=("franchise",),
                     counted="manga" if "manga" in w.set else "anime")
     return None
+
+
+def _summing(w: _Words) -> bool:
+    return w.any(C.SUM) or w.has("add up", "in all", "all together")
 
 
 def _attributes(w: _Words) -> list[_Ask]:
@@ -259,7 +270,8 @@ def _attribute(w: _Words) -> _Ask | None:
         return None
     first = asks[0]
     if first.attr != "first_episode":  # the others are read off the same row
-        first.also = [a.attr for a in asks[1:] if a.attr in _ROW_ATTRS and set(a.domain) & set(first.domain)]
+        first.also = [a.attr for a in asks[1:] if a.attr in _ROW_ATTRS and set(a.domain) & set(first.domain)
+                      and not (first.attr == "founded" and a.attr == "year")]  # a studio's year is its founding
     return first
 
 
@@ -293,7 +305,14 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(STUDIO_WORKS)  # "everything CloverWorks animated"
     elif w.any(C.STUDIO) or w.has("animation studio", "produced by", "who produced", "who animated"):
         hops.append(STUDIO)
-    elif staff := _staff(w):
+    elif (staff := _staff(w)) and anchor_types == {"person"} and _person_acts(w):
+        # "which anime did Hiroshi Seko write": the person is the subject, the works are asked for
+        kind = answer if answer in ("anime", "manga") else None
+        roles = staff.roles
+        if kind == "anime" and "story" in roles:
+            roles += ("series_composition",)  # an anime's writer is its series composer
+        hops.append(Hop(("worked_on",), roles, node_types=(kind,) if kind else ()))
+    elif staff:
         hops.append(staff)
         if w.any(C.OTHER) and w.any(C.WORKS):  # "what other anime did the director of X direct"
             hops.append(Hop(("worked_on",), staff.roles, node_types=("anime",), exclude_seen=True))
@@ -328,9 +347,16 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
     return hops
 
 
+def _person_acts(w: _Words) -> bool:
+    """Whether a named person is the subject of the staff verb ("what did X direct"), not the answer's
+    link to it ("who directed the adaptation of X's manga", "the composer of X's show")."""
+    return not w.set & (C.WHOSE | {"who"}) and not w.set & C.STAFF_NOUNS
+
+
 def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] = frozenset(),
          every_type: frozenset[EntityType] = frozenset()) -> _Ask | None:
-    if C.HOW_MANY.search(w.text) and (counted := _count(w, anchor_types)) is not None:
+    if (C.HOW_MANY.search(w.text) or (_summing(w) and w.any(C.EPISODES))) and (
+            counted := _count(w, anchor_types)) is not None:
         structural = (("sequel",), ("prequel",), ("adapted_from",), ("adapted_into",))
         hops = [h for h in _relation(w, anchor_types, after_anchor) if h.edges in structural]
         if counted.attr in ("episode_count", "volumes"):
@@ -341,12 +367,16 @@ def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] 
     if w.any(C.NAMES):
         return None  # "what's her nickname": the entity itself, with its other names
     hops = _relation(w, anchor_types, after_anchor)
-    attr = _attribute(w) if not any(h.edges in (("staff",), ("animated_by",), ("features",)) for h in hops) \
-        else None
+    attr = _attribute(w)
+    if attr is not None and any(h.edges in (("staff",), ("animated_by",), ("features",)) for h in hops) and not (
+            attr.attr == "founded" and hops[-1].edges == ("animated_by",)):
+        attr = None  # the year in "who directed the 2011 series" picks the work; "when was its studio founded" asks
     if hops == [APPEARS] and attr is not None and every_type & set(attr.domain):
         hops = []  # "frieren's genres (the anime)": the attribute of the work the name also names
     if not hops and attr is None:
-        return None
+        # "bleach movies", "which one piece films are there": the franchise's works of that format
+        fmt = next((_FORMATS[x] for x in w.keys if x in _FORMATS and x != "tv"), None)
+        return _Ask([], "franchise_works", fmt=fmt, domain=("franchise",)) if fmt else None
     first = hops[0] if hops else None
     domain: tuple[EntityType, ...] = attr.domain if attr and not hops else ()
     if first is not None:
@@ -425,29 +455,45 @@ def _pick_type(m: LinkedMention, wanted: tuple[EntityType, ...], said: EntityTyp
 
 def _add(a: Analysis, tokens: list[Token], m: LinkedMention, first: EntityType | None, *, fixed: bool) -> None:
     said, movie = _type_word(tokens, m)
+    # the seasons inside a range share its last number's words ("seasons 1-3"): each goes by its own name
+    key = m.text if m.text not in a.types or not m.candidates else m.candidates[0].name
     if fixed or said:
-        a.fixed.add(m.text)
+        a.fixed.add(key)
     year = _year_near(tokens, m)
     order = [first] if first else []
     order += [c.entity.entity_type for c in m.candidates]
     types = tuple(dict.fromkeys(t for t in order if t))
-    a.mentions.append(m.text)
-    a.types[m.text] = types
+    a.mentions.append(key)
+    a.types[key] = types
     if year:
-        a.years[m.text] = year
+        a.years[key] = year
     ids: dict[str, str] = {}
     for t in types:
         if (c := _best(m, t, year, movie)) is not None:
             ids[t] = c.entity.id
-    a.ids[m.text] = ids
+    a.ids[key] = ids
 
 
 def read(question: str, links: EntityLinks | None) -> Analysis:
     """The plan of ``question`` given the names linked in it."""
+    linked = list(links.mentions) if links else []
+    # a long message: read the sentences that ask (and the one naming what they ask about), not the story
+    question = focus(question, [(m.start, m.end) for m in linked])
+    kept, dropped = _settings(tokenize(question), _distinct([m for m in linked if question[m.start:m.end].strip()]))
+    for lo, hi in dropped:
+        question = question[:lo] + " " * (hi - lo) + question[hi:]
     tokens = tokenize(question)
-    mentions = _by_years(tokens, list(links.mentions) if links else [])
+    mentions = _by_years(tokens, kept)
     w = _rest(question, tokens, mentions)
     kinds = [_readings(m) for m in mentions]
+    works = [m for m in mentions if "anime" in {c.entity.entity_type for c in m.candidates}]
+    if len(works) >= 2 and w.any(C.EPISODES) and (w.any(C.TOTAL) or _summing(w) or "+" in question) and \
+            not C.ALL_SEASONS.search(w.text):  # "all the X seasons, counting Y": the chain, Y is in it
+        # "s1 + s2 episodes combined", "naruto and shippuden, how many episodes together": one sum
+        a = Analysis(intent="aggregate", mentions=[], attr="sum_episodes", together=True)
+        for m in works[:MAX_TOGETHER]:
+            _add(a, tokens, m, "anime", fixed=True)
+        return a
     if len(mentions) >= 2 and (pair := _pair(w, kinds)) is not None:
         a = Analysis(intent=pair, mentions=[])
         people = all(k & {"character", "person"} for k in kinds[:2])
@@ -491,11 +537,17 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         anchor = candidate
         if ask is not None:
             start = _pick_type(anchor, ask.domain, None if counting else said)
+            hops = _coerce(start, ask)  # may change what is read ("year" of a studio: founded)
+            if C.FIRST_SEASON.search(w.text) and not any(h.first for h in hops):
+                # "the first anime season adapted from X's manga": the earliest of the anime met on the way
+                at = next((i for i, h in enumerate(hops) if _RANGE.get(h.edges) == "anime"), None)
+                if at is not None:
+                    hops[at] = dataclasses.replace(hops[at], first=True)
             a = Analysis(intent="aggregate" if ask.attr and ask.attr.startswith(("count", "sum")) else
                          "attribute" if ask.attr and not ask.hops else "chain", mentions=[],
                          attr=ask.attr, role=ask.role, fmt=ask.fmt, counted=ask.counted, also=ask.also,
                          episode=ask.episode)
-            a.hops = _coerce(start, ask)
+            a.hops = hops
             if a.attr == "count" and a.role and not any(h.edges == ("worked_on",) for h in a.hops):
                 a.hops.append(Hop(("worked_on",), (a.role,), node_types=("anime",)))
             _add(a, tokens, anchor, start, fixed=True)
@@ -504,11 +556,47 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         return Analysis(intent="filter", mentions=[], filter=f)
     a = Analysis(intent="lookup", mentions=[])
     if anchor is not None:
-        said, _ = _type_word(tokens, anchor)
+        said, movie = _type_word(tokens, anchor)
+        if movie and not any(c.format == "movie" for c in anchor.candidates):
+            # "is there a spy x family movie": no film has that name, so the franchise's films are asked for
+            a = Analysis(intent="attribute", mentions=[], attr="franchise_works", fmt="movie")
+            start = _pick_type(anchor, ("franchise",), None)
+            a.hops = _coerce(start, _Ask([], "franchise_works", domain=("franchise",)))
+            _add(a, tokens, anchor, start, fixed=True)
+            return a
         if said is None and w.any(C.TITLE):  # "what is X called in Japanese": a work's title
             said = next((t for t in ("anime", "manga") if t in _readings(anchor)), None)
         _add(a, tokens, anchor, said, fixed=said is not None)
     return a
+
+
+def _settings(tokens: list[Token], mentions: list[LinkedMention]) -> tuple[list[LinkedMention], list[tuple[int, int]]]:
+    """The mentions less a work that only says where the character before it is from ("who is Ryuk
+    death note", "Rem in Death Note", "kenny ackerman aot who?"): the question is about the character.
+    Also the spans left out (the work, and the "in" before it)."""
+    out: list[LinkedMention] = []
+    dropped: list[tuple[int, int]] = []
+    for m in mentions:
+        x = out[-1] if out else None
+        if x is not None and _readings(x) <= {"character"} and not _readings(m) & {"character", "person"}:
+            between = [t for t in tokens if x.end <= t.start < m.start]
+            if not between or (between[-1].key in ("in", "from", "of") and len(between) <= 3):
+                dropped.append((between[-1].start if between else x.end, m.end))
+                continue
+        out.append(m)
+    return out, dropped
+
+
+def _distinct(mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """The mentions less repeats of one name ("Khara ... the studio Khara"): the first of each is kept."""
+    seen: set[tuple[str, ...]] = set()
+    out: list[LinkedMention] = []
+    for m in mentions:
+        key = tuple(c.entity.id for c in m.candidates)
+        if key not in seen:
+            seen.add(key)
+            out.append(m)
+    return out
 
 
 def _readings(m: LinkedMention) -> set[EntityType]:
@@ -559,6 +647,11 @@ def _anchors(tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedM
     first = _anchor(tokens, mentions)
     if first is None:
         return []
+    # "all the demon slayer tv seasons, counting the mugen train arc": the name the seasons are of
+    offsets = list(itertools.accumulate((len(t.key) + 1 for t in tokens[:-1]), initial=0))
+    if (every := C.ALL_SEASONS.search(" ".join(t.key for t in tokens))) is not None:
+        at = {t.start for t, o in zip(tokens, offsets, strict=True) if every.start() <= o < every.end()}
+        first = next((m for m in mentions if m.start in at), first)
     ordered = [first, *(m for m in reversed(mentions) if m is not first)]
     after_word = [m for m in ordered if [t.key for t in tokens if t.end <= m.start and t.key not in C.ARTICLES][-1:]
                   in (["after"], ["before"])]

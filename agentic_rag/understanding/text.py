@@ -84,3 +84,63 @@ def deletions(word: str) -> set[str]:
 def one_edit(a: str, b: str) -> bool:
     """``a`` and ``b`` differ by one insertion, deletion, substitution or swap of neighbours."""
     return a != b and OSA.distance(a, b, score_cutoff=1) <= 1
+
+
+# -- sentences: what a long message asks, apart from what it tells ----------------------------------
+
+_BREAK = re.compile(r"[.!?;]+(?=\s|$)|\n+")
+_ABBREVIATIONS = frozenset(
+    ("vs", "dr", "mr", "mrs", "ms", "st", "vol", "vols", "ep", "eps", "no", "feat", "approx", "etc", "jr", "sr", "pt"))
+_ASKING = re.compile(r"\b(?:who|whom|whose|what|whats|which|when|where|why|how|list|name|tell|give|show|find)\b",
+                     re.IGNORECASE)
+Span = tuple[int, int]
+
+
+def sentences(text: str) -> list[Span]:
+    """Where each sentence of ``text`` starts and ends; "vs." and initials ("Monkey D. Luffy") end none."""
+    out: list[Span] = []
+    start = 0
+    for m in _BREAK.finditer(text):
+        before = text[start:m.start()].split()
+        last = before[-1].lower() if before else ""
+        if m.group().startswith(".") and (last in _ABBREVIATIONS or (len(last) == 1 and last.isalpha())):
+            continue
+        if text[start:m.end()].strip():
+            out.append((start, m.end()))
+        start = m.end()
+    if text[start:].strip():
+        out.append((start, len(text)))
+    return out
+
+
+def _asking(text: str, spans: list[Span]) -> list[Span]:
+    """The sentences that ask: those ending in a question mark, else those with a question or command word."""
+    marked = [s for s in spans if text[s[0]:s[1]].rstrip().endswith("?")]
+    return marked or [s for s in spans if _ASKING.search(text[s[0]:s[1]])]
+
+
+def by_relevance(text: str) -> list[Span]:
+    """The sentences, those that ask first, then the others nearest to one that asks (earlier first)."""
+    spans = sentences(text)
+    asking = _asking(text, spans) or spans
+    at = [spans.index(s) for s in asking]
+    return sorted(spans, key=lambda s: min((abs(spans.index(s) - i) * 2 + (spans.index(s) > i), i) for i in at))
+
+
+def focus(text: str, names: list[Span]) -> str:
+    """``text`` with what it only tells blanked (same length, so offsets stay valid): the sentences that
+    ask, plus, when they name nothing ("how many episodes does that series have?"), the nearest sentence
+    that names something. A message of one sentence, or one that asks nothing, is kept whole."""
+    spans = sentences(text)
+    asking = _asking(text, spans)
+    if len(spans) < 2 or not asking:
+        return text
+    keep = list(asking)
+    if not any(a <= n < b for a, b in keep for n, _ in names):
+        named = [s for s in by_relevance(text) if any(s[0] <= n < s[1] for n, _ in names)]
+        keep += named[:1]
+    keep += [n for n in names if any(a < n[1] and n[0] < b for a, b in keep)]  # a name across a break
+    out = list(re.sub(r"\S", " ", text))
+    for a, b in keep:
+        out[a:b] = text[a:b]
+    return "".join(out)

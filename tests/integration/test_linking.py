@@ -112,3 +112,19 @@ async def test_a_season_after_a_name_names_that_season(demo: IngestReport, conn:
     assert _spans(links) == ["MHA s4"] and _top(links)[0] == "My Hero Academia Season 4"
     links = await _link(conn, "mob psycho 100 II vs III, which season is longer")
     assert [m.candidates[0].name for m in links.mentions] == ["Mob Psycho 100 II", "Mob Psycho 100 III"]
+
+
+async def test_a_range_or_list_of_seasons_names_every_season_in_it(demo: IngestReport, conn: Any) -> None:
+    aot = ["Attack on Titan", "Attack on Titan Season 2", "Attack on Titan Season 3"]
+    for q in ("total eps attack on titan seasons 1-3", "aot seasons 1, 2 and 3 episodes", "aot s1 to s3 total"):
+        links = await _link(conn, q)
+        assert [m.candidates[0].name for m in links.mentions] == aot, q
+    # a range is bounded, and a season the catalog lacks is no mention
+    links = await _link(conn, "aot seasons 1-40")
+    assert [m.candidates[0].name for m in links.mentions] == ["Attack on Titan"]
+
+
+async def test_a_long_message_is_read_from_the_sentences_that_ask(demo: IngestReport, conn: Any) -> None:
+    story = " ".join(["My nephew has been talking about it all summer and I cannot follow any of it."] * 4)
+    links = await _link(conn, f"{story} Could you tell me which studio animated Chainsaw Man?")
+    assert _spans(links) == ["Chainsaw Man"]  # past the first forty words, found because it is asked

@@ -196,3 +196,75 @@ def test_a_numbered_episode_several_values_and_other_names() -> None:
     q = "sasha blouse from aot, what's her nickname lol"
     a = read(q, links(q, ("sasha blouse", [cand("character", "Sasha Blouse")]), ("aot", work("Attack on Titan"))))
     assert a.intent == "lookup" and a.mentions == ["sasha blouse"]
+
+
+def test_a_long_message_is_read_from_its_asking_sentence_and_the_name_it_refers_to() -> None:
+    q = ("My nephew has been binge-watching Frieren all summer, and I wonder when he'll come up for air. "
+         "Could you tell me which studio made that series? Thanks so much, it means a lot.")
+    a = read(q, links(q, ("Frieren", work("Frieren"))))
+    # "when" in the story asks nothing: the studio is the question, Frieren the name it refers to
+    assert a.attr is None and hops(a)[-1] == ("animated_by",) and a.mentions == ["Frieren"]
+    q = "I keep seeing Khara in the credits. Do you know what year the studio Khara was founded?"
+    khara = [cand("studio", "Khara")]
+    a = read(q, EntityLinks(mentions=[LinkedMention(text="Khara", start=i, end=i + 5, candidates=khara)
+                                      for i in (q.index("Khara"), q.rindex("Khara"))]))
+    assert a.attr == "founded" and a.mentions == ["Khara"]
+
+
+def test_a_work_right_after_a_character_only_says_where_the_character_is_from() -> None:
+    ryuk = [cand("character", "Ryuk")]
+    for q in ("who is ryuk death note", "who exactly is ryuk in death note?", "ryuk from death note, who is that"):
+        a = read(q, links(q, ("ryuk", ryuk), ("death note", work("Death Note"))))
+        assert a.intent == "lookup" and a.mentions == ["ryuk"], q
+
+
+def test_franchise_works_of_a_format_are_listed() -> None:
+    for q in ("list all the bleach movies", "which bleach films are there", "bleach movies pls"):
+        a = read(q, links(q, ("bleach", work("Bleach"))))
+        assert (a.attr, a.fmt, a.types["bleach"][0]) == ("franchise_works", "movie", "franchise"), q
+    q = "is there a bleach movie"  # no film is called just "Bleach": the franchise's films
+    a = read(q, links(q, ("bleach", work("Bleach"))))
+    assert (a.attr, a.fmt) == ("franchise_works", "movie")
+
+
+def test_a_sum_over_the_works_named_or_over_all_seasons() -> None:
+    s1, s2 = [cand("anime", "Spy x Family", year=2022)], [cand("anime", "Spy x Family Season 2", year=2023)]
+    q = "spy x family s1 + s2 eps combined"
+    a = read(q, links(q, ("spy x family s1", s1), ("s2", s2)))
+    assert (a.attr, a.together, a.mentions) == ("sum_episodes", True, ["spy x family s1", "s2"])
+    q = "total eps of all the demon slayer tv seasons, counting the mugen train arc"
+    a = read(q, links(q, ("demon slayer", work("Demon Slayer")), ("mugen train arc", [cand("anime", "Mugen Train")])))
+    # the seasons of the name inside "all the ... seasons", TV only; not a sum of the two names
+    assert (a.attr, a.fmt, a.mentions, a.together) == ("sum_episodes", "tv", ["demon slayer"], False)
+
+
+def test_a_named_person_is_the_subject_or_the_start_of_a_chain() -> None:
+    seko = [cand("person", "Hiroshi Seko")]
+    q = "which anime did hiroshi seko write"
+    a = read(q, links(q, ("hiroshi seko", seko)))
+    assert hops(a) == [("worked_on",)] and a.hops[0].node_types == ("anime",) and \
+        "series_composition" in a.hops[0].roles
+    gotouge = [cand("person", "Koyoharu Gotouge")]
+    for q in ("who directed the anime adaptation of koyoharu gotouge's manga",
+              "directors of the anime adapted from koyoharu gotouge's manga"):
+        a = read(q, links(q, ("koyoharu gotouge", gotouge)))
+        assert hops(a) == [("worked_on",), ("adapted_into",), ("staff",)] and "director" in a.hops[-1].roles, q
+
+
+def test_a_chain_may_end_in_an_attribute_of_the_studio_it_reaches() -> None:
+    q = "when was the studio behind frieren founded"
+    a = read(q, links(q, ("frieren", work("Frieren"))))
+    assert hops(a) == [("animated_by",)] and a.attr == "founded" and a.also == []
+
+
+def test_sentences_and_the_focus_of_a_message() -> None:
+    from agentic_rag.understanding.text import focus, sentences
+
+    t = "Monkey D. Luffy vs. Zoro? I ask for a friend. Thanks!"
+    assert [t[a:b].strip() for a, b in sentences(t)] == ["Monkey D. Luffy vs. Zoro?", "I ask for a friend.", "Thanks!"]
+    assert focus(t, [(0, 15)]).split() == ["Monkey", "D.", "Luffy", "vs.", "Zoro?"]
+    assert len(focus(t, [])) == len(t)  # offsets stay valid
+    one = "naruto - who directed it"
+    assert focus(one, [(0, 6)]) == one  # one sentence: kept whole
+    t = "Naruto. Who directed it?"
+    assert focus(t, [(0, 6)]) == t  # the question names nothing: the sentence naming something is kept

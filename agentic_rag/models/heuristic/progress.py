@@ -154,7 +154,8 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
         if ents[0].ref == ents[1].ref:
             return p
         return _need(p, cards, [_graph(kind, ents[0].ref, end=ents[1].ref)], final=True)
-    frontier, seen = ents[:1], {e.ref.id for e in ents[:1]}
+    frontier = ents if a.together else ents[:1]
+    seen = {e.ref.id for e in frontier}
     for hop in a.hops:
         sources = frontier[:MAX_SOURCES]
         intents: list[BatchIntent] = [_fetch_works(cards, e, hop) or _graph(hop.kind, e.ref, hop=hop) for e in sources]
@@ -219,17 +220,22 @@ def _attribute_query(a: Analysis, frontier: list[CardEntity]) -> StructuredQuery
     if a.attr == "count_author":
         return _query({"entity_type": "manga", "where": [{"field": "author", "op": "eq", "value": one}],
                        "aggregate": {"op": "count"}})
-    if a.attr == "count_franchise":
+    if a.attr in ("count_franchise", "franchise_works"):
         where: list[dict[str, Any]] = [{"field": "franchise", "op": "eq", "value": one}]
         if a.fmt:
             where.append({"field": "format", "op": "eq", "value": a.fmt})
+        if a.attr == "franchise_works":
+            return _query({"entity_type": a.counted, "where": where, "limit": 50,
+                           "order_by": [{"field": "year", "direction": "asc"}]})
         return _query({"entity_type": a.counted, "where": where, "aggregate": {"op": "count"}})
     if a.attr == "count_characters" and et in ("anime", "manga"):
         return _query({"entity_type": "character", "where": [{"field": et, "op": "eq", "value": one}],
                        "aggregate": {"op": "count"}})
     if a.attr == "sum_episodes":
-        return _query({"entity_type": "anime", "where": [{"field": "title", "op": "in", "value": names}],
-                       "aggregate": {"op": "sum", "field": "episode_count"}})
+        where = [{"field": "title", "op": "in", "value": names}]
+        if a.fmt:
+            where.append({"field": "format", "op": "eq", "value": a.fmt})
+        return _query({"entity_type": "anime", "where": where, "aggregate": {"op": "sum", "field": "episode_count"}})
     if a.attr == "count":
         return None  # counted from the last hop
     return _query({"entity_type": et, "where": [{"field": NAME_FIELD[et], "op": "in", "value": names}],

@@ -132,11 +132,16 @@ def attribute_sentence(attr: str, row: dict[str, Any], entity_type: str) -> str:
     if value in (None, "", []):
         return f"The catalog does not record the {attr.replace('_', ' ')} of {name}."
     if attr == "year":
-        if entity_type == "manga":
-            return f"The {name} manga began in {value}."
         if entity_type == "studio":
             return f"{name} was founded in {value}."
-        return f"{name} first aired in {value}."
+        # a run is said whole: when it began, and when it ended or that it still runs
+        end, still = row.get("end_year"), row.get("status") in ("airing", "ongoing", "publishing")
+        subject, verb = (f"The {name} manga", "ran") if entity_type == "manga" else (str(name), "aired")
+        if end and end != value:
+            return f"{subject} {verb} from {value} to {end}."
+        if still:
+            return f"{subject} began in {value} and is still running."
+        return f"{subject} {verb} in {value}." if end else f"{subject} began in {value}."
     if attr == "founded":
         return f"{name} was founded in {value}."
     if attr == "episode_count":

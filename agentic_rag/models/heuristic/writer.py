@@ -168,6 +168,11 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
     if a.attr in ATTRS:
         shown = [attribute_sentence(attr, r, kind) for r in rows[:20] for attr in (a.attr, *a.also)]
         text = " ".join([*lines, *shown])
+    elif a.attr == "franchise_works":
+        what = {"movie": "film", "ova": "OVA", "special": "special"}.get(a.fmt or "", a.counted)
+        what += "s" if len(rows) > 1 and what != a.counted else ""
+        shown = [f"{r.get('name')} ({r.get('year')})" if r.get("year") else str(r.get("name")) for r in rows[:30]]
+        text = " ".join([*lines, f"The {who} franchise has {len(rows)} {what} in the catalog: {join(shown, 30)}."])
     elif a.attr == "first_episode":
         which = "first episode" if a.episode == 1 else f"episode {a.episode}"
         shown = [f'The {which} of {who} is "{r.get("name")}".' for r in rows[:1]]
@@ -198,7 +203,7 @@ def _aggregate_sentence(a: Analysis, value: Any, who: str, plural: str, request:
     if a.filter is not None:
         return f"The catalog has {value} {plural} matching {_conditions(request)}."
     if a.attr == "sum_episodes":
-        return f"Together they have {value} episodes."
+        return f"Together, {who} have {value} episodes." if who else f"Together they have {value} episodes."
     if a.attr == "count_studio":
         return f"{who} animated {value} anime in the catalog."
     if a.attr == "count_author":
