@@ -60,6 +60,8 @@ COMPARE = words("compare comparison vs versus difference differences differ")
 COMPARATIVE = words("more fewer less longer shorter older newer earlier later bigger higher lower")
 YEAR = words("year when aired air airs released release premiere premiered premiere started start debut "
              "debuted begin began published dates date")
+AIRED = words("air aired airs airing broadcast broadcasts premiere premiered premieres")  # said of a show
+PUBLISHED = words("published publish serialized serialised serialization serialisation chapters")  # of a manga
 FOUNDED = words("founded founding established formed")
 NAMES = words("nickname nicknames alias aliases aka")  # the entity's other names: a lookup says them
 ENDED = words("end ended ends finish finished finishes concluded conclude")

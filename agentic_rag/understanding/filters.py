@@ -13,13 +13,16 @@ import unicodedata
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
+from agentic_rag.protocol.query import FIELDS
+
 Kind = Literal["list", "top"]
 # Facets whose values are names the question may contain, per entity type.
 FACETS: dict[str, tuple[str, ...]] = {"anime": ("studio", "genres"), "manga": ("magazine", "genres", "author")}
 
 _HEAD = re.compile(
     r"^(?:(?:which|what|list|name|show me|give me|find)(?: all| every)?(?: of)?(?: the)? )?(?P<pre>[\w .&'\-]*?)\b"
-    r"(?P<noun>anime|manga|movies|films|ovas|onas|specials|tv series|shows|series|titles|studios)\b(?P<post>.*)$",
+    r"(?P<noun>anime studios|animation studios|anime|manga|movies|films|ovas|onas|specials|tv series|shows|series|"
+    r"titles|studios)\b(?P<post>.*)$",
     re.IGNORECASE)
 _TOP = re.compile(r"^(?:which|what) (?P<what>studio|magazine|genre)s? (?:has|have|had) (?:animated|made|produced|"
                   r"serialized|published|the most)?\s*(?:the )?most (?P<noun>anime|manga|titles|shows|series)?",
@@ -28,8 +31,12 @@ _NON_WORD = re.compile(r"[^\w&.\-]+")
 _FORMAT_NOUN = {"movies": "movie", "films": "movie", "ovas": "ova", "onas": "ona", "specials": "special"}
 _NUM_WORDS = {"more than": "gt", "over": "gt", "at least": "gte", "fewer than": "lt", "less than": "lt",
               "under": "lt", "at most": "lte", "exactly": "eq"}
-_COUNT = re.compile(r"\b(?P<op>more than|over|at least|fewer than|less than|under|at most|exactly)?\s*"
-                    r"(?P<n>\d+)(?P<plus>\+)? (?P<what>episodes|eps|volumes|vols)\b", re.IGNORECASE)
+_SYMBOLS = {">": "gt", ">=": "gte", "≥": "gte", "<": "lt", "<=": "lte", "≤": "lte", "=": "eq"}
+_COUNT = re.compile(r"(?:\b(?P<op>more than|over|at least|fewer than|less than|under|at most|exactly)|"
+                    r"(?P<sym>>=|<=|[<>≥≤=]))?\s*\b(?P<n>\d+)(?P<plus>\+)?"
+                    r"(?: or (?P<more>more|fewer|less|over|under))? (?P<what>episodes|eps|volumes|vols)\b|"
+                    r"(?P<what2>episodes|eps|volumes|vols)\s*(?P<sym2>>=|<=|[<>≥≤=])\s*(?P<n2>\d+)\b", re.IGNORECASE)
+_MORE = {"more": "gte", "over": "gte", "fewer": "lte", "less": "lte", "under": "lte"}
 _COUNT_RANGE = re.compile(r"\b(?:between|from) (?P<a>\d+) (?:and|to) (?P<b>\d+) (?P<what>episodes|eps|volumes|vols)\b",
                           re.IGNORECASE)
 _Y = r"(?:19|20)\d\d"
@@ -37,7 +44,11 @@ _YEAR_RANGE = re.compile(rf"\b(?:between|from) (?P<a>{_Y}) (?:and|to|-) (?P<b>{_
 _YEAR_OPEN = re.compile(rf"\b(?:in |from )?(?P<y>{_Y})(?: (?:or|and) (?P<dir>later|after|newer|earlier|before|older)"
                         rf"|(?P<on> onwards?|\+))", re.IGNORECASE)
 _THAN = re.compile(rf"\b(?P<cmp>older|earlier|newer|later|more recent) than (?P<y>{_Y})\b", re.IGNORECASE)
-_DECADE = re.compile(r"\bin the (?:(?P<c>19|20)(?P<d>\d)0|(?P<s>[5-9])0)'?s\b", re.IGNORECASE)
+_DECADE = re.compile(r"\b(?:(?:in|during|from|of) )?(?:the )?(?:(?P<c>19|20)(?P<d>\d)0|(?P<s>[5-9])0)'?s\b",
+                     re.IGNORECASE)
+# a year said of a run's end ("ended between 2020 and 2022", "finished before 2010")
+_ENDED = re.compile(r"\b(?:end|ends|ended|ending|finish|finished|finishing|conclude[ds]?|wrapped(?: up)?)\W+"
+                    r"(?:\w+\W+){0,2}$", re.IGNORECASE)
 _YEAR = re.compile(r"\b(?P<op>in|after|since|before|from|until)\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
 _YEAR_OPS = {"in": "eq", "from": "eq", "after": "gt", "since": "gte", "before": "lt", "until": "lte"}
 _STATUS = ((re.compile(r"\b(?:still |currently )?airing\b", re.I), "airing"),
@@ -51,7 +62,8 @@ _STOP = frozenset((
     "run", "made", "make", "animated", "animate", "produced", "still", "currently", "aired", "air", "with", "and",
     "or", "tv", "serialized", "serialised", "published", "founded", "established", "them", "please", "pls", "thanks",
     "thank", "thx", "hey", "hi", "quick", "question", "so", "um", "any", "later", "earlier", "onwards", "older",
-    "newer", "than", "between", "episodes", "eps", "volumes", "vols",
+    "newer", "than", "between", "episodes", "eps", "volumes", "vols", "began", "begin", "begun", "beginning",
+    "serialization", "serialisation", "running", "airing", "during", "ended", "finished", "each", "one", "ones",
 ))
 
 
@@ -82,7 +94,8 @@ def parse_filter(q: str) -> Filter | None:
     if m is None:
         return None
     noun, pre, post = m.group("noun").lower(), m.group("pre"), m.group("post")
-    et = {"manga": "manga", "studios": "studio"}.get(noun, "anime")
+    et = {"manga": "manga", "studios": "studio", "anime studios": "studio", "animation studios": "studio"}.get(
+        noun, "anime")
     year = "founded" if et == "studio" else "year"
     f = Filter(entity_type=et)
     if fm := re.match(r"\s*(movies|films|ovas|onas|specials)\b", post, re.IGNORECASE):  # "anime movies"
@@ -98,13 +111,20 @@ def parse_filter(q: str) -> Filter | None:
         f.where += [{"field": fld, "op": "gte", "value": lo}, {"field": fld, "op": "lte", "value": hi}]
     rest = _COUNT_RANGE.sub(" ", rest)
     for cm in _COUNT.finditer(rest):
-        fld = "episode_count" if cm.group("what").lower().startswith("ep") else "volumes"
-        op = "gte" if cm.group("plus") else _NUM_WORDS.get((cm.group("op") or "exactly").lower(), "eq")
-        f.where.append({"field": fld, "op": op, "value": int(cm.group("n"))})
+        what, n = cm.group("what") or cm.group("what2"), int(cm.group("n") or cm.group("n2"))
+        fld = "episode_count" if what.lower().startswith("ep") else "volumes"
+        if sym := cm.group("sym") or cm.group("sym2"):
+            op = _SYMBOLS[sym]
+        elif cm.group("plus") or cm.group("more"):
+            op = _MORE.get((cm.group("more") or "more").lower(), "gte")
+        else:
+            op = _NUM_WORDS.get((cm.group("op") or "exactly").lower(), "eq")
+        f.where.append({"field": fld, "op": op, "value": n})
     rest = _COUNT.sub(" ", rest)
     for ym in _YEAR_RANGE.finditer(rest):
         lo, hi = sorted((int(ym.group("a")), int(ym.group("b"))))
-        f.where += [{"field": year, "op": "gte", "value": lo}, {"field": year, "op": "lte", "value": hi}]
+        fld = _year_field(rest[:ym.start()], year)
+        f.where += [{"field": fld, "op": "gte", "value": lo}, {"field": fld, "op": "lte", "value": hi}]
     rest = _YEAR_RANGE.sub(" ", rest)
     for ym in _THAN.finditer(rest):
         older = ym.group("cmp").lower() in ("older", "earlier")
@@ -119,13 +139,16 @@ def parse_filter(q: str) -> Filter | None:
         f.where += [{"field": year, "op": "gte", "value": start}, {"field": year, "op": "lte", "value": start + 9}]
         rest = _DECADE.sub(" ", rest)
     for y in _YEAR.finditer(rest):
-        f.where.append({"field": year, "op": _YEAR_OPS[y.group("op").lower()], "value": int(y.group("y"))})
+        f.where.append({"field": _year_field(rest[:y.start()], year), "op": _YEAR_OPS[y.group("op").lower()],
+                        "value": int(y.group("y"))})
     rest = _YEAR.sub(" ", rest)
     for rx, status in _STATUS:
         if rx.search(rest):
             f.where.append({"field": "status", "op": "eq", "value": status})
             rest = rx.sub(" ", rest)
             break
+    # only conditions on fields the entity has ("the madhouse tv adaptation of X's manga" is no manga format)
+    f.where = [c for c in f.where if c["field"] in FIELDS[et]]  # type: ignore[index]
     words = [w for w in re.findall(r"[\w.&'\-]+", rest) if w.lower() not in _STOP and not w.isdigit()]
     f.words = " ".join(words)
     # a question with no condition and no candidate facet words is not a filter ("Which anime is Luffy in?")
@@ -134,6 +157,11 @@ def parse_filter(q: str) -> Filter | None:
     if not f.where and re.search(r"\b(?:is|are|does|did)\s+\S+.*\b(?:in|from)$", post, re.I):
         return None
     return f
+
+
+def _year_field(before: str, year: str) -> str:
+    """end_year when the words before a year say the run ended then, else the entity's year field."""
+    return "end_year" if year == "year" and _ENDED.search(before) else year
 
 
 def _key(text: str) -> str:

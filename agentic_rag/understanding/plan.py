@@ -42,6 +42,7 @@ class Analysis:
     years: dict[str, int] = field(default_factory=dict)  # a year that picks one reading of a name
     ids: dict[str, dict[str, str]] = field(default_factory=dict)  # mention -> entity type -> linked entity id
     fixed: set[str] = field(default_factory=set)  # mentions whose type the question's wording decides
+    open: dict[str, tuple[EntityType, ...]] = field(default_factory=dict)  # ... or leaves to choose among
     hops: list[Hop] = field(default_factory=list)
     attr: Attr | None = None
     compare_field: str | None = None
@@ -52,6 +53,7 @@ class Analysis:
     episode: int = 1  # which episode a first_episode question means ("episode 19 title")
     filter: Filter | None = None
     together: bool = False  # every mention is a start ("s1 + s2 episodes combined"), not only the first
+    more: list[Analysis] = field(default_factory=list)  # the plans of a question's other parts
 
 
 def staff_roles(word: str) -> tuple[str, ...]:

@@ -258,9 +258,13 @@ def _attributes(w: _Words) -> list[_Ask]:
             " or " in w.text and len(w.set & C.FORMATS) >= 2):  # "a tv show or an ova"
         asks.append(_Ask([], "format", domain=("anime",)))
     if w.any(C.YEAR) or w.has("what year", "came out", "come out"):
-        asks.append(_Ask([], "year", domain=("anime", "manga", "studio")))
+        # "when did it air" is said of a show, "when was it serialized" of a manga
+        domain: tuple[EntityType, ...] = ("anime",) if w.any(C.AIRED) else ("manga",) if w.any(C.PUBLISHED) \
+            else ("anime", "manga", "studio")
+        asks.append(_Ask([], "year", domain=domain))
     if w.any(C.STATUS) or w.has("still running", "still going"):
-        asks.append(_Ask([], "status", domain=("anime", "manga")))
+        asks.append(_Ask([], "status", domain=("anime",) if w.any(C.AIRED) else ("manga",) if w.any(C.PUBLISHED)
+                         else ("anime", "manga")))
     return asks
 
 
@@ -271,7 +275,8 @@ def _attribute(w: _Words) -> _Ask | None:
     first = asks[0]
     if first.attr != "first_episode":  # the others are read off the same row
         first.also = [a.attr for a in asks[1:] if a.attr in _ROW_ATTRS and set(a.domain) & set(first.domain)
-                      and not (first.attr == "founded" and a.attr == "year")]  # a studio's year is its founding
+                      # a studio's year is its founding; a run's years say whether it still runs
+                      and (first.attr, a.attr) not in (("founded", "year"), ("year", "status"))]
     return first
 
 
@@ -475,7 +480,73 @@ def _add(a: Analysis, tokens: list[Token], m: LinkedMention, first: EntityType |
 
 
 def read(question: str, links: EntityLinks | None) -> Analysis:
-    """The plan of ``question`` given the names linked in it."""
+    """The plan of ``question`` given the names linked in it; a question in two parts ("who directed X, and
+    which studio made it?") is a plan with one more in ``more``, or one longer chain ("which studio made
+    X, and when was that studio founded?")."""
+    whole = _read(question, links)
+    linked = list(links.mentions) if links else []
+    text = focus(question, [(m.start, m.end) for m in linked])
+    parts = _clauses(text)
+    if len(parts) < 2 or whole.filter is not None or whole.intent in ("relation", "compare"):
+        return whole
+    first, second = parts[0], parts[1]
+    own = [m for m in linked if first[0] <= m.start < first[1]]
+    if not own or any(second[0] <= m.start < second[1] for m in linked):
+        return whole  # each part names its own entities, or the first names none: read as one
+    anchor = own[-1]
+    a1 = _read(_only(text, [first]), EntityLinks(mentions=own))
+    a2 = _read(_only(text, [second, (anchor.start, anchor.end)]), EntityLinks(mentions=[anchor]))
+    if not (a1.hops or a1.attr) or not (a2.hops or a2.attr) or a1.filter or a2.filter or not a2.mentions:
+        return whole
+    if not (a1.hops or a2.hops):
+        return whole  # two attributes of one entity: the whole reading reads both off one row
+    reached = _RANGE.get(a1.hops[-1].edges) if a1.hops and a1.attr is None else None
+    later = text[second[0]:second[1]].lower()
+    if reached is not None and re.search(rf"\b(?:that|this|same|its|their) (?:{_BACK[reached]})\b", later):
+        # "... and when was that studio founded": the second part starts where the first ended
+        tokens = tokenize(later)
+        ask = _ask(_rest(later, tokens, []), {reached})
+        if ask is not None and _fits_type(reached, ask.domain):
+            a1.hops += _coerce(reached, ask)
+            a1.attr, a1.also = ask.attr, ask.also
+            return a1
+    a1.more = [a2]
+    return a1
+
+
+# words that point back at what the first part of a question found ("that studio", "the same director")
+_BACK: dict[EntityType, str] = {"studio": "studio|company|animation studio", "person": "director|composer|person|"
+                                "guy|author|mangaka|artist|writer|creator|man|woman", "anime": "show|series|anime|"
+                                "season|movie|film", "manga": "manga|comic", "character": "character|guy|girl"}
+_CLAUSE = re.compile(r"(?:,\s*(?:and|but|also)\s+|;\s*|\?\s+|\s+and\s+(?=(?:who|whom|what|which|when|where|how|"
+                     r"is|are|was|were|did|does|do)\b))", re.IGNORECASE)
+
+
+def _clauses(text: str) -> list[tuple[int, int]]:
+    """The parts of a question that each ask something, split at ", and", ";" or "?" before a question word."""
+    out, start = [], 0
+    for m in _CLAUSE.finditer(text):
+        rest = text[m.end():].lstrip().lower()
+        if re.match(r"(?:who|whom|whose|what|which|when|where|how|is|are|was|were|did|does|do|can|could)\b", rest):
+            out.append((start, m.start()))
+            start = m.end()
+    out.append((start, len(text)))
+    return [(a, b) for a, b in out if text[a:b].strip()]
+
+
+def _only(text: str, spans: list[tuple[int, int]]) -> str:
+    """``text`` with everything outside ``spans`` blanked (offsets kept)."""
+    out = list(re.sub(r"\S", " ", text))
+    for a, b in spans:
+        out[a:b] = text[a:b]
+    return "".join(out)
+
+
+def _fits_type(t: EntityType, domain: tuple[EntityType, ...]) -> bool:
+    return not domain or t in domain or any(_route(t, d) for d in domain)
+
+
+def _read(question: str, links: EntityLinks | None) -> Analysis:
     linked = list(links.mentions) if links else []
     # a long message: read the sentences that ask (and the one naming what they ask about), not the story
     question = focus(question, [(m.start, m.end) for m in linked])
@@ -551,6 +622,11 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
             if a.attr == "count" and a.role and not any(h.edges == ("worked_on",) for h in a.hops):
                 a.hops.append(Hop(("worked_on",), (a.role,), node_types=("anime",)))
             _add(a, tokens, anchor, start, fixed=True)
+            strong = {c.entity.entity_type for c in anchor.candidates if c.match in ("exact", "alias")}
+            if a.attr in ("year", "status") and not hops and not said and {"anime", "manga"} <= strong & set(
+                    ask.domain) and a.mentions[-1] not in a.years:
+                # "when did Chainsaw Man start": the manga's run or the anime's? Both are read the same way
+                a.open[a.mentions[-1]] = ("anime", "manga")
             return a
     if f is not None:
         return Analysis(intent="filter", mentions=[], filter=f)
@@ -704,6 +780,8 @@ def open_types(a: Analysis, mention: str) -> tuple[str, ...]:
     else the one the question's reading chose (a type word or the relation asked); none with a year."""
     if mention in a.years:
         return ()
+    if mention in a.open:
+        return a.open[mention]
     types = a.types.get(mention, ())
     return types[:1] if mention in a.fixed else types
 

@@ -109,6 +109,15 @@ def test_two_works_compared_and_two_characters_related() -> None:
     ("list anime between 2005 and 2008 thanks", [("year", "gte", 2005), ("year", "lte", 2008)]),
     ("which anime movies are older than 2004", [("format", "eq", "movie"), ("year", "lt", 2004)]),
     ("hey, which studios were founded before 1970?", [("founded", "lt", 1970)]),
+    ("manga with 40 or more volumes", [("volumes", "gte", 40)]),
+    ("manga >= 40 vols", [("volumes", "gte", 40)]),
+    ("anime with episodes > 100", [("episode_count", "gt", 100)]),
+    ("manga that ended between 2020 and 2022",
+     [("end_year", "gte", 2020), ("end_year", "lte", 2022), ("status", "eq", "finished")]),
+    ("which anime studios were founded during the 2010s", [("founded", "gte", 2010), ("founded", "lte", 2019)]),
+    ("anime from the 90s", [("year", "gte", 1990), ("year", "lte", 1999)]),
+    # a condition on a field the entity lacks is dropped, never sent (a manga has no format)
+    ("which manga were made for tv after 2000", [("year", "gt", 2000)]),
 ])
 def test_catalog_filters_take_ranges_and_inequalities(question: str, where: list[tuple[str, str, int]]) -> None:
     a = read(question, links(question))

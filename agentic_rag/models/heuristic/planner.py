@@ -9,7 +9,7 @@ from __future__ import annotations
 from agentic_rag.models.heuristic.context import norm
 from agentic_rag.models.heuristic.progress import describe_search, progress, searched_by_meaning
 from agentic_rag.models.roles import SelectInput
-from agentic_rag.protocol import GraphIntent, NextStep, SearchIntent, StructuredQuery
+from agentic_rag.protocol import MAX_BATCH, GraphIntent, NextStep, SearchIntent, StructuredQuery
 from agentic_rag.understanding.reading import read
 
 
@@ -25,12 +25,14 @@ def select(inp: SelectInput) -> NextStep:
             return finish("no name in the question is in the catalog; searched by meaning")
         search, *others = describe_search(inp.question)
         return NextStep(action="qdrant_search", rationale=search.rationale, search_intent=search, also=others)
-    p = progress(a, inp.cards)
-    if p.missing:
-        return finish(f"no catalog entity matches {', '.join(p.missing)}")
-    if not p.steps:
+    # a question in parts: the steps of every part, in one batch where they fit
+    ps = [progress(x, inp.cards) for x in (a, *a.more)]
+    if missing := [m for p in ps for m in p.missing]:
+        return finish(f"no catalog entity matches {', '.join(dict.fromkeys(missing))}")
+    steps = list({s.model_dump_json(): s for p in ps for s in p.steps}.values())[:MAX_BATCH]
+    if not steps:
         return finish("the context holds what the question asks")
-    first, *rest = p.steps
+    first, *rest = steps
     why = first.rationale
     if isinstance(first, SearchIntent):
         return NextStep(action="qdrant_search", rationale=why, search_intent=first, also=rest)

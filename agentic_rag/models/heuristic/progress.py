@@ -30,6 +30,8 @@ from agentic_rag.understanding.plan import Analysis, Hop
 NAME_FIELD = {"anime": "title", "manga": "title", "character": "name", "studio": "name", "person": "name",
               "franchise": "name"}
 MAX_SOURCES = MAX_BATCH  # entities one hop expands from (the nearest, earliest ones)
+CHAIN_HOPS = 4  # hops one k_hop traversal asks for
+MAX_CHAIN_ROUNDS = 2  # traversals a chain may continue with, from its end
 
 
 @dataclass(slots=True)
@@ -92,7 +94,7 @@ def _graph(kind: str, start: EntityRef, *, end: EntityRef | None = None, hop: Ho
     return GraphIntent.model_validate({
         "rationale": f"{kind} from the resolved entity" + (f" via {', '.join(edges)}" if edges else ""),
         "query_type": kind, "start": start.model_dump(), "end": end.model_dump() if end else None,
-        "edge_types": edges, "max_hops": 4 if kind in ("k_hop", "path") else 1,
+        "edge_types": edges, "max_hops": CHAIN_HOPS if kind in ("k_hop", "path") else 1,
         "filters": {"node_types": list(hop.node_types)} if hop and hop.node_types else {},
         "limits": {"max_results": 50}})
 
@@ -160,8 +162,15 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
         sources = frontier[:MAX_SOURCES]
         intents: list[BatchIntent] = [_fetch_works(cards, e, hop) or _graph(hop.kind, e.ref, hop=hop) for e in sources]
         got = [_card_for(cards, i) for i in intents]
+        for _ in range(MAX_CHAIN_ROUNDS if hop.kind == "k_hop" else 0):
+            # a chain longer than one traversal goes on from where the last one stopped (MHA's eight seasons)
+            more: list[BatchIntent] = [_graph("k_hop", end.ref, hop=hop) for c in got[-len(intents):] if c is not None
+                    and (end := _chain_end(c)) is not None]
+            if not more:
+                break
+            intents, got = more, got + [_card_for(cards, i) for i in more]
         if any(c is None for c in got):
-            p.steps = [i for i, c in zip(intents, got, strict=True) if c is None]
+            p.steps = [i for i in intents if _card_for(cards, i) is None]
             return p
         nxt: list[CardEntity] = list(sources) if hop.include_start else []
         for c in got:
@@ -186,6 +195,15 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
             return p
     q = _attribute_query(a, frontier)
     return _need(p, cards, [q], final=True) if q else p
+
+
+def _chain_end(card: ContextCard) -> CardEntity | None:
+    """The entity a k_hop traversal reached at its last allowed hop, if any: the chain may go on from it."""
+    meta = card.data.get("meta", {}) or {}
+    limit = (meta.get("clamped", {}) or {}).get("max_hops", [None, CHAIN_HOPS])[1]
+    ends = {path.nodes[-1].id for path in card.paths if len(path.rels) >= limit}
+    deepest = [e for e in card.entities if e.ref.id in ends]
+    return deepest[0] if len(deepest) == 1 else None
 
 
 def _need(p: Progress, cards: list[ContextCard], intents: Sequence[BatchIntent], *, final: bool) -> Progress:

@@ -91,6 +91,8 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
     if edge == "adapted_into":
         return f"{who} was adapted into the anime {listed}."
     if edge == "sequel":
+        if hop.kind == "k_hop" and hop.include_start:
+            return f"In order, the series runs {listed}."
         if hop.kind == "k_hop":
             return f"After {who} come, in order: {listed}."
         return f"The sequel to {who} is {listed}." if not many else f"{who} is followed by {listed}."

@@ -44,6 +44,21 @@ def _result(text: str, sources: list[EntityRef], results: list[EntityRef], *, co
 
 def draft(inp: DraftInput) -> DraftAnswer:
     a = read(inp.question, inp.links)
+    if not a.more:
+        return _draft(inp, a)
+    # a question in parts: one answer per part, said one after the other
+    parts = [_draft(inp, x) for x in (a, *a.more)]
+    weakest = min(parts, key=lambda d: d.confidence)
+    if weakest.confidence < 0.6:
+        return weakest  # a part is still pending or not found: that is what the run must hear
+    return _result(" ".join(d.answer for d in parts), [r for d in parts for r in d.source_entities],
+                   [r for d in parts for r in d.result_entities], confidence=weakest.confidence,
+                   paths=[x for d in parts for x in d.evidence.paths],
+                   facts=[x for d in parts for x in d.evidence.facts],
+                   citations=[x for d in parts for x in d.citations])
+
+
+def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
     p = progress(a, inp.cards)
     if p.missing:
         # no facts and no entities: the loop ends with an explicit not-found, never a guess
@@ -203,7 +218,8 @@ def _aggregate_sentence(a: Analysis, value: Any, who: str, plural: str, request:
     if a.filter is not None:
         return f"The catalog has {value} {plural} matching {_conditions(request)}."
     if a.attr == "sum_episodes":
-        return f"Together, {who} have {value} episodes." if who else f"Together they have {value} episodes."
+        return f"Together, {who} have {value} episodes." if "," in who or " and " in who else \
+            f"Together they have {value} episodes."
     if a.attr == "count_studio":
         return f"{who} animated {value} anime in the catalog."
     if a.attr == "count_author":
