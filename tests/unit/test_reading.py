@@ -277,3 +277,29 @@ def test_sentences_and_the_focus_of_a_message() -> None:
     assert focus(one, [(0, 6)]) == one  # one sentence: kept whole
     t = "Naruto. Who directed it?"
     assert focus(t, [(0, 6)]) == t  # the question names nothing: the sentence naming something is kept
+
+
+def test_a_question_in_two_parts_is_two_plans_or_one_longer_chain() -> None:
+    opm = [cand("anime", "One-Punch Man Season 2", year=2019)]
+    q = "Who directed One-Punch Man Season 2, and which studio made it?"
+    a = read(q, links(q, ("One-Punch Man Season 2", opm)))
+    assert hops(a) == [("staff",)] and [hops(m) for m in a.more] == [[("animated_by",)]]
+    assert a.more[0].mentions == ["One-Punch Man Season 2"]
+    makima = [cand("character", "Makima")]
+    q = "Which studio animated the show Makima is in, and in what year was that studio founded?"
+    a = read(q, links(q, ("Makima", makima)))
+    # "that studio": the second part goes on from what the first found
+    assert hops(a) == [("appears_in",), ("animated_by",)] and a.attr == "founded" and not a.more
+    q = "when did it air and how many episodes does frieren have"  # two values of one row: one plan
+    a = read(q, links(q, ("frieren", work("Frieren"))))
+    assert not a.more
+
+
+def test_the_year_of_a_name_that_is_both_a_manga_and_an_anime_is_left_open() -> None:
+    for q in ("when did chainsaw man start", "chainsaw man year"):
+        a = read(q, links(q, ("chainsaw man", work("Chainsaw Man"))))
+        assert open_types(a, "chainsaw man") == ("anime", "manga"), q
+    for q, t in (("when did chainsaw man start airing", "anime"), ("when was chainsaw man serialized", "manga"),
+                 ("when did the chainsaw man manga start", "manga")):
+        a = read(q, links(q, ("chainsaw man", work("Chainsaw Man"))))
+        assert open_types(a, "chainsaw man") == (t,), q
