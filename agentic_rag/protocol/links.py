@@ -13,7 +13,7 @@ from pydantic import Field
 
 from agentic_rag.protocol.base import EntityRef, ProtocolModel, ShortText
 
-LinkMatch = Literal["exact", "alias", "typo", "reordered"]
+LinkMatch = Literal["exact", "alias", "typo", "reordered", "partial"]
 MAX_MENTIONS = 8
 MAX_CANDIDATES = 10
 
@@ -26,7 +26,8 @@ class LinkCandidate(ProtocolModel):
     matched: ShortText = Field(description="The name or alias the mention matched.")
     match: LinkMatch = Field(description="exact: the primary name; alias: another stored name; typo: one edit "
                                          "in a word; reordered: the words of a person's or character's name in "
-                                         "another order.")
+                                         "another order; partial: one rare word of a longer name "
+                                         "(\"shippuden\", \"sawano\").")
     popularity: int = Field(0, ge=0)
     year: int | None = Field(None, description="First year of a work; founding year of a studio.")
     format: str | None = Field(None, max_length=20, description="An anime's format (tv, movie, ova, ona, special).")

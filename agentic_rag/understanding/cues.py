@@ -37,6 +37,7 @@ FOLLOWS = words("follow follows followed continue continues continued")
 BEFORE_AFTER = words("before after earlier later")
 WORKED = words("worked work staff someone somebody anyone")
 BOTH = words("both")
+ASIDE = words("not counting including incl excluding except besides")  # a name after these is an aside
 PREQUEL = words("prequel prequels before previous preceded precedes preceding")
 ORDER = words("order chronological")
 SOURCE = words("source original based adapted adapts adapt adaptation")

@@ -109,13 +109,15 @@ def _blocked(tokens: Sequence[Token]) -> bool:
         len(tokens) == 1 and (len(tokens[0].key) < 2 or tokens[0].key.isdigit()))
 
 
-async def _corrections(conn: psycopg.AsyncConnection[Any], words: list[str]) -> dict[str, list[Fix]]:
-    """Catalog words one edit from each unknown question word, most frequent first."""
+async def _corrections(conn: psycopg.AsyncConnection[Any], words: list[str]
+                       ) -> tuple[dict[str, list[Fix]], dict[str, int]]:
+    """Catalog words one edit from each unknown question word, most frequent first; and how many names hold
+    each question word the catalog has."""
     english = english_words()
     long_words = [w for w in dict.fromkeys(words) if len(w) >= MIN_TYPO_WORD and not w.isdigit() and w not in STOP]
     keys = set(words) | {d for w in long_words for d in deletions(w)}
     rows = await (await conn.execute(WORDS_SQL, {"keys": sorted(keys)})).fetchall()
-    known = {str(word) for d, word, _ in rows if d == word}
+    known = {str(word): int(freq) for d, word, freq in rows if d == word}
     found: dict[str, dict[str, int]] = {}
     for _, word, freq in rows:
         for w in long_words:
@@ -124,7 +126,7 @@ async def _corrections(conn: psycopg.AsyncConnection[Any], words: list[str]) -> 
     # An English word is a typo only inside a longer name: "fame hero" may be "Flame Hero", "journeys end"
     # "Journey's End", but "powers" alone is not the character Power, nor "main" Mai.
     return {w: [Fix(x, inside_only=w in english) for x in sorted(c, key=lambda x: (-c[x], x))[:CORRECTIONS_IN_NAME]]
-            for w, c in found.items()}
+            for w, c in found.items()}, known
 
 
 def _variants(span: Sequence[Token], fixes: dict[str, list[Fix]]) -> Iterable[tuple[str, LinkMatch | None]]:
@@ -142,7 +144,7 @@ def _variants(span: Sequence[Token], fixes: dict[str, list[Fix]]) -> Iterable[tu
 
 
 def _rank(match: LinkMatch) -> int:
-    return ("exact", "alias", "reordered", "typo").index(match)
+    return ("exact", "alias", "reordered", "typo", "partial").index(match)
 
 
 async def link(conn: psycopg.AsyncConnection[Any], question: str, *, timeout_s: float = 2.0) -> EntityLinks:
@@ -173,7 +175,7 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
     tokens, cut = _words(question)
     if not tokens:
         return EntityLinks()
-    fixes = await _corrections(conn, [t.key for t in tokens])
+    fixes, known = await _corrections(conn, [t.key for t in tokens])
     probes: dict[str, list[tuple[int, int, LinkMatch | None]]] = {}
     for i in range(len(tokens)):
         for n in range(1, min(MAX_SPAN, len(tokens) - i) + 1):
@@ -190,9 +192,13 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
     subtitles = [k for k in probes if " " in k]
     rows = await (await conn.execute(NAMES_SQL, {"keys": list(probes), "subtitles": subtitles})).fetchall()
     spans: dict[tuple[int, int], _Span] = {}
+    # the separators typed between words: a name never spans one it does not have ("naruto + shippuden")
+    gaps = [set(question[a.end:b.start]) & SEPARATORS for a, b in itertools.pairwise(tokens)]
     for key, by_subtitle, eid, etype, name, kind, popularity, primary, year, fmt in rows:
         for i, n, forced in probes.get(str(key), ()):
             if forced == "reordered" and etype not in ORDER_FREE:
+                continue
+            if n > 1 and set().union(*gaps[i:i + n - 1]) - set(str(name)):
                 continue
             match: LinkMatch = forced or ("exact" if kind == "primary" and not by_subtitle else "alias")
             cand = LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
@@ -203,7 +209,62 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
             if old is None or _rank(match) < old[0]:
                 s.candidates[eid] = (_rank(match), cand)
     mentions = _choose(question, tokens, list(spans.values()))
+    mentions = await _partial(conn, question, tokens, mentions, known)
     return EntityLinks(mentions=await _seasons(conn, question, tokens, mentions))
+
+
+SEPARATORS = frozenset("+&,/<>=|")
+_BRACKETS = re.compile(r"\([^)]*\)")
+MIN_PARTIAL = 5  # letters in a word that may stand for the longer name holding it
+RARE = 3  # ... and names at most that hold it: "shippuden", "sawano", never "dragon" or "hunter"
+# the names holding each rare word, most popular first (a plain constant: no value is ever interpolated)
+_RARE_HITS = """
+  SELECT w.word AS key, false AS by_subtitle, p.entity_id, p.entity_type, p.name, p.kind, p.popularity
+    FROM unnest(%(words)s::text[]) AS w(word)
+   CROSS JOIN LATERAL (
+    SELECT n.entity_id, n.entity_type, n.name, n.kind, n.popularity
+      FROM entity_name n
+     WHERE n.norm LIKE '%%' || w.word || '%%' AND n.entity_type <> 'episode'
+     ORDER BY n.popularity DESC LIMIT %(per_word)s) p"""
+PARTIAL_SQL = f"WITH hit AS ({_RARE_HITS}){_ENRICHED}"
+
+
+async def _partial(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
+                   mentions: list[LinkedMention], known: dict[str, int]) -> list[LinkedMention]:
+    """A rare catalog word left unlinked names the few names that hold it ("finished shippuden, what next",
+    "sawano's other anime"): one more probe, through the trigram index, only when such a word is there."""
+    english = english_words()
+
+    def linked(t: Token) -> bool:
+        return any(m.start <= t.start < m.end for m in mentions)
+
+    def unknown(j: int) -> bool:  # a word of some name the catalog lacks ("makoto shinkai", "mushoku tensei")
+        if not 0 <= j < len(tokens):
+            return False
+        t = tokens[j]
+        return not linked(t) and t.key not in english and t.key not in STOP and t.key not in CUES and \
+            not t.key.isdigit() and len(t.key) >= 3
+
+    rare = [t for j, t in enumerate(tokens) if len(t.key) >= MIN_PARTIAL and 0 < known.get(t.key, 0) <= RARE
+            and t.key not in english and t.key not in STOP and t.key not in CUES and not linked(t)
+            and not unknown(j - 1) and not unknown(j + 1)]
+    if not rare:
+        return mentions
+    words = sorted({t.key for t in rare})
+    rows = await (await conn.execute(PARTIAL_SQL, {"words": words, "per_word": RARE * 2})).fetchall()
+    out = list(mentions)
+    for t in rare:
+        cands: dict[str, LinkCandidate] = {}
+        for key, _, eid, etype, name, _kind, popularity, primary, year, fmt in rows:
+            # a word of the name itself, not of a qualifier in brackets ("One-Punch Man (webcomic)")
+            if key == t.key and t.key in link_key(_BRACKETS.sub(" ", str(name))).split() and str(eid) not in cands:
+                cands[str(eid)] = LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
+                                                matched=str(name)[:200], match="partial",
+                                                popularity=max(int(popularity), 0), year=year, format=fmt)
+        if cands:
+            ranked = sorted(cands.values(), key=lambda c: -c.popularity)[:MAX_CANDIDATES]
+            out.append(LinkedMention(text=t.raw, start=t.start, end=t.end, candidates=ranked))
+    return sorted(out, key=lambda m: m.start)[:MAX_MENTIONS]
 
 
 _SIBLING = frozenset(("vs", "versus", "or", "and", "to", "through", "thru"))
@@ -212,7 +273,9 @@ _RANGE = re.compile(r"^\s*[-–—]\s*$")  # "seasons 1-3", "s1 to s3": every se
 _QUALIFIED = re.compile(r" (?:season \d+|part \d+|(?:the )?final season(?: part \d+)?|[ivx]+|\d)$")
 _ROMAN = ("", "i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x")
 _ORDINAL = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)$")
-_SHORT = re.compile(r"^(?:s|season|part|pt)(\d{1,2})$")
+_SHORT = re.compile(r"^(?:s|season|szn|part|pt)(\d{1,2})$")
+_YEAR_KEY = re.compile(r"^(?:19|20)\d\d$")
+_TITLE_YEAR = re.compile(r" (?:19|20)\d\d$")
 
 
 def _season_of(tokens: list[Token]) -> tuple[str, int, int] | None:
@@ -220,13 +283,13 @@ def _season_of(tokens: list[Token]) -> tuple[str, int, int] | None:
     season part 2"), as (kind, number, tokens used); kind is "season", "part" or "final"."""
     keys = [t.key for t in tokens[:5]]
     i = 1 if keys[:1] == ["the"] else 0
-    if keys[i:i + 2] == ["final", "season"]:
+    if keys[i:i + 2] in (["final", "season"], ["final", "szn"]):
         if keys[i + 2:i + 3] in (["part"], ["pt"]) and keys[i + 3:i + 4] and keys[i + 3].isdigit():
             return "final", int(keys[i + 3]), i + 4
         return "final", 0, i + 2
     if not keys:
         return None
-    if keys[0] in ("season", "seasons", "part", "parts", "pt", "cour") and keys[1:2] and keys[1].isdigit():
+    if keys[0] in ("season", "seasons", "szn", "part", "parts", "pt", "cour") and keys[1:2] and keys[1].isdigit():
         return ("part" if keys[0].startswith("p") else "season"), int(keys[1]), 2
     if (m := _SHORT.match(keys[0])) is not None:
         return ("part" if keys[0].startswith("p") else "season"), int(m.group(1)), 1
@@ -243,6 +306,8 @@ def _season_keys(base: str, kind: str, n: int) -> list[str]:
                 + (f" part {n}" if n else "")]
     if kind == "part":
         return [f"{base} part {n}"]
+    if kind == "year":
+        return [f"{base} {n}"]
     keys = [f"{base} season {n}", f"{base} {n}"]
     if n < len(_ROMAN):
         keys.append(f"{base} {_ROMAN[n]}")
@@ -265,7 +330,8 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
     found: list[tuple[int, int, int, list[str]]] = []
     for i, m in enumerate(mentions):
         names = {link_key(x) for c in m.candidates if c.entity.entity_type == "anime" for x in (c.name, c.matched)}
-        bases = sorted(names | {_QUALIFIED.sub("", n) for n in names})
+        # "hunter x hunter 1999 vs 2011": a title's year is a qualifier too
+        bases = sorted(names | {_QUALIFIED.sub("", n) for n in names} | {_TITLE_YEAR.sub("", n) for n in names})
         start, after, end = m.start, [t for t in tokens if t.start >= m.end], m.end
         listed = bool(after) and after[0].key in ("seasons", "parts")  # "seasons 1, 2 and 3": bare numbers follow
         previous = 0
@@ -283,6 +349,8 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
             season = _season_of(after) if after else None
             if season is None and sibling and listed and after and after[0].key.isdigit() and len(after[0].key) <= 2:
                 season = ("season", int(after[0].key), 1)
+            if season is None and sibling and after and _YEAR_KEY.match(after[0].key):
+                season = ("year", int(after[0].key), 1)  # "hunter x hunter 1999 vs 2011": the 2011 one
             if season is None:
                 break
             start = after[0].start if sibling else m.start

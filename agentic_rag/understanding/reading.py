@@ -550,7 +550,7 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
     linked = list(links.mentions) if links else []
     # a long message: read the sentences that ask (and the one naming what they ask about), not the story
     question = focus(question, [(m.start, m.end) for m in linked])
-    kept, dropped = _settings(tokenize(question), _distinct([m for m in linked if question[m.start:m.end].strip()]))
+    kept, dropped = _settings(question, _distinct([m for m in linked if question[m.start:m.end].strip()]))
     for lo, hi in dropped:
         question = question[:lo] + " " * (hi - lo) + question[hi:]
     tokens = tokenize(question)
@@ -565,7 +565,7 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
         for m in works[:MAX_TOGETHER]:
             _add(a, tokens, m, "anime", fixed=True)
         return a
-    if len(mentions) >= 2 and (pair := _pair(w, kinds)) is not None:
+    if len(mentions) >= 2 and (pair := _pair(w, kinds, question[mentions[0].end:mentions[1].start])) is not None:
         a = Analysis(intent=pair, mentions=[])
         people = all(k & {"character", "person"} for k in kinds[:2])
         # two people are related as people; a name that is only a work makes the pair about works
@@ -646,13 +646,25 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
     return a
 
 
-def _settings(tokens: list[Token], mentions: list[LinkedMention]) -> tuple[list[LinkedMention], list[tuple[int, int]]]:
-    """The mentions less a work that only says where the character before it is from ("who is Ryuk
-    death note", "Rem in Death Note", "kenny ackerman aot who?"): the question is about the character.
-    Also the spans left out (the work, and the "in" before it)."""
+def _settings(question: str, mentions: list[LinkedMention]) -> tuple[list[LinkedMention], list[tuple[int, int]]]:
+    """The mentions the question is about, less asides: a work that only says where the character before it
+    is from ("who is Ryuk death note", "Rem in Death Note"), a name in brackets or after "not", "counting"
+    ("..., not ONE's webcomic"). Also the spans left out, to be read as no part of the question."""
+    tokens = tokenize(question)
+    brackets = [b.span() for b in re.finditer(r"\([^()]*\)", question)]
     out: list[LinkedMention] = []
     dropped: list[tuple[int, int]] = []
     for m in mentions:
+        inside = next(((a, b) for a, b in brackets if a < m.start and m.end < b), None)
+        if inside is not None and any(not (inside[0] < o.start < inside[1]) for o in mentions):
+            dropped.append(inside)  # "(the murata one, not the webcomic)": an aside about another name
+            continue
+        before = [t for t in tokens if t.end <= m.start and not any(o.start <= t.start < o.end for o in mentions)
+                  and t.key not in C.ARTICLES][-1:]
+        if before and before[0].key in C.ASIDE and len(mentions) > 1:
+            # "how many manga has ONE made, counting the webcomic", "..., not ONE's webcomic": an aside
+            dropped.append((before[0].start, m.end))
+            continue
         x = out[-1] if out else None
         if x is not None and _readings(x) <= {"character"} and not _readings(m) & {"character", "person"}:
             between = [t for t in tokens if x.end <= t.start < m.start]
@@ -740,10 +752,16 @@ def _fits(m: LinkedMention, domain: tuple[EntityType, ...]) -> bool:
     return not domain or any(t in types or any(_route(x, t) for x in types) for t in domain)
 
 
-def _pair(w: _Words, kinds: list[set[EntityType]]) -> Literal["relation", "compare"] | None:
-    """relation or compare, for a question naming two entities; None: it is about one of them."""
+def _pair(w: _Words, kinds: list[set[EntityType]], between: str = "") -> Literal["relation", "compare"] | None:
+    """relation or compare, for a question naming two entities (``between``: what is typed between them);
+    None: it is about one of them."""
     people = {"character", "person"}
     works = all(k & {"anime", "manga", "studio"} for k in kinds[:2])
+    if works and (re.search(r"[<>≥≤]|\bvs\b", between) or (w.set & {"same", "different"} and (
+            w.any(C.STUDIO | C.EPISODES | C.VOLUMES | C.YEAR | C.DIRECT | C.MUSIC | C.WRITE)))):
+        return "compare"  # "DBZ > Shippuden eps?", "AoT s1 & JJK s1 same studio?"
+    if "&" in between and works and w.any(C.EPISODES | C.VOLUMES | C.YEAR | C.STUDIO):
+        return "compare"
     if w.any(C.COMPARE) or (w.any(C.COMPARATIVE) and (" or " in w.text or "than" in w.set)) or (
             " or " in w.text and ("first" in w.set or w.has("came out", "come out"))):
         return "compare"

@@ -128,3 +128,22 @@ async def test_a_long_message_is_read_from_the_sentences_that_ask(demo: IngestRe
     story = " ".join(["My nephew has been talking about it all summer and I cannot follow any of it."] * 4)
     links = await _link(conn, f"{story} Could you tell me which studio animated Chainsaw Man?")
     assert _spans(links) == ["Chainsaw Man"]  # past the first forty words, found because it is asked
+
+
+async def test_a_rare_word_of_a_longer_name_links_to_it(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "finished shippuden, what do i watch next")
+    assert _spans(links) == ["shippuden"] and _top(links) == ("Naruto Shippuden", "partial")
+    links = await _link(conn, "MADHOUSE OLDER THAN PIERROT?")
+    assert [m.candidates[0].name for m in links.mentions] == ["Madhouse", "Studio Pierrot"]
+    # never a word of a name the catalog lacks ("Makoto Shinkai"), nor a common word
+    assert not (await _link(conn, "What has Makoto Shinkai directed?")).mentions
+    assert not (await _link(conn, "mushoku tensei studio?")).mentions
+
+
+async def test_a_name_never_spans_a_separator_it_does_not_have(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "naruto + shippuden eps combined")
+    assert _spans(links) == ["naruto", "shippuden"]
+    links = await _link(conn, "death & rebirth year")  # the name has its "&"
+    assert _top(links)[0] == "Neon Genesis Evangelion: Death & Rebirth"
+    links = await _link(conn, "hunter x hunter 1999 vs 2011 which one has more episodes")
+    assert [m.candidates[0].name for m in links.mentions] == ["Hunter x Hunter (1999)", "Hunter x Hunter (2011)"]

@@ -303,3 +303,27 @@ def test_the_year_of_a_name_that_is_both_a_manga_and_an_anime_is_left_open() -> 
                  ("when did the chainsaw man manga start", "manga")):
         a = read(q, links(q, ("chainsaw man", work("Chainsaw Man"))))
         assert open_types(a, "chainsaw man") == (t,), q
+
+
+def test_asides_are_no_part_of_what_is_asked() -> None:
+    one = [cand("person", "ONE")]
+    webcomic = [cand("manga", "One-Punch Man (webcomic)", "partial")]
+    q = "how many manga has ONE made, counting the webcomic"
+    a = read(q, links(q, ("ONE", one), ("webcomic", webcomic)))
+    assert a.mentions == ["ONE"] and a.attr == "count_author"
+    opm = [cand("manga", "One-Punch Man", "alias")]
+    q = "which magazine serialised the one punch man manga (the murata one, not the webcomic)"
+    a = read(q, links(q, ("one punch man manga", opm), ("murata", [cand("person", "Yusuke Murata", "partial")]),
+                      ("webcomic", webcomic)))
+    assert a.mentions == ["one punch man manga"] and a.attr == "magazine"
+
+
+def test_symbols_and_sameness_between_two_works_compare_them() -> None:
+    dbz, shippuden = [cand("anime", "Dragon Ball Z")], [cand("anime", "Naruto Shippuden")]
+    q = "DBZ > Naruto Shippuden eps?"
+    a = read(q, links(q, ("DBZ", dbz), ("Naruto Shippuden", shippuden)))
+    assert (a.intent, a.compare_field) == ("compare", "episode_count")
+    q = "AoT season 1 & JJK season 1 same studio?"
+    a = read(q, links(q, ("AoT season 1", [cand("anime", "Attack on Titan")]),
+                      ("JJK season 1", [cand("anime", "Jujutsu Kaisen")])))
+    assert (a.intent, a.compare_field) == ("compare", "studios")
