@@ -242,8 +242,9 @@ async def _partial(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
         if not 0 <= j < len(tokens):
             return False
         t = tokens[j]
-        return not linked(t) and t.key not in english and t.key not in STOP and t.key not in CUES and \
-            not t.key.isdigit() and len(t.key) >= 3
+        named = t.raw[:1].isupper() and not t.upper  # "Ishida Sui": capitalised like a name, whatever the word
+        return not linked(t) and (t.key not in english or named) and t.key not in STOP and t.key not in CUES \
+            and not t.key.isdigit() and len(t.key) >= 3
 
     rare = [t for j, t in enumerate(tokens) if len(t.key) >= MIN_PARTIAL and 0 < known.get(t.key, 0) <= RARE
             and t.key not in english and t.key not in STOP and t.key not in CUES and not linked(t)

@@ -21,7 +21,7 @@ from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.asks import confident
 from agentic_rag.understanding.filters import Filter, parse_filter
 from agentic_rag.understanding.plan import ANY_TYPE, Analysis, Attr, Hop, staff_roles
-from agentic_rag.understanding.text import Token, focus, tokenize
+from agentic_rag.understanding.text import Token, asking, focus, referent, tokenize
 
 SEQUEL, PREQUEL = Hop(("sequel",)), Hop(("prequel",))
 SEQUEL_CHAIN = Hop(("sequel",), kind="k_hop")
@@ -119,13 +119,6 @@ def _rest(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> 
     return _Words(keys, frozenset(found), " " + " ".join(keys) + " ")
 
 
-def _neighbours(tokens: list[Token], m: LinkedMention) -> tuple[list[str], list[str]]:
-    """Up to three words before (nearest first) and after a mention."""
-    before = [t.key for t in tokens if t.end <= m.start][-3:][::-1]
-    after = [t.key for t in tokens if t.start >= m.end][:3]
-    return before, after
-
-
 def _qualifier(tokens: list[Token], m: LinkedMention) -> tuple[EntityType | None, int]:
     """The type a word right next to the mention names ("the X manga", "anime X", "X (the studio)"), and
     where that word is (-1: none)."""
@@ -144,9 +137,17 @@ def _type_word(tokens: list[Token], m: LinkedMention) -> tuple[EntityType | None
     return said, any(t.start == at and t.key in C.MOVIE_WORDS for t in tokens)
 
 
+_FILLER = frozenset(("version", "of", "the", "series", "adaptation", "anime", "remake", "one", "from", "in"))
+
+
 def _year_near(tokens: list[Token], m: LinkedMention) -> int | None:
-    before, after = _neighbours(tokens, m)
-    for w in before[:2] + after[:2]:
+    """A year next to the name, over filler words ("the 2011 version of Hunter x Hunter"), that one of its
+    readings has."""
+    before = [t.key for t in tokens if t.end <= m.start][-4:][::-1]
+    after = [t.key for t in tokens if t.start >= m.end][:4]
+    near = list(itertools.takewhile(lambda w: not _YEAR.match(w) and w in _FILLER, before))
+    near_after = list(itertools.takewhile(lambda w: not _YEAR.match(w) and w in _FILLER, after))
+    for w in before[:max(2, len(near) + 1)] + after[:max(2, len(near_after) + 1)]:
         if _YEAR.match(w) and any(c.year == int(w) for c in m.candidates):
             return int(w)
     return None
@@ -304,8 +305,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(ADAPTATIONS)
     elif not hops and answer == "manga" and anchor_types & {"anime"} and "manga" not in anchor_types:
         hops.append(SOURCE)
-    elif not hops and answer == "anime" and anchor_types == {"manga"}:
-        hops.append(ADAPTATIONS)
+    elif not hops and anchor_types == {"manga"} and (answer == "anime" or w.set & {"anime", "tv", "show"}):
+        hops.append(ADAPTATIONS)  # "did the manga X ever get an anime": its adaptations
     if anchor_types == {"studio"} and w.any(C.STUDIO | C.MADE | C.WORKS):
         hops.append(STUDIO_WORKS)  # "everything CloverWorks animated"
     elif w.any(C.STUDIO) or w.has("animation studio", "produced by", "who produced", "who animated"):
@@ -316,7 +317,7 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         roles = staff.roles
         if kind == "anime" and "story" in roles:
             roles += ("series_composition",)  # an anime's writer is its series composer
-        hops.append(Hop(("worked_on",), roles, node_types=(kind,) if kind else ()))
+        hops.append(Hop(("worked_on",), roles, node_types=(kind,) if kind else (), exclude_seen=w.any(C.OTHER)))
     elif staff:
         hops.append(staff)
         if w.any(C.OTHER) and w.any(C.WORKS):  # "what other anime did the director of X direct"
@@ -502,8 +503,10 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         return whole  # two attributes of one entity: the whole reading reads both off one row
     reached = _RANGE.get(a1.hops[-1].edges) if a1.hops and a1.attr is None else None
     later = text[second[0]:second[1]].lower()
-    if reached is not None and re.search(rf"\b(?:that|this|same|its|their) (?:{_BACK[reached]})\b", later):
+    if reached is not None and (back := re.search(rf"\b(?:that|this|same|its|their) (?:{_BACK[reached]})\b",
+                                                  later)) is not None:
         # "... and when was that studio founded": the second part starts where the first ended
+        later = later[:back.start()] + " " * (back.end() - back.start()) + later[back.end():]
         tokens = tokenize(later)
         ask = _ask(_rest(later, tokens, []), {reached})
         if ask is not None and _fits_type(reached, ask.domain):
@@ -549,8 +552,14 @@ def _fits_type(t: EntityType, domain: tuple[EntityType, ...]) -> bool:
 def _read(question: str, links: EntityLinks | None) -> Analysis:
     linked = list(links.mentions) if links else []
     # a long message: read the sentences that ask (and the one naming what they ask about), not the story
+    asked = asking(question)
     question = focus(question, [(m.start, m.end) for m in linked])
     kept, dropped = _settings(question, _distinct([m for m in linked if question[m.start:m.end].strip()]))
+    if kept and not any(a <= m.start < b for a, b in asked for m in kept):
+        # the asking sentences name nothing: "he", "that series" say which of the names before they mean
+        refers: set[str] = {"person": {"person", "character"}, "work": {"anime", "manga", "franchise"}}.get(
+            referent(" ".join(question[a:b] for a, b in asked)) or "", set())
+        kept = [m for m in kept if _readings(m) & refers] or kept
     for lo, hi in dropped:
         question = question[:lo] + " " * (hi - lo) + question[hi:]
     tokens = tokenize(question)

@@ -119,6 +119,12 @@ def _asking(text: str, spans: list[Span]) -> list[Span]:
     return marked or [s for s in spans if _ASKING.search(text[s[0]:s[1]])]
 
 
+def asking(text: str) -> list[Span]:
+    """The sentences of ``text`` that ask (all of them when none does)."""
+    spans = sentences(text)
+    return _asking(text, spans) or spans
+
+
 def by_relevance(text: str) -> list[Span]:
     """The sentences, those that ask first, then the others nearest to one that asks (earlier first)."""
     spans = sentences(text)
@@ -127,10 +133,25 @@ def by_relevance(text: str) -> list[Span]:
     return sorted(spans, key=lambda s: min((abs(spans.index(s) - i) * 2 + (spans.index(s) > i), i) for i in at))
 
 
+CONTEXT_WORDS = 3  # words kept either side of a name the asking sentences refer back to ("the 2011 version of X")
+# what a pronoun in the asking sentences refers back to: a person or character, or a work
+_HE_SHE = re.compile(r"\b(?:he|him|his|himself|she|her|hers|herself)\b", re.IGNORECASE)
+_IT = re.compile(r"\b(?:it|its|that (?:series|show|anime|manga|season|film|movie|adaptation)|those|they|them)\b",
+                 re.IGNORECASE)
+
+
+def referent(text: str) -> str | None:
+    """"person" when the asking words refer back with he/she, "work" with it/that series, else None."""
+    if _HE_SHE.search(text):
+        return "person"
+    return "work" if _IT.search(text) else None
+
+
 def focus(text: str, names: list[Span]) -> str:
     """``text`` with what it only tells blanked (same length, so offsets stay valid): the sentences that
-    ask, plus, when they name nothing ("how many episodes does that series have?"), the nearest sentence
-    that names something. A message of one sentence, or one that asks nothing, is kept whole."""
+    ask, plus, when they name nothing ("how many episodes does that series have?"), the names of the nearest
+    sentence that names something, with a few words either side. A message of one sentence, or one that
+    asks nothing, is kept whole."""
     spans = sentences(text)
     asking = _asking(text, spans)
     if len(spans) < 2 or not asking:
@@ -138,7 +159,12 @@ def focus(text: str, names: list[Span]) -> str:
     keep = list(asking)
     if not any(a <= n < b for a, b in keep for n, _ in names):
         named = [s for s in by_relevance(text) if any(s[0] <= n < s[1] for n, _ in names)]
-        keep += named[:1]
+        for a, b in named[:1]:
+            words = [m.span() for m in re.finditer(r"\S+", text[a:b])]
+            for n0, n1 in (n for n in names if a <= n[0] < b):
+                at = [i for i, (x, y) in enumerate(words) if a + y > n0 and a + x < n1]
+                lo, hi = max(at[0] - CONTEXT_WORDS, 0), min(at[-1] + CONTEXT_WORDS, len(words) - 1)
+                keep.append((a + words[lo][0], a + words[hi][1]))
     keep += [n for n in names if any(a < n[1] and n[0] < b for a, b in keep)]  # a name across a break
     out = list(re.sub(r"\S", " ", text))
     for a, b in keep:

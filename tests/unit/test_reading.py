@@ -327,3 +327,14 @@ def test_symbols_and_sameness_between_two_works_compare_them() -> None:
     a = read(q, links(q, ("AoT season 1", [cand("anime", "Attack on Titan")]),
                       ("JJK season 1", [cand("anime", "Jujutsu Kaisen")])))
     assert (a.intent, a.compare_field) == ("compare", "studios")
+
+
+def test_pronouns_in_the_question_pick_among_the_names_told_before() -> None:
+    q = "I know Akira Toriyama mainly through Dragon Ball, but I suspect he did more. How many manga is he credited on?"
+    a = read(q, links(q, ("Akira Toriyama", [cand("person", "Akira Toriyama")]), ("Dragon Ball", work("Dragon Ball"))))
+    assert a.mentions == ["Akira Toriyama"] and a.attr == "count_author"
+    q = "My nephew loves the 2011 version of Hunter x Hunter. How many episodes does that series have?"
+    hxh = [cand("franchise", "Hunter x Hunter"), cand("anime", "Hunter x Hunter (1999)", "alias", 1999),
+           cand("anime", "Hunter x Hunter (2011)", "alias", 2011)]
+    a = read(q, links(q, ("Hunter x Hunter", hxh)))
+    assert a.years == {"Hunter x Hunter": 2011} and a.attr == "episode_count"

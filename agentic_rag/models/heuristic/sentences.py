@@ -49,8 +49,9 @@ def join(items: Sequence[str], limit: int = MAX_LISTED) -> str:
 
 def titled(e: CardEntity) -> str:
     """A work with its year ("One Piece (1999)"), any other entity by its name."""
-    year = year_of(e.name)
-    return f"{bare(e.name)} ({year})" if year and e.ref.entity_type in ("anime", "manga") else bare(e.name)
+    year, name = year_of(e.name), bare(e.name)
+    shown = year and e.ref.entity_type in ("anime", "manga") and f"({year})" not in name  # "Hunter x Hunter (1999)"
+    return f"{name} ({year})" if shown else name
 
 
 def _detailed(e: CardEntity, details: dict[str, str], *, show: bool) -> str:

@@ -80,7 +80,8 @@ def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
         if not level:
             lines.append(nothing_sentence(hop, current))
             break
-        lines.append(hop_sentence(hop, current, level, p.details))
+        if not (hop.include_start and level == current):  # a chain of one: nothing to say about its order
+            lines.append(hop_sentence(hop, current, level, p.details))
         current = level
     if a.hops and (len(p.levels) < len(a.hops) or not p.levels[-1]):
         return _result(" ".join(lines), sources, [ents[0].ref], confidence=0.6, citations=[ents[0].name])
@@ -218,8 +219,9 @@ def _aggregate_sentence(a: Analysis, value: Any, who: str, plural: str, request:
     if a.filter is not None:
         return f"The catalog has {value} {plural} matching {_conditions(request)}."
     if a.attr == "sum_episodes":
-        return f"Together, {who} have {value} episodes." if "," in who or " and " in who else \
-            f"Together they have {value} episodes."
+        if "," in who or " and " in who:
+            return f"Together, {who} have {value} episodes."
+        return f"{who} has {value} episodes." if who else f"Together they have {value} episodes."
     if a.attr == "count_studio":
         return f"{who} animated {value} anime in the catalog."
     if a.attr == "count_author":
