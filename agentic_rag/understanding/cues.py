@@ -16,7 +16,7 @@ def words(text: str) -> frozenset[str]:
 
 
 STUDIO = words("studio studios animated animate animates animating animation animator animators")
-DIRECT = words("direct directed director directors directs directing")
+DIRECT = words("direct directed director directors directs directing dir")
 MUSIC = words("music compose composer composers composed composes soundtrack score scored ost songs")
 DESIGN = words("design designs designer designers designed")
 SCRIPT = words("screenplay script scripts screenwriter composition")
@@ -51,6 +51,9 @@ ENEMY = words("enemy enemies villain villains foe foes fought fights fight nemes
 ALLY = words("ally allies companion companions")
 TEAMMATE = words("teammate teammates team squad crewmate crewmates crew")
 WHOSE = words("whose whom")
+NUMBERS = {w: i for i, w in enumerate(
+    ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"))}
+SEASON_COUNT = re.compile(r"\b(?P<n>two|three|four|five|six|seven|eight|nine|ten|\d)(?: \w+){0,3} (?:seasons|series)\b")
 SEASON_TAG = re.compile(r"\b(?:s\d{1,2}|season \d{1,2}|\d(?:st|nd|rd|th) season)\b")
 FAMILY = words("father dad mother mom parents parent brother brothers sister sisters sibling siblings son sons "
                "daughter daughters child children kids grandfather grandpa grandmother grandma granddaughter "
@@ -64,6 +67,7 @@ YEAR = words("year when aired air airs released release premiere premiered premi
 AIRED = words("air aired airs airing broadcast broadcasts premiere premiered premieres")  # said of a show
 PUBLISHED = words("published publish serialized serialised serialization serialisation chapters")  # of a manga
 FOUNDED = words("founded founding established formed")
+NATIVE = words("japanese romaji native kanji kana")  # "the japanese title of X": a title it has
 NAMES = words("nickname nicknames alias aliases aka")  # the entity's other names: a lookup says them
 ENDED = words("end ended ends finish finished finishes concluded conclude")
 EPISODES = words("episodes episode eps ep")

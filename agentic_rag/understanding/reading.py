@@ -113,6 +113,8 @@ def _rest(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> 
         text = text.replace(f" {phrase} ", f" {cue} " if cue else " ")
     if any(arrow in question for arrow in ("->", "→", "=>")):  # "aot final season part 2 -> ?": what comes next
         text += "sequel "
+    if re.search(r"#\s*of\b", question):  # "# of characters"
+        text += "number of "
     keys = text.split()
     # a cue word counts in the plural too ("senseis", "rivals")
     found = set(keys) | {k[:-1] for k in keys if len(k) > 3 and k.endswith("s")}
@@ -201,7 +203,9 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
         if w.any(C.TOTAL) or _summing(w):
             # seasons are TV series: "all the seasons" leaves the films out
             fmt = "tv" if w.set & {"tv", "seasons", "season"} else None
-            return _Ask([Hop(("sequel",), kind="k_hop", include_start=True)], "sum_episodes", fmt=fmt,
+            n = C.SEASON_COUNT.search(w.text)  # "the three wit studio aot seasons": the first three
+            count = int(n.group("n")) if n and n.group("n").isdigit() else C.NUMBERS.get(n.group("n"), 0) if n else 0
+            return _Ask([Hop(("sequel",), kind="k_hop", include_start=True, count=count)], "sum_episodes", fmt=fmt,
                         domain=("anime",))
         return _Ask([], "episode_count", domain=("anime",))
     if w.any(C.VOLUMES):
@@ -305,7 +309,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(ADAPTATIONS)
     elif not hops and answer == "manga" and anchor_types & {"anime"} and "manga" not in anchor_types:
         hops.append(SOURCE)
-    elif not hops and anchor_types == {"manga"} and (answer == "anime" or w.set & {"anime", "tv", "show"}):
+    elif not hops and anchor_types == {"manga"} and (answer == "anime" or w.set & {"anime", "tv", "show"}
+                                                     or w.any(C.ADAPTATION)):
         hops.append(ADAPTATIONS)  # "did the manga X ever get an anime": its adaptations
     if anchor_types == {"studio"} and w.any(C.STUDIO | C.MADE | C.WORKS):
         hops.append(STUDIO_WORKS)  # "everything CloverWorks animated"
@@ -356,7 +361,7 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
 def _person_acts(w: _Words) -> bool:
     """Whether a named person is the subject of the staff verb ("what did X direct"), not the answer's
     link to it ("who directed the adaptation of X's manga", "the composer of X's show")."""
-    return not w.set & (C.WHOSE | {"who"}) and not w.set & C.STAFF_NOUNS
+    return not w.set & (C.WHOSE | {"who"}) and not any(f" {n} of " in w.text for n in C.STAFF_NOUNS)
 
 
 def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] = frozenset(),
@@ -370,8 +375,8 @@ def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] 
             counted.also = [x.attr for x in _attributes(w) if x.attr != counted.attr and x.attr in _ROW_ATTRS
                             and set(x.domain) & set(counted.domain)]
         return counted
-    if w.any(C.NAMES):
-        return None  # "what's her nickname": the entity itself, with its other names
+    if w.any(C.NAMES) or (w.any(C.NATIVE) and w.set & {"title", "name", "called"}):
+        return None  # "what's her nickname", "the japanese title of X": the entity itself, with its other names
     hops = _relation(w, anchor_types, after_anchor)
     attr = _attribute(w)
     if attr is not None and any(h.edges in (("staff",), ("animated_by",), ("features",)) for h in hops) and not (
@@ -650,7 +655,8 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             _add(a, tokens, anchor, start, fixed=True)
             return a
         if said is None and w.any(C.TITLE):  # "what is X called in Japanese": a work's title
-            said = next((t for t in ("anime", "manga") if t in _readings(anchor)), None)
+            said = next((t for t in ("anime", "manga") if any(c.entity.entity_type == t for c in anchor.candidates)),
+                        None)
         _add(a, tokens, anchor, said, fixed=said is not None)
     return a
 
@@ -665,7 +671,9 @@ def _settings(question: str, mentions: list[LinkedMention]) -> tuple[list[Linked
     dropped: list[tuple[int, int]] = []
     for m in mentions:
         inside = next(((a, b) for a, b in brackets if a < m.start and m.end < b), None)
-        if inside is not None and any(not (inside[0] < o.start < inside[1]) for o in mentions):
+        # a bracket a name runs into is part of it ("aot seasons (1-3)"), not an aside
+        if inside is not None and any(not (inside[0] < o.start < inside[1]) for o in mentions) and not any(
+                o.start < inside[0] < o.end for o in mentions):
             dropped.append(inside)  # "(the murata one, not the webcomic)": an aside about another name
             continue
         before = [t for t in tokens if t.end <= m.start and not any(o.start <= t.start < o.end for o in mentions)

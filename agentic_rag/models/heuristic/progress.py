@@ -186,8 +186,10 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
                     p.details[e.ref.id] = d
                 nxt.append(e)
         nxt = list({e.ref.id: e for e in nxt}.values())
-        if hop.first and nxt:
-            nxt = [min(nxt, key=lambda e: (year_of(e.name) or 9999))]
+        if (hop.first or hop.count) and nxt:
+            starts = {e.ref.id for e in sources} if hop.include_start else set()
+            nxt = sorted(nxt, key=lambda e: (e.ref.id not in starts, year_of(e.name) or 9999))[
+                :1 if hop.first else hop.count]
         seen |= {e.ref.id for e in nxt}
         p.levels.append(nxt)
         frontier = nxt

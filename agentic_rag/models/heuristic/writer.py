@@ -72,10 +72,11 @@ def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
         return _by_meaning(inp)
     if a.intent in ("relation", "compare"):
         return _pair(a, p, ents)
-    chain = [ents[0], *(e for level in p.levels for e in level)]
+    starts = ents if a.together else ents[:1]  # "s1 + s2 combined": every name is a start
+    chain = [*starts, *(e for level in p.levels for e in level)]
     sources = [e.ref for e in chain]
     lines: list[str] = []
-    current = [ents[0]]
+    current = starts
     for hop, level in zip(a.hops, p.levels, strict=False):
         if not level:
             lines.append(nothing_sentence(hop, current))
@@ -194,13 +195,21 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
         shown = [f'The {which} of {who} is "{r.get("name")}".' for r in rows[:1]]
         text = " ".join([*lines, *shown])
     else:
-        shown = [f"{r.get('name')} ({r.get('year') or r.get('founded')})" if r.get("year") or r.get("founded")
-                 else str(r.get("name")) for r in rows[:30]]
+        # each match with its year and the counts its conditions are on ("Brotherhood (2009, 64 episodes)")
+        counted = [f for f in ("episode_count", "volumes") if f in card.request]
+        shown = [_listed(r, counted) for r in rows[:30]]
         more = f", the first {len(shown)} of them" if len(rows) > len(shown) else ""
         text = " ".join([*lines, f"{len(rows)} {plural} match {_conditions(card.request)}{more}: "
                                  f"{join(shown, 30)}."])
     return _result(text, [*sources, *refs], refs, confidence=0.9, facts=shown[:20],
                    citations=[str(r.get("name")) for r in rows[:20]])
+
+
+def _listed(row: dict[str, Any], counted: list[str]) -> str:
+    facts = [str(row.get("year") or row.get("founded") or "")]
+    facts += [f"{row[f]} {'episodes' if f == 'episode_count' else 'volumes'}" for f in counted if row.get(f)]
+    facts = [x for x in facts if x]
+    return f"{row.get('name')} ({', '.join(facts)})" if facts else str(row.get("name"))
 
 
 _OPS = {" eq ": " = ", " lt ": " < ", " lte ": " <= ", " gt ": " > ", " gte ": " >= ", " contains ": " has ",
