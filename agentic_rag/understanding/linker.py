@@ -133,6 +133,8 @@ def _variants(span: Sequence[Token], fixes: dict[str, list[Fix]]) -> Iterable[tu
     """(key, forced match kind) of a span: as typed, with one word corrected, reordered."""
     words = [t.key for t in span]
     yield " ".join(words), None
+    if "and" in words[1:-1]:  # "rock lee and his ninja pals" is "Rock Lee & His Ninja Pals" (a key drops "&")
+        yield " ".join(w for w in words if w != "and"), None
     for i, w in enumerate(words):
         for fix in fixes.get(w, [])[: CORRECTIONS if len(words) == 1 else CORRECTIONS_IN_NAME]:
             if not (fix.inside_only and len(words) == 1):
@@ -214,6 +216,7 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
 
 
 SEPARATORS = frozenset("+&,/<>=|")
+DETERMINERS = frozenset(("the", "a", "an", "that", "this", "some", "my", "your", "his", "her", "their", "our"))
 _BRACKETS = re.compile(r"\([^)]*\)")
 MIN_PARTIAL = 5  # letters in a word that may stand for the longer name holding it
 RARE = 3  # ... and names at most that hold it: "shippuden", "sawano", never "dragon" or "hunter"
@@ -392,7 +395,7 @@ def _common_noun(tokens: list[Token], s: _Span) -> bool:
     the character King (who is still found as "King" or "who is king")."""
     t = tokens[s.start]
     return (s.length == 1 and t.raw.islower() and t.key in english_words() and s.start > 0
-            and tokens[s.start - 1].key in ("the", "a", "an"))
+            and tokens[s.start - 1].key in DETERMINERS)
 
 
 def _inside_unknown_name(tokens: list[Token], s: _Span, taken: set[int], loose: dict[int, int]) -> bool:

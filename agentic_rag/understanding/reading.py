@@ -347,7 +347,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(Hop(("worked_on",), exclude_seen=w.any(C.OTHER)))
     elif anchor_types & {"studio"} and w.any(C.WORKS | C.MADE):
         hops.append(STUDIO_WORKS)
-    elif anchor_types == {"character"} and (w.any(C.WORKS) or w.any(C.APPEAR)) and not hops:
+    elif anchor_types == {"character"} and (w.any(C.WORKS) or (w.any(C.APPEAR) and not w.has(
+            "who is", "whos", "who was", "who s"))) and not hops:  # "who is X in Y" asks who, not where
         hops.append(APPEARS)
     elif w.any(C.MADE) and anchor_types & {"anime", "manga"}:
         hops.append(Hop(("staff",)))
@@ -499,11 +500,14 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     own = [m for m in linked if first[0] <= m.start < first[1]]
     if not own or any(second[0] <= m.start < second[1] for m in linked):
         return whole  # each part names its own entities, or the first names none: read as one
-    anchor = own[-1]
     a1 = _read(_only(text, [first]), EntityLinks(mentions=own))
+    # the second part is about what the first is about ("... and who illustrates its source?")
+    anchor = next((m for m in own if a1.mentions[:1] == [m.text]), own[-1])
     a2 = _read(_only(text, [second, (anchor.start, anchor.end)]), EntityLinks(mentions=[anchor]))
     if not (a1.hops or a1.attr) or not (a2.hops or a2.attr) or a1.filter or a2.filter or not a2.mentions:
         return whole
+    if a1.mentions[:1] != whole.mentions[:1]:
+        return whole  # the first part alone is about another name than the question: read it whole
     if not (a1.hops or a2.hops):
         return whole  # two attributes of one entity: the whole reading reads both off one row
     reached = _RANGE.get(a1.hops[-1].edges) if a1.hops and a1.attr is None else None
@@ -615,7 +619,9 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
         types = {said} if said and not counting else _readings(candidate)
         every = frozenset(c.entity.entity_type for c in candidate.candidates)
         ask = _ask(w, types, after, every)
-        if ask is None and hinted is not None:  # no cue word: what the question means, by its exemplars
+        who_is = w.has("who is", "whos", "who s", "who was") and types <= {"character", "person"}
+        if ask is None and hinted is not None and not who_is:
+            # no cue word: what the question means, by its exemplars ("who is X" describes X)
             ask = _ask(w.plus(HINT_CUES[hinted]), types, after, every)
         if ask is None or not _fits(candidate, ask.domain):
             continue  # "ONE's webcomic ... who illustrates its source": the question is about the work
@@ -625,7 +631,7 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             hops = _coerce(start, ask)  # may change what is read ("year" of a studio: founded)
             if C.FIRST_SEASON.search(w.text) and not any(h.first for h in hops):
                 # "the first anime season adapted from X's manga": the earliest of the anime met on the way
-                at = next((i for i, h in enumerate(hops) if _RANGE.get(h.edges) == "anime"), None)
+                at = next((i for i, h in enumerate(hops) if h.edges in (("adapted_into",), ("appears_in",))), None)
                 if at is not None:
                     hops[at] = dataclasses.replace(hops[at], first=True)
             a = Analysis(intent="aggregate" if ask.attr and ask.attr.startswith(("count", "sum")) else
@@ -685,7 +691,7 @@ def _settings(question: str, mentions: list[LinkedMention]) -> tuple[list[Linked
         x = out[-1] if out else None
         if x is not None and _readings(x) <= {"character"} and not _readings(m) & {"character", "person"}:
             between = [t for t in tokens if x.end <= t.start < m.start]
-            if not between or (between[-1].key in ("in", "from", "of") and len(between) <= 3):
+            if not between or (between[-1].key in ("in", "from", "of") and len(between) <= 5):
                 dropped.append((between[-1].start if between else x.end, m.end))
                 continue
         out.append(m)
@@ -760,7 +766,11 @@ def _anchors(tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedM
     ordered = [first, *(m for m in reversed(mentions) if m is not first)]
     after_word = [m for m in ordered if [t.key for t in tokens if t.end <= m.start and t.key not in C.ARTICLES][-1:]
                   in (["after"], ["before"])]
-    return after_word + [m for m in ordered if m not in after_word]
+    ranked = after_word + [m for m in ordered if m not in after_word]
+    # a name the question qualifies ("the One-Punch Man anime") is what it is about; a name linked by one
+    # rare word of it is the weakest reading: tried last
+    return sorted(ranked, key=lambda m: (bool(m.candidates) and m.candidates[0].match == "partial",
+                                         m not in after_word and _qualifier(tokens, m)[0] is None))
 
 
 def _fits(m: LinkedMention, domain: tuple[EntityType, ...]) -> bool:
