@@ -106,7 +106,7 @@ TYPE_WORD: dict[str, EntityType] = {
 MOVIE_WORDS = words("movie film")
 ARTICLES = words("the a an")
 
-HOW_MANY = re.compile(r"\b(?:how many|number of|count of|count the|count)\b")
+HOW_MANY = re.compile(r"\b(?:how many|how much|number of|count of|count the|count)\b")
 HOW_LONG = re.compile(r"\bhow long\b")
 FIRST_EPISODE = re.compile(r"\b(?:first episode|episode (?:1|one)|pilot)\b")
 EPISODE_N = re.compile(r"\b(?:episode|ep|eps) (?P<n>\d{1,4})\b")

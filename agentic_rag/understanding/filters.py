@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from typing import Any, Literal
 
 from agentic_rag.protocol.query import FIELDS
+from agentic_rag.understanding.numbers import with_digits
 
 Kind = Literal["list", "top"]
 # Facets whose values are names the question may contain, per entity type.
@@ -34,13 +35,17 @@ _NUM_WORDS = {"more than": "gt", "over": "gt", "at least": "gte", "fewer than": 
 _SYMBOLS = {">": "gt", ">=": "gte", "≥": "gte", "<": "lt", "<=": "lte", "≤": "lte", "=": "eq"}
 _COUNT = re.compile(r"(?:\b(?P<op>more than|over|at least|fewer than|less than|under|at most|exactly)|"
                     r"(?P<sym>>=|<=|[<>≥≤=]))?\s*\b(?P<n>\d+)(?P<plus>\+)?"
-                    r"(?: or (?P<more>more|fewer|less|over|under))? (?P<what>episodes|eps|volumes|vols)\b|"
+                    r"(?: or (?P<more>more|fewer|less|over|under))? (?P<what>episodes|eps|volumes|vols)\b"
+                    r"(?: or (?P<after>more|fewer|less|over|under|above|below))?|"
                     r"(?P<what2>episodes|eps|volumes|vols)\s*(?P<sym2>>=|<=|[<>≥≤=])\s*(?P<n2>\d+)\b", re.IGNORECASE)
-_MORE = {"more": "gte", "over": "gte", "fewer": "lte", "less": "lte", "under": "lte"}
+_MORE = {"more": "gte", "over": "gte", "above": "gte", "fewer": "lte", "less": "lte", "under": "lte", "below": "lte"}
 _COUNT_RANGE = re.compile(r"\b(?:between|from) (?P<a>\d+) (?:and|to) (?P<b>\d+) (?P<what>episodes|eps|volumes|vols)\b",
                           re.IGNORECASE)
 _Y = r"(?:19|20)\d\d"
 _YEAR_RANGE = re.compile(rf"\b(?:between|from) (?P<a>{_Y}) (?:and|to|-) (?P<b>{_Y})\b", re.IGNORECASE)
+# "came out between 96 and 98": two-digit years of the last century (never counts: no unit follows)
+_SHORT_YEARS = re.compile(r"\b(?P<w>between|from) (?P<a>[5-9]\d) (?P<j>and|to|-) (?P<b>[5-9]\d)\b"
+                          r"(?! (?:episodes|eps|volumes|vols|chapters))", re.IGNORECASE)
 _YEAR_OPEN = re.compile(rf"\b(?:in |from )?(?P<y>{_Y})(?: (?:or|and) (?P<dir>later|after|newer|earlier|before|older)"
                         rf"|(?P<on> onwards?|\+))", re.IGNORECASE)
 _THAN = re.compile(rf"\b(?P<cmp>older|earlier|newer|later|more recent) than (?P<y>{_Y})\b", re.IGNORECASE)
@@ -49,7 +54,8 @@ _DECADE = re.compile(r"\b(?:(?:in|during|from|of) )?(?:the )?(?:(?P<c>19|20)(?P<
 # a year said of a run's end ("ended between 2020 and 2022", "finished before 2010")
 _ENDED = re.compile(r"\b(?:end|ends|ended|ending|finish|finished|finishing|conclude[ds]?|wrapped(?: up)?)\W+"
                     r"(?:\w+\W+){0,2}$", re.IGNORECASE)
-_YEAR = re.compile(r"\b(?P<op>in|after|since|before|from|until)\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+_YEAR = re.compile(r"\b(?P<op>in|after|since|before|from|until)\s+(?:the year\s+)?(?P<y>(?:19|20)\d\d)\b",
+                   re.IGNORECASE)
 _YEAR_OPS = {"in": "eq", "from": "eq", "after": "gt", "since": "gte", "before": "lt", "until": "lte"}
 _STATUS = ((re.compile(r"\b(?:still |currently )?airing\b", re.I), "airing"),
            (re.compile(r"\b(?:still )?ongoing\b|\bstill (?:running|being published|serialized)\b", re.I), "ongoing"),
@@ -64,6 +70,7 @@ _STOP = frozenset((
     "thank", "thx", "hey", "hi", "quick", "question", "so", "um", "any", "later", "earlier", "onwards", "older",
     "newer", "than", "between", "episodes", "eps", "volumes", "vols", "began", "begin", "begun", "beginning",
     "serialization", "serialisation", "running", "airing", "during", "ended", "finished", "each", "one", "ones",
+    "uh", "like", "know", "they", "it", "year", "want", "i", "need", "tell",
 ))
 
 
@@ -90,6 +97,7 @@ def parse_filter(q: str) -> Filter | None:
         what = top.group("what").lower()
         et = "manga" if what == "magazine" or (top.group("noun") or "").lower() == "manga" else "anime"
         return Filter(entity_type=et, kind="top", group_by="genres" if what == "genre" else what)
+    q = _SHORT_YEARS.sub(lambda y: f"{y['w']} 19{y['a']} {y['j']} 19{y['b']}", with_digits(q))
     m = _HEAD.match(q)
     if m is None:
         return None
@@ -115,8 +123,8 @@ def parse_filter(q: str) -> Filter | None:
         fld = "episode_count" if what.lower().startswith("ep") else "volumes"
         if sym := cm.group("sym") or cm.group("sym2"):
             op = _SYMBOLS[sym]
-        elif cm.group("plus") or cm.group("more"):
-            op = _MORE.get((cm.group("more") or "more").lower(), "gte")
+        elif cm.group("plus") or cm.group("more") or cm.group("after"):
+            op = _MORE.get((cm.group("more") or cm.group("after") or "more").lower(), "gte")
         else:
             op = _NUM_WORDS.get((cm.group("op") or "exactly").lower(), "eq")
         f.where.append({"field": fld, "op": op, "value": n})

@@ -28,6 +28,7 @@ import psycopg
 from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention, LinkMatch
 from agentic_rag.protocol.links import MAX_CANDIDATES, MAX_MENTIONS
 from agentic_rag.understanding.cues import CUES
+from agentic_rag.understanding.numbers import ORDINALS, UNITS, spelled
 from agentic_rag.understanding.text import (
     Token,
     by_relevance,
@@ -93,6 +94,8 @@ SELECT h.key, h.by_subtitle, h.entity_id::text, h.entity_type, h.name, h.kind, h
   FROM hit h"""
 _HIT = "n.entity_id, n.entity_type, n.name, n.kind, n.popularity FROM entity_name n"
 _SUBTITLE = "link_key(substr(n.norm, strpos(n.norm, ':') + 1))"
+_JOINED = "replace(link_key(n.norm), ' ', '')"  # migration 0009's index
+MIN_JOINED = 7  # letters in one word that may be a whole name typed without spaces ("deathnote")
 NAMES_SQL = f"""
 WITH hit AS (
   SELECT link_key(n.norm) AS key, false AS by_subtitle, {_HIT}
@@ -100,6 +103,9 @@ WITH hit AS (
   UNION ALL
   SELECT {_SUBTITLE}, true, {_HIT}
    WHERE strpos(n.norm, ':') > 0 AND {_SUBTITLE} = ANY(%(subtitles)s::text[]) AND n.entity_type <> 'episode'
+  UNION ALL
+  SELECT {_JOINED}, false, {_HIT}
+   WHERE {_JOINED} = ANY(%(joined)s::text[]) AND n.entity_type <> 'episode'
 ){_ENRICHED}"""
 
 
@@ -133,6 +139,8 @@ def _variants(span: Sequence[Token], fixes: dict[str, list[Fix]]) -> Iterable[tu
     """(key, forced match kind) of a span: as typed, with one word corrected, reordered."""
     words = [t.key for t in span]
     yield " ".join(words), None
+    if (digits := spelled(words)) is not None:  # "evangelion one point oh", "jujutsu kaisen zero"
+        yield " ".join(digits), None
     if "and" in words[1:-1]:  # "rock lee and his ninja pals" is "Rock Lee & His Ninja Pals" (a key drops "&")
         yield " ".join(w for w in words if w != "and"), None
     for i, w in enumerate(words):
@@ -192,7 +200,11 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
         return EntityLinks()
     # a subtitle alone ("greed island", "death & rebirth") when it is two words or more
     subtitles = [k for k in probes if " " in k]
-    rows = await (await conn.execute(NAMES_SQL, {"keys": list(probes), "subtitles": subtitles})).fetchall()
+    # one long word the catalog does not have may be a name typed without its spaces ("chainsawman")
+    # (a single word is always probed as typed: a hit on its joined key lands on that probe)
+    joined = [t.key for t in tokens if len(t.key) >= MIN_JOINED and t.key not in known and t.key not in english_words()]
+    rows = await (await conn.execute(NAMES_SQL, {"keys": list(probes), "subtitles": subtitles,
+                                                 "joined": joined})).fetchall()
     spans: dict[tuple[int, int], _Span] = {}
     # the separators typed between words: a name never spans one it does not have ("naruto + shippuden")
     gaps = [set(question[a.end:b.start]) & SEPARATORS for a, b in itertools.pairwise(tokens)]
@@ -285,7 +297,9 @@ _TITLE_YEAR = re.compile(r" (?:19|20)\d\d$")
 def _season_of(tokens: list[Token]) -> tuple[str, int, int] | None:
     """The season or part the words right after a name pick ("season 4", "s4", "4th season", "II", "final
     season part 2"), as (kind, number, tokens used); kind is "season", "part" or "final"."""
-    keys = [t.key for t in tokens[:5]]
+    # spelled numbers read as digits: "season two", "second season", "mob psycho 100 two"
+    keys = [str(UNITS[k]) if k in UNITS and 2 <= UNITS[k] <= 12 else k for k in (t.key for t in tokens[:5])]
+    keys = [f"{ORDINALS[k]}th" if k in ORDINALS else k for k in keys]
     i = 1 if keys[:1] == ["the"] else 0
     if keys[i:i + 2] in (["final", "season"], ["final", "szn"]):
         if keys[i + 2:i + 3] in (["part"], ["pt"]) and keys[i + 3:i + 4] and keys[i + 3].isdigit():
@@ -301,6 +315,8 @@ def _season_of(tokens: list[Token]) -> tuple[str, int, int] | None:
         return "season", int(m.group(1)), 2
     if keys[0] in _ROMAN[2:]:
         return "season", _ROMAN.index(keys[0]), 1
+    if keys[0].isdigit() and tokens[0].raw.isalpha() and 2 <= int(keys[0]) <= 12:
+        return "season", int(keys[0]), 1  # "mob psycho 100 two" (a spelled number, as a roman one)
     return None
 
 

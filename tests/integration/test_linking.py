@@ -147,3 +147,17 @@ async def test_a_name_never_spans_a_separator_it_does_not_have(demo: IngestRepor
     assert _top(links)[0] == "Neon Genesis Evangelion: Death & Rebirth"
     links = await _link(conn, "hunter x hunter 1999 vs 2011 which one has more episodes")
     assert [m.candidates[0].name for m in links.mentions] == ["Hunter x Hunter (1999)", "Hunter x Hunter (2011)"]
+
+
+async def test_spelled_numbers_and_names_typed_without_spaces(demo: IngestReport, conn: Any) -> None:
+    cases = {
+        "one punch man season two, which studio?": "One-Punch Man Season 2",
+        "after mob psycho 100 two, what is next": "Mob Psycho 100 II",
+        "evangelion one point oh you are not alone, which studio": "Evangelion: 1.0 You Are (Not) Alone",
+        "jujutsu kaisen zero the movie, who is in it": "Jujutsu Kaisen 0",
+        "uh chainsawman anime, how much episodes": "Chainsaw Man",
+        "spyxfamily studio": "Spy x Family",
+    }
+    for q, name in cases.items():
+        links = await _link(conn, q)
+        assert [m.candidates[0].name for m in links.mentions] == [name], q
