@@ -22,9 +22,9 @@ def test_number_words_become_digits(text: str, expected: str) -> None:
 
 
 def test_digits_spelled_inside_a_name() -> None:
-    assert spelled("evangelion one point oh".split()) == ["evangelion", "1", "0"]
-    assert spelled("jujutsu kaisen zero".split()) == ["jujutsu", "kaisen", "0"]
-    assert spelled("death note".split()) is None and spelled(["point"]) is None
+    assert spelled(["evangelion", "one", "point", "oh"]) == ["evangelion", "1", "0"]
+    assert spelled(["jujutsu", "kaisen", "zero"]) == ["jujutsu", "kaisen", "0"]
+    assert spelled(["death", "note"]) is None and spelled(["point"]) is None
 
 
 @pytest.mark.parametrize(("question", "where"), [
