@@ -16,7 +16,7 @@ def words(text: str) -> frozenset[str]:
 
 
 STUDIO = words("studio studios animated animate animates animating animation animator animators")
-DIRECT = words("direct directed director directors directs directing dir")
+DIRECT = words("direct directed director directors directs directing dir helmed helm")
 MUSIC = words("music compose composer composers composed composes soundtrack score scored ost songs")
 DESIGN = words("design designs designer designers designed")
 SCRIPT = words("screenplay script scripts screenwriter composition")
@@ -107,6 +107,7 @@ MOVIE_WORDS = words("movie film")
 ARTICLES = words("the a an")
 
 HOW_MANY = re.compile(r"\b(?:how many|how much|number of|count of|count the|count)\b")
+HOW_MANY_OF_A_WORK = re.compile(r"\bhow (?:many|much) (?:episodes|eps|volumes|vols|chapters)\b")
 HOW_LONG = re.compile(r"\bhow long\b")
 FIRST_EPISODE = re.compile(r"\b(?:first episode|episode (?:1|one)|pilot)\b")
 EPISODE_N = re.compile(r"\b(?:episode|ep|eps) (?P<n>\d{1,4})\b")

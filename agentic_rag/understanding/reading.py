@@ -596,12 +596,25 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
         for m, own in zip(mentions[:2], qualified, strict=False):
             pick = own or (shared if shared and any(c.entity.entity_type == shared for c in m.candidates) else None)
             _add(a, tokens, m, _pick_type(m, wanted, pick), fixed=True)
+        if pair == "compare" and (staff := _staff(w)) is not None and staff.roles:
+            # "did X and Y have the same director": each one's credit for that role, side by side
+            a.intent, a.hops = "chain", [staff]
+            second = Analysis(intent="chain", mentions=[], hops=[staff])
+            for key in a.mentions[1:]:
+                second.mentions.append(key)
+                second.types[key], second.ids[key] = a.types.pop(key), a.ids.pop(key)
+                if key in a.years:
+                    second.years[key] = a.years.pop(key)
+                second.fixed.add(key)
+            a.mentions, a.more = a.mentions[:1], [second]
+            return a
         if pair == "compare":
             a.compare_field = next((f for rx, f in C.COMPARE_FIELDS if rx.search(w.text)), None)
         elif all(k & {"anime", "manga"} for k in kinds[:2]) and (w.any(C.WORKED) or w.has("who worked")):
             a.hops = [Hop(("staff",))]  # "someone who worked on both": the path runs through the staff
         return a
-    f = _filter(question, mentions)
+    # "how many episodes did <a title we lack> run for" counts a work's episodes, never the catalog's works
+    f = None if C.HOW_MANY_OF_A_WORK.search(w.text) else _filter(question, mentions)
     if f is not None:
         f.count = bool(C.HOW_MANY.search(w.text))
     if f is not None and f.where:  # conditions on the whole catalog ("Madhouse anime before 2010")

@@ -338,3 +338,17 @@ def test_pronouns_in_the_question_pick_among_the_names_told_before() -> None:
            cand("anime", "Hunter x Hunter (2011)", "alias", 2011)]
     a = read(q, links(q, ("Hunter x Hunter", hxh)))
     assert a.years == {"Hunter x Hunter": 2011} and a.attr == "episode_count"
+
+
+def test_the_same_director_of_two_works_is_each_ones_director() -> None:
+    fma, bh = [cand("anime", "Fullmetal Alchemist", year=2003)], [cand("anime", "Fullmetal Alchemist: Brotherhood")]
+    q = "Did FMA 2003 and Brotherhood have the same director?"
+    a = read(q, links(q, ("FMA", fma), ("Brotherhood", bh)))
+    assert a.mentions == ["FMA"] and hops(a) == [("staff",)] and "director" in a.hops[0].roles
+    assert [m.mentions for m in a.more] == [["Brotherhood"]] and hops(a.more[0]) == [("staff",)]
+
+
+def test_episodes_of_a_title_the_catalog_lacks_are_no_catalog_filter() -> None:
+    q = "How many episodes did the Yu Yu Hakusho TV anime run for?"
+    a = read(q, links(q))
+    assert a.filter is None and not a.mentions
