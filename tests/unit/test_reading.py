@@ -149,7 +149,7 @@ def test_a_bare_name_leaves_every_reading_open_and_a_type_word_closes_it() -> No
 
 
 def test_meaning_reads_what_no_cue_word_says() -> None:
-    q = "who was at the helm of cowboy bebop"
+    q = "who called the shots on cowboy bebop"
     bebop = work("Cowboy Bebop")
     assert read(q, links(q, ("cowboy bebop", bebop))).intent == "lookup"  # no cue word
     hinted = links(q, ("cowboy bebop", bebop), asks=[AskHint(label="director", score=0.9),
