@@ -200,9 +200,12 @@ def _staff(w: _Words) -> Hop | None:
 def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
     """"How many ..." questions over one named entity."""
     if w.any(C.EPISODES):
-        if w.any(C.TOTAL) or _summing(w):
+        # a sum of several works ("all the seasons", "combined"); "total episodes of X" is X's own count
+        several = C.ALL_SEASONS.search(w.text) or C.SEASON_COUNT.search(w.text) or w.set & {
+            "seasons", "series", "entries", "arcs", "parts", "cours", "together", "combined", "altogether", "added"}
+        if (w.any(C.TOTAL) or _summing(w)) and several:
             # seasons are TV series: "all the seasons" leaves the films out
-            fmt = "tv" if w.set & {"tv", "seasons", "season"} else None
+            fmt = "tv" if w.set & {"tv", "seasons", "season", "series", "without", "excluding"} else None
             n = C.SEASON_COUNT.search(w.text)  # "the three wit studio aot seasons": the first three
             count = int(n.group("n")) if n and n.group("n").isdigit() else C.NUMBERS.get(n.group("n"), 0) if n else 0
             return _Ask([Hop(("sequel",), kind="k_hop", include_start=True, count=count)], "sum_episodes", fmt=fmt,
@@ -701,6 +704,12 @@ def _settings(question: str, mentions: list[LinkedMention]) -> tuple[list[Linked
             # "how many manga has ONE made, counting the webcomic", "..., not ONE's webcomic": an aside
             dropped.append((before[0].start, m.end))
             continue
+        after = [t for t in tokens if t.start >= m.end][:1]
+        if before and before[0].key in ("which", "what") and after and after[0].key in C.TYPE_WORD and len(
+                mentions) > 1 and not _readings(m) & {"character", "person"}:
+            # "which evangelion movie is mari in": the name says which works the answer is among
+            dropped.append((m.start, m.end))
+            continue
         x = out[-1] if out else None
         if x is not None and _readings(x) <= {"character"} and not _readings(m) & {"character", "person"}:
             between = [t for t in tokens if x.end <= t.start < m.start]
@@ -802,7 +811,8 @@ def _pair(w: _Words, kinds: list[set[EntityType]], between: str = "") -> Literal
         return "compare"  # "DBZ > Shippuden eps?", "AoT s1 & JJK s1 same studio?"
     if "&" in between and works and w.any(C.EPISODES | C.VOLUMES | C.YEAR | C.STUDIO):
         return "compare"
-    if w.any(C.COMPARE) or (w.any(C.COMPARATIVE) and (" or " in w.text or "than" in w.set)) or (
+    if w.any(C.COMPARE) or (w.any(C.COMPARATIVE) and (" or " in w.text or "than" in w.set or (
+            works and " and " in w.text))) or (
             " or " in w.text and ("first" in w.set or w.has("came out", "come out"))):
         return "compare"
     if works and w.any(C.BEFORE_AFTER) and (w.any(C.YEAR | C.FOUNDED | C.ENDED) or w.has("come out", "came out")):

@@ -183,7 +183,12 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
         text = f"{tops[0]} has the most" + (f", then {join(tops[1:])}." if len(tops) > 1 else ".")
         return _result(text, [], [], confidence=0.85, facts=[text])
     if a.attr in ATTRS:
-        shown = [attribute_sentence(attr, r, kind) for r in rows[:20] for attr in (a.attr, *a.also)]
+        attrs = [x for x in (a.attr, *a.also) if any(r.get(x) not in (None, "", []) for r in rows)]
+        shown = [attribute_sentence(attr, r, kind) for r in rows[:20] for attr in attrs
+                 if r.get(attr) not in (None, "", [])]
+        # a value recorded for none of them is said once, not once per row
+        shown += [f"The catalog does not record the {x.replace('_', ' ')} of {who or 'these'}."
+                  for x in (a.attr, *a.also) if x not in attrs]
         text = " ".join([*lines, *shown])
     elif a.attr == "franchise_works":
         what = {"movie": "film", "ova": "OVA", "special": "special"}.get(a.fmt or "", a.counted)
@@ -228,6 +233,8 @@ def _aggregate_sentence(a: Analysis, value: Any, who: str, plural: str, request:
     if a.filter is not None:
         return f"The catalog has {value} {plural} matching {_conditions(request)}."
     if a.attr == "sum_episodes":
+        if ("," in who or " and " in who) and a.fmt == "tv":
+            return f"Together, the TV series among {who} have {value} episodes."
         if "," in who or " and " in who:
             return f"Together, {who} have {value} episodes."
         return f"{who} has {value} episodes." if who else f"Together they have {value} episodes."
