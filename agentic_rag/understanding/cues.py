@@ -21,7 +21,7 @@ MUSIC = words("music compose composer composers composed composes soundtrack sco
 DESIGN = words("design designs designer designers designed")
 SCRIPT = words("screenplay script scripts screenwriter composition")
 DRAW = words("drew draw draws drawn drawing artist artists illustrated illustrator illustrates illustrate art")
-WRITE = words("wrote write writes written writer writers author authors mangaka")
+WRITE = words("wrote write writes written writer writers author authors mangaka story")
 CREATE = words("created creator creators create creates invented")
 # the people a staff cue asks for, as nouns ("the director of ..."): the named person is not the subject
 STAFF_NOUNS = words("director directors composer composers writer writers author authors artist artists creator "

@@ -49,8 +49,9 @@ def test_values_and_comparisons_say_which_is_more_or_first() -> None:
     assert attribute_sentence("volumes", {"name": "Bleach", "volumes": None}, "manga") == \
         "The catalog does not record the volumes of Bleach."
     assert compare_sentence("episode_count", "Naruto", "Bleach", 220, 366) == \
-        "Naruto has 220 episodes and Bleach has 366, so Bleach has more."
-    assert compare_sentence("year", "Cowboy Bebop", "Evangelion", 1998, 1995).endswith("so Evangelion came first.")
+        "Naruto has 220 episodes and Bleach has 366, so Bleach has 146 more."
+    assert compare_sentence("year", "Cowboy Bebop", "Evangelion", 1998, 1995).endswith(
+        "so Evangelion came first, by 3 years.")
 
 
 def test_paths_and_people_facts() -> None:

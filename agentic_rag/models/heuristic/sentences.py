@@ -138,12 +138,12 @@ def attribute_sentence(attr: str, row: dict[str, Any], entity_type: str) -> str:
         if entity_type == "studio":
             return f"{name} was founded in {value}."
         # a run is said whole: when it began, and when it ended or that it still runs
-        end, still = row.get("end_year"), row.get("status") in ("airing", "ongoing", "publishing")
+        end, status = row.get("end_year"), row.get("status")
         subject, verb = (f"The {name} manga", "ran") if entity_type == "manga" else (str(name), "aired")
         if end and end != value:
             return f"{subject} {verb} from {value} to {end}."
-        if still:
-            return f"{subject} began in {value} and is still running."
+        if status in ("airing", "ongoing", "publishing"):
+            return f"{subject} began in {value} and is still {'airing' if status == 'airing' else 'ongoing'}."
         return f"{subject} {verb} in {value}." if end else f"{subject} began in {value}."
     if attr == "founded":
         return f"{name} was founded in {value}."
@@ -177,14 +177,15 @@ def compare_sentence(field: str, x: str, y: str, va: Any, vb: Any) -> str:
         unit = _FIELD_WORDS[field]
         text = f"{x} has {shown(va)} {unit} and {y} has {shown(vb)}"
         if isinstance(va, int | float) and isinstance(vb, int | float) and va != vb:
-            text += f", so {x if va > vb else y} has more"
+            text += f", so {x if va > vb else y} has {abs(va - vb)} more"
         return text + "."
     if field in ("year", "end_year"):
         verb = "started in" if field == "year" else "ended in"
         text = f"{x} {verb} {shown(va)} and {y} in {shown(vb)}"
         if isinstance(va, int) and isinstance(vb, int) and va != vb:
-            text += f", so {x if va < vb else y} came first" if field == "year" else \
-                f", so {x if va < vb else y} ended first"
+            gap = abs(va - vb)
+            text += f", so {x if va < vb else y} {'came' if field == 'year' else 'ended'} first, " \
+                    f"by {gap} year{'s' if gap > 1 else ''}"
         return text + "."
     if field in ("studios", "authors", "magazine"):
         label = {"studios": "animated by", "authors": "by", "magazine": "serialized in"}[field]
