@@ -43,6 +43,7 @@ MAX_TOKENS = 40  # words of a question considered: its asking sentences first, t
 MAX_RANGE = 12  # seasons one range names ("seasons 1-3")
 MAX_SPAN = 10  # words in one name ("Evangelion: 3.0+1.0 Thrice Upon a Time" is nine)
 MIN_TYPO_WORD = 4  # shorter words are never corrected: too many catalog words are one edit away
+MIN_TYPO_ALONE = 5  # shorter words alone are corrected only for a dropped letter ("jojo" is not Gojo)
 CORRECTIONS = 3  # catalog words tried per unknown word alone, most frequent first
 CORRECTIONS_IN_NAME = 12  # ... and inside a longer span, where the rest of the name must match too
 ORDER_FREE: frozenset[str] = frozenset({"person", "character"})
@@ -145,7 +146,9 @@ def _variants(span: Sequence[Token], fixes: dict[str, list[Fix]]) -> Iterable[tu
         yield " ".join(w for w in words if w != "and"), None
     for i, w in enumerate(words):
         for fix in fixes.get(w, [])[: CORRECTIONS if len(words) == 1 else CORRECTIONS_IN_NAME]:
-            if not (fix.inside_only and len(words) == 1):
+            # a short name alone is corrected only for a dropped letter ("lufy"), never a changed one ("jojo")
+            if not (fix.inside_only and len(words) == 1) and (
+                    len(words) > 1 or len(w) >= MIN_TYPO_ALONE or len(fix.word) == len(w) + 1):
                 yield " ".join([*words[:i], fix.word, *words[i + 1:]]), "typo"
     if 2 <= len(words) <= 3:
         for perm in itertools.permutations(words):
@@ -406,6 +409,16 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
     return out[:MAX_MENTIONS]
 
 
+def _hyphened(question: str, tokens: list[Token], s: _Span, taken: set[int], loose: dict[int, int]) -> bool:
+    """One word matched loosely that a hyphen joins to a word nothing matched ("kaguya-sama love is war"):
+    a part of another name, not this one."""
+    if s.start not in loose:
+        return False
+    t = tokens[s.start]
+    j = s.start + 1
+    return j < len(tokens) and j not in taken and question[t.end:tokens[j].start] == "-"
+
+
 def _common_noun(tokens: list[Token], s: _Span) -> bool:
     """A lowercase English word after an article is a noun, not a name: "the king of the pirates" is not
     the character King (who is still found as "King" or "who is king")."""
@@ -444,7 +457,7 @@ def _choose(question: str, tokens: list[Token], spans: list[_Span]) -> list[Link
         chosen.append(s)
     loose = {s.start: s.best()[0] for s in chosen if s.length == 1 and s.best()[0] > _rank("exact")}
     chosen = [s for s in chosen if not _inside_unknown_name(tokens, s, taken, loose)
-              and not _common_noun(tokens, s)]
+              and not _common_noun(tokens, s) and not _hyphened(question, tokens, s, taken, loose)]
     out: list[LinkedMention] = []
     for s in sorted(chosen, key=lambda s: s.start)[:MAX_MENTIONS]:
         first, last = tokens[s.start], tokens[s.start + s.length - 1]

@@ -206,10 +206,8 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
         if (w.any(C.TOTAL) or _summing(w)) and several:
             # seasons are TV series: "all the seasons" leaves the films out
             fmt = "tv" if w.set & {"tv", "seasons", "season", "series", "without", "excluding"} else None
-            n = C.SEASON_COUNT.search(w.text)  # "the three wit studio aot seasons": the first three
-            count = int(n.group("n")) if n and n.group("n").isdigit() else C.NUMBERS.get(n.group("n"), 0) if n else 0
-            return _Ask([Hop(("sequel",), kind="k_hop", include_start=True, count=count)], "sum_episodes", fmt=fmt,
-                        domain=("anime",))
+            return _Ask([Hop(("sequel",), kind="k_hop", include_start=True, count=_season_count(w))], "sum_episodes",
+                        fmt=fmt, domain=("anime",))
         return _Ask([], "episode_count", domain=("anime",))
     if w.any(C.VOLUMES):
         return _Ask([], "volumes", domain=("manga",))
@@ -241,6 +239,19 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
     return None
 
 
+def _season_count(w: _Words) -> int:
+    """How many seasons a sum names ("the three wit studio aot seasons": the first three); 0: all."""
+    n = C.SEASON_COUNT.search(w.text)
+    if n is None:
+        return 0
+    return int(n.group("n")) if n.group("n").isdigit() else C.NUMBERS.get(n.group("n"), 0)
+
+
+def _run_domain(w: _Words, either: tuple[EntityType, ...]) -> tuple[EntityType, ...]:
+    """What a run's year or status is asked of: "when did it air" a show, "when was it serialized" a manga."""
+    return ("anime",) if w.any(C.AIRED) else ("manga",) if w.any(C.PUBLISHED) else either
+
+
 def _summing(w: _Words) -> bool:
     return w.any(C.SUM) or w.has("add up", "in all", "all together")
 
@@ -266,13 +277,9 @@ def _attributes(w: _Words) -> list[_Ask]:
             " or " in w.text and len(w.set & C.FORMATS) >= 2):  # "a tv show or an ova"
         asks.append(_Ask([], "format", domain=("anime",)))
     if w.any(C.YEAR) or w.has("what year", "came out", "come out"):
-        # "when did it air" is said of a show, "when was it serialized" of a manga
-        domain: tuple[EntityType, ...] = ("anime",) if w.any(C.AIRED) else ("manga",) if w.any(C.PUBLISHED) \
-            else ("anime", "manga", "studio")
-        asks.append(_Ask([], "year", domain=domain))
+        asks.append(_Ask([], "year", domain=_run_domain(w, ("anime", "manga", "studio"))))
     if w.any(C.STATUS) or w.has("still running", "still going"):
-        asks.append(_Ask([], "status", domain=("anime",) if w.any(C.AIRED) else ("manga",) if w.any(C.PUBLISHED)
-                         else ("anime", "manga")))
+        asks.append(_Ask([], "status", domain=_run_domain(w, ("anime", "manga"))))
     return asks
 
 

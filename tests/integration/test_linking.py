@@ -161,3 +161,10 @@ async def test_spelled_numbers_and_names_typed_without_spaces(demo: IngestReport
     for q, name in cases.items():
         links = await _link(conn, q)
         assert [m.candidates[0].name for m in links.mentions] == [name], q
+
+
+async def test_no_match_questions_link_nothing(demo: IngestReport, conn: Any) -> None:
+    # short words alone are no typo of a name unless a letter was dropped; a hyphen joins a word to another name
+    for q in ("jojo's bizarre adventure part 5 anime year", "how many episodes does seriall experiments lain have?",
+              "who is kaiu shirai?", "kaguya-sama love is war studio"):
+        assert not (await _link(conn, q)).mentions, q

@@ -352,3 +352,11 @@ def test_episodes_of_a_title_the_catalog_lacks_are_no_catalog_filter() -> None:
     q = "How many episodes did the Yu Yu Hakusho TV anime run for?"
     a = read(q, links(q))
     assert a.filter is None and not a.mentions
+
+
+def test_a_question_naming_what_the_catalog_lacks_is_not_searched_by_meaning() -> None:
+    from agentic_rag.models.heuristic.progress import unknown_names
+
+    assert unknown_names("who is naoko yamada?") == ["naoko", "yamada"]
+    assert unknown_names("Who directed the Vinland Saga anime?") == ["Vinland", "Saga"]
+    assert unknown_names("the anime about a boy who wants to become king of the pirates") == []

@@ -7,7 +7,7 @@ explicit not-found; nothing is ever asked twice, because progress is read from t
 from __future__ import annotations
 
 from agentic_rag.models.heuristic.context import norm
-from agentic_rag.models.heuristic.progress import describe_search, progress, searched_by_meaning
+from agentic_rag.models.heuristic.progress import describe_search, progress, searched_by_meaning, unknown_names
 from agentic_rag.models.roles import SelectInput
 from agentic_rag.protocol import MAX_BATCH, GraphIntent, NextStep, SearchIntent, StructuredQuery
 from agentic_rag.understanding.reading import read
@@ -20,9 +20,12 @@ def finish(why: str) -> NextStep:
 def select(inp: SelectInput) -> NextStep:
     a = read(inp.question, inp.links)
     if not a.mentions and a.filter is None:
-        # no name linked: search by meaning, once, in the collections a description usually names
+        # no name linked: search by meaning, once, in the collections a description usually names; but a
+        # question naming something the catalog lacks ("who is Satoshi Kon?") is no description
         if searched_by_meaning(inp.cards):
             return finish("no name in the question is in the catalog; searched by meaning")
+        if unknown := unknown_names(inp.question):
+            return finish(f"no catalog entity matches {' '.join(unknown)}")
         search, *others = describe_search(inp.question)
         return NextStep(action="qdrant_search", rationale=search.rationale, search_intent=search, also=others)
     # a question in parts: the steps of every part, in one batch where they fit

@@ -24,8 +24,11 @@ from agentic_rag.protocol import (
     StructuredQuery,
 )
 from agentic_rag.retrievers.dsl import describe
+from agentic_rag.understanding.cues import CUES
 from agentic_rag.understanding.filters import FACETS, facet_matches
+from agentic_rag.understanding.linker import STOP
 from agentic_rag.understanding.plan import Analysis, Hop
+from agentic_rag.understanding.text import english_words, fold, tokenize
 
 NAME_FIELD = {"anime": "title", "manga": "title", "character": "name", "studio": "name", "person": "name",
               "franchise": "name"}
@@ -54,6 +57,14 @@ DESCRIBED: tuple[EntityType, ...] = ("anime", "manga", "character", "person")
 # cosine similarity a described entity must reach to be offered (as a guess): MiniLM puts right and wrong
 # answers to descriptions at 0.4-0.57 alike (docs/benchmarks.md), so only a clearly closer entry is offered
 SEMANTIC_MIN = 0.6
+
+
+def unknown_names(question: str) -> list[str]:
+    """The words of a question that look like a name (no English word, or capitalised inside the sentence)
+    when nothing in it linked: "who is naoko yamada?" names someone, "the anime about a pirate boy" does not."""
+    words = tokenize(question)
+    return [t.raw for i, t in enumerate(words) if t.key not in STOP and t.key not in CUES and not t.key.isdigit()
+            and (t.key not in english_words() or (i > 0 and t.raw[:1].isupper() and not t.upper))]
 
 
 def describe_search(question: str) -> list[SearchIntent]:
@@ -283,8 +294,11 @@ def _filter(a: Analysis, cards: list[ContextCard], p: Progress) -> Progress:
             for v in facet_matches(f.words, values):
                 where.append({"field": g, "op": "contains" if g == "genres" else "eq", "value": v})
                 p.facets.append(v)
-        if not p.facets and not f.where:
-            p.missing.append(f.words)
+        # words that look like a name ("makoto shinkai films", "Vinland Saga") and match no facet value name
+        # something the catalog lacks: no list of every film answers them
+        named = [x for x in f.words.split() if not p.facets and (x[:1].isupper() or fold(x) not in english_words())]
+        if not p.facets and (not f.where or named):
+            p.missing.append(" ".join(named) or f.words)
             return p
     if f.count:
         return _need(p, cards, [_query({"entity_type": f.entity_type, "where": where[:8],
