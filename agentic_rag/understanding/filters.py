@@ -15,6 +15,7 @@ from typing import Any, Literal
 
 from agentic_rag.protocol.query import FIELDS
 from agentic_rag.understanding.numbers import with_digits
+from agentic_rag.understanding.text import english_words
 
 Kind = Literal["list", "top"]
 # Facets whose values are names the question may contain, per entity type.
@@ -185,4 +186,9 @@ def facet_matches(question_words: str, values: list[str]) -> list[str]:
         if key and f" {key} " in text:
             hits.append(v)
             text = text.replace(f" {key} ", " ")
+    # a distinctive word of one value alone names it ("Toei" is Toei Animation): a word no other value has
+    # and no English word
+    words = {w: [v for v in values if w in _key(v).split()] for w in text.split()
+             if len(w) >= 4 and w not in english_words() and w not in _STOP}
+    hits += [vs[0] for vs in words.values() if len(vs) == 1 and vs[0] not in hits]
     return hits

@@ -360,3 +360,11 @@ def test_a_question_naming_what_the_catalog_lacks_is_not_searched_by_meaning() -
     assert unknown_names("who is naoko yamada?") == ["naoko", "yamada"]
     assert unknown_names("Who directed the Vinland Saga anime?") == ["Vinland", "Saga"]
     assert unknown_names("the anime about a boy who wants to become king of the pirates") == []
+
+
+def test_a_distinctive_word_of_a_facet_value_names_it() -> None:
+    from agentic_rag.understanding.filters import facet_matches
+
+    studios = ["Toei Animation", "Studio Pierrot", "Madhouse", "Wit Studio"]
+    assert facet_matches("which Toei anime", studios) == ["Toei Animation"]
+    assert facet_matches("which studio anime", studios) == []  # an English word shared by two values names none

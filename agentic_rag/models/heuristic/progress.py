@@ -294,11 +294,13 @@ def _filter(a: Analysis, cards: list[ContextCard], p: Progress) -> Progress:
             for v in facet_matches(f.words, values):
                 where.append({"field": g, "op": "contains" if g == "genres" else "eq", "value": v})
                 p.facets.append(v)
-        # words that look like a name ("makoto shinkai films", "Vinland Saga") and match no facet value name
-        # something the catalog lacks: no list of every film answers them
-        named = [x for x in f.words.split() if not p.facets and (x[:1].isupper() or fold(x) not in english_words())]
-        if not p.facets and (not f.where or named):
-            p.missing.append(" ".join(named) or f.words)
+        # two or more words that look like a name ("makoto shinkai films", "Vinland Saga") and match no facet
+        # value name something the catalog lacks when nothing else narrows the list: no list of every film
+        # answers them
+        named = [x for x in f.words.split() if x[:1].isupper() or fold(x) not in english_words()]
+        loose = all(c["field"] == "format" for c in f.where)
+        if not p.facets and (not f.where or (loose and len(named) >= 2)):
+            p.missing.append(" ".join(named) if f.where else f.words)
             return p
     if f.count:
         return _need(p, cards, [_query({"entity_type": f.entity_type, "where": where[:8],
