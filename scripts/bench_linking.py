@@ -5,7 +5,8 @@
 The demo catalog (database of the settings, loaded by `agentic-rag ingest`) is linked against the
 shipped question sets. The synthetic catalog is loaded into its own database (as bench_retrieval.py
 does, skipped when already there); its questions are made from names sampled from the catalog, in
-a few phrasings, half of them with one typo in a name. Each question is linked twice: a first pass
+a few phrasings, half of them with one typo in a name (the same sample for the same --seed, so two
+runs compare on the same questions). Each question is linked twice: a first pass
 that reads index pages from disk, and a warm pass. Prints a markdown table for docs/benchmarks.md.
 """
 
@@ -86,9 +87,10 @@ async def main() -> None:
     print(f"catalog: {'already loaded' if report.skipped else f'loaded in {time.perf_counter() - t0:.0f} s'}")
     async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
         sampled = await (await conn.execute(
-            "SELECT name, entity_id::text FROM entity_name TABLESAMPLE SYSTEM (1) WHERE kind = 'primary' "
-            "AND entity_type IN ('anime', 'manga', 'character', 'person', 'studio') LIMIT %s",
-            (args.queries * 2,))).fetchall()
+            "SELECT name, entity_id::text FROM entity_name TABLESAMPLE SYSTEM (1) REPEATABLE (%s) "
+            "WHERE kind = 'primary' AND entity_type IN ('anime', 'manga', 'character', 'person', 'studio') "
+            "ORDER BY entity_id LIMIT %s",  # the same names for the same seed: runs compare on one sample
+            (args.seed, args.queries * 2))).fetchall()
     pairs = [(sampled[i], sampled[i + 1]) for i in range(0, len(sampled) - 1, 2)][: args.queries]
     questions, wanted = [], []
     for k, ((name, eid), (other, _)) in enumerate(pairs):
