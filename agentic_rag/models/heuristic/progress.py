@@ -175,8 +175,8 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
         got = [_card_for(cards, i) for i in intents]
         for _ in range(MAX_CHAIN_ROUNDS if hop.kind == "k_hop" else 0):
             # a chain longer than one traversal goes on from where the last one stopped (MHA's eight seasons)
-            more: list[BatchIntent] = [_graph("k_hop", end.ref, hop=hop) for c in got[-len(intents):] if c is not None
-                    and (end := _chain_end(c)) is not None]
+            ends = [end for c in got[-len(intents):] if c is not None and (end := _chain_end(c)) is not None]
+            more: list[BatchIntent] = [_graph("k_hop", end.ref, hop=hop) for end in ends]
             if not more:
                 break
             intents, got = more, got + [_card_for(cards, i) for i in more]
