@@ -172,7 +172,10 @@ async def test_a_cancelled_call_frees_the_model(backend: TransformersBackend) ->
     with pytest.raises(TimeoutError):
         await asyncio.wait_for(backend.complete(messages, None, max_tokens=100_000, temperature=1.0), 0.2)
     done = await asyncio.wait_for(backend.complete(messages, None, max_tokens=4, temperature=1.0), 30)
-    assert done.completion_tokens == 4
+    # the model is free again: the next call runs to its limit, or to an end-of-text token sampled sooner
+    # (a random tiny model at temperature 1 can sample it first: the flake CI saw)
+    assert (done.finish_reason, done.completion_tokens) == ("length", 4) or (
+        done.finish_reason == "stop" and 1 <= done.completion_tokens < 4)
 
 
 async def test_concurrent_calls_run_one_at_a_time(backend: TransformersBackend) -> None:
