@@ -78,7 +78,7 @@ STATUS = words("status ongoing airing finished completed")
 TOTAL = words("total combined altogether together all seasons")
 SUM = words("total totals combined altogether together sum added")  # a sum is asked even without "how many"
 WORKS = words("anime shows show series works work titles title manga movies films credits")
-OTHER = words("other else")
+OTHER = words("other else another")
 TITLE = words("japanese romaji native title called")
 APPEAR = words("appear appears appeared appearing from in star stars starring featuring feature features")
 
@@ -121,7 +121,10 @@ ALL_SEASONS = re.compile(r"\b(?:both|all|every)\b.*?\b(?:seasons|series|parts|co
 FIRST_SEASON = re.compile(r"\bfirst (?:tv )?(?:season|series|anime|show)\b")
 # The attribute a comparison asks about, by its wording (first match wins; none: every difference).
 COMPARE_FIELDS = (
-    (re.compile(r"\bend(?:ed|s)?\b|\bfinish(?:ed|es)?\b|\bconclude[ds]?\b|\bwrap(?:ped)? up\b"), "end_year"),
+    # a field right after "more" or "fewer" is the one compared ("ended up with more volumes")
+    (re.compile(r"\b(?:more|fewer|less|most|fewest)(?: \w+)? (?:volumes?|vols?)\b"), "volumes"),
+    (re.compile(r"\b(?:more|fewer|less|most|fewest)(?: \w+)? (?:episodes?|eps)\b"), "episode_count"),
+    (re.compile(r"\bend(?:ed|s)?\b(?! up\b)|\bfinish(?:ed|es)?\b|\bconclude[ds]?\b|\bwrap(?:ped)? up\b"), "end_year"),
     (re.compile(r"\bstudios?\b|\banimat"), "studios"),
     (re.compile(r"\bvolumes?\b|\bvols?\b"), "volumes"),
     (re.compile(r"\bepisodes?\b|\beps\b|\blonger\b|\bshorter\b"), "episode_count"),

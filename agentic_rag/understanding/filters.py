@@ -54,11 +54,13 @@ _DECADE = re.compile(r"\b(?:(?:in|during|from|of) )?(?:the )?(?:(?P<c>19|20)(?P<
                      re.IGNORECASE)
 # a year said of a run's end ("ended between 2020 and 2022", "finished before 2010")
 _ENDED = re.compile(r"\b(?:end|ends|ended|ending|finish|finished|finishing|conclude[ds]?|wrapped(?: up)?)\W+"
-                    r"(?:\w+\W+){0,2}$", re.IGNORECASE)
+                    r"(?:\w+\W+){0,3}$", re.IGNORECASE)  # "finished their run in"
 _YEAR = re.compile(r"\b(?P<op>in|after|since|before|from|until)\s+(?:the year\s+)?(?P<y>(?:19|20)\d\d)\b",
                    re.IGNORECASE)
 _YEAR_OPS = {"in": "eq", "from": "eq", "after": "gt", "since": "gte", "before": "lt", "until": "lte"}
-_STATUS = ((re.compile(r"\b(?:still |currently )?airing\b", re.I), "airing"),
+# "started airing in the 90s" says when a run began, not that it still airs
+_STATUS = ((re.compile(r"(?<!start )(?<!started )(?<!began )(?<!begin )(?<!first )\b(?:still |currently )?airing\b",
+                       re.I), "airing"),
            (re.compile(r"\b(?:still )?ongoing\b|\bstill (?:running|being published|serialized)\b", re.I), "ongoing"),
            (re.compile(r"\b(?:finished|completed|ended)\b", re.I), "finished"))
 # Words that never name a facet value: question scaffolding.
@@ -141,7 +143,8 @@ def parse_filter(q: str) -> Filter | None:
     rest = _THAN.sub(" ", rest)
     for ym in _YEAR_OPEN.finditer(rest):
         earlier = (ym.group("dir") or "").lower() in ("earlier", "before", "older")
-        f.where.append({"field": year, "op": "lte" if earlier else "gte", "value": int(ym.group("y"))})
+        f.where.append({"field": _year_field(rest[:ym.start()], year), "op": "lte" if earlier else "gte",
+                        "value": int(ym.group("y"))})
     rest = _YEAR_OPEN.sub(" ", rest)
     if d := _DECADE.search(rest):
         start = int(f"{d.group('c')}{d.group('d')}0") if d.group("c") else 1900 + int(d.group("s")) * 10

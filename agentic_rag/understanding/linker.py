@@ -323,6 +323,22 @@ def _season_of(tokens: list[Token]) -> tuple[str, int, int] | None:
     return None
 
 
+def _season_before(tokens: list[Token]) -> tuple[str, int, Token] | None:
+    """The season named before "of" and a name ("the second season of X", "season 2 of X", "the final season
+    of X"), as (kind, number, its first token), from the last words before the name."""
+    keys = [t.key for t in tokens[-3:]]
+    if keys[-1:] != ["of"] or len(keys) < 3:
+        return None
+    a, b = keys[-3], keys[-2]
+    if b == "season" and a == "final":
+        return "final", 0, tokens[-3]
+    if b in ("season", "part") and (n := ORDINALS.get(a) or (int(m.group(1)) if (m := _ORDINAL.match(a)) else 0)):
+        return ("part" if b == "part" else "season"), n, tokens[-3]
+    if a in ("season", "part") and (n := int(b) if b.isdigit() else UNITS.get(b, 0)) and n <= MAX_RANGE:
+        return ("part" if a == "part" else "season"), n, tokens[-3]
+    return None
+
+
 def _season_keys(base: str, kind: str, n: int) -> list[str]:
     if kind == "final":
         return [f"{base} the final season" + (f" part {n}" if n else ""), f"{base} final season"
@@ -356,6 +372,12 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
         # "hunter x hunter 1999 vs 2011": a title's year is a qualifier too
         bases = sorted(names | {_QUALIFIED.sub("", n) for n in names} | {_TITLE_YEAR.sub("", n) for n in names})
         start, after, end = m.start, [t for t in tokens if t.start >= m.end], m.end
+        if bases and (before := _season_before([t for t in tokens if t.end <= m.start])) is not None:
+            kind, n, first = before  # "the second season of one punch man"
+            keys = [key for b in bases for key in _season_keys(b, kind, n)]
+            found.append((i, first.start, m.end, keys))
+            asks.update(keys)
+            continue
         listed = bool(after) and after[0].key in ("seasons", "parts")  # "seasons 1, 2 and 3": bare numbers follow
         previous = 0
         while bases and after:
@@ -405,7 +427,7 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
                                  popularity=max(int(popularity), 0), year=year, format=fmt)
             start = m.start if start == m.start else start
             seasons.append(LinkedMention(text=question[start:end][:200], start=start, end=end, candidates=[cand]))
-        out += seasons if seasons and seasons[0].start == m.start else [m, *seasons]
+        out += seasons if seasons and seasons[0].start <= m.start else [m, *seasons]
     return out[:MAX_MENTIONS]
 
 

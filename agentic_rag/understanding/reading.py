@@ -69,6 +69,7 @@ _ANSWER: dict[str, EntityType] = {"anime": "anime", "show": "anime", "shows": "a
                                   "movie": "anime", "film": "anime", "manga": "manga", "studio": "studio"}
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 MAX_TOGETHER = 12  # works one sum adds up
+MAX_MORE = 3  # readings one question adds (credits asked together)
 # The cue words an exemplar label stands for ("describe" asks for no relation: a lookup).
 HINT_CUES: dict[str, tuple[str, ...]] = {
     "studio": ("studio",), "director": ("directed",), "music": ("music",), "author": ("wrote",),
@@ -197,12 +198,22 @@ def _staff(w: _Words) -> Hop | None:
     return None
 
 
+def _staff_roles_asked(w: _Words) -> list[Hop]:
+    """Every credit the words ask for ("the director and composer of X"), in a fixed order."""
+    cues = ((C.DIRECT, "director"), (C.MUSIC, "music"), (C.SCRIPT, "script"))
+    hops = [Hop(("staff",), staff_roles(role)) for cue, role in cues if w.any(cue)]
+    if w.any(C.DESIGN) and "character" in w.text:
+        hops.append(Hop(("staff",), staff_roles("design")))
+    return hops
+
+
 def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
     """"How many ..." questions over one named entity."""
     if w.any(C.EPISODES):
         # a sum of several works ("all the seasons", "combined"); "total episodes of X" is X's own count
+        # ("series" alone is one: "the total episode count of the Dragon Ball Z TV series")
         several = C.ALL_SEASONS.search(w.text) or C.SEASON_COUNT.search(w.text) or w.set & {
-            "seasons", "series", "entries", "arcs", "parts", "cours", "together", "combined", "altogether", "added"}
+            "seasons", "entries", "arcs", "parts", "cours", "together", "combined", "altogether", "added"}
         if (w.any(C.TOTAL) or _summing(w)) and several:
             # seasons are TV series: "all the seasons" leaves the films out
             fmt = "tv" if w.set & {"tv", "seasons", "season", "series", "without", "excluding"} else None
@@ -299,16 +310,17 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
     """The hops the words ask for, structural ones (sequel, source) before the final one (studio, staff)."""
     hops: list[Hop] = []
     answer = _answer_type(w)
+    timeless = bool(anchor_types) and anchor_types <= {"person", "studio"}  # "before", "after": times, not sequels
     if C.ALL_SEASONS.search(w.text):
         hops.append(Hop(("sequel",), kind="k_hop", include_start=True))
     elif C.IN_ORDER.search(w.text) or w.any(C.ORDER):
         hops.append(SEQUEL_CHAIN)
-    elif w.any(C.PREQUEL) or (anchor_types & {"anime"} and (
+    elif (w.any(C.PREQUEL) and not timeless) or (anchor_types & {"anime"} and (
             (after_anchor & C.FOLLOWS and "by" not in after_anchor)
             or ("after" in after_anchor and after_anchor & {"come", "came", "comes"}))):
         # "which anime does X follow on from", "does X come after something": X is the later one
         hops.append(PREQUEL)
-    elif w.any(C.SEQUEL) or (C.SEASON_TAG.search(w.text) and "anime" in anchor_types):
+    elif (w.any(C.SEQUEL) and not timeless) or (C.SEASON_TAG.search(w.text) and "anime" in anchor_types):
         hops.append(SEQUEL)  # "does one punch man have a s2": a season not linked to the name is what follows
     elif "side" in w.set or "spinoff" in w.set:
         hops.append(Hop(("side_story", "spinoff"), node_types=("anime",)))
@@ -322,9 +334,11 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
     elif not hops and anchor_types == {"manga"} and (answer == "anime" or w.set & {"anime", "tv", "show"}
                                                      or w.any(C.ADAPTATION)):
         hops.append(ADAPTATIONS)  # "did the manga X ever get an anime": its adaptations
-    if anchor_types == {"studio"} and w.any(C.STUDIO | C.MADE | C.WORKS):
-        hops.append(STUDIO_WORKS)  # "everything CloverWorks animated"
-    elif w.any(C.STUDIO) or w.has("animation studio", "produced by", "who produced", "who animated"):
+    if anchor_types == {"studio"} and w.any(C.STUDIO | C.MADE | C.WORKS) and not (
+            w.any(C.FOUNDED) and not w.any(C.MADE | C.WORKS)):
+        hops.append(STUDIO_WORKS)  # "everything CloverWorks animated" (not "when was that studio founded")
+    elif (w.any(C.STUDIO) or w.has("animation studio", "produced by", "who produced", "who animated")) and \
+            anchor_types != {"studio"}:
         hops.append(STUDIO)
     elif (staff := _staff(w)) and anchor_types == {"person"} and _person_acts(w):
         # "which anime did Hiroshi Seko write": the person is the subject, the works are asked for
@@ -334,8 +348,11 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
             roles += ("series_composition",)  # an anime's writer is its series composer
         hops.append(Hop(("worked_on",), roles, node_types=(kind,) if kind else (), exclude_seen=w.any(C.OTHER)))
     elif staff:
-        hops.append(staff)
-        if w.any(C.OTHER) and w.any(C.WORKS):  # "what other anime did the director of X direct"
+        # "who wrote X": its writer, and its artist when another person drew it (a name a reader expects)
+        hops.append(AUTHORS if staff.roles == staff_roles("wrote") else staff)
+        # "what other anime did the director of X direct", "what else did X's director direct", "X's composer
+        # also scored another show": the person's other credits in that role
+        if (w.any(C.OTHER) or "also" in w.set) and (w.any(C.WORKS) or _said_twice(w)):
             hops.append(Hop(("worked_on",), staff.roles, node_types=("anime",), exclude_seen=True))
     elif w.any(C.STUDENTS) or (w.any(C.MENTOR_VERBS) and after_anchor & C.MENTOR_VERBS):
         hops.append(STUDENTS)  # "X's students", "who did X train": X is the mentor
@@ -360,13 +377,18 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
     elif anchor_types == {"character"} and (w.any(C.WORKS) or (w.any(C.APPEAR) and not w.has(
             "who is", "whos", "who was", "who s"))) and not hops:  # "who is X in Y" asks who, not where
         hops.append(APPEARS)
-    elif w.any(C.MADE) and anchor_types & {"anime", "manga"}:
-        hops.append(Hop(("staff",)))
+    elif w.any(C.MADE) and anchor_types & {"anime", "manga"} and not w.set & {"movies", "films", "ovas", "specials"}:
+        hops.append(Hop(("staff",)))  # who made X (not "which films have been made for X")
     if w.any(C.WHOSE) and hops and _RANGE.get(hops[-1].edges) == "manga":
         hops.append(AUTHORS)  # "based on whose manga"
     if hops and hops[0] is APPEARS and C.FIRST_SEASON.search(w.text):
         hops[0] = Hop(APPEARS.edges, node_types=APPEARS.node_types, first=True)
     return hops
+
+
+def _said_twice(w: _Words) -> bool:
+    """Whether a staff role is named twice, as the person and as the act ("X's director ... direct")."""
+    return any(len(w.set & cue) >= 2 for cue in (C.DIRECT, C.MUSIC, C.DESIGN, C.SCRIPT, C.DRAW, C.WRITE | C.CREATE))
 
 
 def _person_acts(w: _Words) -> bool:
@@ -522,9 +544,11 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         return whole  # two attributes of one entity: the whole reading reads both off one row
     reached = _RANGE.get(a1.hops[-1].edges) if a1.hops and a1.attr is None else None
     later = text[second[0]:second[1]].lower()
-    if reached is not None and (back := re.search(rf"\b(?:that|this|same|its|their) (?:{_BACK[reached]})\b",
-                                                  later)) is not None:
-        # "... and when was that studio founded": the second part starts where the first ended
+    back = re.search(rf"\b(?:(?:that|this|same|its|their|those|these) (?:{_BACK[reached]})s?|those|these|them|they)\b",
+                     later) if reached is not None else None
+    if reached is not None and back is not None:
+        # "... and when was that studio founded", "... and what studios animated those": the second part
+        # starts where the first ended
         later = later[:back.start()] + " " * (back.end() - back.start()) + later[back.end():]
         tokens = tokenize(later)
         ask = _ask(_rest(later, tokens, []), {reached})
@@ -570,6 +594,7 @@ def _fits_type(t: EntityType, domain: tuple[EntityType, ...]) -> bool:
 
 def _read(question: str, links: EntityLinks | None) -> Analysis:
     linked = list(links.mentions) if links else []
+    whole = question
     # a long message: read the sentences that ask (and the one naming what they ask about), not the story
     asked = asking(question)
     question = focus(question, [(m.start, m.end) for m in linked])
@@ -581,6 +606,8 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
         kept = [m for m in kept if _readings(m) & refers] or kept
     for lo, hi in dropped:
         question = question[:lo] + " " * (hi - lo) + question[hi:]
+    # "the manga one rather than the anime", "before it ended": words that ask for nothing
+    question = _UNASKED.sub(lambda x: " " * len(x.group()), question)
     tokens = tokenize(question)
     mentions = _by_years(tokens, kept)
     w = _rest(question, tokens, mentions)
@@ -624,9 +651,18 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             a.hops = [Hop(("staff",))]  # "someone who worked on both": the path runs through the staff
         return a
     # "how many episodes did <a title we lack> run for" counts a work's episodes, never the catalog's works
-    f = None if C.HOW_MANY_OF_A_WORK.search(w.text) else _filter(question, mentions)
+    f = _filter(question, mentions)
+    if not linked and whole != question and (f is None or not f.where):
+        # "a movie night with anime films from 2013. Which ones came out that year?": the conditions are
+        # said before the question that asks for them
+        told = _filter(whole, [])
+        f = told if told is not None and told.where else f
+    if f is not None and C.HOW_MANY_OF_A_WORK.search(w.text) and not any(
+            c["field"] in ("episode_count", "volumes") for c in f.where):
+        f = None  # unless the list is by that count too ("which series have 50+ episodes, and how many each")
     if f is not None:
-        f.count = bool(C.HOW_MANY.search(w.text))
+        # "how many anime ...", not "..., and how many episodes does each have"
+        f.count = bool(C.HOW_MANY.search(C.HOW_MANY_OF_A_WORK.sub(" ", w.text)))
     if f is not None and f.where:  # conditions on the whole catalog ("Madhouse anime before 2010")
         return Analysis(intent="aggregate" if f.count else "filter", mentions=[], filter=f)
     anchor = _anchor(tokens, mentions)
@@ -665,6 +701,11 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             if a.attr == "count" and a.role and not any(h.edges == ("worked_on",) for h in a.hops):
                 a.hops.append(Hop(("worked_on",), (a.role,), node_types=("anime",)))
             _add(a, tokens, anchor, start, fixed=True)
+            if a.hops and a.hops[-1].edges == ("staff",) and a.attr is None:
+                # "X's director and composer": one more reading per credit asked
+                for other in _staff_roles_asked(w)[:MAX_MORE]:
+                    if other.roles != a.hops[-1].roles:
+                        a.more.append(_same_start(a, [*a.hops[:-1], other]))
             strong = {c.entity.entity_type for c in anchor.candidates if c.match in ("exact", "alias")}
             if a.attr in ("year", "status") and not hops and not said and {"anime", "manga"} <= strong & set(
                     ask.domain) and a.mentions[-1] not in a.years:
@@ -690,6 +731,17 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
     return a
 
 
+def _same_start(a: Analysis, hops: list[Hop]) -> Analysis:
+    """Another reading from the same names as ``a``, along other hops."""
+    return Analysis(intent="chain", mentions=list(a.mentions), types=dict(a.types), years=dict(a.years),
+                    ids={k: dict(v) for k, v in a.ids.items()}, fixed=set(a.fixed), hops=hops)
+
+
+# the words just before a magazine's name: a name there is part of the magazine's
+_MAGAZINE_NAMED = re.compile(r"\b(?:ran|run|runs|running|serialized|serialised|published|printed) in(?: the)?"
+                             r"(?: \w+){0,3}\s*$", re.IGNORECASE)
+
+
 def _settings(question: str, mentions: list[LinkedMention]) -> tuple[list[LinkedMention], list[tuple[int, int]]]:
     """The mentions the question is about, less asides: a work that only says where the character before it
     is from ("who is Ryuk death note", "Rem in Death Note"), a name in brackets or after "not", "counting"
@@ -711,6 +763,8 @@ def _settings(question: str, mentions: list[LinkedMention]) -> tuple[list[Linked
             # "how many manga has ONE made, counting the webcomic", "..., not ONE's webcomic": an aside
             dropped.append((before[0].start, m.end))
             continue
+        if _readings(m) <= {"character", "person"} and _MAGAZINE_NAMED.search(question[:m.start]):
+            continue  # "manga that ran in monthly shonen ace": the words name a magazine (kept, as its name)
         after = [t for t in tokens if t.start >= m.end][:1]
         if before and before[0].key in ("which", "what") and after and after[0].key in C.TYPE_WORD and len(
                 mentions) > 1 and not _readings(m) & {"character", "person"}:
@@ -838,15 +892,33 @@ def _pair(w: _Words, kinds: list[set[EntityType]], between: str = "") -> Literal
     return None
 
 
+_UNASKED = re.compile(r"\b(?:(?:rather|other) than|instead of|(?:and |but )?not)(?: the| an?)? (?:anime|manga|movies?|"
+                      r"films?|shows?|(?:tv )?series|tv show)\b|"
+                      r"\bbefore (?:it |they |the (?:manga|series|anime) )?(?:ended|finished|wrapped(?: up)?|concluded|"
+                      r"ending|finishing)\b", re.IGNORECASE)
+_STUDIO_MADE = re.compile(r"\b(?:make|made|makes|animate|animated|animates|produce|produced|done|release|released)\b",
+                          re.IGNORECASE)
+
+
 def _filter(question: str, mentions: list[LinkedMention]) -> Filter | None:
     """A catalog-wide filter, when the question names no work or character to be about."""
     if any({c.entity.entity_type for c in m.candidates} & {"anime", "manga", "character"} and
            not {c.entity.entity_type for c in m.candidates} & {"studio", "person"} for m in mentions):
         return None
+    # a studio or person named with a typo or an alias is matched to facet values by its catalog name
+    for m in sorted(mentions, key=lambda m: -m.start):
+        top = m.candidates[0]
+        if top.entity.entity_type in ("studio", "person") and top.match != "exact":
+            question = question[:m.start] + top.name + question[m.end:]
     q = " ".join(question.split()).rstrip("?.! ")
     found = parse_filter(q)
     if found is None or not found.where:  # chatter before the question: read it from its head word on
         found = parse_filter(_CHATTER.sub("", q, count=1)) or found
+    if (found is None or not found.where) and any(m.candidates[0].entity.entity_type == "studio" for m in mentions) \
+            and _STUDIO_MADE.search(q) and not C.FOUNDED & set(q.lower().split()):
+        # "what did MAPPA make after 2020": a studio's works are anime, under the same conditions
+        works = parse_filter(f"anime {q}")
+        found = works if works is not None and works.where else found
     return found
 
 

@@ -133,6 +133,7 @@ def by_relevance(text: str) -> list[Span]:
     return sorted(spans, key=lambda s: min((abs(spans.index(s) - i) * 2 + (spans.index(s) > i), i) for i in at))
 
 
+ELLIPTIC_WORDS = 3  # an asking sentence this short ("Which one?") asks what the sentence before says
 CONTEXT_WORDS = 3  # words kept either side of a name the asking sentences refer back to ("the 2011 version of X")
 # what a pronoun in the asking sentences refers back to: a person or character, or a work
 _HE_SHE = re.compile(r"\b(?:he|him|his|himself|she|her|hers|herself)\b", re.IGNORECASE)
@@ -159,6 +160,9 @@ def focus(text: str, names: list[Span]) -> str:
     keep = list(asking)
     if not any(a <= n < b for a, b in keep for n, _ in names):
         named = [s for s in by_relevance(text) if any(s[0] <= n < s[1] for n, _ in names)]
+        if sum(len(text[a:b].split()) for a, b in asking) <= ELLIPTIC_WORDS:
+            # "... went on to direct another series. Which one?": the question is the sentence before
+            return text if not named else _keep(text, [*asking, named[0]])
         for a, b in named[:1]:
             words = [m.span() for m in re.finditer(r"\S+", text[a:b])]
             for n0, n1 in (n for n in names if a <= n[0] < b):
@@ -166,6 +170,10 @@ def focus(text: str, names: list[Span]) -> str:
                 lo, hi = max(at[0] - CONTEXT_WORDS, 0), min(at[-1] + CONTEXT_WORDS, len(words) - 1)
                 keep.append((a + words[lo][0], a + words[hi][1]))
     keep += [n for n in names if any(a < n[1] and n[0] < b for a, b in keep)]  # a name across a break
+    return _keep(text, keep)
+
+
+def _keep(text: str, keep: list[Span]) -> str:
     out = list(re.sub(r"\S", " ", text))
     for a, b in keep:
         out[a:b] = text[a:b]

@@ -168,3 +168,10 @@ async def test_no_match_questions_link_nothing(demo: IngestReport, conn: Any) ->
     for q in ("jojo's bizarre adventure part 5 anime year", "how many episodes does seriall experiments lain have?",
               "who is kaiu shirai?", "kaguya-sama love is war studio"):
         assert not (await _link(conn, q)).mentions, q
+
+
+async def test_a_season_named_before_the_name(demo: IngestReport, conn: Any) -> None:
+    for q, name in (("who animated the second season of one punch man", "One-Punch Man Season 2"),
+                    ("who directed season 2 of mob psycho 100", "Mob Psycho 100 II")):
+        links = await _link(conn, q)
+        assert [m.candidates[0].name for m in links.mentions] == [name], q

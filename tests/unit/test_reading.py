@@ -368,3 +368,81 @@ def test_a_distinctive_word_of_a_facet_value_names_it() -> None:
     studios = ["Toei Animation", "Studio Pierrot", "Madhouse", "Wit Studio"]
     assert facet_matches("which Toei anime", studios) == ["Toei Animation"]
     assert facet_matches("which studio anime", studios) == []  # an English word shared by two values names none
+
+
+def test_the_other_credits_of_a_works_staff_member() -> None:
+    dn = [cand("anime", "Death Note", year=2006), cand("manga", "Death Note", year=2003)]
+    for q in ("what else did the death note director direct",
+              "the director of death note also directed an older anime, which one?"):
+        a = read(q, links(q, ("death note", dn)))
+        assert hops(a) == [("staff",), ("worked_on",)] and a.hops[-1].exclude_seen, q
+    q = "who directed death note"  # no "other", "else", "also": the credit alone
+    assert hops(read(q, links(q, ("death note", dn)))) == [("staff",)]
+
+
+def test_an_elliptic_question_asks_what_the_sentence_before_it_says() -> None:
+    from agentic_rag.understanding.text import focus
+
+    q = "The director of Death Note went on to direct another dark fantasy series. Which one?"
+    assert focus(q, [(q.index("Death Note"), q.index("Death Note") + 10)]) == q  # kept whole
+    q = "I love long shows. Which anime have more than 100 episodes?"
+    assert focus(q, []).startswith(" " * len("I love long shows."))  # an asking sentence with words of its own
+
+
+def test_several_credits_asked_together_are_one_reading_each() -> None:
+    opm = [cand("anime", "One-Punch Man", year=2015)]
+    q = "one punch man director and composer?"
+    a = read(q, links(q, ("one punch man", opm)))
+    assert "director" in a.hops[0].roles and [h.roles for m in a.more for h in m.hops] == [("music",)]
+
+
+def test_temporal_words_about_a_person_or_studio_are_no_sequel() -> None:
+    kf = [cand("person", "Kazuhiro Furuhashi")]
+    q = "Kazuhiro Furuhashi directed Spy x Family. Which older anime had he directed before that?"
+    a = read(q, links(q, ("Kazuhiro Furuhashi", kf)))
+    assert hops(a) == [("worked_on",)]
+
+
+def test_a_studio_named_by_typo_or_pronoun() -> None:
+    mh = [cand("studio", "Madhouse", "typo")]
+    q = "madhuose anime after 2010"
+    a = read(q, links(q, ("madhuose", mh)))
+    assert a.filter is not None and a.filter.words.startswith("Madhouse")
+    mappa = [cand("studio", "MAPPA")]
+    q = "I keep seeing the MAPPA logo everywhere. When was that studio actually founded?"
+    a = read(q, links(q, ("MAPPA", mappa)))
+    assert a.attr == "founded" and not a.hops
+    q = "what did mappa make after 2020"  # a studio's works under a condition: a filter on its anime
+    a = read(q, links(q, ("mappa", mappa)))
+    assert a.filter is not None and {"field": "year", "op": "gt", "value": 2020} in a.filter.where
+
+
+def test_words_that_ask_for_nothing() -> None:
+    dn = [cand("manga", "Death Note", year=2003), cand("anime", "Death Note", year=2006)]
+    q = "For Death Note, the manga one rather than the anime: how many volumes did it run for before it ended?"
+    a = read(q, links(q, ("Death Note", dn)))
+    assert a.attr == "volumes" and not a.hops
+    ace = [cand("character", "Portgas D. Ace", "alias")]
+    q = "which manga ran in monthly shonen ace"  # a magazine's name, not the character's
+    a = read(q, links(q, ("ace", ace)))
+    assert a.filter is not None and "ace" in a.filter.words
+
+
+def test_a_list_by_episode_count_that_also_asks_each_ones_count() -> None:
+    bones = [cand("studio", "Bones")]
+    q = "Which Bones TV series have more than 50 episodes, and how many episodes does each have?"
+    a = read(q, links(q, ("Bones", bones)))
+    assert a.filter is not None and not a.filter.count
+    assert {"field": "episode_count", "op": "gt", "value": 50} in a.filter.where
+
+
+def test_conditions_said_before_the_question() -> None:
+    q = "I'm doing a movie night with anime films from 2013. Which ones came out that year?"
+    a = read(q, links(q))
+    assert a.filter is not None and {"field": "year", "op": "eq", "value": 2013} in a.filter.where
+    from agentic_rag.understanding.filters import parse_filter
+
+    f = parse_filter("Which Weekly Shonen Jump manga finished their run in 2020 or later")
+    assert f is not None and {"field": "end_year", "op": "gte", "value": 2020} in f.where
+    f = parse_filter("tv shows that started airing in the 90s")  # when it began, not that it still airs
+    assert f is not None and all(c["field"] != "status" for c in f.where)
