@@ -202,7 +202,7 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
     if not probes:
         return EntityLinks()
     # a subtitle alone ("greed island", "death & rebirth") when it is two words or more
-    subtitles = [k for k in probes if " " in k]
+    subtitles = [k for k in probes if " " in k and not _GENERIC_SUBTITLE.match(k)]
     # one long word the catalog does not have may be a name typed without its spaces ("chainsawman")
     # (a single word is always probed as typed: a hit on its joined key lands on that probe)
     joined = [t.key for t in tokens if len(t.key) >= MIN_JOINED and t.key not in known and t.key not in english_words()]
@@ -286,6 +286,9 @@ async def _partial(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
     return sorted(out, key=lambda m: m.start)[:MAX_MENTIONS]
 
 
+# a subtitle that any series may have ("the final season", "season 2", "the movie") names no title alone
+_GENERIC_SUBTITLE = re.compile(r"^(?:the )?(?:final |first |last )?(?:season|part|movie|film|series|arc)"
+                               r"(?: \d+| part \d+)*$")
 _SIBLING = frozenset(("vs", "versus", "or", "and", "to", "through", "thru"))
 _RANGE = re.compile(r"^\s*[-–—]\s*$")  # "seasons 1-3", "s1 to s3": every season between
 # A season already in a title's key: what a sibling season ("II vs III") is read against.
@@ -379,7 +382,14 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
             asks.update(keys)
             continue
         listed = bool(after) and after[0].key in ("seasons", "parts")  # "seasons 1, 2 and 3": bare numbers follow
+        # a name that already says its season ("attack on titan season one", an alias) may start a range
+        own = [t for t in tokens if m.start <= t.start < m.end]
+        tail = [t.key for t in own[-2:]]
         previous = 0
+        if len(own) > 2 and tail[0] in ("season", "szn") and (tail[1].isdigit() or tail[1] in UNITS):
+            previous = int(tail[1]) if tail[1].isdigit() else UNITS[tail[1]]
+        elif len(own) > 1 and (short := _SHORT.match(tail[-1])) is not None:
+            previous = int(short.group(1))
         while bases and after:
             # right after the name it names the name's season; after "vs", "or", "+" another season of it
             between = question[end:after[0].start]

@@ -175,3 +175,15 @@ async def test_a_season_named_before_the_name(demo: IngestReport, conn: Any) -> 
                     ("who directed season 2 of mob psycho 100", "Mob Psycho 100 II")):
         links = await _link(conn, q)
         assert [m.candidates[0].name for m in links.mentions] == [name], q
+
+
+async def test_a_generic_subtitle_names_no_title_and_a_named_season_starts_a_range(demo: IngestReport,
+                                                                                   conn: Any) -> None:
+    # "the Final Season" is Attack on Titan's subtitle, but any series has one: here it is MHA's
+    links = await _link(conn, "My Hero Academia from season 1 through the Final Season, how many episodes")
+    assert all("Attack on Titan" not in c.name for m in links.mentions for c in m.candidates)
+    # "attack on titan season one" is an alias of the first season; "to three" continues the range
+    links = await _link(conn, "attack on titan season one to three, total episodes")
+    assert [m.candidates[-1].name for m in links.mentions][-1] == "Attack on Titan Season 3"
+    assert {c.name for m in links.mentions for c in m.candidates} >= {
+        "Attack on Titan", "Attack on Titan Season 2", "Attack on Titan Season 3"}
