@@ -227,7 +227,8 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
                 s.candidates[eid] = (_rank(match), cand)
     mentions = _choose(question, tokens, list(spans.values()))
     mentions = await _partial(conn, question, tokens, mentions, known)
-    return EntityLinks(mentions=await _seasons(conn, question, tokens, mentions))
+    mentions = await _seasons(conn, question, tokens, mentions)
+    return EntityLinks(mentions=await _films(conn, question, tokens, mentions))
 
 
 SEPARATORS = frozenset("+&,/<>=|")
@@ -439,6 +440,45 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
             seasons.append(LinkedMention(text=question[start:end][:200], start=start, end=end, candidates=[cand]))
         out += seasons if seasons and seasons[0].start <= m.start else [m, *seasons]
     return out[:MAX_MENTIONS]
+
+
+FILMS_SQL = """
+SELECT m.ord, f.id::text, f.title, f.popularity, f.year
+  FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS m(id, ord)
+  JOIN anime a ON a.id = m.id
+  JOIN anime f ON f.franchise_id = a.franchise_id AND f.format = 'movie'
+ ORDER BY m.ord, f.year, f.id
+ LIMIT 60"""
+_FILM_WORDS = frozenset(("movie", "film"))
+
+
+async def _films(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
+                 mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """"The X movie" where no film is called X names the films of X's franchise: one when it has one ("the
+    cowboy bebop movie"), several to choose from when it has more ("the one piece movie"). One more probe,
+    only when a name without a film among its readings is followed by "movie" or "film"."""
+    asked: list[tuple[int, str, int]] = []  # (mention index, anime id, end of "movie")
+    for i, m in enumerate(mentions):
+        after = [t for t in tokens if t.start >= m.end][:1]
+        if not after or after[0].key not in _FILM_WORDS or any(c.format == "movie" for c in m.candidates) or (
+                i + 1 < len(mentions) and mentions[i + 1].start < after[0].start + len(after[0].raw)):
+            continue
+        anime = next((c for c in m.candidates if c.entity.entity_type == "anime"), None)
+        if anime is not None:
+            asked.append((i, anime.entity.id, after[0].start + len(after[0].raw)))
+    if not asked:
+        return mentions
+    rows = await (await conn.execute(FILMS_SQL, {"ids": [a[1] for a in asked]})).fetchall()
+    out = list(mentions)
+    for n, (i, _, end) in enumerate(asked, start=1):
+        m = mentions[i]
+        films = [LinkCandidate(entity=EntityRef(entity_type="anime", id=fid), name=str(title)[:200],
+                               matched=str(title)[:200], match="alias", popularity=max(int(pop), 0), year=year,
+                               format="movie") for ord_, fid, title, pop, year in rows if ord_ == n]
+        if films:
+            out[i] = LinkedMention(text=question[m.start:end][:200], start=m.start, end=end,
+                                   candidates=films[:MAX_CANDIDATES])
+    return out
 
 
 def _hyphened(question: str, tokens: list[Token], s: _Span, taken: set[int], loose: dict[int, int]) -> bool:

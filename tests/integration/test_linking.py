@@ -187,3 +187,12 @@ async def test_a_generic_subtitle_names_no_title_and_a_named_season_starts_a_ran
     assert [m.candidates[-1].name for m in links.mentions][-1] == "Attack on Titan Season 3"
     assert {c.name for m in links.mentions for c in m.candidates} >= {
         "Attack on Titan", "Attack on Titan Season 2", "Attack on Titan Season 3"}
+
+
+async def test_the_x_movie_names_the_films_of_xs_franchise(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "characters in the cowboy bebop movie")
+    assert _spans(links) == ["cowboy bebop movie"] and _top(links)[0] == "Cowboy Bebop: The Movie"
+    links = await _link(conn, "who directed the one piece movie")  # five films: the reader is asked which
+    assert len(links.mentions[0].candidates) == 5 and {c.format for c in links.mentions[0].candidates} == {"movie"}
+    links = await _link(conn, "is there a frieren movie")  # no film: the name stays what it is
+    assert _top(links)[0].startswith("Frieren")

@@ -148,9 +148,9 @@ def attribute_sentence(attr: str, row: dict[str, Any], entity_type: str) -> str:
     if attr == "founded":
         return f"{name} was founded in {value}."
     if attr == "episode_count":
-        return f"{name} has {value} episodes."
+        return f"{name} has {value} episode{'' if str(value) == '1' else 's'}."
     if attr == "volumes":
-        return f"The {name} manga has {value} volumes."
+        return f"The {name} manga has {value} volume{'' if str(value) == '1' else 's'}."
     if attr == "magazine":
         return f"{name} was serialized in {value}."
     if attr == "format":
