@@ -113,7 +113,7 @@ def parse_filter(q: str) -> Filter | None:
         noun, post = fm.group(1).lower(), post[fm.end():]
     if noun in _FORMAT_NOUN:
         f.where.append({"field": "format", "op": "eq", "value": _FORMAT_NOUN[noun]})
-    if re.search(r"\btv\b", pre, re.I) or noun == "tv series":
+    if (re.search(r"\btv\b", pre, re.I) and noun not in _FORMAT_NOUN) or noun == "tv series":  # not "tv specials"
         f.where.append({"field": "format", "op": "eq", "value": "tv"})
     rest = f"{pre} {post}"
     for cm in _COUNT_RANGE.finditer(rest):
@@ -169,6 +169,11 @@ def parse_filter(q: str) -> Filter | None:
     if not f.where and re.search(r"\b(?:is|are|does|did)\s+\S+.*\b(?:in|from)$", post, re.I):
         return None
     return f
+
+
+def lists(q: str) -> bool:
+    """Whether ``q`` asks for a list of entities ("which manga ran there"), conditions said or not."""
+    return _HEAD.match(" ".join(q.split())) is not None
 
 
 def _year_field(before: str, year: str) -> str:

@@ -55,6 +55,7 @@ class Analysis:
     filter: Filter | None = None
     together: bool = False  # every mention is a start ("s1 + s2 episodes combined"), not only the first
     more: list[Analysis] = field(default_factory=list)  # the plans of a question's other parts
+    period: tuple[int, int] | None = None  # the years the works a chain ends in must fall in ("... before 2010")
 
 
 def staff_roles(word: str) -> tuple[str, ...]:

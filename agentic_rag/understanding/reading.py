@@ -19,7 +19,7 @@ from agentic_rag.catalog.vocabulary import EntityType
 from agentic_rag.protocol import EntityLinks, LinkCandidate, LinkedMention
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.asks import confident
-from agentic_rag.understanding.filters import Filter, parse_filter
+from agentic_rag.understanding.filters import Filter, lists, parse_filter
 from agentic_rag.understanding.plan import ANY_TYPE, Analysis, Attr, Hop, staff_roles
 from agentic_rag.understanding.text import Token, asking, focus, referent, tokenize
 
@@ -70,6 +70,7 @@ _ANSWER: dict[str, EntityType] = {"anime": "anime", "show": "anime", "shows": "a
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 MAX_TOGETHER = 12  # works one sum adds up
 MAX_MORE = 3  # readings one question adds (credits asked together)
+MIN_YEAR, MAX_YEAR = 1900, 2100  # the widest period a list of works is asked within
 # The cue words an exemplar label stands for ("describe" asks for no relation: a lookup).
 HINT_CUES: dict[str, tuple[str, ...]] = {
     "studio": ("studio",), "director": ("directed",), "music": ("music",), "author": ("wrote",),
@@ -112,6 +113,8 @@ def _rest(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> 
     text = " " + " ".join(keys) + " "
     for phrase, cue in C.PHRASES:
         text = text.replace(f" {phrase} ", f" {cue} " if cue else " ")
+    # "made before 2010": a time, not the work before it
+    text = re.sub(r" (?:before|after|since|until) (?=(?:19|20)\d\d )", " ", text)
     if any(arrow in question for arrow in ("->", "→", "=>")):  # "aot final season part 2 -> ?": what comes next
         text += "sequel "
     if re.search(r"#\s*of\b", question):  # "# of characters"
@@ -340,6 +343,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
     elif (w.any(C.STUDIO) or w.has("animation studio", "produced by", "who produced", "who animated")) and \
             anchor_types != {"studio"}:
         hops.append(STUDIO)
+        if w.any(C.MADE | C.WORKS) and (w.has("what did", "what has", "what else", "what other") or answer == "anime"):
+            hops.append(dataclasses.replace(STUDIO_WORKS, exclude_seen=True))  # "what else did X's studio make"
     elif (staff := _staff(w)) and anchor_types == {"person"} and _person_acts(w):
         # "which anime did Hiroshi Seko write": the person is the subject, the works are asked for
         kind = answer if answer in ("anime", "manga") else None
@@ -656,7 +661,10 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
         # "a movie night with anime films from 2013. Which ones came out that year?": the conditions are
         # said before the question that asks for them
         told = _filter(whole, [])
-        f = told if told is not None and told.where else f
+        # ... or the question is a list that only points back at them ("... ran in Jump+. Which manga ran there?")
+        if told is not None and (told.where or (told.words and (f is None or not f.words) and any(
+                lists(question[a:b]) for a, b in asked))):
+            f = told
     if f is not None and C.HOW_MANY_OF_A_WORK.search(w.text) and not any(
             c["field"] in ("episode_count", "volumes") for c in f.where):
         f = None  # unless the list is by that count too ("which series have 50+ episodes, and how many each")
@@ -701,6 +709,8 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             if a.attr == "count" and a.role and not any(h.edges == ("worked_on",) for h in a.hops):
                 a.hops.append(Hop(("worked_on",), (a.role,), node_types=("anime",)))
             _add(a, tokens, anchor, start, fixed=True)
+            if a.hops and a.attr is None and _RANGE.get(a.hops[-1].edges) in ("anime", "manga"):
+                a.period = _period(question, set(a.years.values()))  # "what did X's studio make before 2010"
             if a.hops and a.hops[-1].edges == ("staff",) and a.attr is None:
                 # "X's director and composer": one more reading per credit asked
                 for other in _staff_roles_asked(w)[:MAX_MORE]:
@@ -729,6 +739,20 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
                         None)
         _add(a, tokens, anchor, said, fixed=said is not None)
     return a
+
+
+def _period(question: str, qualifiers: set[int]) -> tuple[int, int] | None:
+    """The years a list of works is asked within ("before 2010", "in the 2000s"), less a year that picks a
+    name ("the 2011 one")."""
+    f = parse_filter(f"anime {' '.join(question.split())}")
+    lo, hi = MIN_YEAR, MAX_YEAR
+    for c in f.where if f else []:
+        if c["field"] != "year" or c["value"] in qualifiers:
+            continue
+        y = int(c["value"])
+        lo = max(lo, y + 1 if c["op"] == "gt" else y if c["op"] in ("gte", "eq") else lo)
+        hi = min(hi, y - 1 if c["op"] == "lt" else y if c["op"] in ("lte", "eq") else hi)
+    return (lo, hi) if (lo, hi) != (MIN_YEAR, MAX_YEAR) else None
 
 
 def _same_start(a: Analysis, hops: list[Hop]) -> Analysis:

@@ -446,3 +446,24 @@ def test_conditions_said_before_the_question() -> None:
     assert f is not None and {"field": "end_year", "op": "gte", "value": 2020} in f.where
     f = parse_filter("tv shows that started airing in the 90s")  # when it began, not that it still airs
     assert f is not None and all(c["field"] != "status" for c in f.where)
+
+
+def test_a_chain_to_works_within_a_period_and_a_studios_other_works() -> None:
+    fr = [cand("anime", "Frieren", year=2023)]
+    q = "what did frieren's studio make before 2010"
+    a = read(q, links(q, ("frieren", fr)))
+    assert hops(a) == [("animated_by",), ("animated",)] and a.hops[-1].exclude_seen
+    assert a.period == (1900, 2009)
+    q = "which studio made frieren"  # the studio alone
+    a = read(q, links(q, ("frieren", fr)))
+    assert hops(a) == [("animated_by",)] and a.period is None
+
+
+def test_a_list_question_that_points_back_at_the_sentence_before() -> None:
+    q = "I prefer titles that ran in Shonen Jump+. Which manga were serialized there?"
+    a = read(q, links(q))
+    assert a.filter is not None and "Jump" in a.filter.words
+    from agentic_rag.understanding.filters import parse_filter
+
+    f = parse_filter("what TV specials are in the catalog")  # the format noun wins over "tv"
+    assert f is not None and f.where == [{"field": "format", "op": "eq", "value": "special"}]

@@ -212,7 +212,8 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
 
 def _listed(row: dict[str, Any], counted: list[str]) -> str:
     facts = [str(row.get("year") or row.get("founded") or "")]
-    facts += [f"{row[f]} {'episodes' if f == 'episode_count' else 'volumes'}" for f in counted if row.get(f)]
+    facts += [f"{row[f]} {'episode' if f == 'episode_count' else 'volume'}{'' if row[f] == 1 else 's'}"
+              for f in counted if row.get(f)]
     facts = [x for x in facts if x]
     return f"{row.get('name')} ({', '.join(facts)})" if facts else str(row.get("name"))
 
