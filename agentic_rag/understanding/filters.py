@@ -23,20 +23,26 @@ FACETS: dict[str, tuple[str, ...]] = {"anime": ("studio", "genres"), "manga": ("
 
 _HEAD = re.compile(
     r"^(?:(?:which|what|list|name|show me|give me|find)(?: all| every)?(?: of)?(?: the)? )?(?P<pre>[\w .&'\-]*?)\b"
-    r"(?P<noun>anime studios|animation studios|anime|manga|movies|films|ovas|onas|specials|tv series|shows|series|"
-    r"titles|studios)\b(?P<post>.*)$",
+    r"(?P<noun>anime studios|animation studios|anime|manga|movies|films|ovas|onas|specials|tv series|tv seasons|shows|"
+    r"series|titles|studios|ova|ona|special|movie|film)\b(?P<post>.*)$",
     re.IGNORECASE)
 _TOP = re.compile(r"^(?:which|what) (?P<what>studio|magazine|genre)s? (?:has|have|had) (?:animated|made|produced|"
                   r"serialized|published|the most)?\s*(?:the )?most (?P<noun>anime|manga|titles|shows|series)?",
                   re.IGNORECASE)
 _NON_WORD = re.compile(r"[^\w&.\-]+")
-_FORMAT_NOUN = {"movies": "movie", "films": "movie", "ovas": "ova", "onas": "ona", "specials": "special"}
+_FORMAT_NOUN = {"movies": "movie", "films": "movie", "ovas": "ova", "onas": "ona", "specials": "special",
+                "movie": "movie", "film": "movie", "ova": "ova", "ona": "ona", "special": "special"}
+# a format said after the head noun ("which anime are OVAs", "anime whose format is special")
+_FORMAT_AFTER = re.compile(r"\b(?:are|is|as|were|was|format is|format|being)\s+(?:an? |the )?['\"]?"
+                           r"(?P<f>movies?|films?|ovas?|onas?|specials?)\b", re.IGNORECASE)
 _NUM_WORDS = {"more than": "gt", "over": "gt", "at least": "gte", "fewer than": "lt", "less than": "lt",
-              "under": "lt", "at most": "lte", "exactly": "eq"}
+              "under": "lt", "at most": "lte", "exactly": "eq", "past": "gt", "above": "gt", "beyond": "gt",
+              "exceeding": "gt", "below": "lt", "up to": "lte", "no more than": "lte", "no fewer than": "gte"}
 _SYMBOLS = {">": "gt", ">=": "gte", "≥": "gte", "<": "lt", "<=": "lte", "≤": "lte", "=": "eq"}
-_COUNT = re.compile(r"(?:\b(?P<op>more than|over|at least|fewer than|less than|under|at most|exactly)|"
+_COUNT = re.compile(r"(?:\b(?P<op>no more than|no fewer than|more than|over|at least|fewer than|less than|under|"
+                    r"at most|exactly|past|above|beyond|exceeding|below|up to)|"
                     r"(?P<sym>>=|<=|[<>≥≤=]))?\s*\b(?P<n>\d+)(?P<plus>\+)?"
-                    r"(?: or (?P<more>more|fewer|less|over|under))? (?P<what>episodes|eps|volumes|vols)\b"
+                    r"(?: or (?P<more>more|fewer|less|over|under))? (?:\w+ )?(?P<what>episodes|eps|volumes|vols)\b"
                     r"(?: or (?P<after>more|fewer|less|over|under|above|below))?|"
                     r"(?P<what2>episodes|eps|volumes|vols)\s*(?P<sym2>>=|<=|[<>≥≤=])\s*(?P<n2>\d+)\b", re.IGNORECASE)
 _MORE = {"more": "gte", "over": "gte", "above": "gte", "fewer": "lte", "less": "lte", "under": "lte", "below": "lte"}
@@ -53,14 +59,15 @@ _THAN = re.compile(rf"\b(?P<cmp>older|earlier|newer|later|more recent) than (?P<
 _DECADE = re.compile(r"\b(?:(?:in|during|from|of) )?(?:the )?(?:(?P<c>19|20)(?P<d>\d)0|(?P<s>[5-9])0)'?s\b",
                      re.IGNORECASE)
 # a year said of a run's end ("ended between 2020 and 2022", "finished before 2010")
-_ENDED = re.compile(r"\b(?:end|ends|ended|ending|finish|finished|finishing|conclude[ds]?|wrapped(?: up)?)\W+"
+_ENDED = re.compile(r"\b(?:end|ends|ended|ending|finish|finished|finishing|conclude[ds]?|wrapp?ed(?: up)?)\W+"
                     r"(?:\w+\W+){0,3}$", re.IGNORECASE)  # "finished their run in"
-_YEAR = re.compile(r"\b(?P<op>in|after|since|before|from|until)\s+(?:the year\s+)?(?P<y>(?:19|20)\d\d)\b",
-                   re.IGNORECASE)
-_YEAR_OPS = {"in": "eq", "from": "eq", "after": "gt", "since": "gte", "before": "lt", "until": "lte"}
+_YEAR = re.compile(r"\b(?P<op>in|after|since|before|from|until|pre|post|prior to)(?:\s+|-)(?:the year\s+)?"
+                   r"(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+_YEAR_OPS = {"in": "eq", "from": "eq", "after": "gt", "since": "gte", "before": "lt", "until": "lte", "pre": "lt",
+             "post": "gt", "prior to": "lt"}
 # "started airing in the 90s" says when a run began, not that it still airs
-_STATUS = ((re.compile(r"(?<!start )(?<!started )(?<!began )(?<!begin )(?<!first )\b(?:still |currently )?airing\b",
-                       re.I), "airing"),
+_STATUS = ((re.compile(r"(?<!start )(?<!started )(?<!began )(?<!begin )(?<!first )\b(?:still |currently )?airing\b|"
+                       r"\b(?:still |currently )?on air\b", re.I), "airing"),
            (re.compile(r"\b(?:still )?ongoing\b|\bstill (?:running|being published|serialized)\b", re.I), "ongoing"),
            (re.compile(r"\b(?:finished|completed|ended)\b", re.I), "finished"))
 # Words that never name a facet value: question scaffolding.
@@ -102,6 +109,8 @@ def parse_filter(q: str) -> Filter | None:
         return Filter(entity_type=et, kind="top", group_by="genres" if what == "genre" else what)
     q = _SHORT_YEARS.sub(lambda y: f"{y['w']} 19{y['a']} {y['j']} 19{y['b']}", with_digits(q))
     m = _HEAD.match(q)
+    if m is None and (cut := max(q.rfind(","), q.rfind(":"))) > 0:
+        m = _HEAD.match(q[cut + 1:].strip())  # "For a paper on 1980s animation, I need every TV anime ..."
     if m is None:
         return None
     noun, pre, post = m.group("noun").lower(), m.group("pre"), m.group("post")
@@ -111,9 +120,11 @@ def parse_filter(q: str) -> Filter | None:
     f = Filter(entity_type=et)
     if fm := re.match(r"\s*(movies|films|ovas|onas|specials)\b", post, re.IGNORECASE):  # "anime movies"
         noun, post = fm.group(1).lower(), post[fm.end():]
+    elif noun not in _FORMAT_NOUN and (fa := _FORMAT_AFTER.search(post)):  # "which anime are OVAs"
+        noun, post = fa.group("f").lower(), post[:fa.start()] + post[fa.end():]
     if noun in _FORMAT_NOUN:
         f.where.append({"field": "format", "op": "eq", "value": _FORMAT_NOUN[noun]})
-    if (re.search(r"\btv\b", pre, re.I) and noun not in _FORMAT_NOUN) or noun == "tv series":  # not "tv specials"
+    if (re.search(r"\btv\b", pre, re.I) and noun not in _FORMAT_NOUN) or noun in ("tv series", "tv seasons"):
         f.where.append({"field": "format", "op": "eq", "value": "tv"})
     rest = f"{pre} {post}"
     for cm in _COUNT_RANGE.finditer(rest):
@@ -161,7 +172,8 @@ def parse_filter(q: str) -> Filter | None:
             break
     # only conditions on fields the entity has ("the madhouse tv adaptation of X's manga" is no manga format)
     f.where = [c for c in f.where if c["field"] in FIELDS[et]]  # type: ignore[index]
-    words = [w for w in re.findall(r"[\w.&'\-]+", rest) if w.lower() not in _STOP and not w.isdigit()]
+    words = [w for w in re.findall(r"[\w.&'\-]+", rest)
+             if w.lower() not in _STOP and not w.isdigit() and re.search(r"[^\W\d_]", w)]
     f.words = " ".join(words)
     # a question with no condition and no candidate facet words is not a filter ("Which anime is Luffy in?")
     if not f.where and not words:
@@ -169,6 +181,11 @@ def parse_filter(q: str) -> Filter | None:
     if not f.where and re.search(r"\b(?:is|are|does|did)\s+\S+.*\b(?:in|from)$", post, re.I):
         return None
     return f
+
+
+def status_of(q: str) -> str | None:
+    """The run status ``q`` says ("still airing", "on air", "ongoing", "finished"), if any."""
+    return next((status for rx, status in _STATUS if rx.search(q)), None)
 
 
 def lists(q: str) -> bool:

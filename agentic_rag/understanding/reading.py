@@ -19,7 +19,7 @@ from agentic_rag.catalog.vocabulary import EntityType
 from agentic_rag.protocol import EntityLinks, LinkCandidate, LinkedMention
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.asks import confident
-from agentic_rag.understanding.filters import Filter, lists, parse_filter
+from agentic_rag.understanding.filters import Filter, lists, parse_filter, status_of
 from agentic_rag.understanding.plan import ANY_TYPE, Analysis, Attr, Hop, staff_roles
 from agentic_rag.understanding.text import Token, asking, focus, referent, tokenize
 
@@ -58,6 +58,7 @@ _ATTR_DOMAIN: dict[str, EntityType] = {
     "magazine": "manga",
     "founded": "studio", "count_characters": "anime", "sum_episodes": "anime", "count_studio": "studio",
     "count_author": "person", "count_franchise": "franchise", "franchise_works": "franchise", "count": "person",
+    "sum_franchise": "franchise",
 }
 # From a type to the type a hop needs: the hop that gets there.
 _COERCE: dict[tuple[EntityType, EntityType], Hop] = {
@@ -93,6 +94,7 @@ class _Words:
     keys: list[str]
     set: frozenset[str]
     text: str  # " w1 w2 ... " for phrase tests
+    typed: frozenset[str] = frozenset()  # the type words that qualify a name ("mha tv", "hxh ovas")
 
     def has(self, *phrases: str) -> bool:
         return any(f" {p} " in self.text for p in phrases)
@@ -102,7 +104,7 @@ class _Words:
 
     def plus(self, cues: tuple[str, ...]) -> _Words:
         """These words with cue words added (what the sentence encoder read where no cue word stood)."""
-        return _Words([*self.keys, *cues], self.set | frozenset(cues), self.text + " ".join(cues) + " ")
+        return _Words([*self.keys, *cues], self.set | frozenset(cues), self.text + " ".join(cues) + " ", self.typed)
 
 
 def _rest(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> _Words:
@@ -122,7 +124,8 @@ def _rest(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> 
     keys = text.split()
     # a cue word counts in the plural too ("senseis", "rivals")
     found = set(keys) | {k[:-1] for k in keys if len(k) > 3 and k.endswith("s")}
-    return _Words(keys, frozenset(found), " " + " ".join(keys) + " ")
+    typed = frozenset(t.key for t in tokens if t.start in qualifiers)
+    return _Words(keys, frozenset(found), " " + " ".join(keys) + " ", typed)
 
 
 def _qualifier(tokens: list[Token], m: LinkedMention) -> tuple[EntityType | None, int]:
@@ -217,6 +220,11 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
         # ("series" alone is one: "the total episode count of the Dragon Ball Z TV series")
         several = C.ALL_SEASONS.search(w.text) or C.SEASON_COUNT.search(w.text) or w.set & {
             "seasons", "entries", "arcs", "parts", "cours", "together", "combined", "altogether", "added"}
+        said = next((_FORMATS[x] for x in (*w.keys, *w.typed) if x in _FORMATS), None)
+        if (w.any(C.TOTAL) or _summing(w)) and said and not C.SEASON_COUNT.search(w.text):
+            # "the hxh ovas combined", "demon slayer tv episodes in total": every work of that format in the
+            # franchise, whether the sequel chain reaches it or not (the Mugen Train Arc's TV version)
+            return _Ask([], "sum_franchise", fmt=said, domain=("franchise",))
         if (w.any(C.TOTAL) or _summing(w)) and several:
             # seasons are TV series: "all the seasons" leaves the films out
             fmt = "tv" if w.set & {"tv", "seasons", "season", "series", "without", "excluding"} else None
@@ -404,7 +412,7 @@ def _person_acts(w: _Words) -> bool:
 
 def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] = frozenset(),
          every_type: frozenset[EntityType] = frozenset()) -> _Ask | None:
-    if (C.HOW_MANY.search(w.text) or (_summing(w) and w.any(C.EPISODES))) and (
+    if (C.HOW_MANY.search(w.text) or ((_summing(w) or w.any(C.TOTAL)) and w.any(C.EPISODES))) and (
             counted := _count(w, anchor_types)) is not None:
         structural = (("sequel",), ("prequel",), ("adapted_from",), ("adapted_into",))
         hops = [h for h in _relation(w, anchor_types, after_anchor) if h.edges in structural]
@@ -938,6 +946,9 @@ def _filter(question: str, mentions: list[LinkedMention]) -> Filter | None:
     found = parse_filter(q)
     if found is None or not found.where:  # chatter before the question: read it from its head word on
         found = parse_filter(_CHATTER.sub("", q, count=1)) or found
+    if found is None and not mentions and (status := status_of(q)) in ("airing", "ongoing"):
+        # "what's still airing": airing is said of anime, ongoing of manga
+        found = parse_filter(f"{'anime' if status == 'airing' else 'manga'} {q}")
     if (found is None or not found.where) and any(m.candidates[0].entity.entity_type == "studio" for m in mentions) \
             and _STUDIO_MADE.search(q) and not C.FOUNDED & set(q.lower().split()):
         # "what did MAPPA make after 2020": a studio's works are anime, under the same conditions

@@ -125,7 +125,8 @@ CASES = [
      ["37 episodes"]),
     ("Which anime did Madhouse make after 2010?", ["pg_query anime + pg_query anime", "pg_query anime", "finish"],
      ["Hunter x Hunter (2011)"]),
-    ("How many anime did Bones animate?", ["qdrant_search studio ids", "pg_query anime", "finish"],
+    # the count and, in the same step, the rows it counts (named when there are few)
+    ("How many anime did Bones animate?", ["qdrant_search studio ids", "pg_query anime + pg_query anime", "finish"],
      ["in the catalog"]),
 ]
 

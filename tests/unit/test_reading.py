@@ -243,8 +243,15 @@ def test_a_sum_over_the_works_named_or_over_all_seasons() -> None:
     assert (a.attr, a.together, a.mentions) == ("sum_episodes", True, ["spy x family s1", "s2"])
     q = "total eps of all the demon slayer tv seasons, counting the mugen train arc"
     a = read(q, links(q, ("demon slayer", work("Demon Slayer")), ("mugen train arc", [cand("anime", "Mugen Train")])))
-    # the seasons of the name inside "all the ... seasons", TV only; not a sum of the two names
-    assert (a.attr, a.fmt, a.mentions, a.together) == ("sum_episodes", "tv", ["demon slayer"], False)
+    # every TV work of the name's franchise (the chain misses the Mugen Train Arc's TV version); not a sum of
+    # the two names
+    assert (a.attr, a.fmt, a.mentions, a.together) == ("sum_franchise", "tv", ["demon slayer"], False)
+    q = "total episodes of all the attack on titan seasons"  # no format said: the sequel chain, TV only
+    a = read(q, links(q, ("attack on titan", work("Attack on Titan"))))
+    assert (a.attr, a.fmt, hops(a)) == ("sum_episodes", "tv", [("sequel",)])
+    q = "total eps of the hxh ovas combined"  # a format said: that format's works in the franchise
+    a = read(q, links(q, ("hxh", work("Hunter x Hunter"))))
+    assert (a.attr, a.fmt) == ("sum_franchise", "ova")
 
 
 def test_a_named_person_is_the_subject_or_the_start_of_a_chain() -> None:
@@ -467,3 +474,25 @@ def test_a_list_question_that_points_back_at_the_sentence_before() -> None:
 
     f = parse_filter("what TV specials are in the catalog")  # the format noun wins over "tv"
     assert f is not None and f.where == [{"field": "format", "op": "eq", "value": "special"}]
+
+
+def test_catalog_lists_said_many_ways() -> None:
+    from agentic_rag.understanding.filters import parse_filter
+
+    def where(q: str) -> list[tuple[str, str, object]]:
+        f = parse_filter(q)
+        assert f is not None, q
+        return [(c["field"], c["op"], c["value"]) for c in f.where]
+
+    assert where("list every ova") == [("format", "eq", "ova")]
+    assert where("which anime in here are OVAs? just want the list") == [("format", "eq", "ova")]
+    assert where("which studios were set up pre-2000?") == [("founded", "lt", 2000)]
+    assert where("Which manga go past 40 tankobon volumes?") == [("volumes", "gt", 40)]
+    assert where("Which shows are still on air right now?") == [("status", "eq", "airing")]
+    assert where("Which TV seasons are really short, under 10 episodes?") == [
+        ("format", "eq", "tv"), ("episode_count", "lt", 10)]
+    assert where("For a paper on 1980s animation, I need every TV anime that began before 1990") == [
+        ("format", "eq", "tv"), ("year", "lt", 1990)]
+    q = "whats still airing rn"  # no head noun: airing is said of anime
+    a = read(q, links(q))
+    assert a.filter is not None and a.filter.entity_type == "anime"

@@ -34,6 +34,7 @@ NAME_FIELD = {"anime": "title", "manga": "title", "character": "name", "studio":
               "franchise": "name"}
 MAX_SOURCES = MAX_BATCH  # entities one hop expands from (the nearest, earliest ones)
 CHAIN_HOPS = 4  # hops one k_hop traversal asks for
+LISTED = 12  # rows a count names beside its number
 MAX_CHAIN_ROUNDS = 2  # traversals a chain may continue with, from its end
 
 
@@ -45,6 +46,7 @@ class Progress:
     levels: list[list[CardEntity]] = field(default_factory=list)
     details: dict[str, str] = field(default_factory=dict)  # entity id -> edge qualifier (role, "main", ...)
     card: ContextCard | None = None  # the final path, compare or query card
+    listing: ContextCard | None = None  # the rows a count counted, when there are few enough to name
     facets: list[str] = field(default_factory=list)
 
     @property
@@ -209,7 +211,21 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
         if not frontier:
             return p
     q = _attribute_query(a, frontier)
-    return _need(p, cards, [q], final=True) if q else p
+    if q is None:
+        return p
+    listing = _listing(q)
+    p = _need(p, cards, [q] if listing is None else [listing, q], final=True)
+    p.listing = _card_for(cards, listing) if listing is not None else None
+    return p
+
+
+def _listing(q: StructuredQuery) -> StructuredQuery | None:
+    """The rows a count counts, to name them beside the number ("credited on 2 manga: ... and ...")."""
+    if q.aggregate is None or q.aggregate.op != "count" or q.group_by is not None:
+        return None
+    order = {"anime": "year", "manga": "year", "studio": "founded", "episode": "number"}.get(q.entity_type, "name")
+    return _query({"entity_type": q.entity_type, "where": [c.model_dump() for c in q.where], "limit": LISTED,
+                   "order_by": [{"field": order, "direction": "asc"}]})
 
 
 def _chain_end(card: ContextCard) -> CardEntity | None:
@@ -253,13 +269,16 @@ def _attribute_query(a: Analysis, frontier: list[CardEntity]) -> StructuredQuery
     if a.attr == "count_author":
         return _query({"entity_type": "manga", "where": [{"field": "author", "op": "eq", "value": one}],
                        "aggregate": {"op": "count"}})
-    if a.attr in ("count_franchise", "franchise_works"):
+    if a.attr in ("count_franchise", "franchise_works", "sum_franchise"):
         where: list[dict[str, Any]] = [{"field": "franchise", "op": "eq", "value": one}]
         if a.fmt:
             where.append({"field": "format", "op": "eq", "value": a.fmt})
         if a.attr == "franchise_works":
             return _query({"entity_type": a.counted, "where": where, "limit": 50,
                            "order_by": [{"field": "year", "direction": "asc"}]})
+        if a.attr == "sum_franchise":
+            return _query({"entity_type": "anime", "where": where,
+                           "aggregate": {"op": "sum", "field": "episode_count"}})
         return _query({"entity_type": a.counted, "where": where, "aggregate": {"op": "count"}})
     if a.attr == "count_characters" and et in ("anime", "manga"):
         return _query({"entity_type": "character", "where": [{"field": et, "op": "eq", "value": one}],
@@ -305,8 +324,11 @@ def _filter(a: Analysis, cards: list[ContextCard], p: Progress) -> Progress:
             p.missing.append(" ".join(named) if f.where else f.words)
             return p
     if f.count:
-        return _need(p, cards, [_query({"entity_type": f.entity_type, "where": where[:8],
-                                        "aggregate": {"op": "count"}})], final=True)
+        q = _query({"entity_type": f.entity_type, "where": where[:8], "aggregate": {"op": "count"}})
+        listing = _listing(q)
+        p = _need(p, cards, [q] if listing is None else [listing, q], final=True)
+        p.listing = _card_for(cards, listing) if listing is not None else None
+        return p
     q = _query({"entity_type": f.entity_type, "where": where[:8], "limit": 50,
                 "order_by": [{"field": "founded" if f.entity_type == "studio" else "year", "direction": "asc"}]})
     return _need(p, cards, [q], final=True)

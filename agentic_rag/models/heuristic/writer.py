@@ -177,6 +177,9 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
         return _result(" ".join([*lines, text]), sources, sources[:1], confidence=0.6, facts=[card.request])
     if "value" in rows[0] and "group_key" not in rows[0]:
         text = _aggregate_sentence(a, rows[0].get("value"), who, plural, card.request)
+        named = [r for r in (p.listing.data.get("rows", []) if p.listing else []) if isinstance(r, dict)]
+        if named and str(rows[0].get("value")) == str(len(named)):  # every one counted, named
+            text = f"{text[:-1]}: {join([_listed(r, []) for r in named], len(named))}."
         return _result(" ".join([*lines, text]), sources, sources[-1:] or [], confidence=0.85, facts=[text])
     if "group_key" in rows[0]:
         tops = [f"{r.get('group_key')} ({r.get('value')})" for r in rows[:3]]
@@ -243,6 +246,9 @@ def _aggregate_sentence(a: Analysis, value: Any, who: str, plural: str, request:
         return f"{who} animated {value} anime in the catalog."
     if a.attr == "count_author":
         return f"{who} is credited on {value} manga."
+    if a.attr == "sum_franchise":
+        what = {"movie": "films", "ova": "OVAs", "special": "specials", "tv": "TV series"}.get(a.fmt or "", "works")
+        return f"Together, the {who} franchise's {what} have {value} episodes."
     if a.attr == "count_franchise":
         what = {"movie": "films", "ova": "OVAs", "special": "specials", "tv": "TV series"}.get(a.fmt or "", a.counted)
         return f"The {who} franchise has {value} {what}."
