@@ -118,6 +118,9 @@ ANSWER_TYPE = re.compile(
     r"\b(?:which|what|list|name|the) (?:\w+ )?(?P<w>anime|shows?|series|manga|studio|movie|film)\b")
 ALL_SEASONS = re.compile(r"\b(?:both|all|every)\b.*?\b(?:seasons|series|parts|cours|entries)\b|"
                          r"\bevery\b(?:\s+\S+){0,3}?\s+season\b")
+LAST_SEASON = re.compile(r"\b(?:last|latest|newest|most recent)\b(?: \w+){0,2} (?:season|seasons|series|one|entry|"
+                         r"installment|part)\b|\b(?:season|seasons|series)\b(?: \w+){0,3} (?:the )?(?:last|latest|"
+                         r"newest|most recent)\b")
 FIRST_SEASON = re.compile(r"\bfirst (?:tv )?(?:season|series|anime|show)\b")
 # The attribute a comparison asks about, by its wording (first match wins; none: every difference).
 COMPARE_FIELDS = (

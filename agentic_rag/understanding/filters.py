@@ -114,6 +114,11 @@ def parse_filter(q: str) -> Filter | None:
     if m is None:
         return None
     noun, pre, post = m.group("noun").lower(), m.group("pre"), m.group("post")
+    if noun in ("ova", "ona", "special", "movie", "film") and not re.search(r"\b(?:every|each|all|any)\s*$",
+                                                                             q[:m.start("noun")], re.I):
+        # "list every ova" is a list; "is there a code geass movie" asks for one film by name ("a movie night
+        # with anime films from 2013": the list may be named later)
+        return parse_filter(q[m.end("noun"):])
     et = {"manga": "manga", "studios": "studio", "anime studios": "studio", "animation studios": "studio"}.get(
         noun, "anime")
     year = "founded" if et == "studio" else "year"

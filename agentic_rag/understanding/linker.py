@@ -202,7 +202,7 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
     if not probes:
         return EntityLinks()
     # a subtitle alone ("greed island", "death & rebirth") when it is two words or more
-    subtitles = [k for k in probes if " " in k and not _GENERIC_SUBTITLE.match(k)]
+    subtitles = [k for k in probes if " " in k]
     # one long word the catalog does not have may be a name typed without its spaces ("chainsawman")
     # (a single word is always probed as typed: a hit on its joined key lands on that probe)
     joined = [t.key for t in tokens if len(t.key) >= MIN_JOINED and t.key not in known and t.key not in english_words()]
@@ -211,7 +211,10 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
     spans: dict[tuple[int, int], _Span] = {}
     # the separators typed between words: a name never spans one it does not have ("naruto + shippuden")
     gaps = [set(question[a.end:b.start]) & SEPARATORS for a, b in itertools.pairwise(tokens)]
+    said = f" {' '.join(t.key for t in tokens)} "
     for key, by_subtitle, eid, etype, name, kind, popularity, primary, year, fmt in rows:
+        if by_subtitle and _GENERIC_SUBTITLE.match(str(key)) and f" {link_key(str(name).split(':')[0])} " not in said:
+            continue  # "the final season" is Attack on Titan's only where Attack on Titan is said
         for i, n, forced in probes.get(str(key), ()):
             if forced == "reordered" and etype not in ORDER_FREE:
                 continue
@@ -463,6 +466,10 @@ async def _films(conn: psycopg.AsyncConnection[Any], question: str, tokens: list
         if not after or after[0].key not in _FILM_WORDS or any(c.format == "movie" for c in m.candidates) or (
                 i + 1 < len(mentions) and mentions[i + 1].start < after[0].start + len(after[0].raw)):
             continue
+        before = [t.key for t in tokens if t.end <= m.start][-1:]
+        later = [t.key for t in tokens if t.start > after[0].start][:1]
+        if before in (["which"], ["what"]) or later in (["names"], ["titles"], ["list"], ["series"]):
+            continue  # "which evangelion movie is she in", "hxh movie names": the films are what is asked
         anime = next((c for c in m.candidates if c.entity.entity_type == "anime"), None)
         if anime is not None:
             asked.append((i, anime.entity.id, after[0].start + len(after[0].raw)))

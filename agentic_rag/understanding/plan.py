@@ -28,6 +28,7 @@ class Hop:
     kind: str = "neighbors"  # or "k_hop" for a whole chain (sequels in order)
     node_types: tuple[EntityType, ...] = ()
     first: bool = False  # keep only the earliest result ("the first TV season")
+    last: bool = False  # keep only the latest result ("the last season")
     count: int = 0  # keep only the earliest this many ("the three Wit Studio seasons"); 0: all
     exclude_seen: bool = False  # drop entities already met on the way ("what *other* anime")
     include_start: bool = False  # keep the entities the hop starts from ("both seasons": the first and its sequels)

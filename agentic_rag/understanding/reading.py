@@ -221,7 +221,9 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
         several = C.ALL_SEASONS.search(w.text) or C.SEASON_COUNT.search(w.text) or w.set & {
             "seasons", "entries", "arcs", "parts", "cours", "together", "combined", "altogether", "added"}
         said = next((_FORMATS[x] for x in (*w.keys, *w.typed) if x in _FORMATS), None)
-        if (w.any(C.TOTAL) or _summing(w)) and said and not C.SEASON_COUNT.search(w.text):
+        every = w.set & {"ovas", "movies", "films", "specials", "all", "every", "combined", "altogether", "together",
+                         "sum", "added", "adding"} or w.has("in total", "add up")
+        if every and said and not C.SEASON_COUNT.search(w.text):
             # "the hxh ovas combined", "demon slayer tv episodes in total": every work of that format in the
             # franchise, whether the sequel chain reaches it or not (the Mugen Train Arc's TV version)
             return _Ask([], "sum_franchise", fmt=said, domain=("franchise",))
@@ -322,7 +324,10 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
     hops: list[Hop] = []
     answer = _answer_type(w)
     timeless = bool(anchor_types) and anchor_types <= {"person", "studio"}  # "before", "after": times, not sequels
-    if C.ALL_SEASONS.search(w.text):
+    if C.LAST_SEASON.search(w.text) and not w.any(C.EPISODES) and "anime" in anchor_types:
+        # "the last mha season", "which season is the latest one": the end of the sequel chain
+        hops.append(Hop(("sequel",), kind="k_hop", include_start=True, last=True))
+    elif C.ALL_SEASONS.search(w.text):
         hops.append(Hop(("sequel",), kind="k_hop", include_start=True))
     elif C.IN_ORDER.search(w.text) or w.any(C.ORDER):
         hops.append(SEQUEL_CHAIN)
@@ -400,8 +405,9 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
 
 
 def _said_twice(w: _Words) -> bool:
-    """Whether a staff role is named twice, as the person and as the act ("X's director ... direct")."""
-    return any(len(w.set & cue) >= 2 for cue in (C.DIRECT, C.MUSIC, C.DESIGN, C.SCRIPT, C.DRAW, C.WRITE | C.CREATE))
+    """Whether a staff role is named and an act asked of that person ("X's director ... direct", "X's series
+    composition guy - what else did he write")."""
+    return len(w.set & (C.DIRECT | C.MUSIC | C.DESIGN | C.SCRIPT | C.DRAW | C.WRITE | C.CREATE | C.MADE)) >= 2
 
 
 def _person_acts(w: _Words) -> bool:
@@ -423,6 +429,9 @@ def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] 
         return counted
     if w.any(C.NAMES) or (w.any(C.NATIVE) and w.set & {"title", "name", "called"}):
         return None  # "what's her nickname", "the japanese title of X": the entity itself, with its other names
+    if w.set & {"spinoff", "side"} and "manga" in w.set | w.typed and not w.any(C.STAFF_NOUNS | C.WRITE | C.DRAW):
+        # "mha spin-off manga": the franchise's manga (spin-offs are manga of the franchise, not sequels)
+        return _Ask([], "franchise_works", domain=("franchise",), counted="manga")
     hops = _relation(w, anchor_types, after_anchor)
     attr = _attribute(w)
     if attr is not None and any(h.edges in (("staff",), ("animated_by",), ("features",)) for h in hops) and not (
@@ -557,8 +566,11 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         return whole  # two attributes of one entity: the whole reading reads both off one row
     reached = _RANGE.get(a1.hops[-1].edges) if a1.hops and a1.attr is None else None
     later = text[second[0]:second[1]].lower()
-    back = re.search(rf"\b(?:(?:that|this|same|its|their|those|these) (?:{_BACK[reached]})s?|those|these|them|they)\b",
-                     later) if reached is not None else None
+    # a work the first part reached is "it" too ("what's the sequel of X and who directed it"); a person or a
+    # studio is not ("who directed X, and which studio made it": it is X)
+    pronoun = "|it|its" if reached in ("anime", "manga") else ""
+    back = re.search(rf"\b(?:(?:that|this|same|its|their|those|these) (?:{_BACK[reached]})s?|those|these|them|they"
+                     rf"{pronoun})\b", later) if reached is not None else None
     if reached is not None and back is not None:
         # "... and when was that studio founded", "... and what studios animated those": the second part
         # starts where the first ended
@@ -629,6 +641,14 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
     if len(works) >= 2 and w.any(C.EPISODES) and (w.any(C.TOTAL) or _summing(w) or "+" in question) and \
             not C.ALL_SEASONS.search(w.text):  # "all the X seasons, counting Y": the chain, Y is in it
         # "s1 + s2 episodes combined", "naruto and shippuden, how many episodes together": one sum
+        if len(works) == 2 and _RANGE_WORDS.search(question[works[0].end:works[1].start]):
+            # "from season 1 through the Final Season": the run between them, along the sequel chain
+            last = next((c.year for c in works[1].candidates if c.entity.entity_type == "anime"), None)
+            a = Analysis(intent="aggregate", mentions=[], attr="sum_episodes", fmt="tv",
+                         hops=[Hop(("sequel",), kind="k_hop", include_start=True)],
+                         period=(MIN_YEAR, last) if last else None)  # up to the second one
+            _add(a, tokens, works[0], "anime", fixed=True)
+            return a
         a = Analysis(intent="aggregate", mentions=[], attr="sum_episodes", together=True)
         for m in works[:MAX_TOGETHER]:
             _add(a, tokens, m, "anime", fixed=True)
@@ -924,6 +944,7 @@ def _pair(w: _Words, kinds: list[set[EntityType]], between: str = "") -> Literal
     return None
 
 
+_RANGE_WORDS = re.compile(r"\b(?:through|thru|until|till)\b|^\W*(?:to\b|[-–—]+\s*$)", re.IGNORECASE)
 _UNASKED = re.compile(r"\b(?:(?:rather|other) than|instead of|(?:and |but )?not)(?: the| an?)? (?:anime|manga|movies?|"
                       r"films?|shows?|(?:tv )?series|tv show)\b|"
                       r"\bbefore (?:it |they |the (?:manga|series|anime) )?(?:ended|finished|wrapped(?: up)?|concluded|"

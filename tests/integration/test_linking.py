@@ -196,3 +196,11 @@ async def test_the_x_movie_names_the_films_of_xs_franchise(demo: IngestReport, c
     assert len(links.mentions[0].candidates) == 5 and {c.format for c in links.mentions[0].candidates} == {"movie"}
     links = await _link(conn, "is there a frieren movie")  # no film: the name stays what it is
     assert _top(links)[0].startswith("Frieren")
+
+
+async def test_which_x_movie_asks_among_the_films_and_a_generic_subtitle_needs_its_title(
+        demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "mari illustrious makinami, which evangelion movie she show up")
+    assert all(c.format != "movie" for m in links.mentions for c in m.candidates)
+    links = await _link(conn, "Attack on Titan switched studios. Who directed The Final Season?")
+    assert any(c.name == "Attack on Titan: The Final Season" for m in links.mentions for c in m.candidates)

@@ -496,3 +496,27 @@ def test_catalog_lists_said_many_ways() -> None:
     q = "whats still airing rn"  # no head noun: airing is said of anime
     a = read(q, links(q))
     assert a.filter is not None and a.filter.entity_type == "anime"
+
+
+def test_the_last_season_and_a_franchises_spin_off_manga() -> None:
+    mha = work("My Hero Academia")
+    q = "last mha season and when it aired"
+    a = read(q, links(q, ("mha", mha)))
+    assert hops(a) == [("sequel",)] and a.hops[0].last and a.attr == "year"  # "it" is the season reached
+    q = "mha spin off manga"
+    a = read(q, links(q, ("mha", mha)))
+    assert (a.attr, a.counted) == ("franchise_works", "manga")
+    q = "chainsaw man series composition guy - what else did he write"
+    a = read(q, links(q, ("chainsaw man", work("Chainsaw Man"))))
+    assert hops(a)[-1] == ("worked_on",) and a.hops[-1].exclude_seen
+
+
+def test_a_sum_over_a_run_from_one_work_to_another() -> None:
+    naruto = [cand("anime", "Naruto", year=2002)]
+    shippuden = [cand("anime", "Naruto Shippuden", year=2007)]
+    q = "naruto to shippuden total episodes"
+    a = read(q, links(q, ("naruto", naruto), ("shippuden", shippuden)))
+    assert (a.attr, a.mentions, a.period) == ("sum_episodes", ["naruto"], (1900, 2007)) and hops(a) == [("sequel",)]
+    q = "naruto + shippuden total episodes"  # two works, no range: the two of them
+    a = read(q, links(q, ("naruto", naruto), ("shippuden", shippuden)))
+    assert a.together and a.mentions == ["naruto", "shippuden"]

@@ -199,12 +199,14 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
                     p.details[e.ref.id] = d
                 nxt.append(e)
         nxt = list({e.ref.id: e for e in nxt}.values())
+        if hop.last and nxt:
+            nxt = sorted(nxt, key=lambda e: year_of(e.name) or 0)[-1:]
         if (hop.first or hop.count) and nxt:
             starts = {e.ref.id for e in sources} if hop.include_start else set()
             nxt = sorted(nxt, key=lambda e: (e.ref.id not in starts, year_of(e.name) or 9999))[
                 :1 if hop.first else hop.count]
         if a.period is not None and hop is a.hops[-1]:  # "what did X's studio make before 2010"
-            nxt = [e for e in nxt if a.period[0] <= (year_of(e.name) or 0) <= a.period[1]]
+            nxt = [e for e in nxt if (y := year_of(e.name)) is None or a.period[0] <= y <= a.period[1]]
         seen |= {e.ref.id for e in nxt}
         p.levels.append(nxt)
         frontier = nxt

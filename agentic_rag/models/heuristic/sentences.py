@@ -92,6 +92,8 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
     if edge == "adapted_into":
         return f"{who} was adapted into the anime {listed}."
     if edge == "sequel":
+        if hop.last:
+            return f"The latest in the {who} series is {listed}."
         if hop.kind == "k_hop" and hop.include_start:
             return f"In order, the series runs {listed}."
         if hop.kind == "k_hop":
@@ -126,6 +128,9 @@ def nothing_sentence(hop: Hop, sources: Sequence[CardEntity]) -> str:
         hop.edges[0], hop.edges[0].replace("_", " "))
     if hop.roles and hop.edges[0] == "staff":
         what = " or ".join(r.replace("_", " ") for r in hop.roles[:2])
+    if hop.edges[0] == "adapted_from" and all(e.ref.entity_type == "anime" for e in sources):
+        # "is X based on a manga or original?": an anime with no source is an original work
+        return f"{_subject(sources)} is an original anime: the catalog records no manga it is adapted from."
     return f"The catalog records no {what} for {_subject(sources)}."
 
 
