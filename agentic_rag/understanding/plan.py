@@ -13,7 +13,7 @@ Intent = Literal["relation", "compare", "chain", "attribute", "aggregate", "filt
 Attr = Literal["year", "episode_count", "volumes", "magazine", "founded", "format", "status", "genres",
                "first_episode",
                "count_studio", "count_author", "count_franchise", "franchise_works", "count_characters",
-               "sum_episodes", "sum_franchise", "count"]
+               "sum_episodes", "sum_franchise", "sum_volumes", "count"]
 
 ANY_TYPE: tuple[EntityType, ...] = ("character", "anime", "manga", "person", "studio", "franchise")
 WORK: tuple[EntityType, ...] = ("anime", "manga")

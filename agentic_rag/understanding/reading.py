@@ -58,7 +58,7 @@ _ATTR_DOMAIN: dict[str, EntityType] = {
     "magazine": "manga",
     "founded": "studio", "count_characters": "anime", "sum_episodes": "anime", "count_studio": "studio",
     "count_author": "person", "count_franchise": "franchise", "franchise_works": "franchise", "count": "person",
-    "sum_franchise": "franchise",
+    "sum_franchise": "franchise", "sum_volumes": "manga",
 }
 # From a type to the type a hop needs: the hop that gets there.
 _COERCE: dict[tuple[EntityType, EntityType], Hop] = {
@@ -652,6 +652,14 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
         a = Analysis(intent="aggregate", mentions=[], attr="sum_episodes", together=True)
         for m in works[:MAX_TOGETHER]:
             _add(a, tokens, m, "anime", fixed=True)
+        return a
+    books = [m for m in mentions if "manga" in {c.entity.entity_type for c in m.candidates}]
+    if len(books) >= 2 and w.any(C.VOLUMES) and (w.any(C.TOTAL) or _summing(w) or "+" in question or w.set & {
+            "plus"}):
+        # "the main manga plus the No Regrets spin-off, how many volumes altogether": one sum
+        a = Analysis(intent="aggregate", mentions=[], attr="sum_volumes", together=True)
+        for m in books[:MAX_TOGETHER]:
+            _add(a, tokens, m, "manga", fixed=True)
         return a
     if len(mentions) >= 2 and (pair := _pair(w, kinds, question[mentions[0].end:mentions[1].start])) is not None:
         a = Analysis(intent=pair, mentions=[])

@@ -520,3 +520,10 @@ def test_a_sum_over_a_run_from_one_work_to_another() -> None:
     q = "naruto + shippuden total episodes"  # two works, no range: the two of them
     a = read(q, links(q, ("naruto", naruto), ("shippuden", shippuden)))
     assert a.together and a.mentions == ["naruto", "shippuden"]
+
+
+def test_volumes_of_several_manga_added_up() -> None:
+    q = "the complete Attack on Titan main manga plus the No Regrets spin-off, how many volumes altogether?"
+    aot, nr = [cand("manga", "Attack on Titan", year=2009)], [cand("manga", "Attack on Titan: No Regrets")]
+    a = read(q, links(q, ("Attack on Titan", aot), ("No Regrets", nr)))
+    assert (a.attr, a.together, a.mentions) == ("sum_volumes", True, ["Attack on Titan", "No Regrets"])

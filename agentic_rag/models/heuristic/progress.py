@@ -285,6 +285,9 @@ def _attribute_query(a: Analysis, frontier: list[CardEntity]) -> StructuredQuery
     if a.attr == "count_characters" and et in ("anime", "manga"):
         return _query({"entity_type": "character", "where": [{"field": et, "op": "eq", "value": one}],
                        "aggregate": {"op": "count"}})
+    if a.attr == "sum_volumes":
+        return _query({"entity_type": "manga", "where": [{"field": "title", "op": "in", "value": names}],
+                       "aggregate": {"op": "sum", "field": "volumes"}})
     if a.attr == "sum_episodes":
         where = [{"field": "title", "op": "in", "value": names}]
         if a.fmt:

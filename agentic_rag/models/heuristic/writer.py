@@ -246,6 +246,8 @@ def _aggregate_sentence(a: Analysis, value: Any, who: str, plural: str, request:
         return f"{who} animated {value} anime in the catalog."
     if a.attr == "count_author":
         return f"{who} is credited on {value} manga."
+    if a.attr == "sum_volumes":
+        return f"Together, {who} have {value} volumes."
     if a.attr == "sum_franchise":
         what = {"movie": "films", "ova": "OVAs", "special": "specials", "tv": "TV series"}.get(a.fmt or "", "works")
         return f"Together, the {who} franchise's {what} have {value} episodes."
