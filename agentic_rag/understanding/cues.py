@@ -91,6 +91,7 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ("lead into", "sequel"), ("leads into", "sequel"), ("led into", "sequel"), ("leads to", "sequel"),
     ("led to", "sequel"), ("follow up", "sequel"), ("come after", "sequel"), ("comes after", "sequel"),
     ("side story", "side"), ("spin off", "spinoff"), ("first ep", "first episode"), ("by who", "whose"),
+    ("put out", "made"), ("puts out", "made"), ("come up with", "made"), ("came up with", "made"),
     ("by whom", "whose"), ("real name", "alias"), ("full name", "alias"), ("other names", "aliases"),
     # chatter that carries cue words
     ("asking for a friend", ""), ("for a friend", ""), ("if you know", ""), ("just curious", ""),

@@ -29,6 +29,8 @@ _HEAD = re.compile(
 _TOP = re.compile(r"^(?:which|what) (?P<what>studio|magazine|genre)s? (?:has|have|had) (?:animated|made|produced|"
                   r"serialized|published|the most)?\s*(?:the )?most (?P<noun>anime|manga|titles|shows|series)?",
                   re.IGNORECASE)
+_PRINT = re.compile(r"\b(?:weekly|monthly|jump|magazines?|serialized|serialised|volumes?|mangaka|tankobon|"
+                    r"tankōbon|published)\b", re.IGNORECASE)
 _NON_WORD = re.compile(r"[^\w&.\-]+")
 _FORMAT_NOUN = {"movies": "movie", "films": "movie", "ovas": "ova", "onas": "ona", "specials": "special",
                 "movie": "movie", "film": "movie", "ova": "ova", "ona": "ona", "special": "special"}
@@ -121,6 +123,8 @@ def parse_filter(q: str) -> Filter | None:
         return parse_filter(q[m.end("noun"):])
     et = {"manga": "manga", "studios": "studio", "anime studios": "studio", "animation studios": "studio"}.get(
         noun, "anime")
+    if noun in ("series", "titles") and _PRINT.search(q):  # "the Weekly Shonen Jump series that ended ..."
+        et = "manga"
     year = "founded" if et == "studio" else "year"
     f = Filter(entity_type=et)
     if fm := re.match(r"\s*(movies|films|ovas|onas|specials)\b", post, re.IGNORECASE):  # "anime movies"

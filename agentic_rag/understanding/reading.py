@@ -71,6 +71,7 @@ _ANSWER: dict[str, EntityType] = {"anime": "anime", "show": "anime", "shows": "a
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 MAX_TOGETHER = 12  # works one sum adds up
 MAX_MORE = 3  # readings one question adds (credits asked together)
+YEARS_AFTER = 10  # words after a name two years may follow in, to tell two of its works apart
 MIN_YEAR, MAX_YEAR = 1900, 2100  # the widest period a list of works is asked within
 # The cue words an exemplar label stands for ("describe" asks for no relation: a lookup).
 HINT_CUES: dict[str, tuple[str, ...]] = {
@@ -429,7 +430,7 @@ def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] 
         return counted
     if w.any(C.NAMES) or (w.any(C.NATIVE) and w.set & {"title", "name", "called"}):
         return None  # "what's her nickname", "the japanese title of X": the entity itself, with its other names
-    if w.set & {"spinoff", "side"} and "manga" in w.set | w.typed and not w.any(C.STAFF_NOUNS | C.WRITE | C.DRAW):
+    if w.has("spinoff manga", "spinoffs manga", "side manga") and not w.any(C.STAFF_NOUNS | C.WRITE | C.DRAW):
         # "mha spin-off manga": the franchise's manga (spin-offs are manga of the franchise, not sequels)
         return _Ask([], "franchise_works", domain=("franchise",), counted="manga")
     hops = _relation(w, anchor_types, after_anchor)
@@ -526,6 +527,9 @@ def _add(a: Analysis, tokens: list[Token], m: LinkedMention, first: EntityType |
     if fixed or said:
         a.fixed.add(key)
     year = _year_near(tokens, m)
+    dated = {c.year for c in m.candidates if c.entity.entity_type == (first or "anime")}
+    if year is None and len(dated) == 1 and len(m.candidates) == 1:
+        year = next(iter(dated))  # a name told apart by a year further on ("..., the 1999 one or the 2011 one")
     order = [first] if first else []
     order += [c.entity.entity_type for c in m.candidates]
     types = tuple(dict.fromkeys(t for t in order if t))
@@ -880,16 +884,20 @@ def _answer_type(w: _Words) -> EntityType | None:
 def _by_years(tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedMention]:
     """"hxh 1999 vs 2011": one name, two of its works told apart by year, is two mentions."""
     out: list[LinkedMention] = []
-    for m in mentions:
-        after = [t for t in tokens if t.start >= m.end][:3]
-        keys = [t.key for t in after]
-        years = [int(k) for k in keys[::2] if _YEAR.match(k)]
-        if len(keys) == 3 and len(years) == 2 and keys[1] in ("vs", "versus", "or", "and"):
-            first = [c for c in m.candidates if c.year == years[0]]
-            second = [c for c in m.candidates if c.year == years[1]]
+    for i, m in enumerate(mentions):
+        # "hxh 1999 vs 2011", "which hxh is longer, the 1999 one or the 2011 one": two years after the name,
+        # joined by "or", "vs", "and", before any other name
+        stop = mentions[i + 1].start if i + 1 < len(mentions) else len(" ".join(t.raw for t in tokens)) + 10**6
+        after = [t for t in tokens if m.end <= t.start < stop][:YEARS_AFTER]
+        at = [j for j, t in enumerate(after) if _YEAR.match(t.key)]
+        if len(at) == 2 and any(t.key in ("vs", "versus", "or", "and") for t in after[at[0] + 1:at[1]]):
+            y1, y2 = int(after[at[0]].key), int(after[at[1]].key)
+            first = [c for c in m.candidates if c.year == y1]
+            second = [c for c in m.candidates if c.year == y2]
             if first and second:
+                t2 = after[at[1]]
                 out += [m.model_copy(update={"candidates": first}),
-                        LinkedMention(text=after[2].raw, start=after[2].start, end=after[2].end, candidates=second)]
+                        LinkedMention(text=t2.raw, start=t2.start, end=t2.end, candidates=second)]
                 continue
         out.append(m)
     return out

@@ -93,6 +93,7 @@ _ABBREVIATIONS = frozenset(
     ("vs", "dr", "mr", "mrs", "ms", "st", "vol", "vols", "ep", "eps", "no", "feat", "approx", "etc", "jr", "sr", "pt"))
 _ASKING = re.compile(r"\b(?:who|whom|whose|what|whats|which|when|where|why|how|list|name|tell|give|show|find)\b",
                      re.IGNORECASE)
+_COMMAND = re.compile(r"\s*(?:(?:please|pls|and|also|then)\s+)?(?:give|list|tell|show|name|include)\b", re.IGNORECASE)
 Span = tuple[int, int]
 
 
@@ -116,7 +117,10 @@ def sentences(text: str) -> list[Span]:
 def _asking(text: str, spans: list[Span]) -> list[Span]:
     """The sentences that ask: those ending in a question mark, else those with a question or command word."""
     marked = [s for s in spans if text[s[0]:s[1]].rstrip().endswith("?")]
-    return marked or [s for s in spans if _ASKING.search(text[s[0]:s[1]])]
+    if not marked:
+        return [s for s in spans if _ASKING.search(text[s[0]:s[1]])]
+    # a command beside a question asks too ("What continues it? Give me the order.")
+    return [s for s in spans if s in marked or _COMMAND.match(text[s[0]:s[1]])]
 
 
 def asking(text: str) -> list[Span]:

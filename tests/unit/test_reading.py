@@ -527,3 +527,22 @@ def test_volumes_of_several_manga_added_up() -> None:
     aot, nr = [cand("manga", "Attack on Titan", year=2009)], [cand("manga", "Attack on Titan: No Regrets")]
     a = read(q, links(q, ("Attack on Titan", aot), ("No Regrets", nr)))
     assert (a.attr, a.together, a.mentions) == ("sum_volumes", True, ["Attack on Titan", "No Regrets"])
+
+
+def test_two_years_further_on_tell_two_works_of_one_name_apart() -> None:
+    hxh = [cand("anime", "Hunter x Hunter (2011)", "alias", year=2011),
+           cand("anime", "Hunter x Hunter (1999)", "alias", year=1999)]
+    q = "Which Hunter x Hunter TV version is longer, the 1999 one or the 2011 one?"
+    a = read(q, links(q, ("Hunter x Hunter", hxh)))
+    assert a.intent == "compare" and sorted(a.years.values()) == [1999, 2011]
+
+
+def test_a_command_beside_a_question_asks_too() -> None:
+    from agentic_rag.understanding.text import asking
+
+    q = "After the 1999 Hunter x Hunter TV show, what continues it? Give me the order."
+    assert len(asking(q)) == 2
+    from agentic_rag.understanding.filters import parse_filter
+
+    f = parse_filter("List the Weekly Shonen Jump series that wrapped up in 2020 or later")
+    assert f is not None and f.entity_type == "manga"  # a magazine's series are manga
