@@ -26,6 +26,9 @@ CREATE = words("created creator creators create creates invented")
 # the people a staff cue asks for, as nouns ("the director of ..."): the named person is not the subject
 STAFF_NOUNS = words("director directors composer composers writer writers author authors artist artists creator "
                     "creators illustrator illustrators mangaka designer designers screenwriter")
+# a staff verb right after a person's name makes the person its subject ("the anime that X directed")
+STAFF_VERBS = words("directed directs wrote writes drew draws composed composes scored created creates illustrated "
+                    "illustrates designed designs")
 MADE = words("made makes make produced producer")
 CAST = words("characters cast protagonist protagonists lead leads heroes hero heroine mc mcs")
 MAIN = words("main protagonist protagonists lead leads hero heroes heroine mc mcs")

@@ -359,13 +359,21 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(STUDIO)
         if w.any(C.MADE | C.WORKS) and (w.has("what did", "what has", "what else", "what other") or answer == "anime"):
             hops.append(dataclasses.replace(STUDIO_WORKS, exclude_seen=True))  # "what else did X's studio make"
-    elif (staff := _staff(w)) and anchor_types == {"person"} and _person_acts(w):
+    elif (staff := _staff(w)) and anchor_types == {"person"} and (_person_acts(w) or after_anchor & C.STAFF_VERBS):
         # "which anime did Hiroshi Seko write": the person is the subject, the works are asked for
         kind = answer if answer in ("anime", "manga") else None
         roles = staff.roles
         if kind == "anime" and "story" in roles:
             roles += ("series_composition",)  # an anime's writer is its series composer
-        hops.append(Hop(("worked_on",), roles, node_types=(kind,) if kind else (), exclude_seen=w.any(C.OTHER)))
+        on_anime = set(roles) <= {"director", "chief_director", "music", "character_design", "series_composition"}
+        hops.append(Hop(("worked_on",), roles, node_types=("anime",) if on_anime else (kind,) if kind else (),
+                        exclude_seen=w.any(C.OTHER)))
+        if on_anime and "manga" in w.set:
+            # "the magazine of the manga that became the anime X directed": on from the anime to its source,
+            # and to its authors when they are asked ("who made the manga behind the anime X directed")
+            hops.append(SOURCE)
+            if w.set & {"who", "whom"} and w.any(C.MADE | C.WRITE | C.CREATE | C.DRAW):
+                hops.append(AUTHORS)
     elif staff:
         # "who wrote X": its writer, and its artist when another person drew it (a name a reader expects)
         hops.append(AUTHORS if staff.roles == staff_roles("wrote") else staff)
@@ -721,6 +729,9 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
         # the subject's own verb: "does X follow on from" (the words after X, when X is asked about)
         subject = any(t.key in ("does", "did", "do") for t in tokens if t.end <= candidate.start)
         after = frozenset(t.key for t in tokens if t.start >= candidate.end) if subject else frozenset()
+        verb = next((t.key for t in tokens if t.start >= candidate.end), "")
+        if not after and verb in C.STAFF_VERBS:
+            after = frozenset((verb,))  # "the anime that X directed": X is the subject of its own verb
         # "how many Dragon Ball anime": the type word is what is counted, not which Dragon Ball is meant
         counting = C.HOW_MANY.search(w.text) is not None and said in ("anime", "manga")
         types = {said} if said and not counting else _readings(candidate)
@@ -751,9 +762,11 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             _add(a, tokens, anchor, start, fixed=True)
             if a.hops and a.attr is None and _RANGE.get(a.hops[-1].edges) in ("anime", "manga"):
                 a.period = _period(question, set(a.years.values()))  # "what did X's studio make before 2010"
-            if a.hops and a.hops[-1].edges == ("staff",) and a.attr is None:
+            credits = _staff_roles_asked(w)
+            if a.hops and a.hops[-1].edges == ("staff",) and a.attr is None and a.hops[-1].roles in [
+                    h.roles for h in credits] and not any(h.edges == ("worked_on",) for h in a.hops):
                 # "X's director and composer": one more reading per credit asked
-                for other in _staff_roles_asked(w)[:MAX_MORE]:
+                for other in credits[:MAX_MORE]:
                     if other.roles != a.hops[-1].roles:
                         a.more.append(_same_start(a, [*a.hops[:-1], other]))
             strong = {c.entity.entity_type for c in anchor.candidates if c.match in ("exact", "alias")}

@@ -546,3 +546,15 @@ def test_a_command_beside_a_question_asks_too() -> None:
 
     f = parse_filter("List the Weekly Shonen Jump series that wrapped up in 2020 or later")
     assert f is not None and f.entity_type == "manga"  # a magazine's series are manga
+
+
+def test_a_person_named_as_the_subject_of_a_relative_clause() -> None:
+    park = [cand("person", "Sunghoo Park")]
+    q = "who made the manga behind the anime that sunghoo park directed"
+    a = read(q, links(q, ("sunghoo park", park)))
+    assert hops(a) == [("worked_on",), ("adapted_from",), ("staff",)] and a.hops[0].node_types == ("anime",)
+    assert not a.more  # the author is asked, not another credit
+    tachikawa = [cand("person", "Yuzuru Tachikawa")]
+    q = "In which magazine ran the manga that became the anime directed by Yuzuru Tachikawa?"
+    a = read(q, links(q, ("Yuzuru Tachikawa", tachikawa)))
+    assert hops(a) == [("worked_on",), ("adapted_from",)] and a.attr == "magazine"
