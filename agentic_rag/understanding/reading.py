@@ -224,13 +224,13 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
         said = next((_FORMATS[x] for x in (*w.keys, *w.typed) if x in _FORMATS), None)
         every = w.set & {"ovas", "movies", "films", "specials", "all", "every", "combined", "altogether", "together",
                          "sum", "added", "adding"} or w.has("in total", "add up")
-        if every and said and not C.SEASON_COUNT.search(w.text):
-            # "the hxh ovas combined", "demon slayer tv episodes in total": every work of that format in the
-            # franchise, whether the sequel chain reaches it or not (the Mugen Train Arc's TV version)
+        if every and said and said != "tv" and not C.SEASON_COUNT.search(w.text):
+            # "the hxh ovas combined": every work of that format in the franchise. (TV series are summed along
+            # the sequel chain: a franchise's TV works include its spin-offs, which "all of Naruto" leaves out.)
             return _Ask([], "sum_franchise", fmt=said, domain=("franchise",))
-        if (w.any(C.TOTAL) or _summing(w)) and several:
+        if (w.any(C.TOTAL) or _summing(w)) and (several or (every and said)):
             # seasons are TV series: "all the seasons" leaves the films out
-            fmt = "tv" if w.set & {"tv", "seasons", "season", "series", "without", "excluding"} else None
+            fmt = "tv" if said == "tv" or w.set & {"tv", "seasons", "season", "series", "without", "excluding"} else None
             return _Ask([Hop(("sequel",), kind="k_hop", include_start=True, count=_season_count(w))], "sum_episodes",
                         fmt=fmt, domain=("anime",))
         return _Ask([], "episode_count", domain=("anime",))

@@ -243,9 +243,8 @@ def test_a_sum_over_the_works_named_or_over_all_seasons() -> None:
     assert (a.attr, a.together, a.mentions) == ("sum_episodes", True, ["spy x family s1", "s2"])
     q = "total eps of all the demon slayer tv seasons, counting the mugen train arc"
     a = read(q, links(q, ("demon slayer", work("Demon Slayer")), ("mugen train arc", [cand("anime", "Mugen Train")])))
-    # every TV work of the name's franchise (the chain misses the Mugen Train Arc's TV version); not a sum of
-    # the two names
-    assert (a.attr, a.fmt, a.mentions, a.together) == ("sum_franchise", "tv", ["demon slayer"], False)
+    # the TV series along the name's sequel chain (not the franchise's spin-offs); not a sum of the two names
+    assert (a.attr, a.fmt, a.mentions, a.together) == ("sum_episodes", "tv", ["demon slayer"], False)
     q = "total episodes of all the attack on titan seasons"  # no format said: the sequel chain, TV only
     a = read(q, links(q, ("attack on titan", work("Attack on Titan"))))
     assert (a.attr, a.fmt, hops(a)) == ("sum_episodes", "tv", [("sequel",)])
