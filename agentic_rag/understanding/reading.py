@@ -230,7 +230,8 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
             return _Ask([], "sum_franchise", fmt=said, domain=("franchise",))
         if (w.any(C.TOTAL) or _summing(w)) and (several or (every and said)):
             # seasons are TV series: "all the seasons" leaves the films out
-            fmt = "tv" if said == "tv" or w.set & {"tv", "seasons", "season", "series", "without", "excluding"} else None
+            tv = said == "tv" or w.set & {"tv", "seasons", "season", "series", "without", "excluding"}
+            fmt = "tv" if tv else None
             return _Ask([Hop(("sequel",), kind="k_hop", include_start=True, count=_season_count(w))], "sum_episodes",
                         fmt=fmt, domain=("anime",))
         return _Ask([], "episode_count", domain=("anime",))
