@@ -358,7 +358,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
     elif (w.any(C.STUDIO) or w.has("animation studio", "produced by", "who produced", "who animated")) and \
             anchor_types != {"studio"}:
         hops.append(STUDIO)
-        if w.any(C.MADE | C.WORKS) and (w.has("what did", "what has", "what else", "what other") or answer == "anime"):
+        if w.any(C.MADE) and not w.any(C.FOUNDED) and (w.has("what did", "what has", "what else", "what other")
+                                                         or answer == "anime"):
             hops.append(dataclasses.replace(STUDIO_WORKS, exclude_seen=True))  # "what else did X's studio make"
     elif (staff := _staff(w)) and anchor_types == {"person"} and (_person_acts(w) or after_anchor & C.STAFF_VERBS):
         # "which anime did Hiroshi Seko write": the person is the subject, the works are asked for
@@ -652,7 +653,8 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
     kinds = [_readings(m) for m in mentions]
     works = [m for m in mentions if "anime" in {c.entity.entity_type for c in m.candidates}]
     if len(works) >= 2 and w.any(C.EPISODES) and (w.any(C.TOTAL) or _summing(w) or "+" in question) and \
-            not C.ALL_SEASONS.search(w.text):  # "all the X seasons, counting Y": the chain, Y is in it
+            (not C.ALL_SEASONS.search(w.text) or w.set & {"both", "two"}):
+        # ("all the X seasons, counting Y": the chain, Y is in it; "the two series together": the two)
         # "s1 + s2 episodes combined", "naruto and shippuden, how many episodes together": one sum
         if len(works) == 2 and _RANGE_WORDS.search(question[works[0].end:works[1].start]):
             # "from season 1 through the Final Season": the run between them, along the sequel chain
@@ -761,6 +763,13 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             if a.attr == "count" and a.role and not any(h.edges == ("worked_on",) for h in a.hops):
                 a.hops.append(Hop(("worked_on",), (a.role,), node_types=("anime",)))
             _add(a, tokens, anchor, start, fixed=True)
+            if a.attr == "sum_episodes" and a.hops:
+                # "all the X tv seasons, counting Y": Y is added to the run when the chain does not reach it
+                for m in linked:
+                    if any(lo <= m.start < hi and _COUNTING.match(whole[lo:hi]) for lo, hi in dropped) and any(
+                            c.entity.entity_type == "anime" for c in m.candidates) and m.text not in a.mentions:
+                        _add(a, tokens, m, "anime", fixed=True)
+                        a.together = True
             if a.hops and a.attr is None and _RANGE.get(a.hops[-1].edges) in ("anime", "manga"):
                 a.period = _period(question, set(a.years.values()))  # "what did X's studio make before 2010"
             credits = _staff_roles_asked(w)
@@ -975,6 +984,7 @@ def _pair(w: _Words, kinds: list[set[EntityType]], between: str = "") -> Literal
 
 
 _RANGE_WORDS = re.compile(r"\b(?:through|thru|until|till)\b|^\W*(?:to\b|[-–—]+\s*$)", re.IGNORECASE)
+_COUNTING = re.compile(r"\s*(?:counting|including|incl|plus)\b", re.IGNORECASE)
 _UNASKED = re.compile(r"\b(?:(?:rather|other) than|instead of|(?:and |but )?not)(?: the| an?)? (?:anime|manga|movies?|"
                       r"films?|shows?|(?:tv )?series|tv show)\b|"
                       r"\bbefore (?:it |they |the (?:manga|series|anime) )?(?:ended|finished|wrapped(?: up)?|concluded|"

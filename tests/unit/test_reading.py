@@ -243,8 +243,11 @@ def test_a_sum_over_the_works_named_or_over_all_seasons() -> None:
     assert (a.attr, a.together, a.mentions) == ("sum_episodes", True, ["spy x family s1", "s2"])
     q = "total eps of all the demon slayer tv seasons, counting the mugen train arc"
     a = read(q, links(q, ("demon slayer", work("Demon Slayer")), ("mugen train arc", [cand("anime", "Mugen Train")])))
-    # the TV series along the name's sequel chain (not the franchise's spin-offs); not a sum of the two names
-    assert (a.attr, a.fmt, a.mentions, a.together) == ("sum_episodes", "tv", ["demon slayer"], False)
+    # the TV series along the name's sequel chain (not the franchise's spin-offs), and the work named after
+    # "counting" (the chain does not reach the Mugen Train Arc's TV version)
+    assert (a.attr, a.fmt, a.mentions, a.together) == ("sum_episodes", "tv", ["demon slayer", "mugen train arc"],
+                                                       True)
+    assert hops(a) == [("sequel",)]
     q = "total episodes of all the attack on titan seasons"  # no format said: the sequel chain, TV only
     a = read(q, links(q, ("attack on titan", work("Attack on Titan"))))
     assert (a.attr, a.fmt, hops(a)) == ("sum_episodes", "tv", [("sequel",)])
