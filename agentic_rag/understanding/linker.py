@@ -231,6 +231,7 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
     mentions = _choose(question, tokens, list(spans.values()))
     mentions = await _partial(conn, question, tokens, mentions, known)
     mentions = await _seasons(conn, question, tokens, mentions)
+    mentions = await _named_after(conn, question, tokens, mentions)
     return EntityLinks(mentions=await _films(conn, question, tokens, mentions))
 
 
@@ -443,6 +444,46 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
             seasons.append(LinkedMention(text=question[start:end][:200], start=start, end=end, candidates=[cand]))
         out += seasons if seasons and seasons[0].start <= m.start else [m, *seasons]
     return out[:MAX_MENTIONS]
+
+
+NAMED_AFTER_SQL = f"""
+WITH hit AS (
+  SELECT %(key)s::text AS key, false AS by_subtitle, {_HIT}
+   WHERE n.norm LIKE '%%' || %(key)s || '%%' AND n.entity_type IN ('anime', 'manga')
+   ORDER BY n.popularity DESC LIMIT 8
+){_ENRICHED}"""
+_WORK_WORDS = {"anime": ("anime",), "show": ("anime",), "ova": ("anime",), "movie": ("anime",), "film": ("anime",),
+               "manga": ("manga",), "spinoff": ("anime", "manga"), "spin": ("anime", "manga")}
+MAX_NAMED_AFTER = 2  # works a character's name may be in the title of, for "the X anime" to name them
+
+
+async def _named_after(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
+                       mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """"The rock lee spin-off anime": a character followed by a work word names the work titled after them
+    ("Naruto Spin-Off: Rock Lee & His Ninja Pals"), when one or two works hold the name. One probe through the
+    trigram index, only for such a character."""
+    out = list(mentions)
+    for i, m in enumerate(mentions):
+        if {c.entity.entity_type for c in m.candidates} != {"character"}:
+            continue
+        after = [t for t in tokens if t.start >= m.end][:3]
+        kinds = [_WORK_WORDS[t.key] for t in after if t.key in _WORK_WORDS]
+        if not kinds or (i + 1 < len(mentions) and after and mentions[i + 1].start <= after[0].start):
+            continue
+        wanted = set(kinds[-1]) if len(kinds) > 1 else set(kinds[0])  # "spin-off anime": the anime
+        key = " ".join(m.candidates[0].name.casefold().split())
+        rows = await (await conn.execute(NAMED_AFTER_SQL, {"key": key})).fetchall()
+        works: dict[str, LinkCandidate] = {}
+        for _, _, eid, etype, name, _kind, popularity, primary, year, fmt in rows:
+            if etype in wanted and str(eid) not in works:
+                works[str(eid)] = LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
+                                                matched=str(name)[:200], match="partial",
+                                                popularity=max(int(popularity), 0), year=year, format=fmt)
+        if 0 < len(works) <= MAX_NAMED_AFTER:
+            end = next(t for t in after if t.key in _WORK_WORDS)
+            out[i] = LinkedMention(text=question[m.start:end.end][:200], start=m.start, end=end.end,
+                                   candidates=list(works.values()))
+    return out
 
 
 FILMS_SQL = """

@@ -204,3 +204,11 @@ async def test_which_x_movie_asks_among_the_films_and_a_generic_subtitle_needs_i
     assert all(c.format != "movie" for m in links.mentions for c in m.candidates)
     links = await _link(conn, "Attack on Titan switched studios. Who directed The Final Season?")
     assert any(c.name == "Attack on Titan: The Final Season" for m in links.mentions for c in m.candidates)
+
+
+async def test_a_character_followed_by_a_work_word_names_the_work_titled_after_them(demo: IngestReport,
+                                                                                   conn: Any) -> None:
+    links = await _link(conn, "The goofy Rock Lee spin-off anime from 2012 adapts which manga?")
+    assert _top(links)[0] == "Naruto Spin-Off: Rock Lee & His Ninja Pals"
+    links = await _link(conn, "what anime is rock lee in")  # no work word after the name: the character
+    assert _top(links)[0] == "Rock Lee"
