@@ -96,6 +96,32 @@ class Filter:
     words: str = ""  # the wording left for facet values (studio, magazine, genre names)
     group_by: str | None = None
     count: bool = False  # "how many anime came out in 2022": the number of matches, not the list
+    rank: tuple[str, str] | None = None  # (field, asc|desc): "which has the most episodes", "the oldest studio"
+
+
+# the extreme a list is asked for: (pattern, field per entity type, direction)
+_SUPERLATIVES: tuple[tuple[re.Pattern[str], dict[str, str], str], ...] = (
+    (re.compile(r"\b(?:most|highest|largest|biggest|greatest) (?:number of |count of )?(?:episodes?|eps)\b|"
+                r"\b(?:highest|largest|biggest) episode counts?\b|\blongest\b", re.I),
+     {"anime": "episode_count", "manga": "volumes"}, "desc"),
+    (re.compile(r"\b(?:fewest|least|lowest|smallest) (?:number of )?(?:episodes?|eps)\b|\bshortest\b", re.I),
+     {"anime": "episode_count", "manga": "volumes"}, "asc"),
+    (re.compile(r"\b(?:most|highest|largest) (?:number of )?(?:volumes?|vols)\b", re.I), {"manga": "volumes"}, "desc"),
+    (re.compile(r"\b(?:fewest|least|lowest|smallest) (?:number of )?(?:volumes?|vols)\b", re.I),
+     {"manga": "volumes"}, "asc"),
+    (re.compile(r"\b(?:oldest|earliest|first (?:one|to be founded))\b", re.I),
+     {"anime": "year", "manga": "year", "studio": "founded"}, "asc"),
+    (re.compile(r"\b(?:newest|youngest|latest|most recent)\b", re.I),
+     {"anime": "year", "manga": "year", "studio": "founded"}, "desc"),
+)
+
+
+def superlative(q: str, et: str) -> tuple[str, str] | None:
+    """The field and direction of the extreme ``q`` asks for over entity type ``et``, if any."""
+    for rx, fields, direction in _SUPERLATIVES:
+        if rx.search(q) and et in fields:
+            return fields[et], direction
+    return None
 
 
 def fold(text: str) -> str:
@@ -181,11 +207,15 @@ def parse_filter(q: str) -> Filter | None:
             break
     # only conditions on fields the entity has ("the madhouse tv adaptation of X's manga" is no manga format)
     f.where = [c for c in f.where if c["field"] in FIELDS[et]]  # type: ignore[index]
+    f.rank = superlative(f"{pre} {post}", et)
+    if f.rank is not None:
+        rest = re.sub(r"\b(?:most|highest|largest|biggest|greatest|fewest|least|lowest|smallest|longest|shortest|"
+                      r"oldest|earliest|newest|youngest|latest|recent|count|number)\b", " ", rest, flags=re.I)
     words = [w for w in re.findall(r"[\w.&'\-]+", rest)
              if w.lower() not in _STOP and not w.isdigit() and re.search(r"[^\W\d_]", w)]
     f.words = " ".join(words)
     # a question with no condition and no candidate facet words is not a filter ("Which anime is Luffy in?")
-    if not f.where and not words:
+    if not f.where and not words and f.rank is None:
         return None
     if not f.where and re.search(r"\b(?:is|are|does|did)\s+\S+.*\b(?:in|from)$", post, re.I):
         return None

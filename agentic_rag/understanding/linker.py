@@ -494,6 +494,8 @@ SELECT m.ord, f.id::text, f.title, f.popularity, f.year
  ORDER BY m.ord, f.year, f.id
  LIMIT 60"""
 _FILM_WORDS = frozenset(("movie", "film"))
+# "the oldest one piece film": the films are what the extreme is taken over, not one of them to choose
+_EXTREMES = frozenset(("oldest", "newest", "latest", "earliest", "first", "last", "longest", "shortest", "best"))
 
 
 async def _films(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
@@ -509,7 +511,8 @@ async def _films(conn: psycopg.AsyncConnection[Any], question: str, tokens: list
             continue
         before = [t.key for t in tokens if t.end <= m.start][-1:]
         later = [t.key for t in tokens if t.start > after[0].start][:1]
-        if before in (["which"], ["what"]) or later in (["names"], ["titles"], ["list"], ["series"]):
+        if before in (["which"], ["what"]) or later in (["names"], ["titles"], ["list"], ["series"]) or (
+                before and before[0] in _EXTREMES):
             continue  # "which evangelion movie is she in", "hxh movie names": the films are what is asked
         anime = next((c for c in m.candidates if c.entity.entity_type == "anime"), None)
         if anime is not None:

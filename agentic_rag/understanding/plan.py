@@ -56,6 +56,7 @@ class Analysis:
     filter: Filter | None = None
     together: bool = False  # every mention is a start ("s1 + s2 episodes combined"), not only the first
     more: list[Analysis] = field(default_factory=list)  # the plans of a question's other parts
+    rank: tuple[str, str] | None = None  # (field, asc|desc): the extreme asked among a franchise's works
     period: tuple[int, int] | None = None  # the years the works a chain ends in must fall in ("... before 2010")
 
 

@@ -19,7 +19,7 @@ from agentic_rag.catalog.vocabulary import EntityType
 from agentic_rag.protocol import EntityLinks, LinkCandidate, LinkedMention
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.asks import confident
-from agentic_rag.understanding.filters import Filter, lists, parse_filter, status_of
+from agentic_rag.understanding.filters import Filter, lists, parse_filter, status_of, superlative
 from agentic_rag.understanding.plan import ANY_TYPE, Analysis, Attr, Hop, staff_roles
 from agentic_rag.understanding.text import Token, asking, focus, referent, tokenize
 
@@ -185,6 +185,7 @@ class _Ask:
     counted: EntityType = "anime"  # what a franchise count counts
     also: list[Attr] = field(default_factory=list)  # more values read off the same rows
     episode: int = 1
+    rank: tuple[str, str] | None = None  # the extreme asked among a franchise's works
 
 
 def _staff(w: _Words) -> Hop | None:
@@ -429,7 +430,15 @@ def _person_acts(w: _Words) -> bool:
 
 def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] = frozenset(),
          every_type: frozenset[EntityType] = frozenset()) -> _Ask | None:
-    if (C.HOW_MANY.search(w.text) or ((_summing(w) or w.any(C.TOTAL)) and w.any(C.EPISODES))) and (
+    words = f"{w.text} {' '.join(w.typed)}"
+    framed = (w.set | w.typed) & {"season", "seasons", "series", "films", "movies", "film", "movie", "entries", "tv"}
+    if (rank := superlative(words, "anime")) is not None and framed and not C.LAST_SEASON.search(w.text) and not \
+            C.HOW_MANY.search(w.text.replace(" episode count", " ")):
+        # "which dragon ball tv series has the most episodes": the extreme among the franchise's works
+        fmt = next((_FORMATS[x] for x in (*w.keys, *w.typed) if x in _FORMATS), None)
+        return _Ask([], "franchise_works", fmt=fmt or ("tv" if "season" in words else None), domain=("franchise",),
+                    rank=rank)
+    if (C.HOW_MANY.search(w.text) or (_summing(w) and w.any(C.EPISODES))) and (
             counted := _count(w, anchor_types)) is not None:
         structural = (("sequel",), ("prequel",), ("adapted_from",), ("adapted_into",))
         hops = [h for h in _relation(w, anchor_types, after_anchor) if h.edges in structural]
@@ -757,7 +766,7 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
                     hops[at] = dataclasses.replace(hops[at], first=True)
             a = Analysis(intent="aggregate" if ask.attr and ask.attr.startswith(("count", "sum")) else
                          "attribute" if ask.attr and not ask.hops else "chain", mentions=[],
-                         attr=ask.attr, role=ask.role, fmt=ask.fmt, counted=ask.counted, also=ask.also,
+                         attr=ask.attr, role=ask.role, fmt=ask.fmt, counted=ask.counted, also=ask.also, rank=ask.rank,
                          episode=ask.episode)
             a.hops = hops
             if a.attr == "count" and a.role and not any(h.edges == ("worked_on",) for h in a.hops):

@@ -560,3 +560,17 @@ def test_a_person_named_as_the_subject_of_a_relative_clause() -> None:
     q = "In which magazine ran the manga that became the anime directed by Yuzuru Tachikawa?"
     a = read(q, links(q, ("Yuzuru Tachikawa", tachikawa)))
     assert hops(a) == [("worked_on",), ("adapted_from",)] and a.attr == "magazine"
+
+
+def test_the_extreme_of_a_list_or_of_a_franchises_works() -> None:
+    from agentic_rag.understanding.filters import parse_filter
+
+    f = parse_filter("Among the finished TV anime in the catalog, which has the most episodes?")
+    assert f is not None and f.rank == ("episode_count", "desc")
+    f = parse_filter("Among the studios in the catalog, which is the oldest?")
+    assert f is not None and (f.entity_type, f.rank) == ("studio", ("founded", "asc"))
+    q = "Which Dragon Ball TV series has the highest episode count?"
+    a = read(q, links(q, ("Dragon Ball", work("Dragon Ball"))))
+    assert (a.attr, a.rank, a.fmt) == ("franchise_works", ("episode_count", "desc"), "tv")
+    q = "how many episodes does dragon ball have"  # a count of one work, no extreme
+    assert read(q, links(q, ("dragon ball", work("Dragon Ball")))).attr == "episode_count"

@@ -35,6 +35,7 @@ NAME_FIELD = {"anime": "title", "manga": "title", "character": "name", "studio":
 MAX_SOURCES = MAX_BATCH  # entities one hop expands from (the nearest, earliest ones)
 CHAIN_HOPS = 4  # hops one k_hop traversal asks for
 LISTED = 12  # rows a count names beside its number
+RANKED = 3  # rows a superlative reads: the first, and the runners-up to show it is the first
 MAX_CHAIN_ROUNDS = 2  # traversals a chain may continue with, from its end
 
 
@@ -275,6 +276,9 @@ def _attribute_query(a: Analysis, frontier: list[CardEntity]) -> StructuredQuery
         where: list[dict[str, Any]] = [{"field": "franchise", "op": "eq", "value": one}]
         if a.fmt:
             where.append({"field": "format", "op": "eq", "value": a.fmt})
+        if a.attr == "franchise_works" and a.rank is not None:  # "which dragon ball series has the most episodes"
+            return _query({"entity_type": a.counted, "where": [*where, {"field": a.rank[0], "op": "gte", "value": 0}],
+                           "limit": RANKED, "order_by": [{"field": a.rank[0], "direction": a.rank[1]}]})
         if a.attr == "franchise_works":
             return _query({"entity_type": a.counted, "where": where, "limit": 50,
                            "order_by": [{"field": "year", "direction": "asc"}]})
@@ -325,7 +329,7 @@ def _filter(a: Analysis, cards: list[ContextCard], p: Progress) -> Progress:
         # answers them
         named = [x for x in f.words.split() if x[:1].isupper() or fold(x) not in english_words()]
         loose = all(c["field"] == "format" for c in f.where)
-        if not p.facets and (not f.where or (loose and len(named) >= 2)):
+        if not p.facets and f.rank is None and (not f.where or (loose and len(named) >= 2)):
             p.missing.append(" ".join(named) if f.where else f.words)
             return p
     if f.count:
@@ -334,6 +338,10 @@ def _filter(a: Analysis, cards: list[ContextCard], p: Progress) -> Progress:
         p = _need(p, cards, [q] if listing is None else [listing, q], final=True)
         p.listing = _card_for(cards, listing) if listing is not None else None
         return p
+    if f.rank is not None:  # "which finished TV anime has the most episodes": the top rows by that field
+        q = _query({"entity_type": f.entity_type, "where": [*where[:7], {"field": f.rank[0], "op": "gte", "value": 0}],
+                    "limit": RANKED, "order_by": [{"field": f.rank[0], "direction": f.rank[1]}]})
+        return _need(p, cards, [q], final=True)
     q = _query({"entity_type": f.entity_type, "where": where[:8], "limit": 50,
                 "order_by": [{"field": "founded" if f.entity_type == "studio" else "year", "direction": "asc"}]})
     return _need(p, cards, [q], final=True)

@@ -9,6 +9,7 @@ that matched nothing is an explicit not-found; otherwise the answer says, in pla
 
 from __future__ import annotations
 
+import re
 from typing import Any
 
 from agentic_rag.models.heuristic.context import bare
@@ -193,7 +194,7 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
         shown += [f"The catalog does not record the {x.replace('_', ' ')} of {who or 'these'}."
                   for x in (a.attr, *a.also) if x not in attrs]
         text = " ".join([*lines, *shown])
-    elif a.attr == "franchise_works":
+    elif a.attr == "franchise_works" and not a.rank:
         what = {"movie": "film", "ova": "OVA", "special": "special"}.get(a.fmt or "", a.counted)
         what += "s" if len(rows) > 1 and what != a.counted else ""
         shown = [f"{r.get('name')} ({r.get('year')})" if r.get("year") else str(r.get("name")) for r in rows[:30]]
@@ -202,6 +203,24 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
         which = "first episode" if a.episode == 1 else f"episode {a.episode}"
         shown = [f'The {which} of {who} is "{r.get("name")}".' for r in rows[:1]]
         text = " ".join([*lines, *shown])
+    elif (a.filter is not None and a.filter.rank is not None) or (a.attr == "franchise_works" and a.rank):
+        # "which finished TV anime has the most episodes": the first, with the runners-up as evidence
+        ranked = a.filter.rank if a.filter is not None and a.filter.rank else a.rank
+        assert ranked is not None
+        fld, direction = ranked
+        what = {"episode_count": "episodes", "volumes": "volumes"}.get(fld, "")
+        shown = [_listed(r, [fld] if what else []) for r in rows]
+        if what:
+            lead = f"{rows[0].get('name')} has the {'most' if direction == 'desc' else 'fewest'} {what}"
+        else:
+            lead = f"{rows[0].get('name')} is the {'oldest' if direction == 'asc' else 'newest'}"
+        lead += f" ({_listed(rows[0], [fld] if what else []).split(' (', 1)[-1]}"
+        said = re.sub(r"(?:, )?\w+ >= 0\b", "", _conditions(card.request)).replace("(, ", "(")
+        scope = f"among {plural} matching {said}" if said not in ("()", "in the catalog") else f"among the {plural}"
+        if a.filter is None:
+            works = _FORMAT_PLURAL.get(a.fmt or "", "works")
+            scope = f"among the {who} franchise's {works}"
+        text = " ".join([*lines, f"{lead} {scope}" + (f"; then {join(shown[1:])}." if len(shown) > 1 else ".")])
     else:
         # each match with its year and the counts its conditions are on ("Brotherhood (2009, 64 episodes)")
         counted = [f for f in ("episode_count", "volumes") if f in card.request]
@@ -221,6 +240,7 @@ def _listed(row: dict[str, Any], counted: list[str]) -> str:
     return f"{row.get('name')} ({', '.join(facts)})" if facts else str(row.get("name"))
 
 
+_FORMAT_PLURAL = {"movie": "films", "tv": "TV series", "ova": "OVAs", "special": "specials"}
 _OPS = {" eq ": " = ", " lt ": " < ", " lte ": " <= ", " gt ": " > ", " gte ": " >= ", " contains ": " has ",
         " in ": " in "}
 
