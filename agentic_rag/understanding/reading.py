@@ -716,6 +716,8 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             a.hops = [Hop(("staff",))]  # "someone who worked on both": the path runs through the staff
         return a
     # "how many episodes did <a title we lack> run for" counts a work's episodes, never the catalog's works
+    if not mentions and (chained := _filtered_chain(question)) is not None:
+        return chained  # "the studio of the anime adapted from the manga serialized in Ura Sunday"
     f = _filter(question, mentions)
     if not linked and whole != question and (f is None or not f.where):
         # "a movie night with anime films from 2013. Which ones came out that year?": the conditions are
@@ -811,6 +813,48 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
                         None)
         _add(a, tokens, anchor, said, fixed=said is not None)
     return a
+
+
+# a description that picks entities by their fields, inside a question that asks something of them
+_DESCRIBED = re.compile(
+    r"\b(?:the|a|an)\s+(?:only\s+)?(?P<noun>manga|anime|studios?|tv series|series|shows?|films?|movies?)\s+"
+    r"(?:(?:that|which)\s+)?(?:(?:was|were|is|are|got|has been|have been)\s+)?"
+    r"(?P<verb>serialized|serialised|published|ran|running|founded|established|set up|aired|released|premiered)\b"
+    r"(?P<rest>[^,?;!]*)", re.IGNORECASE)
+
+
+def _filtered_chain(question: str) -> Analysis | None:
+    """A chain that starts from entities described by their fields, not named: "who composed the music for
+    the anime adapted from the manga serialized in Ura Sunday" starts from the manga a filter finds."""
+    m = _DESCRIBED.search(question)
+    if m is None:
+        return None
+    noun = m.group("noun").lower()
+    noun = {"studio": "studios", "show": "shows", "film": "films", "movie": "movies"}.get(noun, noun)
+    f = parse_filter(f"which {noun} {m.group('verb')}{m.group('rest')}")
+    if f is None or not (f.where or f.words) or f.count or f.rank is not None:
+        return None
+    rest = question[:m.start()] + " " * (m.end() - m.start()) + question[m.end():]
+    tokens = tokenize(rest)
+    w = _rest(rest, tokens, [])
+    et: EntityType = "studio" if f.entity_type == "studio" else "manga" if f.entity_type == "manga" else "anime"
+    if et == "studio" and w.any(C.MADE | C.STUDIO | C.ADAPTATION) and w.any(C.WORKS):
+        # "the music of the anime made by the studio founded in 2000": on from the studio's works
+        ask = _ask(w, {"anime"})
+        if ask is None or not ask.hops or ask.hops[0] == STUDIO:
+            return None
+        a = Analysis(intent="chain", mentions=[], filter=f, attr=ask.attr, also=ask.also, role=ask.role)
+        a.hops = [STUDIO_WORKS, *_coerce("anime", ask)]
+        return a
+    ask = _ask(w, {et})
+    if ask is None or not (ask.hops or ask.attr):
+        return None
+    a = Analysis(intent="chain", mentions=[], filter=f, attr=ask.attr, also=ask.also, role=ask.role)
+    if _fits_type(et, ask.domain):
+        a.hops = _coerce(et, ask)
+    else:
+        return None
+    return a if a.hops or a.attr else None
 
 
 def _period(question: str, qualifiers: set[int]) -> tuple[int, int] | None:

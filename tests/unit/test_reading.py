@@ -574,3 +574,17 @@ def test_the_extreme_of_a_list_or_of_a_franchises_works() -> None:
     assert (a.attr, a.rank, a.fmt) == ("franchise_works", ("episode_count", "desc"), "tv")
     q = "how many episodes does dragon ball have"  # a count of one work, no extreme
     assert read(q, links(q, ("dragon ball", work("Dragon Ball")))).attr == "episode_count"
+
+
+def test_a_chain_from_entities_described_by_their_fields() -> None:
+    q = "Which studio animated the anime adapted from the manga serialized in Ura Sunday?"
+    a = read(q, links(q))
+    assert a.filter is not None and (a.filter.entity_type, a.filter.words) == ("manga", "Ura Sunday")
+    assert hops(a) == [("adapted_into",), ("animated_by",)]
+    q = "who did the music for the anime made by the studio founded in 2000"
+    a = read(q, links(q))
+    assert a.filter is not None and a.filter.where == [{"field": "founded", "op": "eq", "value": 2000}]
+    assert hops(a) == [("animated",), ("staff",)] and "music" in a.hops[-1].roles
+    q = "list the manga serialized in ura sunday"  # a list, asked of nothing further: the filter alone
+    a = read(q, links(q))
+    assert a.filter is not None and not a.hops

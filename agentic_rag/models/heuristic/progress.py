@@ -48,6 +48,7 @@ class Progress:
     details: dict[str, str] = field(default_factory=dict)  # entity id -> edge qualifier (role, "main", ...)
     card: ContextCard | None = None  # the final path, compare or query card
     listing: ContextCard | None = None  # the rows a count counted, when there are few enough to name
+    starts: list[CardEntity] = field(default_factory=list)  # the entities a described start found
     facets: list[str] = field(default_factory=list)
 
     @property
@@ -150,7 +151,15 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
     """The state of ``a`` over ``cards``: the next intents to run, or everything needed to answer."""
     p = Progress()
     if a.filter is not None:
-        return _filter(a, cards, p)
+        p = _filter(a, cards, p)
+        if not a.hops or p.steps or p.missing or p.card is None:
+            return p
+        # a chain from the entities a description picks ("the manga serialized in Ura Sunday"): the rows found
+        p.starts, p.card = list(p.card.entities)[:MAX_SOURCES], None
+        if not p.starts:
+            p.missing.append(_described(a))
+            return p
+        return _walk(a, cards, p, p.starts)
     for mention in a.mentions:
         others = [m for m in a.mentions if m != mention]
         r = resolve(cards, mention, a.types.get(mention, ()), a.years.get(mention), others)
@@ -170,7 +179,18 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
         if ents[0].ref == ents[1].ref:
             return p
         return _need(p, cards, [_graph(kind, ents[0].ref, end=ents[1].ref)], final=True)
-    frontier = ents if a.together else ents[:1]
+    return _walk(a, cards, p, ents if a.together else ents[:1])
+
+
+def _described(a: Analysis) -> str:
+    f = a.filter
+    assert f is not None
+    said = [f"{c['field']} {c['op']} {c['value']}" for c in f.where] + ([f.words] if f.words else [])
+    return f"the {f.entity_type} matching {', '.join(said)}"
+
+
+def _walk(a: Analysis, cards: list[ContextCard], p: Progress, frontier: list[CardEntity]) -> Progress:
+    """Follow ``a``'s hops from ``frontier``, then read its attribute: the next intents, or the answer's parts."""
     seen = {e.ref.id for e in frontier}
     for hop in a.hops:
         sources = frontier[:MAX_SOURCES]

@@ -66,17 +66,21 @@ def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
         return _result(f"I could not find {', '.join(p.missing)} in the catalog.", [], [], confidence=0.1)
     if p.pending:
         return _result("The context does not answer the question yet.", [], [], confidence=0.2)
-    if a.filter is not None:
+    if a.filter is not None and not p.starts:
         return _query_answer(a, p, [])
-    ents = [r.entity for r in p.found if r.entity is not None]
+    ents = p.starts or [r.entity for r in p.found if r.entity is not None]
     if not ents:
         return _by_meaning(inp)
     if a.intent in ("relation", "compare"):
         return _pair(a, p, ents)
-    starts = ents if a.together else ents[:1]  # "s1 + s2 combined": every name is a start
+    starts = ents if a.together or p.starts else ents[:1]  # "s1 + s2 combined": every name is a start
     chain = [*starts, *(e for level in p.levels for e in level)]
     sources = [e.ref for e in chain]
     lines: list[str] = []
+    if p.starts and a.filter is not None:
+        # "the manga serialized in Ura Sunday": which entities the description picked, then the chain from them
+        kind = {"anime": "anime", "manga": "manga", "studio": "studio"}.get(a.filter.entity_type, "entry")
+        lines.append(f"The {kind} matching that description: {join([bare(e.name) for e in starts])}.")
     current = starts
     for hop, level in zip(a.hops, p.levels, strict=False):
         if not level:
