@@ -34,6 +34,7 @@ from agentic_rag.understanding.text import (
     by_relevance,
     deletions,
     english_words,
+    fold,
     link_key,
     one_edit,
     tokenize,
@@ -156,6 +157,14 @@ def _variants(span: Sequence[Token], fixes: dict[str, list[Fix]]) -> Iterable[tu
                 yield " ".join(perm), "reordered"
 
 
+def _candidate(eid: Any, etype: Any, primary: Any, matched: Any, match: LinkMatch, popularity: Any, year: Any,
+               fmt: Any) -> LinkCandidate:
+    """A candidate from the columns of a name probe's row (``_ENRICHED``)."""
+    return LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
+                         matched=str(matched)[:200], match=match, popularity=max(int(popularity), 0), year=year,
+                         format=fmt)
+
+
 def _rank(match: LinkMatch) -> int:
     return ("exact", "alias", "reordered", "typo", "partial").index(match)
 
@@ -221,9 +230,7 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
             if n > 1 and set().union(*gaps[i:i + n - 1]) - set(str(name)):
                 continue
             match: LinkMatch = forced or ("exact" if kind == "primary" and not by_subtitle else "alias")
-            cand = LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
-                                 matched=str(name)[:200], match=match, popularity=max(int(popularity), 0),
-                                 year=year, format=fmt)
+            cand = _candidate(eid, etype, primary, name, match, popularity, year, fmt)
             s = spans.setdefault((i, n), _Span(i, n))
             old = s.candidates.get(eid)
             if old is None or _rank(match) < old[0]:
@@ -282,9 +289,7 @@ async def _partial(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
         for key, _, eid, etype, name, _kind, popularity, primary, year, fmt in rows:
             # a word of the name itself, not of a qualifier in brackets ("One-Punch Man (webcomic)")
             if key == t.key and t.key in link_key(_BRACKETS.sub(" ", str(name))).split() and str(eid) not in cands:
-                cands[str(eid)] = LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
-                                                matched=str(name)[:200], match="partial",
-                                                popularity=max(int(popularity), 0), year=year, format=fmt)
+                cands[str(eid)] = _candidate(eid, etype, primary, name, "partial", popularity, year, fmt)
         if cands:
             ranked = sorted(cands.values(), key=lambda c: -c.popularity)[:MAX_CANDIDATES]
             out.append(LinkedMention(text=t.raw, start=t.start, end=t.end, candidates=ranked))
@@ -437,9 +442,8 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
             if not hits or (i + 1 < len(mentions) and mentions[i + 1].start < end):
                 continue  # not in the catalog, or the words after the name are another name: leave them
             _, _, eid, etype, name, kind, popularity, primary, year, fmt = hits[0]
-            cand = LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
-                                 matched=str(name)[:200], match="exact" if kind == "primary" else "alias",
-                                 popularity=max(int(popularity), 0), year=year, format=fmt)
+            cand = _candidate(eid, etype, primary, name, "exact" if kind == "primary" else "alias", popularity, year,
+                              fmt)
             start = m.start if start == m.start else start
             seasons.append(LinkedMention(text=question[start:end][:200], start=start, end=end, candidates=[cand]))
         out += seasons if seasons and seasons[0].start <= m.start else [m, *seasons]
@@ -471,14 +475,12 @@ async def _named_after(conn: psycopg.AsyncConnection[Any], question: str, tokens
         if not kinds or (i + 1 < len(mentions) and after and mentions[i + 1].start <= after[0].start):
             continue
         wanted = set(kinds[-1]) if len(kinds) > 1 else set(kinds[0])  # "spin-off anime": the anime
-        key = " ".join(m.candidates[0].name.casefold().split())
+        key = " ".join(fold(m.candidates[0].name).split())  # as entity_name.norm is folded
         rows = await (await conn.execute(NAMED_AFTER_SQL, {"key": key})).fetchall()
         works: dict[str, LinkCandidate] = {}
         for _, _, eid, etype, name, _kind, popularity, primary, year, fmt in rows:
             if etype in wanted and str(eid) not in works:
-                works[str(eid)] = LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
-                                                matched=str(name)[:200], match="partial",
-                                                popularity=max(int(popularity), 0), year=year, format=fmt)
+                works[str(eid)] = _candidate(eid, etype, primary, name, "partial", popularity, year, fmt)
         if 0 < len(works) <= MAX_NAMED_AFTER:
             end = next(t for t in after if t.key in _WORK_WORDS)
             out[i] = LinkedMention(text=question[m.start:end.end][:200], start=m.start, end=end.end,
@@ -523,9 +525,8 @@ async def _films(conn: psycopg.AsyncConnection[Any], question: str, tokens: list
     out = list(mentions)
     for n, (i, _, end) in enumerate(asked, start=1):
         m = mentions[i]
-        films = [LinkCandidate(entity=EntityRef(entity_type="anime", id=fid), name=str(title)[:200],
-                               matched=str(title)[:200], match="alias", popularity=max(int(pop), 0), year=year,
-                               format="movie") for ord_, fid, title, pop, year in rows if ord_ == n]
+        films = [_candidate(fid, "anime", title, title, "alias", pop, year, "movie")
+                 for ord_, fid, title, pop, year in rows if ord_ == n]
         if films:
             out[i] = LinkedMention(text=question[m.start:end][:200], start=m.start, end=end,
                                    candidates=films[:MAX_CANDIDATES])

@@ -847,14 +847,11 @@ def _filtered_chain(question: str) -> Analysis | None:
         a.hops = [STUDIO_WORKS, *_coerce("anime", ask)]
         return a
     ask = _ask(w, {et})
-    if ask is None or not (ask.hops or ask.attr):
+    if ask is None or not (ask.hops or ask.attr) or not _fits_type(et, ask.domain):
         return None
     a = Analysis(intent="chain", mentions=[], filter=f, attr=ask.attr, also=ask.also, role=ask.role)
-    if _fits_type(et, ask.domain):
-        a.hops = _coerce(et, ask)
-    else:
-        return None
-    return a if a.hops or a.attr else None
+    a.hops = _coerce(et, ask)
+    return a
 
 
 def _period(question: str, qualifiers: set[int]) -> tuple[int, int] | None:
@@ -963,8 +960,8 @@ def _by_years(tokens: list[Token], mentions: list[LinkedMention]) -> list[Linked
     for i, m in enumerate(mentions):
         # "hxh 1999 vs 2011", "which hxh is longer, the 1999 one or the 2011 one": two years after the name,
         # joined by "or", "vs", "and", before any other name
-        stop = mentions[i + 1].start if i + 1 < len(mentions) else len(" ".join(t.raw for t in tokens)) + 10**6
-        after = [t for t in tokens if m.end <= t.start < stop][:YEARS_AFTER]
+        stop = mentions[i + 1].start if i + 1 < len(mentions) else None
+        after = [t for t in tokens if m.end <= t.start and (stop is None or t.start < stop)][:YEARS_AFTER]
         at = [j for j, t in enumerate(after) if _YEAR.match(t.key)]
         if len(at) == 2 and any(t.key in ("vs", "versus", "or", "and") for t in after[at[0] + 1:at[1]]):
             y1, y2 = int(after[at[0]].key), int(after[at[1]].key)

@@ -234,12 +234,21 @@ def _walk(a: Analysis, cards: list[ContextCard], p: Progress, frontier: list[Car
         if not frontier:
             return p
     q = _attribute_query(a, frontier)
-    if q is None:
-        return p
+    return _final(p, cards, q) if q else p
+
+
+def _final(p: Progress, cards: list[ContextCard], q: StructuredQuery) -> Progress:
+    """The answer's query; a count with, in the same step, the rows it counts."""
     listing = _listing(q)
     p = _need(p, cards, [q] if listing is None else [listing, q], final=True)
     p.listing = _card_for(cards, listing) if listing is not None else None
     return p
+
+
+def _ranked(entity_type: str, where: list[dict[str, Any]], rank: tuple[str, str]) -> StructuredQuery:
+    """The first rows by a field ("the most episodes", "the oldest"), none without a value."""
+    return _query({"entity_type": entity_type, "where": [*where[:7], {"field": rank[0], "op": "gte", "value": 0}],
+                   "limit": RANKED, "order_by": [{"field": rank[0], "direction": rank[1]}]})
 
 
 def _listing(q: StructuredQuery) -> StructuredQuery | None:
@@ -297,8 +306,7 @@ def _attribute_query(a: Analysis, frontier: list[CardEntity]) -> StructuredQuery
         if a.fmt:
             where.append({"field": "format", "op": "eq", "value": a.fmt})
         if a.attr == "franchise_works" and a.rank is not None:  # "which dragon ball series has the most episodes"
-            return _query({"entity_type": a.counted, "where": [*where, {"field": a.rank[0], "op": "gte", "value": 0}],
-                           "limit": RANKED, "order_by": [{"field": a.rank[0], "direction": a.rank[1]}]})
+            return _ranked(a.counted, where, a.rank)
         if a.attr == "franchise_works":
             return _query({"entity_type": a.counted, "where": where, "limit": 50,
                            "order_by": [{"field": "year", "direction": "asc"}]})
@@ -353,15 +361,10 @@ def _filter(a: Analysis, cards: list[ContextCard], p: Progress) -> Progress:
             p.missing.append(" ".join(named) if f.where else f.words)
             return p
     if f.count:
-        q = _query({"entity_type": f.entity_type, "where": where[:8], "aggregate": {"op": "count"}})
-        listing = _listing(q)
-        p = _need(p, cards, [q] if listing is None else [listing, q], final=True)
-        p.listing = _card_for(cards, listing) if listing is not None else None
-        return p
+        count = _query({"entity_type": f.entity_type, "where": where[:8], "aggregate": {"op": "count"}})
+        return _final(p, cards, count)
     if f.rank is not None:  # "which finished TV anime has the most episodes": the top rows by that field
-        q = _query({"entity_type": f.entity_type, "where": [*where[:7], {"field": f.rank[0], "op": "gte", "value": 0}],
-                    "limit": RANKED, "order_by": [{"field": f.rank[0], "direction": f.rank[1]}]})
-        return _need(p, cards, [q], final=True)
+        return _need(p, cards, [_ranked(f.entity_type, where, f.rank)], final=True)
     q = _query({"entity_type": f.entity_type, "where": where[:8], "limit": 50,
                 "order_by": [{"field": "founded" if f.entity_type == "studio" else "year", "direction": "asc"}]})
     return _need(p, cards, [q], final=True)

@@ -218,7 +218,7 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
             lead = f"{rows[0].get('name')} has the {'most' if direction == 'desc' else 'fewest'} {what}"
         else:
             lead = f"{rows[0].get('name')} is the {'oldest' if direction == 'asc' else 'newest'}"
-        lead += f" ({_listed(rows[0], [fld] if what else []).split(' (', 1)[-1]}"
+        lead += f" ({_facts(rows[0], [fld] if what else [])})"
         said = re.sub(r"(?:, )?\w+ >= 0\b", "", _conditions(card.request)).replace("(, ", "(")
         scope = f"among {plural} matching {said}" if said not in ("()", "in the catalog") else f"among the {plural}"
         if a.filter is None:
@@ -236,12 +236,17 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
                    citations=[str(r.get("name")) for r in rows[:20]])
 
 
-def _listed(row: dict[str, Any], counted: list[str]) -> str:
+def _facts(row: dict[str, Any], counted: list[str]) -> str:
+    """A row's year and the counts asked of it: "2009, 64 episodes"."""
     facts = [str(row.get("year") or row.get("founded") or "")]
     facts += [f"{row[f]} {'episode' if f == 'episode_count' else 'volume'}{'' if row[f] == 1 else 's'}"
               for f in counted if row.get(f)]
-    facts = [x for x in facts if x]
-    return f"{row.get('name')} ({', '.join(facts)})" if facts else str(row.get("name"))
+    return ", ".join(x for x in facts if x)
+
+
+def _listed(row: dict[str, Any], counted: list[str]) -> str:
+    facts = _facts(row, counted)
+    return f"{row.get('name')} ({facts})" if facts else str(row.get("name"))
 
 
 _FORMAT_PLURAL = {"movie": "films", "tv": "TV series", "ova": "OVAs", "special": "specials"}
@@ -273,11 +278,9 @@ def _aggregate_sentence(a: Analysis, value: Any, who: str, plural: str, request:
     if a.attr == "sum_volumes":
         return f"Together, {who} have {value} volumes."
     if a.attr == "sum_franchise":
-        what = {"movie": "films", "ova": "OVAs", "special": "specials", "tv": "TV series"}.get(a.fmt or "", "works")
-        return f"Together, the {who} franchise's {what} have {value} episodes."
+        return f"Together, the {who} franchise's {_FORMAT_PLURAL.get(a.fmt or '', 'works')} have {value} episodes."
     if a.attr == "count_franchise":
-        what = {"movie": "films", "ova": "OVAs", "special": "specials", "tv": "TV series"}.get(a.fmt or "", a.counted)
-        return f"The {who} franchise has {value} {what}."
+        return f"The {who} franchise has {value} {_FORMAT_PLURAL.get(a.fmt or '', a.counted)}."
     if a.attr == "count_characters":
         return f"{who} has {value} characters in the catalog."
     return f"The count is {value} ({request})."
