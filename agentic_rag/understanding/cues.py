@@ -79,7 +79,8 @@ MAGAZINE = words("magazine magazines serialized serialised serialization seriali
 FORMAT = words("format")
 STATUS = words("status ongoing airing finished completed")
 TOTAL = words("total combined altogether together all seasons")
-SUM = words("total totals combined altogether together sum added")  # a sum is asked even without "how many"
+# a sum is asked even without "how many"
+SUM = words("total totals combined altogether together sum sums summing summed added adding")
 WORKS = words("anime shows show series works work titles title manga movies films credits")
 OTHER = words("other else another")
 TITLE = words("japanese romaji native title called")
@@ -122,9 +123,10 @@ ANSWER_TYPE = re.compile(
     r"\b(?:which|what|list|name|the) (?:\w+ )?(?P<w>anime|shows?|series|manga|studio|movie|film)\b")
 ALL_SEASONS = re.compile(r"\b(?:both|all|every)\b.*?\b(?:seasons|series|parts|cours|entries)\b|"
                          r"\bevery\b(?:\s+\S+){0,3}?\s+season\b")
-LAST_SEASON = re.compile(r"\b(?:last|latest|newest|most recent)\b(?: \w+){0,2} (?:season|seasons|series|one|entry|"
-                         r"installment|part)\b|\b(?:season|seasons|series)\b(?: \w+){0,3} (?:the )?(?:last|latest|"
-                         r"newest|most recent)\b")
+LAST_SEASON = re.compile(r"\b(?:last|latest|newest|most recent|final)\b(?: \w+){0,2} (?:season|seasons|series|one|"
+                         r"entry|installment|part)\b|\b(?:season|seasons|series)\b(?: \w+){0,3} (?:the )?(?:last|"
+                         r"latest|newest|most recent)\b|"
+                         r"\b(?:concludes?|concluding|closes|ends)\b(?: \w+){0,5} (?:chain|sequels|saga|run)\b")
 FIRST_SEASON = re.compile(r"\bfirst (?:tv )?(?:season|series|anime|show)\b")
 # The attribute a comparison asks about, by its wording (first match wins; none: every difference).
 COMPARE_FIELDS = (

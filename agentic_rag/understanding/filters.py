@@ -70,8 +70,10 @@ _YEAR_OPS = {"in": "eq", "from": "eq", "after": "gt", "since": "gte", "before": 
 # "started airing in the 90s" says when a run began, not that it still airs
 _STATUS = ((re.compile(r"(?<!start )(?<!started )(?<!began )(?<!begin )(?<!first )\b(?:still |currently )?airing\b|"
                        r"\b(?:still |currently )?on air\b", re.I), "airing"),
-           (re.compile(r"\b(?:still )?ongoing\b|\bstill (?:running|being published|serialized)\b", re.I), "ongoing"),
-           (re.compile(r"\b(?:finished|completed|ended)\b", re.I), "finished"))
+           (re.compile(r"\b(?:still )?ongoing\b|\bstill (?:running|going|being published|serialized|publishing|"
+                       r"coming out|out)\b|\b(?:unfinished|not (?:yet )?(?:finished|over|done|complete|completed))\b",
+                       re.I), "ongoing"),
+           (re.compile(r"\b(?:finished|completed|ended|concluded)\b", re.I), "finished"))
 # Words that never name a facet value: question scaffolding.
 _STOP = frozenset((
     "which", "what", "list", "name", "show", "me", "give", "all", "every", "of", "the", "a", "an", "in", "on", "by",
@@ -97,6 +99,8 @@ class Filter:
     group_by: str | None = None
     count: bool = False  # "how many anime came out in 2022": the number of matches, not the list
     rank: tuple[str, str] | None = None  # (field, asc|desc): "which has the most episodes", "the oldest studio"
+    shown: tuple[str, ...] = ()  # counts to say beside each match ("... along with their volume counts")
+    total: str | None = None  # the field summed over the matches ("total episodes of Madhouse's TV series")
 
 
 # the extreme a list is asked for: (pattern, field per entity type, direction)

@@ -58,6 +58,8 @@ class Analysis:
     more: list[Analysis] = field(default_factory=list)  # the plans of a question's other parts
     rank: tuple[str, str] | None = None  # (field, asc|desc): the extreme asked among a franchise's works
     period: tuple[int, int] | None = None  # the years the works a chain ends in must fall in ("... before 2010")
+    finished: bool | None = None  # only the finished (or the running) works a sum adds up
+    exclude: set[str] = field(default_factory=set)  # entity ids the question leaves out ("besides Goku")
 
 
 def staff_roles(word: str) -> tuple[str, ...]:

@@ -71,6 +71,7 @@ _ANSWER: dict[str, EntityType] = {"anime": "anime", "show": "anime", "shows": "a
 _YEAR = re.compile(r"^(?:19|20)\d\d$")
 MAX_TOGETHER = 12  # works one sum adds up
 MAX_MORE = 3  # readings one question adds (credits asked together)
+MAX_COMPARED = 6  # works one comparison ranks
 YEARS_AFTER = 10  # words after a name two years may follow in, to tell two of its works apart
 MIN_YEAR, MAX_YEAR = 1900, 2100  # the widest period a list of works is asked within
 # The cue words an exemplar label stands for ("describe" asks for no relation: a lookup).
@@ -102,6 +103,11 @@ class _Words:
 
     def any(self, family: frozenset[str]) -> bool:
         return bool(self.set & family)
+
+    def without(self, word: str) -> _Words:
+        """These words less one ("son" once the son is a hop of its own)."""
+        keys = [k for k in self.keys if k not in (word, f"{word}s")]
+        return _Words(keys, frozenset(keys), " " + " ".join(keys) + " ", self.typed)
 
     def plus(self, cues: tuple[str, ...]) -> _Words:
         """These words with cue words added (what the sentence encoder read where no cue word stood)."""
@@ -186,6 +192,7 @@ class _Ask:
     also: list[Attr] = field(default_factory=list)  # more values read off the same rows
     episode: int = 1
     rank: tuple[str, str] | None = None  # the extreme asked among a franchise's works
+    finished: bool | None = None  # only the finished (or the running) works a sum adds up
 
 
 def _staff(w: _Words) -> Hop | None:
@@ -237,6 +244,11 @@ def _count(w: _Words, anchor_types: set[EntityType]) -> _Ask | None:
                         fmt=fmt, domain=("anime",))
         return _Ask([], "episode_count", domain=("anime",))
     if w.any(C.VOLUMES):
+        if (w.any(C.TOTAL) or _summing(w)) and "person" in anchor_types and not anchor_types & {"manga", "franchise"}:
+            # "all of Gege Akutami's manga, how many volumes in total": the sum over the person's manga
+            done = True if w.any(C.ENDED) or w.set & {"completed", "complete"} else False if w.set & {
+                "ongoing", "running", "unfinished"} else None
+            return _Ask([], "sum_volumes", domain=("person",), finished=done)
         return _Ask([], "volumes", domain=("manga",))
     if "seasons" in w.set and "anime" in anchor_types:  # "how many seasons does X have": X and its sequels
         return _Ask([Hop(("sequel",), kind="k_hop", include_start=True, node_types=("anime",))], "count",
@@ -272,6 +284,20 @@ def _season_count(w: _Words) -> int:
     if n is None:
         return 0
     return int(n.group("n")) if n.group("n").isdigit() else C.NUMBERS.get(n.group("n"), 0)
+
+
+def _kin_of(tokens: list[Token], m: LinkedMention) -> str | None:
+    """The family word a possessive name is followed by ("naruto's son" -> "son"), singular."""
+    before = next((t for t in reversed(tokens) if t.start < m.end), None)
+    after = next((t for t in tokens if t.start >= m.end), None)
+    if before is None or after is None or not before.possessive:
+        return None
+    word = _singular(after.key)
+    return word if word in C.FAMILY and word not in ("family", "married", "related") else None
+
+
+def _singular(word: str) -> str:
+    return word[:-1] if word.endswith("s") and word[:-1] in C.FAMILY else word
 
 
 def _run_domain(w: _Words, either: tuple[EntityType, ...]) -> tuple[EntityType, ...]:
@@ -330,10 +356,16 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
     if C.LAST_SEASON.search(w.text) and not w.any(C.EPISODES) and "anime" in anchor_types:
         # "the last mha season", "which season is the latest one": the end of the sequel chain
         hops.append(Hop(("sequel",), kind="k_hop", include_start=True, last=True))
+    elif C.LAST_SEASON.search(w.text) and not w.any(C.EPISODES) and anchor_types == {"character"}:
+        hops.append(dataclasses.replace(APPEARS, last=True))  # "the final season of the anime with Deku"
     elif C.ALL_SEASONS.search(w.text):
         hops.append(Hop(("sequel",), kind="k_hop", include_start=True))
     elif C.IN_ORDER.search(w.text) or w.any(C.ORDER):
         hops.append(SEQUEL_CHAIN)
+    elif anchor_types & {"anime"} and after_anchor & {"to", "of"} and after_anchor & {"sequel", "continuation",
+                                                                                        "prequel"}:
+        # "X is a sequel to what": what X follows; "X is the prequel to which show": what follows X
+        hops.append(SEQUEL if "prequel" in after_anchor else PREQUEL)
     elif (w.any(C.PREQUEL) and not timeless) or (anchor_types & {"anime"} and (
             (after_anchor & C.FOLLOWS and "by" not in after_anchor)
             or ("after" in after_anchor and after_anchor & {"come", "came", "comes"}))):
@@ -383,11 +415,14 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         # "what other anime did the director of X direct", "what else did X's director direct", "X's composer
         # also scored another show": the person's other credits in that role
         if (w.any(C.OTHER) or "also" in w.set) and (w.any(C.WORKS) or _said_twice(w)):
-            hops.append(Hop(("worked_on",), staff.roles, node_types=("anime",), exclude_seen=True))
+            other: EntityType = "manga" if w.has("other manga", "another manga", "more manga") else "anime"
+            hops.append(Hop(("worked_on",), staff.roles, node_types=(other,), exclude_seen=True))
     elif w.any(C.STUDENTS) or (w.any(C.MENTOR_VERBS) and after_anchor & C.MENTOR_VERBS):
         hops.append(STUDENTS)  # "X's students", "who did X train": X is the mentor
     elif w.any(C.MENTOR):
         hops.append(MENTORS)
+        if sum(k in C.MENTOR for k in w.keys) >= 2 and " or " not in w.text and " and " not in w.text:
+            hops.append(MENTORS)  # "who taught Frieren's teacher": the mentor's mentor
     elif w.any(C.RIVAL):
         hops.append(Hop(("rival",)))
     elif w.any(C.ENEMY):
@@ -567,6 +602,52 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     """The plan of ``question`` given the names linked in it; a question in two parts ("who directed X, and
     which studio made it?") is a plan with one more in ``more``, or one longer chain ("which studio made
     X, and when was that studio founded?")."""
+    question, links, excluded = _except(question, links)
+    a = _read_parts(question, links)
+    for x in (a, *a.more):
+        x.exclude |= excluded
+    return a
+
+
+_EXCEPT = re.compile(r"\b(?:besides|apart from|aside from|other than|except(?: for)?|excluding|not counting|"
+                     r"not including|leav(?:e|es|ing) out|omit(?:ting)?|skipp?(?:ing)?|ignoring|minus|but not)\b",
+                     re.IGNORECASE)
+_JOINED = re.compile(r"^[\s,&]*(?:(?:and|or|nor|the|a|an)\b[\s,&]*)*$", re.IGNORECASE)
+_CLAUSE_END = re.compile(r"[,;:?!()]")
+_KIND_AFTER = re.compile(r"(?:\s+(?:tv|films?|movies?|ovas?|specials?|series|anime|manga|versions?|arcs?|ones?|shows?|"
+                         r"seasons?)\b){1,3}", re.IGNORECASE)
+MAX_LEFT_OUT = 40  # characters a left-out description may run to its comma ("apart from the Bebop crew,")
+
+
+def _except(question: str, links: EntityLinks | None) -> tuple[str, EntityLinks | None, set[str]]:
+    """The question without what it leaves out ("who is in X besides Goku and Vegeta", "every season not
+    counting the final one"): those words blanked, the names among them unlinked, and their entity ids."""
+    mentions = sorted(links.mentions if links else [], key=lambda m: m.start)
+    out: list[LinkedMention] = []
+    spans: list[tuple[int, int]] = []
+    for cue in _EXCEPT.finditer(question):
+        end = cue.end()
+        while (m := next((m for m in mentions if m.start >= end), None)) is not None and \
+                _JOINED.match(question[end:m.start]):
+            out.append(m)
+            end = m.end
+        if end > cue.end() and (kind := _KIND_AFTER.match(question, end)):
+            end = kind.end()  # "leave out the Mugen Train film": the type word goes with its name
+        if end == cue.end():  # no name follows: the words up to the clause's end are what is left out
+            stop = _CLAUSE_END.search(question, end)
+            close = stop.start() if stop else len(question.rstrip())
+            end = close if close - end <= MAX_LEFT_OUT else end
+        spans.append((cue.start(), end))
+    if not spans:
+        return question, links, set()
+    for lo, hi in spans:
+        question = question[:lo] + " " * (hi - lo) + question[hi:]
+    kept = [m for m in mentions if m not in out]
+    ids = {c.entity.id for m in out for c in m.candidates}
+    return question, (links.model_copy(update={"mentions": kept}) if links else None), ids
+
+
+def _read_parts(question: str, links: EntityLinks | None) -> Analysis:
     whole = _read(question, links)
     linked = list(links.mentions) if links else []
     text = focus(question, [(m.start, m.end) for m in linked])
@@ -591,7 +672,8 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     later = text[second[0]:second[1]].lower()
     # a work the first part reached is "it" too ("what's the sequel of X and who directed it"); a person or a
     # studio is not ("who directed X, and which studio made it": it is X)
-    pronoun = "|it|its" if reached in ("anime", "manga") else ""
+    pronoun = {"anime": "|it|its", "manga": "|it|its", "person": "|he|him|his|she|her", "studio": "|its|their"}.get(
+        reached or "", "")
     back = re.search(rf"\b(?:(?:that|this|same|its|their|those|these) (?:{_BACK[reached]})s?|those|these|them|they"
                      rf"{pronoun})\b", later) if reached is not None else None
     if reached is not None and back is not None:
@@ -603,6 +685,9 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         if ask is not None and _fits_type(reached, ask.domain):
             a1.hops += _coerce(reached, ask)
             a1.attr, a1.also = ask.attr, ask.also
+            if a1.attr in (None, "year") and _RANGE.get(a1.hops[-1].edges) in ("anime", "manga") and (
+                    period := _period(later, set())) is not None:
+                a1.period, a1.attr = period, None  # "... which of its anime came out between 2003 and 2011"
             return a1
     a1.more = [a2]
     return a1
@@ -612,8 +697,12 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
 _BACK: dict[EntityType, str] = {"studio": "studio|company|animation studio", "person": "director|composer|person|"
                                 "guy|author|mangaka|artist|writer|creator|man|woman", "anime": "show|series|anime|"
                                 "season|movie|film", "manga": "manga|comic", "character": "character|guy|girl"}
-_CLAUSE = re.compile(r"(?:,\s*(?:and|but|also)\s+|;\s*|\?\s+|\s+and\s+(?=(?:who|whom|what|which|when|where|how|"
-                     r"is|are|was|were|did|does|do)\b))", re.IGNORECASE)
+_CLAUSE = re.compile(r"(?:,\s*(?:and|but|also)\s+|[,:]\s*(?=(?:who|whom|what|which|when|where|how)\b)|;\s*|\?\s+|"
+                     r"\s+and\s+(?=(?:who|whom|what|which|when|where|how|is|are|was|were|did|does|do)\b))",
+                     re.IGNORECASE)
+
+
+_POINTS_BACK = re.compile(r"\b(?:he|she|him|his|her|it|its|they|them|their|those|these|that)\b")
 
 
 def _clauses(text: str) -> list[tuple[int, int]]:
@@ -621,6 +710,8 @@ def _clauses(text: str) -> list[tuple[int, int]]:
     out, start = [], 0
     for m in _CLAUSE.finditer(text):
         rest = text[m.end():].lstrip().lower()
+        if m.group().strip() in (",", ":") and not _POINTS_BACK.search(rest):
+            continue  # "X's director, what else has he directed" is two parts; "..., how many episodes" is one
         if re.match(r"(?:who|whom|whose|what|which|when|where|how|is|are|was|were|did|does|do|can|could)\b", rest):
             out.append((start, m.start()))
             start = m.end()
@@ -691,11 +782,14 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
         # two people are related as people; a name that is only a work makes the pair about works
         wanted: tuple[EntityType, ...] = ("character", "person", "anime", "manga", "studio") \
             if pair == "relation" and people else ("anime", "manga", "studio", "character", "person")
-        qualified = [_type_word(tokens, m)[0] for m in mentions[:2]]
+        # "of the Death Note, Bleach and Naruto manga, which began first": every work named is compared
+        compared = mentions[:2] if pair == "relation" or not all(k & {"anime", "manga", "studio"} for k in kinds) \
+            else mentions[:MAX_COMPARED]
+        qualified = [_type_word(tokens, m)[0] for m in compared]
         # "which manga ...", "... volumes", "the X and Y manga": one type word speaks for both names
         shared = next((t for t in qualified if t), None) or _answer_type(w) or (
             "manga" if pair == "compare" and w.any(C.VOLUMES | C.MAGAZINE) else None)
-        for m, own in zip(mentions[:2], qualified, strict=False):
+        for m, own in zip(compared, qualified, strict=False):
             pick = own or (shared if shared and any(c.entity.entity_type == shared for c in m.candidates) else None)
             _add(a, tokens, m, _pick_type(m, wanted, pick), fixed=True)
         if pair == "compare" and (staff := _staff(w)) is not None and staff.roles:
@@ -733,8 +827,14 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
     if f is not None:
         # "how many anime ...", not "..., and how many episodes does each have"
         f.count = bool(C.HOW_MANY.search(C.HOW_MANY_OF_A_WORK.sub(" ", w.text)))
+        # "... along with their volume counts": each match's count said beside it
+        f.shown = tuple(x for x, cue in (("episode_count", C.EPISODES), ("volumes", C.VOLUMES)) if w.any(cue))
+        summed = {"anime": "episode_count", "manga": "volumes"}.get(f.entity_type)
+        if summed in f.shown and (w.any(C.SUM) or w.has("add up", "in all")) and not any(
+                c["field"] == summed for c in f.where):
+            f.total, f.count = summed, False  # "total eps across all the madhouse tv series": one sum
     if f is not None and f.where:  # conditions on the whole catalog ("Madhouse anime before 2010")
-        return Analysis(intent="aggregate" if f.count else "filter", mentions=[], filter=f)
+        return Analysis(intent="aggregate" if f.count or f.total else "filter", mentions=[], filter=f)
     anchor = _anchor(tokens, mentions)
     label = confident(links.asks) if links else None
     hinted = label if label in HINT_CUES else None
@@ -744,6 +844,9 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
         subject = any(t.key in ("does", "did", "do") for t in tokens if t.end <= candidate.start)
         after = frozenset(t.key for t in tokens if t.start >= candidate.end) if subject else frozenset()
         verb = next((t.key for t in tokens if t.start >= candidate.end), "")
+        tail = " ".join(t.key for t in tokens if t.start >= candidate.end)
+        if not after and _COPULA_SEQUEL.match(tail):
+            after = frozenset(tail.split()[:5])  # "X is a sequel to what": X is the subject
         if not after and verb in C.STAFF_VERBS:
             after = frozenset((verb,))  # "the anime that X directed": X is the subject of its own verb
         # "how many Dragon Ball anime": the type word is what is counted, not which Dragon Ball is meant
@@ -751,6 +854,16 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
         types = {said} if said and not counting else _readings(candidate)
         every = frozenset(c.entity.entity_type for c in candidate.candidates)
         ask = _ask(w, types, after, every)
+        kin = _kin_of(tokens, candidate) if "character" in every else None
+        rest = _ask(w.without(kin), types, after, every) if kin is not None else None
+        if kin is not None and rest is not None and rest.hops:
+            # "who trained naruto's son", "sasuke's daughter's mother": the son first, then what is asked of him
+            then = rest.hops
+            if then[0] == FAMILY:
+                kin2 = next((k for k in w.without(kin).keys if k in C.FAMILY), None)
+                then = [Hop(("family",), (_singular(kin2),)), *then[1:]] if kin2 else []
+            if then:
+                ask = dataclasses.replace(rest, hops=[Hop(("family",), (kin,)), *then])
         who_is = w.has("who is", "whos", "who s", "who was") and types <= {"character", "person"}
         if ask is None and hinted is not None and not who_is:
             # no cue word: what the question means, by its exemplars ("who is X" describes X)
@@ -769,7 +882,7 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             a = Analysis(intent="aggregate" if ask.attr and ask.attr.startswith(("count", "sum")) else
                          "attribute" if ask.attr and not ask.hops else "chain", mentions=[],
                          attr=ask.attr, role=ask.role, fmt=ask.fmt, counted=ask.counted, also=ask.also, rank=ask.rank,
-                         episode=ask.episode)
+                         episode=ask.episode, finished=ask.finished)
             a.hops = hops
             if a.attr == "count" and a.role and not any(h.edges == ("worked_on",) for h in a.hops):
                 a.hops.append(Hop(("worked_on",), (a.role,), node_types=("anime",)))
@@ -1033,12 +1146,18 @@ def _pair(w: _Words, kinds: list[set[EntityType]], between: str = "") -> Literal
     return None
 
 
+_COPULA_SEQUEL = re.compile(r"(?:is|was|s) (?:a |the |an )?(?:sequel|prequel|continuation) (?:to|of)\b")
 _RANGE_WORDS = re.compile(r"\b(?:through|thru|until|till)\b|^\W*(?:to\b|[-–—]+\s*$)", re.IGNORECASE)
 _COUNTING = re.compile(r"\s*(?:counting|including|incl|plus)\b", re.IGNORECASE)
+_FORMAT_WORD = r"(?:specials?|ovas?|movies?|films?|onas?)\b"
+_LEFT_OUT = rf"{_FORMAT_WORD}(?:\s+(?:or|and|nor)\s+(?:the\s+)?{_FORMAT_WORD})*"
 _UNASKED = re.compile(r"\b(?:(?:rather|other) than|instead of|(?:and |but )?not)(?: the| an?)? (?:anime|manga|movies?|"
                       r"films?|shows?|(?:tv )?series|tv show)\b|"
                       r"\bbefore (?:it |they |the (?:manga|series|anime) )?(?:ended|finished|wrapped(?: up)?|concluded|"
-                      r"ending|finishing)\b", re.IGNORECASE)
+                      r"ending|finishing)\b|"
+                      # formats left out of a sum: "(not counting the final chapters specials or the ova)", "no movie"
+                      rf"\b(?:not counting|not including|excluding|without|except(?: for)?|minus|leaving out)\b"
+                      rf"[^,;()?]{{0,40}}?\b{_LEFT_OUT}|\bno (?:the )?{_LEFT_OUT}", re.IGNORECASE)
 _STUDIO_MADE = re.compile(r"\b(?:make|made|makes|animate|animated|animates|produce|produced|done|release|released)\b",
                           re.IGNORECASE)
 

@@ -161,3 +161,35 @@ async def test_a_name_that_is_nowhere_tries_each_type_then_finishes(drive) -> No
     assert len(r.steps) <= 7
     assert r.draft is not None and r.draft.confidence <= 0.2 and "could not find" in r.draft.answer
     assert r.report is not None and not r.report.sufficient
+
+
+# What a question leaves out, several works ranked, sums over what a person wrote, an original anime's creator,
+# a chain's TV cut of a film, "X is a sequel to what", a mentor's mentor, a back-reference after a comma
+ANSWERS = [
+    ("Of the Death Note, Bleach and Naruto manga, which began serialization first?",
+     ["Naruto (1999), Bleach (2001) and Death Note (2003)", "so Naruto came first"], []),
+    ("which characters are in dragon ball super broly besides goku and vegeta", ["Bardock", "Frieza"],
+     ["Vegeta", "Goku"]),
+    ("Is Cowboy Bebop adapted from a manga, or is it an original?", ["original anime", "created by Hajime Yatate"],
+     []),
+    ("demon slayer: total episodes across the TV entries only (not counting the Mugen Train movie)?",
+     ["63 episodes"], []),
+    ("total episodes across the aot tv seasons (not counting the final chapters specials or the ova)",
+     ["87 episodes"], []),
+    ("How many volumes do Akira Toriyama's finished manga add up to?", ["43 volumes", "finished manga among"], []),
+    ("jjk season 1 is a sequel to what", ["Jujutsu Kaisen 0"], ["Season 2"]),
+    ("Who taught Frieren's teacher?", ["taught by Flamme", "Flamme was taught by Serie"], []),
+    ("which manga are still going", ["One Piece", "status = 'ongoing'"], []),
+    ("The guy who directed Death Note, what else has he directed?", ["Tetsurō Araki", "Attack on Titan (2013)"], []),
+    ("What's the final season of the anime with Deku?", ["My Hero Academia: Final Season (2025)"], []),
+]
+
+
+@pytest.mark.parametrize(("question", "has", "lacks"), ANSWERS, ids=[c[0] for c in ANSWERS])
+async def test_heuristic_answers(drive, question: str, has: list[str], lacks: list[str]) -> None:  # type: ignore[no-untyped-def]
+    r = await drive(question)
+    assert r.draft is not None
+    for text in has:
+        assert text in r.draft.answer, (text, r.draft.answer)
+    for text in lacks:
+        assert text not in r.draft.answer, (text, r.draft.answer)

@@ -15,6 +15,7 @@ from agentic_rag.catalog.vocabulary import EntityType
 from agentic_rag.models.heuristic.context import Resolution, resolve, row_of, year_of
 from agentic_rag.models.roles import CardEntity, ContextCard
 from agentic_rag.protocol import (
+    FIELDS,
     MAX_BATCH,
     BatchIntent,
     EntityRef,
@@ -50,12 +51,15 @@ class Progress:
     listing: ContextCard | None = None  # the rows a count counted, when there are few enough to name
     starts: list[CardEntity] = field(default_factory=list)  # the entities a described start found
     facets: list[str] = field(default_factory=list)
+    creators: list[CardEntity] = field(default_factory=list)  # of an original anime, when its source was asked
 
     @property
     def pending(self) -> bool:
         return bool(self.steps)
 
 
+CREATORS = Hop(("staff",), ("original_creator",))
+ALTERNATIVES = Hop(("alternative_version",), node_types=("anime",))
 # a question that names nothing mostly describes one of these
 DESCRIBED: tuple[EntityType, ...] = ("anime", "manga", "character", "person")
 # cosine similarity a described entity must reach to be offered (as a guess): MiniLM puts right and wrong
@@ -121,7 +125,8 @@ def _query(q: dict[str, Any]) -> StructuredQuery:
 def _fetch_works(cards: list[ContextCard], source: CardEntity, hop: Hop) -> SearchIntent | None:
     """Seed 001 section 8: the anime a character appears in are already listed on its search row
     (``anime_ids``), so fetch them by id instead of traversing ``appears_in``."""
-    if hop.edges != ("appears_in",) or hop.node_types != ("anime",) or hop.roles or hop.kind != "neighbors":
+    if hop.edges != ("appears_in",) or hop.node_types != ("anime",) or hop.roles or hop.kind != "neighbors" or \
+            hop.first or hop.last:  # the earliest or latest is picked by year, which the graph's names carry
         return None
     ids = [str(i) for i in (row_of(cards, source.ref.id).get("anime_ids") or [])][:50]
     if source.ref.entity_type != "character" or not ids:
@@ -174,12 +179,31 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
         p.steps = p.steps[:MAX_BATCH]
         return p
     ents = [r.entity for r in p.found if r.entity is not None]
+    if a.intent == "compare" and len({e.ref.id for e in ents}) >= 3:
+        return _need(p, cards, [_ranking(a, ents)], final=True)
     if a.intent in ("relation", "compare") and len(ents) >= 2:
         kind = "path" if a.intent == "relation" else "compare"
         if ents[0].ref == ents[1].ref:
             return p
         return _need(p, cards, [_graph(kind, ents[0].ref, end=ents[1].ref)], final=True)
     return _walk(a, cards, p, ents if a.together else ents[:1])
+
+
+def ranked_field(a: Analysis, entity_type: EntityType) -> str:
+    """The number three or more entities are put in order by: the one asked, else when they began."""
+    field = a.compare_field or ""
+    if field not in FIELDS[entity_type] or FIELDS[entity_type][field].kind != "numeric":  # "studios": no order
+        field = "founded" if entity_type == "studio" else "year"
+    return field
+
+
+def _ranking(a: Analysis, ents: list[CardEntity]) -> StructuredQuery:
+    """Three or more works side by side: their rows, ordered by the field compared."""
+    et = ents[0].ref.entity_type
+    field = ranked_field(a, et)
+    names = _names([e for e in ents if e.ref.entity_type == et], et)
+    return _query({"entity_type": et, "where": [{"field": NAME_FIELD[et], "op": "in", "value": names}],
+                   "limit": len(names) + 4, "order_by": [{"field": field, "direction": "asc"}]})
 
 
 def _described(a: Analysis) -> str:
@@ -214,11 +238,13 @@ def _walk(a: Analysis, cards: list[ContextCard], p: Progress, frontier: list[Car
                 if e.ref.id == c.data.get("start") or (hop.exclude_seen and e.ref.id in seen):
                     continue
                 d = str(details.get(e.ref.id, ""))
-                if hop.roles and not set(hop.roles) & {x.strip() for x in d.split(",")}:
+                # a role is a whole qualifier ("director") or one of its words ("brother" in "older brother")
+                if hop.roles and not set(hop.roles) & ({x.strip() for x in d.split(",")} | set(d.split())):
                     continue
                 if d:
                     p.details[e.ref.id] = d
-                nxt.append(e)
+                if e.ref.id not in a.exclude or hop.kind == "k_hop":  # a chain goes on through what is left out
+                    nxt.append(e)
         nxt = list({e.ref.id: e for e in nxt}.values())
         if hop.last and nxt:
             nxt = sorted(nxt, key=lambda e: year_of(e.name) or 0)[-1:]
@@ -231,10 +257,52 @@ def _walk(a: Analysis, cards: list[ContextCard], p: Progress, frontier: list[Car
         seen |= {e.ref.id for e in nxt}
         p.levels.append(nxt)
         frontier = nxt
+        if not frontier and hop.edges == ("adapted_from",) and sources[0].ref.entity_type == "anime":
+            return _creators(cards, p, sources[0])  # an original anime: who created it is where it comes from
+        if not frontier:
+            return p
+    if a.attr == "sum_episodes" and a.fmt == "tv" and a.hops and a.hops[-1].kind == "k_hop":
+        frontier, p.steps = _tv_versions(cards, frontier)
+        if p.steps:
+            return p
+    if a.exclude and p.levels:
+        frontier = p.levels[-1] = [e for e in frontier if e.ref.id not in a.exclude]
         if not frontier:
             return p
     q = _attribute_query(a, frontier)
     return _final(p, cards, q) if q else p
+
+
+def _tv_versions(cards: list[ContextCard], chain: list[CardEntity]) -> tuple[list[CardEntity], list[BatchIntent]]:
+    """A chain's TV episodes include the TV cut of a film in it (Demon Slayer's Mugen Train film was re-aired
+    as a TV arc): the TV alternative versions of its works that are not TV series. Returns the chain with them,
+    or the steps still needed."""
+    rows_q = _query({"entity_type": "anime", "limit": 50,
+                     "where": [{"field": "title", "op": "in", "value": _names(chain, "anime")}]})
+    rows = _card_for(cards, rows_q)
+    if rows is None:
+        return chain, [rows_q]
+    not_tv = {r.get("id") for r in rows.data.get("rows", []) if isinstance(r, dict) and r.get("format") != "tv"}
+    films = [e for e in chain if e.ref.id in not_tv][:MAX_SOURCES]
+    steps: list[BatchIntent] = [_graph("neighbors", e.ref, hop=ALTERNATIVES) for e in films]
+    got = [_card_for(cards, i) for i in steps]
+    if any(c is None for c in got):
+        return chain, [i for i, c in zip(steps, got, strict=True) if c is None]
+    more = [e for c in got if c is not None for e in c.entities if e.ref.id != c.data.get("start")]
+    return list({e.ref.id: e for e in [*chain, *more]}.values()), []
+
+
+def _creators(cards: list[ContextCard], p: Progress, work: CardEntity) -> Progress:
+    """The original creators credited on an anime that adapts no manga ("is Cowboy Bebop an original?")."""
+    step = _graph("neighbors", work.ref, hop=CREATORS)
+    card = _card_for(cards, step)
+    if card is None:
+        p.steps = [step]
+        return p
+    details = card.data.get("meta", {}).get("details", {}) or {}
+    p.creators = [e for e in card.entities if e.ref.id != card.data.get("start") and "original_creator" in {
+        x.strip() for x in str(details.get(e.ref.id, "")).split(",")}]
+    return p
 
 
 def _final(p: Progress, cards: list[ContextCard], q: StructuredQuery) -> Progress:
@@ -318,8 +386,10 @@ def _attribute_query(a: Analysis, frontier: list[CardEntity]) -> StructuredQuery
         return _query({"entity_type": "character", "where": [{"field": et, "op": "eq", "value": one}],
                        "aggregate": {"op": "count"}})
     if a.attr == "sum_volumes":
-        return _query({"entity_type": "manga", "where": [{"field": "title", "op": "in", "value": names}],
-                       "aggregate": {"op": "sum", "field": "volumes"}})
+        where = [{"field": "title", "op": "in", "value": names}]
+        if a.finished is not None:
+            where.append({"field": "finished", "op": "eq", "value": a.finished})
+        return _query({"entity_type": "manga", "where": where, "aggregate": {"op": "sum", "field": "volumes"}})
     if a.attr == "sum_episodes":
         where = [{"field": "title", "op": "in", "value": names}]
         if a.fmt:
@@ -363,6 +433,13 @@ def _filter(a: Analysis, cards: list[ContextCard], p: Progress) -> Progress:
     if f.count:
         count = _query({"entity_type": f.entity_type, "where": where[:8], "aggregate": {"op": "count"}})
         return _final(p, cards, count)
+    if f.total:  # the sum, and in the same step the rows it adds up
+        rows = _query({"entity_type": f.entity_type, "where": where[:8], "limit": LISTED,
+                       "order_by": [{"field": "year", "direction": "asc"}]})
+        p = _need(p, cards, [rows, _query({"entity_type": f.entity_type, "where": where[:8],
+                                           "aggregate": {"op": "sum", "field": f.total}})], final=True)
+        p.listing = _card_for(cards, rows)
+        return p
     if f.rank is not None:  # "which finished TV anime has the most episodes": the top rows by that field
         return _need(p, cards, [_ranked(f.entity_type, where, f.rank)], final=True)
     q = _query({"entity_type": f.entity_type, "where": where[:8], "limit": 50,

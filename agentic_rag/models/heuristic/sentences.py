@@ -70,6 +70,8 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
     edge = hop.edges[0]
     listed = join([_detailed(e, details, show=edge in ("family", "worked_on", "staff")) for e in level])
     many = len(level) > 1
+    if edge == "appears_in" and hop.last:
+        return f"The latest anime {who} appears in is {listed}."
     if edge == "appears_in":
         return f"{who} appears in {listed}."
     if edge == "features":
@@ -105,6 +107,8 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
         return f"{who} was taught by {listed}."
     if edge == "mentor_of":
         return f"{who} mentored {listed}."
+    if edge == "family" and hop.roles:  # "naruto's son"
+        return f"{who}'s {hop.roles[0]} {'are' if many else 'is'} {join([titled(e) for e in level])}."
     if edge in ("family", "romantic"):
         return f"{who}'s family and partners: {listed}."
     if edge in ("rival", "enemy", "ally", "teammate"):
@@ -198,6 +202,25 @@ def compare_sentence(field: str, x: str, y: str, va: Any, vb: Any) -> str:
         text = f"{x} was {label} {shown(va)}; {y} was {label} {shown(vb)}"
         return text + (" (the same)." if same else ".")
     return f"{field.replace('_', ' ').capitalize()}: {x} {shown(va)}, {y} {shown(vb)}."
+
+
+def ranking_sentence(field: str, rows: list[tuple[str, Any]]) -> str:
+    """Three or more entities on one number, in order ("By volumes: Demon Slayer 23, Chainsaw Man 11 ...")."""
+    known = [(n, v) for n, v in rows if isinstance(v, int | float)]
+    unknown = [n for n, v in rows if not isinstance(v, int | float)]
+    if field in ("year", "end_year", "founded"):
+        known.sort(key=lambda r: r[1])
+        verb = {"year": "came first", "end_year": "ended first", "founded": "was founded first"}[field]
+        listed = join([f"{n} ({v})" for n, v in known], len(known))
+        text = f"In order: {listed}, so {known[0][0]} {verb}." if known else ""
+    else:
+        known.sort(key=lambda r: -r[1])
+        unit = _FIELD_WORDS.get(field, field.replace("_", " "))
+        listed = join([f"{n} ({v} {unit})" for n, v in known], len(known))
+        text = f"From most to fewest {unit}: {listed}." if known else ""
+    if unknown:
+        text += f" The catalog does not record it for {join(unknown)}."
+    return text.strip()
 
 
 PEOPLE_RELATIONS = ("family", "romantic", "rival", "enemy", "ally", "teammate", "mentor_of", "student_of")

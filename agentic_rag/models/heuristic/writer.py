@@ -13,7 +13,7 @@ import re
 from typing import Any
 
 from agentic_rag.models.heuristic.context import bare
-from agentic_rag.models.heuristic.progress import Progress, described, progress
+from agentic_rag.models.heuristic.progress import LISTED, Progress, described, progress, ranked_field
 from agentic_rag.models.heuristic.sentences import (
     attribute_sentence,
     compare_sentence,
@@ -22,6 +22,7 @@ from agentic_rag.models.heuristic.sentences import (
     join,
     nothing_sentence,
     path_sentence,
+    ranking_sentence,
     titled,
 )
 from agentic_rag.models.roles import CardEntity, DraftInput
@@ -85,6 +86,9 @@ def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
     for hop, level in zip(a.hops, p.levels, strict=False):
         if not level:
             lines.append(nothing_sentence(hop, current))
+            if p.creators:
+                lines.append(f"It was created by {join([bare(e.name) for e in p.creators])}.")
+                sources += [e.ref for e in p.creators]
             break
         if not (hop.include_start and level == current):  # a chain of one: nothing to say about its order
             lines.append(hop_sentence(hop, current, level, p.details))
@@ -138,6 +142,13 @@ def _about(inp: DraftInput, entity: CardEntity) -> str:
 def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:
     card = p.card
     x, y = bare(ents[0].name), bare(ents[1].name)
+    if card is not None and a.intent == "compare" and "rows" in card.data:  # three or more, in order
+        field = ranked_field(a, ents[0].ref.entity_type)
+        rows = [r for r in card.data["rows"] if isinstance(r, dict)]
+        text = ranking_sentence(field, [(str(r.get("name")), r.get(field)) for r in rows])
+        refs = [e.ref for e in card.entities] or [e.ref for e in ents]
+        return _result(text or f"I found none of {join([bare(e.name) for e in ents])} in the catalog.", refs, refs,
+                       confidence=0.85 if text else 0.4, facts=[text], citations=[bare(e.name) for e in ents])
     if card is None:
         return _result(f"{x} and {y} are the same entry.", [ents[0].ref], [ents[0].ref], confidence=0.6)
     if card.count == 0:
@@ -185,6 +196,8 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
         named = [r for r in (p.listing.data.get("rows", []) if p.listing else []) if isinstance(r, dict)]
         if named and str(rows[0].get("value")) == str(len(named)):  # every one counted, named
             text = f"{text[:-1]}: {join([_listed(r, []) for r in named], len(named))}."
+        elif named and a.filter is not None and a.filter.total and len(named) < LISTED:  # every one added up, named
+            text = f"{text[:-1]}: {join([_listed(r, [a.filter.total]) for r in named], len(named))}."
         return _result(" ".join([*lines, text]), sources, sources[-1:] or [], confidence=0.85, facts=[text])
     if "group_key" in rows[0]:
         tops = [f"{r.get('group_key')} ({r.get('value')})" for r in rows[:3]]
@@ -227,7 +240,7 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
         text = " ".join([*lines, f"{lead} {scope}" + (f"; then {join(shown[1:])}." if len(shown) > 1 else ".")])
     else:
         # each match with its year and the counts its conditions are on ("Brotherhood (2009, 64 episodes)")
-        counted = [f for f in ("episode_count", "volumes") if f in card.request]
+        counted = [f for f in ("episode_count", "volumes") if f in card.request or (a.filter and f in a.filter.shown)]
         shown = [_listed(r, counted) for r in rows[:30]]
         more = f", the first {len(shown)} of them" if len(rows) > len(shown) else ""
         text = " ".join([*lines, f"{len(rows)} {plural} match {_conditions(card.request)}{more}: "
@@ -263,6 +276,9 @@ def _conditions(request: str) -> str:
 
 
 def _aggregate_sentence(a: Analysis, value: Any, who: str, plural: str, request: str) -> str:
+    if a.filter is not None and a.filter.total:
+        unit = "episodes" if a.filter.total == "episode_count" else "volumes"
+        return f"Together, the {plural} matching {_conditions(request)} have {value} {unit}."
     if a.filter is not None:
         return f"The catalog has {value} {plural} matching {_conditions(request)}."
     if a.attr == "sum_episodes":
@@ -275,6 +291,8 @@ def _aggregate_sentence(a: Analysis, value: Any, who: str, plural: str, request:
         return f"{who} animated {value} anime in the catalog."
     if a.attr == "count_author":
         return f"{who} is credited on {value} manga."
+    if a.attr == "sum_volumes" and a.finished is not None:
+        return f"Together, the {'finished' if a.finished else 'ongoing'} manga among {who} have {value} volumes."
     if a.attr == "sum_volumes":
         return f"Together, {who} have {value} volumes."
     if a.attr == "sum_franchise":
