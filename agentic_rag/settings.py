@@ -72,6 +72,12 @@ class Settings(BaseSettings):
     )
     generation_timeout_ms: int = Field(60_000, ge=100, le=600_000, description="Limit on one model call.")
     model_device: str = Field("cpu", description="torch device for the transformers backend.")
+    transformers_constraint: Literal["outlines", "xgrammar"] = Field(
+        "outlines", description="Constraint engine of the transformers backend: outlines (a regex index, exact "
+                                "but slow to build on a real vocabulary) or xgrammar (a schema compiles in about "
+                                "a second; use it for real models such as smollm2).")
+    repetition_penalty: float = Field(1.0, ge=1.0, le=2.0,
+                                      description="transformers backend: penalty on repeated tokens (1.0: none).")
     vllm_gpu_memory_utilization: float = Field(0.85, gt=0.0, le=1.0, description="vLLM: share of GPU memory.")
     vllm_max_model_len: int = Field(8192, ge=256, le=1_048_576, description="vLLM: context length.")
     vllm_structured_backend: Literal["xgrammar", "guidance", "outlines", "auto"] = Field(

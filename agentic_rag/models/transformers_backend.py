@@ -1,117 +1,142 @@
-"""A local Hugging Face causal LM as a :class:`~agentic_rag.models.base.TextBackend`, constrained with outlines.
+"""A local Hugging Face causal LM as a :class:`~agentic_rag.models.base.TextBackend`, JSON-schema constrained.
 
-The model and tokenizer load from a directory only (``local_files_only``: no hub). Messages are
-rendered with the tokenizer's chat template when it has one. With a schema, decoding is masked by
-outlines' JSON-schema logits processor (``outlines.Generator(outlines.from_transformers(...),
-JsonSchema(...))``; the ``outlines_core`` engine), so every completion that ends is schema-valid.
+The model and tokenizer load from a directory only (``local_files_only``: no hub): a Hugging Face model
+directory, or a GGUF file in one (``gguf_file``; transformers dequantizes it, which needs the ``gguf``
+package), such as the SmolLM2 that ``agentic-rag models fetch smollm2`` puts under ``data_dir/models``.
+Messages are rendered with the tokenizer's chat template when it has one.
 
-We call ``model.generate`` ourselves with that processor instead of the outlines model's
-``__call__`` because outlines re-applies the chat template to a plain string prompt, and returns
-text without token counts; here the prompt is rendered once and both counts are exact.
+With a schema, decoding is masked by one of two constraint engines (``RAG_TRANSFORMERS_CONSTRAINT``):
+
+- **outlines** (the default; ``outlines_core``): a regular-expression index, built per schema (minutes on a
+  real vocabulary); it ignores bounds, so schemas go through :func:`~agentic_rag.models.schemas.outlines_schema`.
+- **xgrammar** (vLLM's default engine): a pushdown automaton compiled from the schema against the
+  tokenizer's vocabulary, about a second for our largest schema on a 49k vocabulary; it enforces string
+  lengths and integer bounds itself. Schemas go through :func:`~agentic_rag.models.schemas.xgrammar_schema`,
+  the same rewrite vLLM needs. Use it for real models (``smollm2``).
+
+Either way every completion that ends is schema-valid. We call ``model.generate`` ourselves with the
+engine's logits processor because outlines re-applies the chat template to a plain string prompt and
+returns text without token counts; here the prompt is rendered once and both counts are exact.
 """
 
 from __future__ import annotations
 
 import asyncio
 import json
-import re
 import threading
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, Protocol
 
-import outlines
 import torch
-from outlines.types import JsonSchema
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
+    LogitsProcessor,
     LogitsProcessorList,
     StoppingCriteria,
     StoppingCriteriaList,
 )
 
 from agentic_rag.models.base import Completion, Message
+from agentic_rag.models.schemas import outlines_schema, xgrammar_schema
 from agentic_rag.settings import Settings
 
-# One JSON string character as outlines_core writes it, and one that is not whitespace (see below).
-_CHAR = r'(?:[^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])'
-_NONSPACE_CHAR = r'(?:[^\s"\\\x00-\x1F\x7F-\x9F]|\\["\\/])'
-_UNBOUNDED = re.compile(r"[*+]|\{\d+,\}")
-_DATA_KEYS = frozenset({"enum", "const", "default", "examples"})  # values, not schemas
-_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})  # name -> schema
-# A bounded number becomes this many evenly spaced values (0.00, 0.01, ... 1.00 for a confidence).
-_NUMBER_STEPS = 100
-_MAX_ENUM = 1001
+ConstraintEngine = Literal["xgrammar", "outlines"]
+MISSING_XGRAMMAR = ("the xgrammar constraint engine is not installed: pip install 'agentic-rag[local]' "
+                    "(or set RAG_TRANSFORMERS_CONSTRAINT=outlines)")
 
 
-def outlines_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The same JSON schema, rewritten where outlines_core would otherwise accept values it forbids.
+class _Engine(Protocol):
+    """Makes the logits processor that keeps one generation inside a schema."""
 
-    outlines_core (0.2.x) ignores ``minimum``/``maximum`` (a ``limit`` of 0 or a confidence of 7
-    would pass) and ignores ``pattern`` when a length is also given (a UUID field would accept any
-    36 characters). So: a bounded integer becomes the ``enum`` of its values, a bounded number the
-    ``enum`` of ``_NUMBER_STEPS + 1`` evenly spaced values, a fixed-length pattern drops the
-    redundant lengths, and a required string (``minLength >= 1``) must start with a non-space
-    character, since the protocol strips whitespace before checking ``min_length``. Each rewrite
-    accepts a subset of what the original accepts, so output stays valid against the original.
+    def prepare(self, schema: dict[str, Any]) -> None: ...
 
-    One more subset: outlines_core compiles the whole schema into one regular expression, and a list
-    whose items are a union of large objects (``NextStep.also``, up to three more search, graph or
-    query intents) multiplies it past what its DFA can hold. Regex-based decoding therefore gets
-    ``also`` as an empty list: such a model plans one intent a turn, which the loop handles the
-    same way. Grammar-based backends (xgrammar in vLLM) keep the batch.
-    """
-    return _single_steps(_lower(schema))  # type: ignore[no-any-return]
+    def processor(self, schema: dict[str, Any]) -> LogitsProcessor: ...
 
 
-def _single_steps(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_single_steps(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {k: (v if k in _DATA_KEYS else _single_steps(v)) for k, v in node.items()}
-    props = out.get("properties")
-    if isinstance(props, dict) and isinstance(props.get("also"), dict) and props["also"].get("type") == "array":
-        out["properties"] = {**props, "also": {"type": "array", "maxItems": 0}}
-    return out
+class _Outlines:
+    """outlines_core's regex index per schema; its processor is reused after a ``reset``."""
+
+    def __init__(self, model: Any, tokenizer: Any) -> None:
+        import outlines
+
+        # outlines also sets a missing pad token to eos and pads on the left. Its annotation names the
+        # transformers 4 tokenizer classes; at run time it accepts the transformers 5 ones.
+        self._model = outlines.from_transformers(model, tokenizer)
+        self._cache: dict[str, Any] = {}
+
+    def prepare(self, schema: dict[str, Any]) -> None:
+        self._processor(schema)
+
+    def _processor(self, schema: dict[str, Any]) -> Any:
+        import outlines
+        from outlines.types import JsonSchema
+
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._cache:  # building the index is the slow part: once per schema
+            generator = outlines.Generator(self._model, JsonSchema(outlines_schema(schema)))
+            self._cache[key] = generator.logits_processor  # type: ignore[union-attr]
+        return self._cache[key]
+
+    def processor(self, schema: dict[str, Any]) -> LogitsProcessor:
+        processor = self._processor(schema)
+        processor.reset()  # processors keep per-sequence state
+        return processor  # type: ignore[no-any-return]
 
 
-def _lower(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_lower(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out: dict[str, Any] = {}
-    for key, value in node.items():
-        if key in _SCHEMA_MAPS and isinstance(value, dict):
-            out[key] = {name: _lower(sub) for name, sub in value.items()}
-        else:
-            out[key] = value if key in _DATA_KEYS else _lower(value)
-    kind = out.get("type")
-    if kind == "integer" and "minimum" in out and "maximum" in out:
-        lo, hi = int(out.pop("minimum")), int(out.pop("maximum"))
-        if hi - lo < _MAX_ENUM:
-            out["enum"] = list(range(lo, hi + 1))
-        else:
-            out.update(minimum=lo, maximum=hi)
-            # too many values for an enum: cap the digits instead (outlines_core honours maxDigits),
-            # so that every number it can write lies inside [lo, hi]; the regex allows a sign, so
-            # this needs lo < 0 (as for the query DSL's values, which are within +-10^9)
-            digits = len(str(min(hi, -lo))) - (0 if str(min(hi, -lo)).strip("9") == "" else 1)
-            if lo < 0 and digits >= 1:
-                out["maxDigits"] = digits
-    elif kind == "number" and "minimum" in out and "maximum" in out:
-        lo_f, hi_f = float(out.pop("minimum")), float(out.pop("maximum"))
-        step = (hi_f - lo_f) / _NUMBER_STEPS
-        out["enum"] = sorted({round(lo_f + i * step, 6) for i in range(_NUMBER_STEPS + 1)})
-    elif kind == "string" and "pattern" in out:
-        if not _UNBOUNDED.search(out["pattern"]):  # the pattern bounds the length by itself
-            out.pop("minLength", None)
-            out.pop("maxLength", None)
-    elif kind == "string" and out.get("minLength", 0) >= 1 and "maxLength" in out:
-        lo, hi = int(out.pop("minLength")), int(out.pop("maxLength"))
-        out["pattern"] = f"^{_NONSPACE_CHAR}{_CHAR}{{{lo - 1},{hi - 1}}}$"
-    return out
+class _XGrammar:
+    """xgrammar grammars compiled once per schema; a fresh matcher per generation."""
+
+    def __init__(self, tokenizer: Any, vocab_size: int, stop_ids: list[int]) -> None:
+        try:
+            import xgrammar as xgr
+        except ImportError as exc:
+            raise RuntimeError(MISSING_XGRAMMAR) from exc
+        self._xgr = xgr
+        info = xgr.TokenizerInfo.from_huggingface(tokenizer, vocab_size=vocab_size, stop_token_ids=stop_ids)
+        self._compiler = xgr.GrammarCompiler(info)
+        # xgrammar's JSON strings admit raw control characters, which JSON forbids (a parser rejects the
+        # output); compact JSON never needs one (escapes are printable), so no token holding one is sampled
+        specials = set(info.special_token_ids) | set(stop_ids)
+        self.control_tokens = [i for i, piece in enumerate(info.decoded_vocab)
+                               if i not in specials and any(b < 0x20 or b == 0x7F for b in piece)]
+        self._vocab_size = vocab_size
+        self._cache: dict[str, Any] = {}
+
+    def prepare(self, schema: dict[str, Any]) -> None:
+        self._compiled(schema)
+
+    def _compiled(self, schema: dict[str, Any]) -> Any:
+        key = json.dumps(schema, sort_keys=True)
+        if key not in self._cache:
+            # compact JSON: whitespace between tokens is never needed, and a small model wanders in it
+            self._cache[key] = self._compiler.compile_json_schema(
+                json.dumps(xgrammar_schema(schema)), any_whitespace=False, strict_mode=True)
+        return self._cache[key]
+
+    def processor(self, schema: dict[str, Any]) -> LogitsProcessor:
+        return _GrammarMask(self._xgr, self._compiled(schema), self._vocab_size)
+
+
+class _GrammarMask(LogitsProcessor):
+    """Masks every token the grammar does not allow next (one generation, batch of one)."""
+
+    def __init__(self, xgr: Any, compiled: Any, vocab_size: int) -> None:
+        self._xgr = xgr
+        self._matcher = xgr.GrammarMatcher(compiled)
+        self._bitmask = xgr.allocate_token_bitmask(1, vocab_size)
+        self._started = False
+
+    def __call__(self, input_ids: torch.LongTensor, scores: torch.FloatTensor) -> torch.FloatTensor:
+        if self._started and not self._matcher.is_terminated():
+            token = int(input_ids[0, -1])
+            if not self._matcher.accept_token(token):  # cannot happen: the token was sampled under the mask
+                raise RuntimeError(f"token {token} violates the grammar")
+        self._started = True
+        if not self._matcher.is_terminated():
+            self._matcher.fill_next_token_bitmask(self._bitmask)
+            self._xgr.apply_token_bitmask_inplace(scores, self._bitmask.to(scores.device))
+        return scores
 
 
 class TransformersBackend:
@@ -121,43 +146,59 @@ class TransformersBackend:
     callers queue on an asyncio lock, and the blocking ``generate`` runs in a worker thread.
     """
 
-    def __init__(self, model_dir: str | Path, *, device: str = "cpu", name: str | None = None) -> None:
+    def __init__(self, model_dir: str | Path, *, device: str = "cpu", name: str | None = None,
+                 gguf_file: str | None = None, constraint: ConstraintEngine = "outlines",
+                 repetition_penalty: float = 1.0) -> None:
         path = Path(model_dir)
         if not path.is_dir():
             raise FileNotFoundError(f"model directory not found: {path}")
-        self.name = name or f"transformers:{path.name}"
+        if gguf_file is not None and not (path / gguf_file).is_file():
+            raise FileNotFoundError(f"GGUF file not found: {path / gguf_file}")
+        self.name = name or f"transformers:{gguf_file or path.name}"
         self.device = device
-        self.tokenizer = AutoTokenizer.from_pretrained(str(path), local_files_only=True)
+        self.repetition_penalty = repetition_penalty
+        # a GGUF carries its tokenizer (and chat template) too; transformers reads both from it
+        located: dict[str, Any] = {"local_files_only": True, **({"gguf_file": gguf_file} if gguf_file else {})}
+        self.tokenizer = AutoTokenizer.from_pretrained(str(path), **located)
         # Any: transformers 5 declares ``to``/``generate`` with self-types mypy cannot apply to the Auto class
         model: Any = AutoModelForCausalLM.from_pretrained(
-            str(path), local_files_only=True, dtype=torch.float32 if device == "cpu" else "auto",
+            str(path), dtype=torch.float32 if device == "cpu" else "auto", **located,
         )
         self.model: Any = model.to(device).eval()
-        # outlines also sets a missing pad token to eos and pads on the left. Its annotation names the
-        # transformers 4 tokenizer classes; at run time it accepts the transformers 5 ones.
-        self._outlines = outlines.from_transformers(self.model, self.tokenizer)  # type: ignore[arg-type]
         self._has_template = bool(getattr(self.tokenizer, "chat_template", None))
         eos = self.model.generation_config.eos_token_id
         eos_ids = set(eos if isinstance(eos, list) else [eos] if eos is not None else [])
-        # outlines ends a finished JSON value with the tokenizer's eos; generate must stop on it
+        # the engines end a finished JSON value with the tokenizer's eos; generate must stop on it
         eos_ids.add(self.tokenizer.eos_token_id)
         self._eos_ids = sorted(eos_ids)
         # outlines_core's vocabulary keeps special tokens as plain text ("<|im_start|>" would be a
         # legal piece of a JSON string); a completion never needs any but eos, so none can be sampled
         special = {i for i, token in self.tokenizer.added_tokens_decoder.items() if token.special}
         self._suppressed = sorted((special | set(self.tokenizer.all_special_ids)) - eos_ids)
-        self._processors: dict[str, Any] = {}
+        self.constraint = constraint
+        self._engine: _Engine
+        self._constrained_suppressed = self._suppressed
+        if constraint == "xgrammar":
+            self._engine = _XGrammar(self.tokenizer, int(self.model.config.vocab_size), self._eos_ids)
+            self._constrained_suppressed = sorted(set(self._suppressed) | set(self._engine.control_tokens))
+        else:
+            self._engine = _Outlines(self.model, self.tokenizer)
         self._queue = asyncio.Lock()  # waiters wait on the loop, not in worker threads
         self._running = threading.Lock()  # a cancelled call's thread may still be finishing its step
 
     @classmethod
     def from_settings(cls, settings: Settings, role: Literal["planner", "validator"]) -> TransformersBackend:
         """The planner's or the validator's model, from ``RAG_PLANNER_MODEL`` / ``RAG_VALIDATOR_MODEL``."""
-        model_dir = settings.planner_model if role == "planner" else settings.validator_model
-        if not model_dir:
-            raise ValueError(f"RAG_{role.upper()}_MODEL must name a local model directory for the "
-                             f"transformers backend")
-        return cls(model_dir, device=settings.model_device)
+        from agentic_rag.models.packaged import resolve_model
+
+        value = settings.planner_model if role == "planner" else settings.validator_model
+        if not value:
+            raise ValueError(f"RAG_{role.upper()}_MODEL must name a local model directory or a fetched model "
+                             f"(agentic-rag models list) for the transformers backend")
+        model_dir, gguf_file = resolve_model(value, settings)
+        return cls(model_dir, device=settings.model_device, gguf_file=gguf_file,
+                   constraint=settings.transformers_constraint, repetition_penalty=settings.repetition_penalty,
+                   name=f"transformers:{value}" if gguf_file else None)
 
     def render(self, messages: list[Message]) -> str:
         """The prompt text: the chat template when the tokenizer has one, else ``role: content`` lines."""
@@ -184,15 +225,7 @@ class TransformersBackend:
     async def prepare(self, schemas: list[dict[str, Any]]) -> None:
         """Build the constraint indexes of these schemas now (seconds to minutes each), not in the first call."""
         for schema in schemas:
-            await asyncio.to_thread(self._processor, schema)
-
-    def _processor(self, schema: dict[str, Any]) -> Any:
-        """The outlines logits processor for a schema, built once (building its index is the slow part)."""
-        key = json.dumps(schema, sort_keys=True)
-        if key not in self._processors:
-            generator = outlines.Generator(self._outlines, JsonSchema(outlines_schema(schema)))
-            self._processors[key] = generator.logits_processor  # type: ignore[union-attr]
-        return self._processors[key]
+            await asyncio.to_thread(self._engine.prepare, schema)
 
     def _generate(self, messages: list[Message], schema: dict[str, Any] | None, max_tokens: int,
                   temperature: float, cancelled: threading.Event) -> Completion:
@@ -203,18 +236,19 @@ class TransformersBackend:
                                     add_special_tokens=not self._has_template).to(self.device)
             processors = LogitsProcessorList()
             if schema is not None:
-                processor = self._processor(schema)
-                processor.reset()  # processors keep per-sequence state
-                processors.append(processor)
+                processors.append(self._engine.processor(schema))
             sampling: dict[str, Any] = (
                 {"do_sample": True, "temperature": temperature} if temperature > 0 else {"do_sample": False}
             )
+            if self.repetition_penalty != 1.0:
+                sampling["repetition_penalty"] = self.repetition_penalty
             with torch.inference_mode():
                 output = self.model.generate(
                     **inputs, max_new_tokens=max_tokens, logits_processor=processors,
                     stopping_criteria=StoppingCriteriaList([_StopWhenSet(cancelled)]),
                     eos_token_id=self._eos_ids, pad_token_id=self.tokenizer.pad_token_id,
-                    suppress_tokens=self._suppressed or None, **sampling,
+                    suppress_tokens=(self._constrained_suppressed if schema is not None else self._suppressed) or None,
+                    **sampling,
                 )
         prompt_tokens = int(inputs["input_ids"].shape[1])
         new: list[int] = output[0, prompt_tokens:].tolist()

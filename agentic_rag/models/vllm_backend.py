@@ -11,7 +11,6 @@ default, with ``disable_any_whitespace`` so compact JSON costs the fewest tokens
 from __future__ import annotations
 
 import asyncio
-import importlib
 import uuid
 from collections.abc import Mapping
 from pathlib import Path
@@ -19,6 +18,7 @@ from types import SimpleNamespace
 from typing import Any, Literal
 
 from agentic_rag.models.base import Completion, Message
+from agentic_rag.models.schemas import xgrammar_schema
 from agentic_rag.settings import Settings
 
 MISSING_VLLM = (
@@ -27,45 +27,6 @@ MISSING_VLLM = (
 )
 # disable_any_whitespace is an engine-level option that vLLM accepts only for these backends
 _WHITESPACE_BACKENDS = ("xgrammar", "guidance")
-
-
-_DATA_KEYS = frozenset({"enum", "const", "default", "examples"})
-
-
-def vllm_schema(schema: dict[str, Any]) -> dict[str, Any]:
-    """The schema as vLLM's xgrammar backend takes it, accepting no value the original rejects.
-
-    vLLM refuses a string with both ``pattern`` and ``minLength``/``maxLength`` under xgrammar
-    ("features not supported by xgrammar", xgrammar issue #966). Where an anchored pattern alone
-    keeps every match within the lengths (a UUID is exactly 36 characters), the lengths go.
-    """
-    return _lower(schema)  # type: ignore[no-any-return]
-
-
-def _lower(node: Any) -> Any:
-    if isinstance(node, list):
-        return [_lower(item) for item in node]
-    if not isinstance(node, dict):
-        return node
-    out = {key: value if key in _DATA_KEYS else _lower(value) for key, value in node.items()}
-    pattern = out.get("pattern")
-    if isinstance(pattern, str) and ("minLength" in out or "maxLength" in out):
-        width = _match_width(pattern)
-        if width and out.get("minLength", 0) <= width[0] and width[1] <= out.get("maxLength", width[1]):
-            out.pop("minLength", None)
-            out.pop("maxLength", None)
-    return out
-
-
-def _match_width(pattern: str) -> tuple[int, int] | None:
-    """Shortest and longest whole string an anchored pattern (``^...$``, no top-level ``|``) matches."""
-    if not (pattern.startswith("^") and pattern.endswith("$")) or "|" in pattern:
-        return None
-    try:  # the stdlib's own regex parser knows each piece's width
-        lo, hi = importlib.import_module("re._parser").parse(pattern).getwidth()
-    except Exception:
-        return None
-    return int(lo), int(hi)
 
 
 def _import_vllm() -> SimpleNamespace:
@@ -158,7 +119,7 @@ class VLLMBackend:
             max_tokens=max_tokens,
             temperature=temperature,
             output_kind=vllm.RequestOutputKind.FINAL_ONLY,
-            structured_outputs=None if schema is None else vllm.StructuredOutputsParams(json=vllm_schema(schema)),
+            structured_outputs=None if schema is None else vllm.StructuredOutputsParams(json=xgrammar_schema(schema)),
         )
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,

@@ -903,6 +903,16 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
                 for other in credits[:MAX_MORE]:
                     if other.roles != a.hops[-1].roles:
                         a.more.append(_same_start(a, [*a.hops[:-1], other]))
+            at = next((i for i, h in enumerate(a.hops) if _RANGE.get(h.edges) == "manga"), None)
+            source_facts: tuple[tuple[Attr, frozenset[str]], ...] = (("magazine", C.MAGAZINE), ("volumes", C.VOLUMES))
+            facts = [x for x, cue in source_facts if w.any(cue)]
+            if at is not None and a.attr is None and not a.more and (facts or w.has(
+                    "where did it run", "where did that run", "where it ran", "where did the manga run")):
+                # "what is X based on, who made it, and where did it run": the source manga's own facts too
+                more = a if at == len(a.hops) - 1 else _same_start(a, a.hops[:at + 1])
+                more.attr, more.also = (facts or ["magazine"])[0], facts[1:]
+                if more is not a:
+                    a.more.append(more)
             strong = {c.entity.entity_type for c in anchor.candidates if c.match in ("exact", "alias")}
             if a.attr in ("year", "status") and not hops and not said and {"anime", "manga"} <= strong & set(
                     ask.domain) and a.mentions[-1] not in a.years:

@@ -27,7 +27,8 @@ from agentic_rag.models.base import (
     TextBackend,
     schema_for,
 )
-from agentic_rag.models.transformers_backend import TransformersBackend, outlines_schema
+from agentic_rag.models.schemas import outlines_schema
+from agentic_rag.models.transformers_backend import TransformersBackend
 from agentic_rag.protocol import (
     AgentResponse,
     DraftAnswer,

@@ -53,7 +53,10 @@ def draft(inp: DraftInput) -> DraftAnswer:
     weakest = min(parts, key=lambda d: d.confidence)
     if weakest.confidence < 0.6:
         return weakest  # a part is still pending or not found: that is what the run must hear
-    return _result(" ".join(d.answer for d in parts), [r for d in parts for r in d.source_entities],
+    said: list[str] = []
+    for d in parts:  # a later part restates the chain an earlier one walked: each sentence once
+        said += [x for x in re.split(r"(?<=\.) ", d.answer) if x not in said]
+    return _result(" ".join(said), [r for d in parts for r in d.source_entities],
                    [r for d in parts for r in d.result_entities], confidence=weakest.confidence,
                    paths=[x for d in parts for x in d.evidence.paths],
                    facts=[x for d in parts for x in d.evidence.facts],

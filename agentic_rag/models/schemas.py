@@ -1,0 +1,135 @@
+"""JSON-schema rewrites for the constraint engines: each accepts a subset of what the original schema accepts.
+
+Constrained decoding engines each support a different slice of JSON Schema. Rather than let an engine
+silently ignore a keyword (and so let through a value the protocol rejects), each gets a schema it fully
+enforces: :func:`xgrammar_schema` for xgrammar (vLLM's default engine, and the transformers backend's),
+:func:`outlines_schema` for outlines_core's regex engine.
+"""
+
+from __future__ import annotations
+
+import importlib
+import re
+from typing import Any
+
+# One JSON string character as outlines_core writes it, and one that is not whitespace (see below).
+_CHAR = r'(?:[^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])'
+_NONSPACE_CHAR = r'(?:[^\s"\\\x00-\x1F\x7F-\x9F]|\\["\\/])'
+_UNBOUNDED = re.compile(r"[*+]|\{\d+,\}")
+_DATA_KEYS = frozenset({"enum", "const", "default", "examples"})  # values, not schemas
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})  # name -> schema
+# A bounded number becomes this many evenly spaced values (0.00, 0.01, ... 1.00 for a confidence).
+_NUMBER_STEPS = 100
+_MAX_ENUM = 1001
+
+
+def outlines_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The same JSON schema, rewritten where outlines_core would otherwise accept values it forbids.
+
+    outlines_core (0.2.x) ignores ``minimum``/``maximum`` (a ``limit`` of 0 or a confidence of 7
+    would pass) and ignores ``pattern`` when a length is also given (a UUID field would accept any
+    36 characters). So: a bounded integer becomes the ``enum`` of its values, a bounded number the
+    ``enum`` of ``_NUMBER_STEPS + 1`` evenly spaced values, a fixed-length pattern drops the
+    redundant lengths, and a required string (``minLength >= 1``) must start with a non-space
+    character, since the protocol strips whitespace before checking ``min_length``. Each rewrite
+    accepts a subset of what the original accepts, so output stays valid against the original.
+
+    One more subset: outlines_core compiles the whole schema into one regular expression, and a list
+    whose items are a union of large objects (``NextStep.also``, up to three more search, graph or
+    query intents) multiplies it past what its DFA can hold. Regex-based decoding therefore gets
+    ``also`` as an empty list: such a model plans one intent a turn, which the loop handles the
+    same way. Grammar-based backends (xgrammar in vLLM) keep the batch.
+    """
+    return _single_steps(_lower(schema))  # type: ignore[no-any-return]
+
+
+def _single_steps(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_single_steps(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {k: (v if k in _DATA_KEYS else _single_steps(v)) for k, v in node.items()}
+    props = out.get("properties")
+    if isinstance(props, dict) and isinstance(props.get("also"), dict) and props["also"].get("type") == "array":
+        out["properties"] = {**props, "also": {"type": "array", "maxItems": 0}}
+    return out
+
+
+def _lower(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_lower(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in _SCHEMA_MAPS and isinstance(value, dict):
+            out[key] = {name: _lower(sub) for name, sub in value.items()}
+        else:
+            out[key] = value if key in _DATA_KEYS else _lower(value)
+    kind = out.get("type")
+    if kind == "integer" and "minimum" in out and "maximum" in out:
+        lo, hi = int(out.pop("minimum")), int(out.pop("maximum"))
+        if hi - lo < _MAX_ENUM:
+            out["enum"] = list(range(lo, hi + 1))
+        else:
+            out.update(minimum=lo, maximum=hi)
+            # too many values for an enum: cap the digits instead (outlines_core honours maxDigits),
+            # so that every number it can write lies inside [lo, hi]; the regex allows a sign, so
+            # this needs lo < 0 (as for the query DSL's values, which are within +-10^9)
+            digits = len(str(min(hi, -lo))) - (0 if str(min(hi, -lo)).strip("9") == "" else 1)
+            if lo < 0 and digits >= 1:
+                out["maxDigits"] = digits
+    elif kind == "number" and "minimum" in out and "maximum" in out:
+        lo_f, hi_f = float(out.pop("minimum")), float(out.pop("maximum"))
+        step = (hi_f - lo_f) / _NUMBER_STEPS
+        out["enum"] = sorted({round(lo_f + i * step, 6) for i in range(_NUMBER_STEPS + 1)})
+    elif kind == "string" and "pattern" in out:
+        if not _UNBOUNDED.search(out["pattern"]):  # the pattern bounds the length by itself
+            out.pop("minLength", None)
+            out.pop("maxLength", None)
+    elif kind == "string" and out.get("minLength", 0) >= 1 and "maxLength" in out:
+        lo, hi = int(out.pop("minLength")), int(out.pop("maxLength"))
+        out["pattern"] = f"^{_NONSPACE_CHAR}{_CHAR}{{{lo - 1},{hi - 1}}}$"
+    return out
+
+
+def xgrammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
+    """The schema as xgrammar takes it (in vLLM, and in the transformers backend), accepting no value the
+    original rejects.
+
+    vLLM refuses a string with both ``pattern`` and ``minLength``/``maxLength`` under xgrammar
+    ("features not supported by xgrammar", xgrammar issue #966). Where an anchored pattern alone
+    keeps every match within the lengths (a UUID is exactly 36 characters), the lengths go.
+
+    Known gap: the protocol strips whitespace before checking ``min_length``, so a required string of
+    spaces passes the grammar and fails validation (a correction retry follows). Outlines' rewrite moves
+    the lengths into a pattern that starts with a visible character; xgrammar 0.2.8 fails to compile that
+    pattern with its bounded repetition, and takes a pattern or lengths, not both.
+    """
+    return _lower_lengths(schema)  # type: ignore[no-any-return]
+
+
+def _lower_lengths(node: Any) -> Any:
+    if isinstance(node, list):
+        return [_lower_lengths(item) for item in node]
+    if not isinstance(node, dict):
+        return node
+    out = {key: value if key in _DATA_KEYS else _lower_lengths(value) for key, value in node.items()}
+    pattern = out.get("pattern")
+    if isinstance(pattern, str) and ("minLength" in out or "maxLength" in out):
+        width = _match_width(pattern)
+        if width and out.get("minLength", 0) <= width[0] and width[1] <= out.get("maxLength", width[1]):
+            out.pop("minLength", None)
+            out.pop("maxLength", None)
+    return out
+
+
+def _match_width(pattern: str) -> tuple[int, int] | None:
+    """Shortest and longest whole string an anchored pattern (``^...$``, no top-level ``|``) matches."""
+    if not (pattern.startswith("^") and pattern.endswith("$")) or "|" in pattern:
+        return None
+    try:  # the stdlib's own regex parser knows each piece's width
+        lo, hi = importlib.import_module("re._parser").parse(pattern).getwidth()
+    except Exception:
+        return None
+    return int(lo), int(hi)

@@ -1,0 +1,67 @@
+"""A real instruct model end to end: SmolLM2-135M-Instruct fetched from its PyPI wheel, read from GGUF by the
+transformers backend, constrained by xgrammar, playing the rewrite role through the structured generator.
+
+The fetch is cached under ``data_dir/models``: after the first session it downloads nothing. The test is
+short (one load of about 20 s, a few constrained generations) so it runs in ``scripts/test``.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from agentic_rag.models.base import StructuredGenerator
+from agentic_rag.models.packaged import PACKAGED, fetch, fetched, resolve_model
+from agentic_rag.models.prompts import MAX_OUTPUT_TOKENS, render
+from agentic_rag.models.roles import RewriteInput
+from agentic_rag.models.transformers_backend import TransformersBackend
+from agentic_rag.protocol import QueryRewrite
+from agentic_rag.settings import Settings
+
+pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
+
+
+@pytest.fixture(scope="module")
+def smollm2(settings: Settings) -> TransformersBackend:
+    fetch("smollm2", settings)
+    said: list[str] = []
+    again = fetch("smollm2", settings, on_progress=said.append)  # the second fetch downloads nothing
+    assert said == [f"smollm2: already fetched at {again.path}"]
+    backend_settings = settings.model_copy(update={"planner_backend": "transformers", "planner_model": "smollm2",
+                                                   "transformers_constraint": "xgrammar"})
+    return TransformersBackend.from_settings(backend_settings, "planner")
+
+
+def test_the_fetched_model_is_recorded_and_resolved(smollm2: TransformersBackend, settings: Settings) -> None:
+    model = fetched("smollm2", settings)
+    assert model is not None and model.sha256 == PACKAGED["smollm2"].sha256
+    directory, gguf = resolve_model("smollm2", settings)
+    assert (directory / str(gguf)).stat().st_size == PACKAGED["smollm2"].size
+    assert smollm2.name == "transformers:smollm2" and smollm2.constraint == "xgrammar"
+    assert int(smollm2.model.num_parameters()) > 100_000_000  # the GGUF dequantized to a real 135M model
+
+
+def test_an_unknown_or_unfetched_name_says_what_to_do(settings: Settings, tmp_path: Path) -> None:
+    with pytest.raises(ValueError, match="known: smollm2"):
+        fetch("no-such-model", settings)
+    with pytest.raises(FileNotFoundError, match="agentic-rag models fetch smollm2"):
+        resolve_model("smollm2", settings.model_copy(update={"data_dir": tmp_path}))
+    directory, gguf = resolve_model(str(tmp_path / "no-such-dir"), settings)  # not a name: a directory
+    assert gguf is None
+    with pytest.raises(FileNotFoundError, match="model directory not found"):
+        TransformersBackend(directory)
+
+
+@pytest.mark.parametrize("question", ["who directed cowboy bebop", "which studio animated death note?"])
+async def test_smollm2_writes_a_valid_rewrite(smollm2: TransformersBackend, question: str) -> None:
+    messages = render(RewriteInput(question=question), QueryRewrite)
+    done = await smollm2.complete(messages, QueryRewrite.model_json_schema(),
+                                  max_tokens=MAX_OUTPUT_TOKENS["rewrite"], temperature=0.0)
+    assert done.prompt_tokens > 100 and done.completion_tokens > 0
+    json.loads(done.text)  # the grammar keeps it JSON, whatever the model wanted
+    gen = await StructuredGenerator(smollm2, max_attempts=2).generate(
+        messages, QueryRewrite, max_tokens=MAX_OUTPUT_TOKENS["rewrite"])
+    assert isinstance(gen.output, QueryRewrite)
+    assert gen.usage.completion_tokens > 0 and gen.usage.attempts <= 2
