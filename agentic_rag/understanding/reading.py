@@ -1165,9 +1165,9 @@ _UNASKED = re.compile(r"\b(?:(?:rather|other) than|instead of|(?:and |but )?not)
                       r"films?|shows?|(?:tv )?series|tv show)\b|"
                       r"\bbefore (?:it |they |the (?:manga|series|anime) )?(?:ended|finished|wrapped(?: up)?|concluded|"
                       r"ending|finishing)\b|"
-                      # formats left out of a sum: "(not counting the final chapters specials or the ova)", "no movie"
-                      rf"\b(?:not counting|not including|excluding|without|except(?: for)?|minus|leaving out)\b"
-                      rf"[^,;()?]{{0,40}}?\b{_LEFT_OUT}|\bno (?:the )?{_LEFT_OUT}", re.IGNORECASE)
+                      # formats left out of a sum: "without the specials or the ova", "no movie" ("not counting
+                      # ...", "excluding ..." are left out before, by _except)
+                      rf"\bwithout\b[^,;()?]{{0,40}}?\b{_LEFT_OUT}|\bno (?:the )?{_LEFT_OUT}", re.IGNORECASE)
 _STUDIO_MADE = re.compile(r"\b(?:make|made|makes|animate|animated|animates|produce|produced|done|release|released)\b",
                           re.IGNORECASE)
 

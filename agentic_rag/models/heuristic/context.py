@@ -29,6 +29,13 @@ def bare(label: str) -> str:
     return m.group(1) if m else label
 
 
+def qualifiers(detail: str) -> set[str]:
+    """The qualifiers an edge's detail lists ("director, chief_director"): each whole, and each word of one
+    ("brother" in "older brother"), so a hop's roles can name either."""
+    whole = {x.strip() for x in detail.split(",") if x.strip()}
+    return whole | {w for x in whole for w in x.split()}
+
+
 def year_of(label: str) -> int | None:
     m = re.search(r", (\d{4})\)$", label)
     return int(m.group(1)) if m else None

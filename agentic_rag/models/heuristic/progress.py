@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from agentic_rag.catalog.vocabulary import EntityType
-from agentic_rag.models.heuristic.context import Resolution, resolve, row_of, year_of
+from agentic_rag.models.heuristic.context import Resolution, qualifiers, resolve, row_of, year_of
 from agentic_rag.models.roles import CardEntity, ContextCard
 from agentic_rag.protocol import (
     FIELDS,
@@ -238,8 +238,7 @@ def _walk(a: Analysis, cards: list[ContextCard], p: Progress, frontier: list[Car
                 if e.ref.id == c.data.get("start") or (hop.exclude_seen and e.ref.id in seen):
                     continue
                 d = str(details.get(e.ref.id, ""))
-                # a role is a whole qualifier ("director") or one of its words ("brother" in "older brother")
-                if hop.roles and not set(hop.roles) & ({x.strip() for x in d.split(",")} | set(d.split())):
+                if hop.roles and not set(hop.roles) & qualifiers(d):
                     continue
                 if d:
                     p.details[e.ref.id] = d
@@ -300,8 +299,8 @@ def _creators(cards: list[ContextCard], p: Progress, work: CardEntity) -> Progre
         p.steps = [step]
         return p
     details = card.data.get("meta", {}).get("details", {}) or {}
-    p.creators = [e for e in card.entities if e.ref.id != card.data.get("start") and "original_creator" in {
-        x.strip() for x in str(details.get(e.ref.id, "")).split(",")}]
+    p.creators = [e for e in card.entities if e.ref.id != card.data.get("start") and set(CREATORS.roles) & qualifiers(
+        str(details.get(e.ref.id, "")))]
     return p
 
 

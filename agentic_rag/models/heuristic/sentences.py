@@ -10,7 +10,7 @@ import re
 from collections.abc import Sequence
 from typing import Any
 
-from agentic_rag.models.heuristic.context import bare, year_of
+from agentic_rag.models.heuristic.context import bare, qualifiers, year_of
 from agentic_rag.models.roles import CardEntity
 from agentic_rag.understanding.plan import Hop
 
@@ -82,7 +82,7 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
     if edge == "animated":
         return f"{who} animated {listed}."
     if edge == "staff":
-        by_role = [(r, [bare(e.name) for e in level if r in _roles(e, details)]) for r in hop.roles]
+        by_role = [(r, [bare(e.name) for e in level if r in qualifiers(details.get(e.ref.id, ""))]) for r in hop.roles]
         said = [f"{ROLE_PASSIVE[r]} {join(people)}" for r, people in by_role if people and r in ROLE_PASSIVE]
         if said:
             return f"{who} {'; it '.join(said)}."
@@ -119,10 +119,6 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
     if edge in ("side_story", "spinoff"):
         return f"Side stories and spin-offs of {who}: {listed}."
     return f"{who} {EDGE_PHRASES.get(edge, edge.replace('_', ' '))} {listed}."
-
-
-def _roles(e: CardEntity, details: dict[str, str]) -> set[str]:
-    return {x.strip() for x in details.get(e.ref.id, "").split(",") if x.strip()}
 
 
 def nothing_sentence(hop: Hop, sources: Sequence[CardEntity]) -> str:

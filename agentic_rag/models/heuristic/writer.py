@@ -30,6 +30,7 @@ from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphPath
 from agentic_rag.understanding.plan import Analysis
 from agentic_rag.understanding.reading import read
 
+MIN_REPEATED = 4  # words a sentence needs before a repeat of it is dropped from a multi-part answer
 ATTRS = ("year", "episode_count", "volumes", "magazine", "founded", "format", "status", "genres")
 
 
@@ -54,8 +55,9 @@ def draft(inp: DraftInput) -> DraftAnswer:
     if weakest.confidence < 0.6:
         return weakest  # a part is still pending or not found: that is what the run must hear
     said: list[str] = []
-    for d in parts:  # a later part restates the chain an earlier one walked: each sentence once
-        said += [x for x in re.split(r"(?<=\.) ", d.answer) if x not in said]
+    for d in parts:  # a later part restates the chain an earlier one walked: each sentence once (a short
+        # piece is kept: the split also cuts after initials, "Monkey D." in "Monkey D. Luffy")
+        said += [x for x in re.split(r"(?<=\.) ", d.answer) if x not in said or len(x.split()) < MIN_REPEATED]
     return _result(" ".join(said), [r for d in parts for r in d.source_entities],
                    [r for d in parts for r in d.result_entities], confidence=weakest.confidence,
                    paths=[x for d in parts for x in d.evidence.paths],
