@@ -21,7 +21,7 @@ from importlib import resources
 from typing import Any
 
 import psycopg
-from bench_retrieval import database, stats
+from bench_retrieval import database, latency_table, stats
 
 from agentic_rag.catalog.synthetic import load_synthetic
 from agentic_rag.eval.questions import load_questions
@@ -108,10 +108,8 @@ async def main() -> None:
     for name, v in synth.items():
         rows.append((f"synthetic {args.entities:,} entities, sampled names, half with a typo ({name})", int(v["n"]),
                      v, f"name {found}/{len(wanted)}, entity {exact}/{len(wanted)}"))
-    print(f"\n{os.cpu_count()} cores; linking = two round trips (word probe, name probe), a third for seasons\n")
-    print("| catalog, questions | n | p50 ms | p95 ms | linked |\n|---|---:|---:|---:|---:|")
-    for label, n, v, acc in rows:
-        print(f"| {label} | {n} | {v['p50_ms']} | {v['p95_ms']} | {acc} |")
+    latency_table("linking = two round trips (word probe, name probe), a third for seasons",
+                  ("catalog, questions", "linked"), rows)
 
 
 if __name__ == "__main__":

@@ -69,6 +69,14 @@ async def timed(fn: Callable[[], Awaitable[Any]]) -> float:
     return (time.perf_counter() - t0) * 1000
 
 
+def latency_table(note: str, columns: tuple[str, str], rows: list[tuple[str, int, dict[str, float], str]]) -> None:
+    """Prints rows of (label, n, stats, last column) as the markdown table docs/benchmarks.md keeps."""
+    print(f"\n{os.cpu_count()} cores; {note}\n")
+    print(f"| {columns[0]} | n | p50 ms | p95 ms | {columns[1]} |\n|---|---:|---:|---:|---:|")
+    for label, n, v, last in rows:
+        print(f"| {label} | {n} | {v['p50_ms']} | {v['p95_ms']} | {last} |")
+
+
 def database(settings: Settings, name: str) -> str:
     server = psycopg.conninfo.make_conninfo(resolve_dsn(settings.model_copy(update={"database_name": "postgres"})),
                                             dbname="postgres")

@@ -145,6 +145,9 @@ async def load_rows(
             changes["entity_name"] = await _sync(cur, SYNC_NAMES, "want_name", source)
             if changes["entity_name"].changed:
                 await cur.execute(REFRESH_NAME_WORDS)
+            if any(changes[t].changed for t in PROSE_TABLES):
+                for refresh in REFRESH_PROSE:
+                    await cur.execute(refresh)
             step("edge")
     except psycopg.Error as exc:
         raise load_failure(f"loading table {current}", exc) from exc
@@ -153,6 +156,9 @@ async def load_rows(
 
 # The word index of entity linking (migration 0008) follows the names it is derived from.
 REFRESH_NAME_WORDS = "REFRESH MATERIALIZED VIEW name_word"
+# The full-text index of descriptions (migration 0010) follows the prose it is derived from.
+PROSE_TABLES = ("anime", "manga", "character", "franchise")
+REFRESH_PROSE = ("REFRESH MATERIALIZED VIEW entity_prose", "REFRESH MATERIALIZED VIEW prose_word")
 
 
 def load_failure(where: str, exc: psycopg.Error) -> CatalogError:

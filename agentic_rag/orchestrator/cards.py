@@ -5,7 +5,8 @@ paths, a few structured fields), and stays small: raw rows are trimmed to the fi
 and facts. The ``data`` keys are part of the contract with the planner:
 
 - qdrant_search: ``query`` (text or None), ``entity_type``, ``ids`` (for a fetch by id), ``rows`` (with the
-  vector ``score`` of a semantic search), ``match`` (hybrid or semantic)
+  vector ``score`` of a semantic search, and the ``text_score`` and ``text_words`` its prose shares with the
+  description), ``match`` (hybrid or semantic)
 - pg_graph: ``kind`` (the query_type), ``start``, ``end``, ``edge_types``, ``meta``
 - pg_query: ``kind`` = "query", ``rows``, ``total``
 """
@@ -20,13 +21,13 @@ from agentic_rag.retrievers.dsl import QueryResult, describe
 
 ROW_FIELDS = ("id", "entity_type", "name", "year", "format", "anime_ids", "anime_id", "franchise_id", "number",
               "snippet", "matched_by", "value", "group_key", "n", "episode_count", "end_year", "status",
-              "aliases", "volumes", "magazine", "founded", "genres", "aired", "score")
+              "aliases", "volumes", "magazine", "founded", "genres", "aired", "score", "text_score", "text_words")
 MAX_ROWS = 50
 
 
 def _trim(row: dict[str, Any]) -> dict[str, Any]:
     out = {k: row[k] for k in ROW_FIELDS if k in row and row[k] not in (None, [], "")}
-    for key in ("anime_ids", "aliases", "genres"):
+    for key in ("anime_ids", "aliases", "genres", "text_words"):
         if isinstance(out.get(key), list):
             out[key] = out[key][:50]
     if isinstance(out.get("snippet"), str):

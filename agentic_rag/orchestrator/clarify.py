@@ -32,6 +32,10 @@ def clarification(question: str, links: EntityLinks) -> tuple[Clarification, str
         best = "alias" if m.candidates and m.candidates[0].match in ("exact", "alias") else m.candidates[0].match
         strong = [c for c in m.candidates if (c.match in ("exact", "alias") if best == "alias" else c.match == best)
                   and c.entity.entity_type in allowed]
+        if best == "partial":  # one word of a longer name ("bebop") means the plainest name holding it, not
+            # a film or season titled after it ("Cowboy Bebop", not "Cowboy Bebop: The Movie")
+            fewest = min((len(c.name.split()) for c in strong), default=0)
+            strong = [c for c in strong if len(c.name.split()) == fewest]
         # a franchise named after its first work is not another reading of the name ("Cowboy Bebop")
         works = {c.name for c in strong if c.entity.entity_type != "franchise"}
         strong = [c for c in strong if c.entity.entity_type != "franchise" or c.name not in works]

@@ -96,8 +96,9 @@ class SearchIntent(ProtocolModel):
     filters: SearchFilters = Field(default_factory=SearchFilters, description="Structured constraints.")
     limit: int = Field(10, ge=1, le=50, description="How many results to return.")
     match: Literal["hybrid", "semantic"] = Field(
-        "hybrid", description="hybrid: catalog names and meaning fused (for a name); semantic: by meaning only "
-                              "(for a description or a whole question, which is never a name).")
+        "hybrid", description="hybrid: catalog names and meaning fused (for a name); semantic: by meaning and by "
+                              "the words of each entry's synopsis, never by name (for a description or a whole "
+                              "question, which is never a name).")
 
     @model_validator(mode="after")
     def _query_or_ids(self) -> SearchIntent:

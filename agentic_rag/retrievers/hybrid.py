@@ -3,6 +3,11 @@ results by reciprocal rank fusion (seed 002's hybrid retriever, seed 004's reran
 
 Lexical matching finds "Luffy" as the entity named Luffy; vector search finds what a description
 means. Either alone misses the other's cases; RRF needs no score calibration between them.
+
+A search by meaning (``match="semantic"``: a description, never a name) fuses the vector results with
+a full-text search over the entries' prose (:mod:`agentic_rag.retrievers.prose`) the same way; each
+row keeps its cosine ``score`` and its ``text_score`` and ``text_words``, so the reader can tell an
+entry the description's own words pick out from one that is merely nearest.
 """
 
 from __future__ import annotations
@@ -15,6 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 from qdrant_client import models
 
 from agentic_rag.protocol import RetrievalResult, SearchIntent
+from agentic_rag.retrievers.prose import ProseHit, prose_search
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor, compile_filter, summarize
 from agentic_rag.storage.qdrant import collection_name
@@ -44,8 +50,10 @@ class HybridRetriever:
         self._vector = vector
 
     async def execute(self, intent: SearchIntent) -> RetrievalResult:
-        if intent.filters.id or intent.query is None or intent.match == "semantic":
-            return await self._vector.execute(intent)  # a fetch by id, or a description: no name to fuse
+        if intent.filters.id or intent.query is None:
+            return await self._vector.execute(intent)  # a fetch by id: nothing to fuse
+        if intent.match == "semantic":
+            return await self._described(intent)
         lexical, semantic = await asyncio.gather(self._lexical(intent), self._vector.execute(intent))
         vec_rows = {str(r["id"]): r for r in semantic.raw_data}
         weight = dict(lexical)
@@ -61,6 +69,31 @@ class HybridRetriever:
                 row["matched_by"] = [m for m, ids in (("name", lex_ids), ("vector", vec_rows)) if item in ids]
                 rows.append(row)
         return RetrievalResult(summary=summarize(intent, rows), raw_data=rows, count=len(rows))
+
+    async def _described(self, intent: SearchIntent) -> RetrievalResult:
+        """A description: the vector neighbours and the prose that shares its words, fused by RRF."""
+        assert intent.query is not None
+        semantic, prose = await asyncio.gather(self._vector.execute(intent), self._prose(intent))
+        vec_rows = {str(r["id"]): r for r in semantic.raw_data}
+        texts = {h.id: h for h in prose}
+        text_ids = await self._admissible(intent, list(texts))
+        fused = rrf([[(i, 1.0) for i in text_ids], [(i, 1.0) for i in vec_rows]])[: intent.limit]
+        missing = [i for i, _ in fused if i not in vec_rows]
+        rows_by_id = {**vec_rows, **(await self._payloads(intent, missing))}
+        rows = []
+        for item, _ in fused:
+            if item in rows_by_id:
+                row = dict(rows_by_id[item])
+                if item in texts:
+                    row["text_score"], row["text_words"] = texts[item].score, list(texts[item].words)
+                row["matched_by"] = [m for m, ids in (("text", text_ids), ("vector", vec_rows)) if item in ids]
+                rows.append(row)
+        return RetrievalResult(summary=summarize(intent, rows), raw_data=rows, count=len(rows))
+
+    async def _prose(self, intent: SearchIntent) -> list[ProseHit]:
+        assert intent.query is not None
+        async with self._pool.connection() as conn:
+            return await prose_search(conn, intent.query, intent.entity_type, limit=max(intent.limit, 10))
 
     async def _lexical(self, intent: SearchIntent) -> list[tuple[str, float]]:
         assert intent.query is not None

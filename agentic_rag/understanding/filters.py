@@ -63,8 +63,9 @@ _DECADE = re.compile(r"\b(?:(?:in|during|from|of) )?(?:the )?(?:(?P<c>19|20)(?P<
 # a year said of a run's end ("ended between 2020 and 2022", "finished before 2010")
 _ENDED = re.compile(r"\b(?:end|ends|ended|ending|finish|finished|finishing|conclude[ds]?|wrapp?ed(?: up)?)\W+"
                     r"(?:\w+\W+){0,3}$", re.IGNORECASE)  # "finished their run in"
-_YEAR = re.compile(r"\b(?P<op>in|after|since|before|from|until|pre|post|prior to)(?:\s+|-)(?:the year\s+)?"
-                   r"(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+# (a story "set in 2071" or that "takes place in 1914" says nothing of when it came out)
+_YEAR = re.compile(r"(?<!\bset\s)(?<!\bplace\s)\b(?P<op>in|after|since|before|from|until|pre|post|prior to)"
+                   r"(?:\s+|-)(?:the year\s+)?(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
 _YEAR_OPS = {"in": "eq", "from": "eq", "after": "gt", "since": "gte", "before": "lt", "until": "lte", "pre": "lt",
              "post": "gt", "prior to": "lt"}
 # "started airing in the 90s" says when a run began, not that it still airs

@@ -147,6 +147,8 @@ def _variants(span: Sequence[Token], fixes: dict[str, list[Fix]]) -> Iterable[tu
         yield " ".join(w for w in words if w != "and"), None
     for i, w in enumerate(words):
         for fix in fixes.get(w, [])[: CORRECTIONS if len(words) == 1 else CORRECTIONS_IN_NAME]:
+            if w == f"{fix.word}s" and fix.word in _KIND_WORDS:
+                continue  # "the hunter x hunter ovas" are several works, not the one titled "... (OVA)"
             # a short name alone is corrected only for a dropped letter ("lufy"), never a changed one ("jojo")
             if not (fix.inside_only and len(words) == 1) and (
                     len(words) > 1 or len(w) >= MIN_TYPO_ALONE or len(fix.word) == len(w) + 1):
@@ -155,6 +157,9 @@ def _variants(span: Sequence[Token], fixes: dict[str, list[Fix]]) -> Iterable[tu
         for perm in itertools.permutations(words):
             if list(perm) != words:
                 yield " ".join(perm), "reordered"
+
+
+_KIND_WORDS = frozenset(("ova", "ona", "movie", "film", "special", "season", "part", "arc"))
 
 
 def _candidate(eid: Any, etype: Any, primary: Any, matched: Any, match: LinkMatch, popularity: Any, year: Any,
@@ -229,24 +234,46 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
                 continue
             if n > 1 and set().union(*gaps[i:i + n - 1]) - set(str(name)):
                 continue
+            if n > 2 and "and" not in str(key).split() and "&" not in str(name) and any(
+                    t.key == "and" for t in tokens[i + 1:i + n - 1]):
+                continue  # "and" stands for a name's "&" only: "naruto and shippuden" are two names
             match: LinkMatch = forced or ("exact" if kind == "primary" and not by_subtitle else "alias")
             cand = _candidate(eid, etype, primary, name, match, popularity, year, fmt)
             s = spans.setdefault((i, n), _Span(i, n))
             old = s.candidates.get(eid)
             if old is None or _rank(match) < old[0]:
                 s.candidates[eid] = (_rank(match), cand)
-    mentions = _choose(question, tokens, list(spans.values()))
+    mentions = _subtitled(question, _choose(question, tokens, list(spans.values())))
     mentions = await _partial(conn, question, tokens, mentions, known)
     mentions = await _seasons(conn, question, tokens, mentions)
+    mentions = await _siblings(conn, question, tokens, mentions)
     mentions = await _named_after(conn, question, tokens, mentions)
     return EntityLinks(mentions=await _films(conn, question, tokens, mentions))
 
 
+def _subtitled(question: str, mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """"AoT: No Regrets": a title, a colon or dash, and a subtitle whose full title starts with that title's
+    name are one mention, of the subtitled work ("Attack on Titan: No Regrets"), not two."""
+    out: list[LinkedMention] = []
+    for m in mentions:
+        prev = out[-1] if out else None
+        if prev is not None and _TITLE_JOIN.fullmatch(question[prev.end:m.start]):
+            heads = {link_key(c.name) for c in prev.candidates}
+            kept = [c for c in m.candidates if any(link_key(c.name).startswith(f"{h} ") for h in heads)]
+            if kept:
+                out[-1] = LinkedMention(text=question[prev.start:m.end][:200], start=prev.start, end=m.end,
+                                        candidates=kept)
+                continue
+        out.append(m)
+    return out
+
+
+_TITLE_JOIN = re.compile(r"\s*[:\-–—]\s*")
 SEPARATORS = frozenset("+&,/<>=|")
 DETERMINERS = frozenset(("the", "a", "an", "that", "this", "some", "my", "your", "his", "her", "their", "our"))
 _BRACKETS = re.compile(r"\([^)]*\)")
 MIN_PARTIAL = 5  # letters in a word that may stand for the longer name holding it
-RARE = 3  # ... and names at most that hold it: "shippuden", "sawano", never "dragon" or "hunter"
+RARE = 8  # ... and names at most that hold it: "shippuden", "bebop", "sawano", never "dragon" or "hunter"
 # the names holding each rare word, most popular first (a plain constant: no value is ever interpolated)
 _RARE_HITS = """
   SELECT w.word AS key, false AS by_subtitle, p.entity_id, p.entity_type, p.name, p.kind, p.popularity
@@ -333,6 +360,18 @@ def _season_of(tokens: list[Token]) -> tuple[str, int, int] | None:
         return "season", _ROMAN.index(keys[0]), 1
     if keys[0].isdigit() and tokens[0].raw.isalpha() and 2 <= int(keys[0]) <= 12:
         return "season", int(keys[0]), 1  # "mob psycho 100 two" (a spelled number, as a roman one)
+    return None
+
+
+def _season_later(tokens: list[Token]) -> tuple[str, int, Token, Token] | None:
+    """A numbered season said later in the question ("... before season 5", "... of s2"), as (kind, number,
+    its first and last tokens); only "season" and its short forms, never a bare number, and not season 1."""
+    for j, t in enumerate(tokens):
+        if t.key in ("season", "szn") or _SHORT.match(t.key) or _ORDINAL.match(t.key) or t.key in ORDINALS:
+            season = _season_of(tokens[j:])
+            # (season 1 is the name itself, and "from season 1 through ..." a run along the chain)
+            if season is not None and season[0] == "season" and season[1] > 1:
+                return season[0], season[1], t, tokens[j + season[2] - 1]
     return None
 
 
@@ -431,6 +470,14 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
                 asks.update(keys)
             previous = n
             after = after[used:]
+        if bases and end == m.end and (later := _season_later(after)) is not None:
+            # "which mha season comes right before season 5", "attack on titan - who directed season 2": a
+            # season said later, with no other name between, is the name's season
+            kind, n, first, last = later
+            if not any(m.end <= x.start < first.start for x in mentions):
+                keys = [key for b in bases for key in _season_keys(b, kind, n)]
+                found.append((i, first.start, last.end, keys))
+                asks.update(keys)
     if not asks:
         return mentions
     rows = await (await conn.execute(SEASON_SQL, {"keys": sorted(asks)})).fetchall()
@@ -448,6 +495,53 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
             seasons.append(LinkedMention(text=question[start:end][:200], start=start, end=end, candidates=[cand]))
         out += seasons if seasons and seasons[0].start <= m.start else [m, *seasons]
     return out[:MAX_MENTIONS]
+
+
+SIBLING_SQL = f"""
+WITH hit AS (
+  SELECT link_key(n.norm) AS key, false AS by_subtitle, {_HIT}
+   WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type IN ('anime', 'manga')
+){_ENRICHED}"""
+_LISTING = frozenset(("and", "or", "vs", "versus", "plus", "then"))  # words that list titles ("DBZ and GT")
+MAX_SIBLINGS = 5
+
+
+async def _siblings(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
+                    mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """"Dragon Ball, Z, GT and Super", "DBZ and GT": a short word listed after a title names the sibling
+    title that the first title's words (less its last one) and that word make, when the catalog has it. One
+    more probe, only for words listed right after a title."""
+    asked: list[tuple[Token, list[str]]] = []
+    taken = [(m.start, m.end) for m in mentions]
+    for m in mentions:
+        bases = set()
+        for c in m.candidates:
+            words = link_key(c.name).split() if c.entity.entity_type in ("anime", "manga") else []
+            bases |= {" ".join(words[:-1]), " ".join(words)} if len(words) >= 2 else set()
+        if not bases:
+            continue
+        listed, end = False, m.end
+        for t in (t for t in tokens if t.start >= m.end):
+            gap = question[end:t.start].strip()
+            if t.key in _LISTING and gap in ("", ","):
+                listed, end = True, t.end
+                continue
+            if gap not in ("", ",", "&", "+", "/") or not (listed or gap) or len(asked) >= MAX_SIBLINGS or any(
+                    a <= t.start < b for a, b in taken) or t.key in STOP or len(t.key) > 12:
+                break
+            asked.append((t, sorted(f"{b} {t.key}" for b in bases)))
+            listed, end = False, t.end
+    if not asked:
+        return mentions
+    rows = await (await conn.execute(SIBLING_SQL, {"keys": sorted({k for _, ks in asked for k in ks})})).fetchall()
+    out = list(mentions)
+    for t, keys in asked:
+        hits = sorted((r for r in rows if str(r[0]) in keys), key=lambda r: (r[5] != "primary", -int(r[6])))
+        if hits:
+            _, _, eid, etype, name, _kind, popularity, primary, year, fmt = hits[0]
+            cand = _candidate(eid, etype, primary, name, "alias", popularity, year, fmt)
+            out.append(LinkedMention(text=t.raw, start=t.start, end=t.end, candidates=[cand]))
+    return sorted(out, key=lambda m: m.start)[:MAX_MENTIONS]
 
 
 NAMED_AFTER_SQL = f"""
@@ -505,9 +599,13 @@ async def _films(conn: psycopg.AsyncConnection[Any], question: str, tokens: list
     """"The X movie" where no film is called X names the films of X's franchise: one when it has one ("the
     cowboy bebop movie"), several to choose from when it has more ("the one piece movie"). One more probe,
     only when a name without a film among its readings is followed by "movie" or "film"."""
-    asked: list[tuple[int, str, int]] = []  # (mention index, anime id, end of "movie")
+    asked: list[tuple[int, str, int, str]] = []  # (mention index, anime id, end of "movie", word of its title)
     for i, m in enumerate(mentions):
-        after = [t for t in tokens if t.start >= m.end][:1]
+        after = [t for t in tokens if t.start >= m.end][:2]
+        word = ""
+        if len(after) == 2 and after[1].key in _FILM_WORDS and after[0].key not in _FILM_WORDS | STOP:
+            word, after = after[0].key, after[1:]  # "the demon slayer train movie": the film with "train" in its title
+        after = after[:1]
         if not after or after[0].key not in _FILM_WORDS or any(c.format == "movie" for c in m.candidates) or (
                 i + 1 < len(mentions) and mentions[i + 1].start < after[0].start + len(after[0].raw)):
             continue
@@ -518,15 +616,16 @@ async def _films(conn: psycopg.AsyncConnection[Any], question: str, tokens: list
             continue  # "which evangelion movie is she in", "hxh movie names": the films are what is asked
         anime = next((c for c in m.candidates if c.entity.entity_type == "anime"), None)
         if anime is not None:
-            asked.append((i, anime.entity.id, after[0].start + len(after[0].raw)))
+            asked.append((i, anime.entity.id, after[0].start + len(after[0].raw), word))
     if not asked:
         return mentions
     rows = await (await conn.execute(FILMS_SQL, {"ids": [a[1] for a in asked]})).fetchall()
     out = list(mentions)
-    for n, (i, _, end) in enumerate(asked, start=1):
+    for n, (i, _, end, word) in enumerate(asked, start=1):
         m = mentions[i]
         films = [_candidate(fid, "anime", title, title, "alias", pop, year, "movie")
-                 for ord_, fid, title, pop, year in rows if ord_ == n]
+                 for ord_, fid, title, pop, year in rows
+                 if ord_ == n and (not word or word in link_key(str(title)).split())]
         if films:
             out[i] = LinkedMention(text=question[m.start:end][:200], start=m.start, end=end,
                                    candidates=films[:MAX_CANDIDATES])

@@ -60,6 +60,9 @@ class Analysis:
     period: tuple[int, int] | None = None  # the years the works a chain ends in must fall in ("... before 2010")
     finished: bool | None = None  # only the finished (or the running) works a sum adds up
     exclude: set[str] = field(default_factory=set)  # entity ids the question leaves out ("besides Goku")
+    # nothing is named: the kinds of entry a description may mean, the one it says first ("the show where ...")
+    described: tuple[EntityType, ...] = ()
+    description: str = ""  # ... and its words, when the question says where they start ("the show where ...")
 
 
 def staff_roles(word: str) -> tuple[str, ...]:

@@ -21,7 +21,7 @@ from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.asks import confident
 from agentic_rag.understanding.filters import Filter, lists, parse_filter, status_of, superlative
 from agentic_rag.understanding.plan import ANY_TYPE, Analysis, Attr, Hop, staff_roles
-from agentic_rag.understanding.text import Token, asking, focus, referent, tokenize
+from agentic_rag.understanding.text import ELLIPTIC_WORDS, Token, asking, focus, questioning, referent, tokenize
 
 SEQUEL, PREQUEL = Hop(("sequel",)), Hop(("prequel",))
 SEQUEL_CHAIN = Hop(("sequel",), kind="k_hop")
@@ -114,6 +114,9 @@ class _Words:
         return _Words([*self.keys, *cues], self.set | frozenset(cues), self.text + " ".join(cues) + " ", self.typed)
 
 
+_SERIES_COMPOSER = re.compile(r"\bseries composers?\b", re.IGNORECASE)
+
+
 def _rest(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> _Words:
     """The words no name covers, less the type words that qualify a name ("mappa (the studio)")."""
     qualifiers = {_qualifier(tokens, m)[1] for m in mentions}
@@ -122,6 +125,8 @@ def _rest(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> 
     text = " " + " ".join(keys) + " "
     for phrase, cue in C.PHRASES:
         text = text.replace(f" {phrase} ", f" {cue} " if cue else " ")
+    if _SERIES_COMPOSER.search(question):  # the script's author, even where "series" also qualifies the name
+        text = text.replace(" composers ", " composition ").replace(" composer ", " composition ")
     # "made before 2010": a time, not the work before it
     text = re.sub(r" (?:before|after|since|until) (?=(?:19|20)\d\d )", " ", text)
     if any(arrow in question for arrow in ("->", "→", "=>")):  # "aot final season part 2 -> ?": what comes next
@@ -144,6 +149,13 @@ def _qualifier(tokens: list[Token], m: LinkedMention) -> tuple[EntityType | None
     for t in near:
         if t.key in C.TYPE_WORD and any(c.entity.entity_type == C.TYPE_WORD[t.key] for c in m.candidates):
             return C.TYPE_WORD[t.key], t.start
+    # ... or a word said apart from it: "tite kubo started bleach in which year? the manga I mean"
+    keys = [t.key for t in tokens]
+    for i, k in enumerate(keys):
+        near_mean = ["i", "mean"] in (keys[i + 1:i + 3], keys[max(i - 2, 0):i], keys[max(i - 3, 0):i - 1])
+        if k in ("manga", "anime") and any(c.entity.entity_type == k for c in m.candidates) and (
+                near_mean or (keys[i + 1:i + 2] in (["one"], ["version"]) and keys[i - 1:i] == ["the"])):
+            return C.TYPE_WORD[k], tokens[i].start
     return None, -1
 
 
@@ -360,8 +372,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(dataclasses.replace(APPEARS, last=True))  # "the final season of the anime with Deku"
     elif C.ALL_SEASONS.search(w.text):
         hops.append(Hop(("sequel",), kind="k_hop", include_start=True))
-    elif C.IN_ORDER.search(w.text) or w.any(C.ORDER):
-        hops.append(SEQUEL_CHAIN)
+    elif (C.IN_ORDER.search(w.text) or w.any(C.ORDER)) and not w.set & _PLURAL_FORMATS:
+        hops.append(SEQUEL_CHAIN)  # (the films "in order": the franchise's films, which are listed by year)
     elif anchor_types & {"anime"} and after_anchor & {"to", "of"} and after_anchor & {"sequel", "continuation",
                                                                                         "prequel"}:
         # "X is a sequel to what": what X follows; "X is the prequel to which show": what follows X
@@ -373,6 +385,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(PREQUEL)
     elif (w.any(C.SEQUEL) and not timeless) or (C.SEASON_TAG.search(w.text) and "anime" in anchor_types):
         hops.append(SEQUEL)  # "does one punch man have a s2": a season not linked to the name is what follows
+        if _SEQUEL_AGAIN.search(w.text):
+            hops.append(SEQUEL)  # "the sequel of its sequel", "what do i watch next and then after that"
     elif "side" in w.set or "spinoff" in w.set:
         hops.append(Hop(("side_story", "spinoff"), node_types=("anime",)))
     manga_asked = "manga" in w.set
@@ -380,8 +394,9 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(SOURCE)
     elif "anime" in w.set and w.any(C.ADAPTATION | C.SOURCE) and "manga" in anchor_types:
         hops.append(ADAPTATIONS)
-    elif not hops and answer == "manga" and anchor_types & {"anime"} and "manga" not in anchor_types:
-        hops.append(SOURCE)
+    elif not hops and anchor_types & {"anime"} and "manga" not in anchor_types and (
+            answer == "manga" or w.set & {"source", "based"} or w.has("adapted from", "adapted off")):
+        hops.append(SOURCE)  # "which manga is X based on", "X's source material, who made it"
     elif not hops and anchor_types == {"manga"} and (answer == "anime" or w.set & {"anime", "tv", "show"}
                                                      or w.any(C.ADAPTATION)):
         hops.append(ADAPTATIONS)  # "did the manga X ever get an anime": its adaptations
@@ -394,6 +409,16 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         if w.any(C.MADE) and not w.any(C.FOUNDED) and (w.has("what did", "what has", "what else", "what other")
                                                          or answer == "anime"):
             hops.append(dataclasses.replace(STUDIO_WORKS, exclude_seen=True))  # "what else did X's studio make"
+    elif anchor_types == {"person"} and w.set & {"who", "whom"} and (own := next(
+            (staff_roles(v) for v in after_anchor if v in C.STAFF_VERBS), ())) and (asked := [
+                h for h in _staff_roles_asked(w) if h.roles != own]):
+        # "tsugumi ohba wrote a manga that became an anime - who scored the anime?": the person's own credit
+        # leads to the works, and another credit of theirs is asked
+        if set(own) & {"story", "story_and_art", "art", "original_creator"}:
+            hops += [Hop(("worked_on",), own, node_types=("manga",)), ADAPTATIONS]
+        else:
+            hops.append(Hop(("worked_on",), own, node_types=("anime",)))
+        hops.append(asked[0])
     elif (staff := _staff(w)) and anchor_types == {"person"} and (_person_acts(w) or after_anchor & C.STAFF_VERBS):
         # "which anime did Hiroshi Seko write": the person is the subject, the works are asked for
         kind = answer if answer in ("anime", "manga") else None
@@ -441,14 +466,21 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(STUDIO_WORKS)
     elif anchor_types == {"character"} and (w.any(C.WORKS) or (w.any(C.APPEAR) and not w.has(
             "who is", "whos", "who was", "who s"))) and not hops:  # "who is X in Y" asks who, not where
-        hops.append(APPEARS)
+        # "in which film is he the main character": only where X has a lead role
+        hops.append(dataclasses.replace(APPEARS, roles=("main",)) if w.any(C.MAIN) else APPEARS)
     elif w.any(C.MADE) and anchor_types & {"anime", "manga"} and not w.set & {"movies", "films", "ovas", "specials"}:
-        hops.append(Hop(("staff",)))  # who made X (not "which films have been made for X")
+        # who made X (not "which films have been made for X"); who made its source: the manga's authors
+        hops.append(AUTHORS if hops and _RANGE.get(hops[-1].edges) == "manga" else Hop(("staff",)))
     if w.any(C.WHOSE) and hops and _RANGE.get(hops[-1].edges) == "manga":
         hops.append(AUTHORS)  # "based on whose manga"
     if hops and hops[0] is APPEARS and C.FIRST_SEASON.search(w.text):
         hops[0] = Hop(APPEARS.edges, node_types=APPEARS.node_types, first=True)
     return hops
+
+
+_PLURAL_FORMATS = frozenset(("movies", "films", "ovas", "specials"))
+# a second step along the sequels, said of the first ("what is next, and then after that")
+_SEQUEL_AGAIN = re.compile(r" sequel (?:of|to) (?:the|its|that) sequel | (?:and|then) (?:then )?after that ")
 
 
 def _said_twice(w: _Words) -> bool:
@@ -539,7 +571,8 @@ def _coerce(start: EntityType, ask: _Ask) -> list[Hop]:
             d = current if current in ("anime", "manga") else "anime"
         reach(d)
         out.append(h)
-        current = _RANGE.get(h.edges, current)
+        # a hop kept to one type ends there ("worked_on" a person's manga), else where its edge leads
+        current = h.node_types[0] if len(h.node_types) == 1 else _RANGE.get(h.edges, current)
     if ask.attr is not None:
         d = _ATTR_DOMAIN.get(ask.attr)
         if ask.attr in ("year", "status"):
@@ -633,6 +666,9 @@ def _except(question: str, links: EntityLinks | None) -> tuple[str, EntityLinks 
             end = m.end
         if end > cue.end() and (kind := _KIND_AFTER.match(question, end)):
             end = kind.end()  # "leave out the Mugen Train film": the type word goes with its name
+        if end > cue.end() and (stop := _CLAUSE_END.search(question, end)) and len(
+                question[end:stop.start()].split()) <= 2:
+            end = stop.start()  # "apart from the Bebop crew, ...": a word or two after the name go with it
         if end == cue.end():  # no name follows: the words up to the clause's end are what is left out
             stop = _CLAUSE_END.search(question, end)
             close = stop.start() if stop else len(question.rstrip())
@@ -662,17 +698,18 @@ def _read_parts(question: str, links: EntityLinks | None) -> Analysis:
     # the second part is about what the first is about ("... and who illustrates its source?")
     anchor = next((m for m in own if a1.mentions[:1] == [m.text]), own[-1])
     a2 = _read(_only(text, [second, (anchor.start, anchor.end)]), EntityLinks(mentions=[anchor]))
-    if not (a1.hops or a1.attr) or not (a2.hops or a2.attr) or a1.filter or a2.filter or not a2.mentions:
+    if not (a1.hops or a1.attr) or a1.filter:
         return whole
     if a1.mentions[:1] != whole.mentions[:1]:
         return whole  # the first part alone is about another name than the question: read it whole
-    if not (a1.hops or a2.hops):
-        return whole  # two attributes of one entity: the whole reading reads both off one row
     reached = _RANGE.get(a1.hops[-1].edges) if a1.hops and a1.attr is None else None
     later = text[second[0]:second[1]].lower()
     # a work the first part reached is "it" too ("what's the sequel of X and who directed it"); a person or a
     # studio is not ("who directed X, and which studio made it": it is X)
-    pronoun = {"anime": "|it|its", "manga": "|it|its", "person": "|he|him|his|she|her", "studio": "|its|their"}.get(
+    # ("what should he watch next, and what comes after that": "that" alone is the work just reached)
+    pronoun = {"anime": "|it|its|that", "manga": "|it|its|that", "person": "|he|him|his|she|her",
+               "studio": "|its|their",
+               "character": "|he|him|his|she|her"}.get(
         reached or "", "")
     back = re.search(rf"\b(?:(?:that|this|same|its|their|those|these) (?:{_BACK[reached]})s?|those|these|them|they"
                      rf"{pronoun})\b", later) if reached is not None else None
@@ -682,13 +719,20 @@ def _read_parts(question: str, links: EntityLinks | None) -> Analysis:
         later = later[:back.start()] + " " * (back.end() - back.start()) + later[back.end():]
         tokens = tokenize(later)
         ask = _ask(_rest(later, tokens, []), {reached})
-        if ask is not None and _fits_type(reached, ask.domain):
+        # a bare "that" goes on along a chain ("... and what comes after that"); "how many episodes would that
+        # come to" asks of the whole question, not of the work the first part reached
+        if ask is not None and _fits_type(reached, ask.domain) and (ask.hops or back.group() != "that"):
             a1.hops += _coerce(reached, ask)
             a1.attr, a1.also = ask.attr, ask.also
             if a1.attr in (None, "year") and _RANGE.get(a1.hops[-1].edges) in ("anime", "manga") and (
                     period := _period(later, set())) is not None:
                 a1.period, a1.attr = period, None  # "... which of its anime came out between 2003 and 2011"
             return a1
+    if not (a2.hops or a2.attr) or a2.filter or not a2.mentions or not (a1.hops or a2.hops):
+        return whole  # (two attributes of one entity: the whole reading reads both off one row)
+    if a2.attr == "episode_count" and not a2.hops and a1.hops and a1.hops[-1].kind == "k_hop" and \
+            a1.hops[-1].include_start:
+        return whole  # "all three seasons of X ..., how many episodes would that come to": one sum
     a1.more = [a2]
     return a1
 
@@ -712,7 +756,9 @@ def _clauses(text: str) -> list[tuple[int, int]]:
         rest = text[m.end():].lstrip().lower()
         if m.group().strip() in (",", ":") and not _POINTS_BACK.search(rest):
             continue  # "X's director, what else has he directed" is two parts; "..., how many episodes" is one
-        if re.match(r"(?:who|whom|whose|what|which|when|where|how|is|are|was|were|did|does|do|can|could)\b", rest):
+        # (a question word may follow its preposition: "..., and in which film is he the lead")
+        if re.match(r"(?:(?:in|on|for|from|by|with|at)\s+(?=wh))?(?:who|whom|whose|what|which|when|where|how|is|are|"
+                    r"was|were|did|does|do|can|could)\b", rest):
             out.append((start, m.start()))
             start = m.end()
     out.append((start, len(text)))
@@ -748,8 +794,8 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
     # "the manga one rather than the anime", "before it ended": words that ask for nothing
     question = _UNASKED.sub(lambda x: " " * len(x.group()), question)
     tokens = tokenize(question)
-    mentions = _by_years(tokens, kept)
-    w = _rest(question, tokens, mentions)
+    mentions = _owned(question, _by_years(tokens, kept))
+    w = _rest(question, _asked_words(tokens, questioning(whole), mentions), mentions)
     kinds = [_readings(m) for m in mentions]
     works = [m for m in mentions if "anime" in {c.entity.entity_type for c in m.candidates}]
     if len(works) >= 2 and w.any(C.EPISODES) and (w.any(C.TOTAL) or _summing(w) or "+" in question) and \
@@ -835,6 +881,9 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             f.total, f.count = summed, False  # "total eps across all the madhouse tv series": one sum
     if f is not None and f.where:  # conditions on the whole catalog ("Madhouse anime before 2010")
         return Analysis(intent="aggregate" if f.count or f.total else "filter", mentions=[], filter=f)
+    if not mentions and (f is None or (f.rank is None and not f.count and (d := _DESCRIPTION.search(question)) and
+                                       _STORY.search(d.group()))):
+        return _described(question)  # "who animated the show where a student finds a notebook that kills"
     anchor = _anchor(tokens, mentions)
     label = confident(links.asks) if links else None
     hinted = label if label in HINT_CUES else None
@@ -935,6 +984,69 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             said = next((t for t in ("anime", "manga") if any(c.entity.entity_type == t for c in anchor.candidates)),
                         None)
         _add(a, tokens, anchor, said, fixed=said is not None)
+    return a
+
+
+# A work or a character named by what happens in it: from the noun to the clause's end is the description
+# (the search by meaning and by the synopsis's words reads it), the rest asks ("who animated ...").
+_DESCRIPTION = re.compile(
+    r"(?:^\s*|\b(?:the|a|an|that|this|some|one)\s+)(?:\w+\s+)?(?P<noun>anime|shows?|series|manga|comics?|movies?|"
+    r"films?|one|guy|girl|boy|kid|man|woman|dude|character)\s+(?:where|about|with|in which|that|which|who|whose|"
+    r"when|set in|featuring)\b"
+    r"(?:(?!,\s*(?:and\s+|but\s+)?(?:who|whom|what|when|which|how|where|is|was|did|does|do)\b)[^?;!])*",
+    re.IGNORECASE)
+# ... where "that ran in V Jump" may be a list by a field's value, "about", "where" say what happens in it
+_STORY = re.compile(r"\b(?:where|about|in which|set in|featuring)\b", re.IGNORECASE)
+_DESCRIBED_KINDS: dict[str, tuple[EntityType, ...]] = {
+    **dict.fromkeys(("anime", "show", "series", "movie", "film"), ("anime", "manga", "character")),
+    **dict.fromkeys(("manga", "comic"), ("manga", "anime", "character")),
+    **dict.fromkeys(("guy", "girl", "boy", "kid", "man", "woman", "dude", "character"),
+                    ("character", "anime", "manga")),
+}
+DESCRIBED_ANY: tuple[EntityType, ...] = ("anime", "manga", "character")
+
+
+def _owned(question: str, mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """"Hiromu Arakawa's Fullmetal Alchemist manga": a person's name in the possessive before a work's says
+    whose the work is; the question is about the work."""
+    out = []
+    for m, nxt in itertools.zip_longest(mentions, mentions[1:]):
+        if nxt is not None and _readings(m) <= {"person"} and _readings(nxt) & {"anime", "manga"} and \
+                _POSSESSIVE_GAP.fullmatch(question[m.end:nxt.start]):
+            continue
+        out.append(m)
+    return out
+
+
+_POSSESSIVE_GAP = re.compile(r"(?:['’]s|s['’]|['’])\s+")
+
+
+def _asked_words(tokens: list[Token], asked: list[tuple[int, int]], mentions: list[LinkedMention]) -> list[Token]:
+    """The words cues are read from: those of the sentences that ask or wonder, and the names and type words
+    kept from those that only tell ("My son finished the original Naruto series. What should he watch next?"
+    asks no status); a short ask ("Which one?") reads the sentence before it whole."""
+    inside = [t for t in tokens if any(a <= t.start < b for a, b in asked)]
+    if len(inside) <= ELLIPTIC_WORDS or len(inside) == len(tokens):
+        return tokens
+    return [t for t in tokens
+            if t in inside or t.key in C.TYPE_WORD or any(m.start <= t.start < m.end for m in mentions)]
+
+
+def _described(question: str) -> Analysis:
+    """A question that names nothing: what it asks of the entry its description means, if it says."""
+    a = Analysis(intent="lookup", mentions=[], described=DESCRIBED_ANY)
+    m = _DESCRIPTION.search(question)
+    if m is None:
+        return a
+    noun, a.description = m.group("noun").lower(), " ".join(m.group().split())
+    a.described = _DESCRIBED_KINDS.get(noun) or _DESCRIBED_KINDS.get(noun[:-1], DESCRIBED_ANY)
+    asked = question[:m.start()] + " " * (m.end() - m.start()) + question[m.end():]
+    ask = _ask(_rest(asked, tokenize(asked), []), {a.described[0]})
+    if ask is None or not _fits_type(a.described[0], ask.domain):
+        return a
+    a.hops, a.attr, a.also = _coerce(a.described[0], ask), ask.attr, ask.also
+    a.intent = "aggregate" if ask.attr and ask.attr.startswith(("count", "sum")) else \
+        "attribute" if ask.attr and not a.hops else "chain"
     return a
 
 
@@ -1161,7 +1273,9 @@ _RANGE_WORDS = re.compile(r"\b(?:through|thru|until|till)\b|^\W*(?:to\b|[-–—
 _COUNTING = re.compile(r"\s*(?:counting|including|incl|plus)\b", re.IGNORECASE)
 _FORMAT_WORD = r"(?:specials?|ovas?|movies?|films?|onas?)\b"
 _LEFT_OUT = rf"{_FORMAT_WORD}(?:\s+(?:or|and|nor)\s+(?:the\s+)?{_FORMAT_WORD})*"
-_UNASKED = re.compile(r"\b(?:(?:rather|other) than|instead of|(?:and |but )?not)(?: the| an?)? (?:anime|manga|movies?|"
+_UNASKED = re.compile(r"\b(?:i|we|he|she|they|just|already)\s+(?:just\s+|already\s+)?(?:finished|completed|watched|"
+                      r"binged|saw|read)\b|"  # what the asker did ("just finished HxH 1999, what next"), not a status
+                      r"\b(?:(?:rather|other) than|instead of|(?:and |but )?not)(?: the| an?)? (?:anime|manga|movies?|"
                       r"films?|shows?|(?:tv )?series|tv show)\b|"
                       r"\bbefore (?:it |they |the (?:manga|series|anime) )?(?:ended|finished|wrapped(?: up)?|concluded|"
                       r"ending|finishing)\b|"

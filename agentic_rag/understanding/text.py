@@ -93,6 +93,9 @@ _ABBREVIATIONS = frozenset(
     ("vs", "dr", "mr", "mrs", "ms", "st", "vol", "vols", "ep", "eps", "no", "feat", "approx", "etc", "jr", "sr", "pt"))
 _ASKING = re.compile(r"\b(?:who|whom|whose|what|whats|which|when|where|why|how|list|name|tell|give|show|find)\b",
                      re.IGNORECASE)
+_QUESTION = re.compile(r"\s*(?:(?:and|also|then|so)\s+)?(?:who|whom|whose|what|whats|which|when|where|why|how)\b",
+                       re.IGNORECASE)
+_I_MEAN = re.compile(r"\bi mean\b", re.IGNORECASE)  # "... in which year? the manga I mean": says which is asked
 _COMMAND = re.compile(r"\s*(?:(?:please|pls|and|also|then)\s+)?(?:give|list|tell|show|name|include)\b", re.IGNORECASE)
 Span = tuple[int, int]
 
@@ -119,14 +122,30 @@ def _asking(text: str, spans: list[Span]) -> list[Span]:
     marked = [s for s in spans if text[s[0]:s[1]].rstrip().endswith("?")]
     if not marked:
         return [s for s in spans if _ASKING.search(text[s[0]:s[1]])]
-    # a command beside a question asks too ("What continues it? Give me the order.")
-    return [s for s in spans if s in marked or _COMMAND.match(text[s[0]:s[1]])]
+    # a command beside a question asks too ("What continues it? Give me the order."), so does a correction
+    # ("the manga I mean"), and so does a last question typed without its mark ("... right? who drew it")
+    last = spans[-1]
+
+    def asks(s: Span) -> bool:
+        said = text[s[0]:s[1]]
+        return s in marked or bool(_COMMAND.match(said) or _I_MEAN.search(said)) or (
+            s == last and not said.rstrip().endswith((".", "!")) and bool(_QUESTION.match(said)))
+
+    return [s for s in spans if asks(s)]
 
 
 def asking(text: str) -> list[Span]:
     """The sentences of ``text`` that ask (all of them when none does)."""
     spans = sentences(text)
     return _asking(text, spans) or spans
+
+
+def questioning(text: str) -> list[Span]:
+    """The sentences that ask or wonder: those that ask, and any with a question word ("I'm wondering which is
+    longer, X or Y."); a sentence that only tells ("My son finished X.") is not one of them."""
+    spans = sentences(text)
+    asked = set(_asking(text, spans) or spans)
+    return [s for s in spans if s in asked or _ASKING.search(text[s[0]:s[1]])]
 
 
 def by_relevance(text: str) -> list[Span]:

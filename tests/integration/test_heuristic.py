@@ -182,6 +182,24 @@ ANSWERS = [
     ("which manga are still going", ["One Piece", "status = 'ongoing'"], []),
     ("The guy who directed Death Note, what else has he directed?", ["Tetsurō Araki", "Attack on Titan (2013)"], []),
     ("What's the final season of the anime with Deku?", ["My Hero Academia: Final Season (2025)"], []),
+    # a work named by its story: the synopsis's own words pick it out, then the question is asked of it
+    ("whats the show where a student finds a notebook and anyone whose name he writes in it dies",
+     ["That sounds like Death Note"], []),
+    ("who animated the show where a student finds a notebook and anyone whose name he writes in it dies",
+     ["Death Note was animated by Madhouse"], []),
+    ("anime about an elf mage who outlives the hero's party, when did it air?", ["Frieren", "2023"], []),
+    # two rare words shared by chance pick out nothing
+    ("kyoto animation founding year", ["could not find"], ["Todo"]),
+    # cues come from the sentences that ask; "and what comes after that" goes on from the work just reached
+    ("My son finished the original Naruto series. What should he watch next, and what comes after that?",
+     ["Naruto Shippuden", "Boruto"], ["finished"]),
+    ("Who was Mitsuri Kanroji's mentor, and in which film is he the main character?", ["Rengoku", "Mugen Train"], []),
+    ("rock lee and his ninja pals is based on a manga right? who drew it", ["Kenji Taira"], []),
+    ("aot no regrets ova source material who made it", ["Gun Snark", "Suruga"], []),
+    ("How many episodes do the Hunter x Hunter OVAs add up to?", ["30 episodes"], []),
+    ("bebop ep count?", ["26 episodes"], []),
+    ("which my hero academia season comes right before season 5?", ["My Hero Academia Season 4"], []),
+    ("tsugumi ohba wrote a manga that became an anime - who scored the anime?", ["Hirano", "Taniuchi"], []),
 ]
 
 

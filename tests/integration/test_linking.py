@@ -112,6 +112,12 @@ async def test_a_season_after_a_name_names_that_season(demo: IngestReport, conn:
     assert _spans(links) == ["MHA s4"] and _top(links)[0] == "My Hero Academia Season 4"
     links = await _link(conn, "mob psycho 100 II vs III, which season is longer")
     assert [m.candidates[0].name for m in links.mentions] == ["Mob Psycho 100 II", "Mob Psycho 100 III"]
+    # said later in the question, with no other name between: still that name's season (never season 1, which
+    # is the name itself, nor a bare number)
+    links = await _link(conn, "which my hero academia season comes right before season 5?")
+    assert [m.candidates[0].name for m in links.mentions] == ["My Hero Academia", "My Hero Academia Season 5"]
+    links = await _link(conn, "mha total eps from season 1 through the final season")
+    assert "My Hero Academia Season 1" not in [c.name for m in links.mentions for c in m.candidates]
 
 
 async def test_a_range_or_list_of_seasons_names_every_season_in_it(demo: IngestReport, conn: Any) -> None:
@@ -124,6 +130,18 @@ async def test_a_range_or_list_of_seasons_names_every_season_in_it(demo: IngestR
     assert [m.candidates[0].name for m in links.mentions] == ["Attack on Titan"]
 
 
+async def test_a_word_listed_after_a_title_names_its_sibling_title(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "If I watched Dragon Ball, Z, GT and Super back to back, how many episodes?")
+    assert [m.candidates[0].name for m in links.mentions] == [
+        "Dragon Ball", "Dragon Ball Z", "Dragon Ball GT", "Dragon Ball Super"]
+    links = await _link(conn, "How many episodes did DBZ and GT have combined?")
+    assert [m.candidates[0].name for m in links.mentions] == ["Dragon Ball Z", "Dragon Ball GT"]
+    # only a word listed right after a title, and only a title the catalog has
+    links = await _link(conn, "naruto and sasuke, how are they related")
+    assert "Naruto Sasuke" not in {c.name for m in links.mentions for c in m.candidates}
+    assert len((await _link(conn, "dragon ball gt is it good")).mentions) == 1
+
+
 async def test_a_long_message_is_read_from_the_sentences_that_ask(demo: IngestReport, conn: Any) -> None:
     story = " ".join(["My nephew has been talking about it all summer and I cannot follow any of it."] * 4)
     links = await _link(conn, f"{story} Could you tell me which studio animated Chainsaw Man?")
@@ -133,6 +151,8 @@ async def test_a_long_message_is_read_from_the_sentences_that_ask(demo: IngestRe
 async def test_a_rare_word_of_a_longer_name_links_to_it(demo: IngestReport, conn: Any) -> None:
     links = await _link(conn, "finished shippuden, what do i watch next")
     assert _spans(links) == ["shippuden"] and _top(links) == ("Naruto Shippuden", "partial")
+    links = await _link(conn, "bebop ep count?")  # a word of one franchise's names, whatever their number
+    assert _spans(links) == ["bebop"] and _top(links) == ("Cowboy Bebop", "partial")
     links = await _link(conn, "MADHOUSE OLDER THAN PIERROT?")
     assert [m.candidates[0].name for m in links.mentions] == ["Madhouse", "Studio Pierrot"]
     # never a word of a name the catalog lacks ("Makoto Shinkai"), nor a common word
@@ -143,6 +163,10 @@ async def test_a_rare_word_of_a_longer_name_links_to_it(demo: IngestReport, conn
 async def test_a_name_never_spans_a_separator_it_does_not_have(demo: IngestReport, conn: Any) -> None:
     links = await _link(conn, "naruto + shippuden eps combined")
     assert _spans(links) == ["naruto", "shippuden"]
+    links = await _link(conn, "Naruto and Shippuden together, how many eps")  # "and" stands only for a name's "&"
+    assert _spans(links) == ["Naruto", "Shippuden"]
+    links = await _link(conn, "rock lee and his ninja pals studio")
+    assert _top(links)[0] == "Naruto Spin-Off: Rock Lee & His Ninja Pals"
     links = await _link(conn, "death & rebirth year")  # the name has its "&"
     assert _top(links)[0] == "Neon Genesis Evangelion: Death & Rebirth"
     links = await _link(conn, "hunter x hunter 1999 vs 2011 which one has more episodes")
@@ -194,6 +218,9 @@ async def test_the_x_movie_names_the_films_of_xs_franchise(demo: IngestReport, c
     assert _spans(links) == ["cowboy bebop movie"] and _top(links)[0] == "Cowboy Bebop: The Movie"
     links = await _link(conn, "who directed the one piece movie")  # five films: the reader is asked which
     assert len(links.mentions[0].candidates) == 5 and {c.format for c in links.mentions[0].candidates} == {"movie"}
+    links = await _link(conn, "we watched the demon slayer train movie")  # a word of one film's title picks it
+    assert _spans(links) == ["demon slayer train movie"]
+    assert [c.name for c in links.mentions[0].candidates] == ["Demon Slayer: Kimetsu no Yaiba - The Movie: Mugen Train"]
     links = await _link(conn, "is there a frieren movie")  # no film: the name stays what it is
     assert _top(links)[0].startswith("Frieren")
 

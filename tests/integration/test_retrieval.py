@@ -20,6 +20,7 @@ from agentic_rag.models.embeddings import Embedder
 from agentic_rag.protocol import EntityRef, SearchFilters, SearchIntent
 from agentic_rag.retrievers.hybrid import HybridRetriever, rrf
 from agentic_rag.retrievers.hydrate import hydrate
+from agentic_rag.retrievers.prose import prose_search
 from agentic_rag.retrievers.typeahead import (
     TYPO_SQL,
     TypeaheadQuery,
@@ -166,6 +167,38 @@ async def test_hybrid_puts_the_named_entity_first(pool: AsyncConnectionPool, vec
                                           filters=SearchFilters(year_min=2005)))
     assert r.count and eid("anime", "naruto") not in [row["id"] for row in r.raw_data]
     assert all(row["year"] >= 2005 for row in r.raw_data)
+
+
+@pytest.mark.parametrize(("described", "entity_type", "expected"), [
+    ("whats the show where a student finds a notebook and anyone whose name he writes in it dies", "anime",
+     "death-note"),
+    ("an anime about an elf mage who outlives the hero's party and travels after his funeral", "anime",
+     "frieren-beyond-journeys-end"),
+    ("the manga about a boy who wants to become king of the pirates", "manga", "one-piece-manga"),
+])
+async def test_prose_search_finds_a_work_by_its_story(pconn: Conn, described: str, entity_type: str,
+                                                      expected: str) -> None:
+    hits = await prose_search(pconn, described, entity_type, limit=5)
+    assert hits and hits[0].id == eid(entity_type, expected), hits
+    assert len(hits[0].words) >= 3
+    # the rest trail far behind (entries of the same franchise share its description's words: equal scores)
+    assert all(2 * h.score < hits[0].score for h in hits if h.score < hits[0].score), hits
+
+
+@pytest.mark.parametrize("words", ["jojo's bizarre adventure part 5", "makoto shinkai films", "the", "", "'; drop"])
+async def test_prose_search_needs_two_shared_words(pconn: Conn, words: str) -> None:
+    assert await prose_search(pconn, words, "anime") == []
+    assert await prose_search(pconn, "a student finds a notebook", "studio") == []  # studios have no prose
+
+
+async def test_a_description_fuses_meaning_with_the_synopsis_words(pool: AsyncConnectionPool,
+                                                                  vector: QdrantExecutor) -> None:
+    hybrid = HybridRetriever(pool, vector)
+    r = await hybrid.execute(SearchIntent(rationale="t", entity_type="anime", match="semantic", limit=5,
+                                          query="bounty hunters on a spaceship in 2071"))
+    top = r.raw_data[0]
+    assert top["id"] == eid("anime", "cowboy-bebop") and top["matched_by"] == ["text", "vector"], top
+    assert {"bounti", "hunter", "2071"} <= set(top["text_words"]) and isinstance(top["score"], float)
 
 
 def test_rrf_fuses_by_rank_with_weights() -> None:

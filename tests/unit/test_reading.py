@@ -588,3 +588,69 @@ def test_a_chain_from_entities_described_by_their_fields() -> None:
     q = "list the manga serialized in ura sunday"  # a list, asked of nothing further: the filter alone
     a = read(q, links(q))
     assert a.filter is not None and not a.hops
+
+
+@pytest.mark.parametrize(("question", "kinds", "edges", "attr"), [
+    ("who animated the show where a student finds a notebook that kills", "anime", [("animated_by",)], None),
+    ("anime about an elf mage who outlives the hero's party, when did it air?", "anime", [], "year"),
+    ("how many volumes does the manga about a boy who wants to be king of the pirates have", "manga", [], "volumes"),
+    ("the guy with the death notebook, what show is he in", "character", [("appears_in",)], None),
+    ("whats the show where a student finds a notebook that kills anyone", "anime", [], None),
+])
+def test_a_description_is_read_apart_from_what_is_asked_of_it(question: str, kinds: str, edges: list[tuple[str, ...]],
+                                                              attr: str | None) -> None:
+    a = read(question, EntityLinks())
+    assert not a.mentions and a.filter is None and a.described[0] == kinds
+    assert a.description and a.description in " ".join(question.split())
+    assert hops(a) == edges and a.attr == attr
+
+
+@pytest.mark.parametrize("question", [
+    "manga that ran in V Jump",  # a list by a field's value, not a story
+    "I half remember an anime about bounty hunters, set in 2071",  # a story's year, not an air date
+])
+def test_a_description_is_no_filter_and_a_filter_no_description(question: str) -> None:
+    a = read(question, EntityLinks())
+    if "V Jump" in question:
+        assert a.filter is not None and not a.described
+    else:
+        assert a.filter is None and a.described[0] == "anime"
+
+
+def test_a_persons_possessive_before_a_work_names_the_work() -> None:
+    q = "In what year did Hiromu Arakawa's Fullmetal Alchemist manga wrap up?"
+    a = read(q, links(q, ("Hiromu Arakawa", [cand("person", "Hiromu Arakawa")]),
+                      ("Fullmetal Alchemist", work("Fullmetal Alchemist"))))
+    assert a.mentions == ["Fullmetal Alchemist"] and a.types["Fullmetal Alchemist"][0] == "manga"
+
+
+@pytest.mark.parametrize("question", ["when did chainsaw man end, i mean the manga",
+                                      "chainsaw man started in which year? the manga I mean, not the anime"])
+def test_a_type_said_apart_from_the_name_picks_its_reading(question: str) -> None:
+    a = read(question, links(question, ("chainsaw man", work("Chainsaw Man"))))
+    assert a.types["chainsaw man"][0] == "manga" and not a.open
+
+
+def test_a_series_composer_writes_and_a_person_s_own_credit_leads_to_the_work_asked_about() -> None:
+    q = "Chainsaw Man's series composer: what other shows has he written the series composition for?"
+    a = read(q, links(q, ("Chainsaw Man", work("Chainsaw Man"))))
+    assert a.hops[0].roles == ("series_composition",)
+    q = "tsugumi ohba wrote a manga that became an anime - who scored the anime?"
+    a = read(q, links(q, ("tsugumi ohba", [cand("person", "Tsugumi Ohba")])))
+    assert hops(a) == [("worked_on",), ("adapted_into",), ("staff",)] and a.hops[-1].roles == ("music",)
+
+
+def test_a_chain_goes_on_after_that_and_a_sum_over_seasons_stays_one_sum() -> None:
+    q = "My son finished the original Naruto series. What should he watch next, and what comes after that?"
+    a = read(q, links(q, ("Naruto", work("Naruto"))))
+    assert hops(a) == [("sequel",), ("sequel",)] and a.attr is None  # "finished" only tells
+    q = "If I were to watch all three seasons of Mob Psycho 100 back to back, how many episodes would that come to?"
+    a = read(q, links(q, ("Mob Psycho 100", work("Mob Psycho 100"))))
+    assert a.attr == "sum_episodes" and not a.more
+
+
+@pytest.mark.parametrize("question", ["hunter x hunter 1999: what's the sequel of its sequel?",
+                                      "just finished hunter x hunter 1999, what do I watch next and then after that?"])
+def test_a_second_step_along_the_sequels_and_what_the_asker_did_is_no_status(question: str) -> None:
+    a = read(question, links(question, ("hunter x hunter 1999", [cand("anime", "Hunter x Hunter (1999)", year=1999)])))
+    assert hops(a) == [("sequel",), ("sequel",)] and a.attr is None and not a.more

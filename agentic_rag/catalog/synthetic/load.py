@@ -16,7 +16,7 @@ from typing import Any
 import psycopg
 from psycopg import sql
 
-from agentic_rag.catalog.load import REFRESH_NAME_WORDS, load_failure
+from agentic_rag.catalog.load import REFRESH_NAME_WORDS, REFRESH_PROSE, load_failure
 from agentic_rag.catalog.synthetic.rows import SOURCE, SyntheticCatalog
 from agentic_rag.catalog.synthetic.structure import entity_counts, fingerprint
 from agentic_rag.catalog.tables import ENTITY_TABLES, RELATION_TABLES, TABLE_BY_NAME, TABLES
@@ -186,6 +186,10 @@ async def load_synthetic(
                         t, current = time.perf_counter(), "name_word"
                         await cur.execute(REFRESH_NAME_WORDS)
                         report.phases["name_word"] = time.perf_counter() - t
+                        t, current = time.perf_counter(), "entity_prose"
+                        for refresh in REFRESH_PROSE:
+                            await cur.execute(refresh)
+                        report.phases["entity_prose"] = time.perf_counter() - t
                         current = "catalog_load"
                         await cur.execute(
                             "INSERT INTO catalog_load (source, fingerprint, counts) VALUES (%s, %s, %s) "

@@ -7,7 +7,13 @@ explicit not-found; nothing is ever asked twice, because progress is read from t
 from __future__ import annotations
 
 from agentic_rag.models.heuristic.context import norm
-from agentic_rag.models.heuristic.progress import describe_search, progress, searched_by_meaning, unknown_names
+from agentic_rag.models.heuristic.progress import (
+    describe_search,
+    described_start,
+    progress,
+    searched_by_meaning,
+    unknown_names,
+)
 from agentic_rag.models.roles import SelectInput
 from agentic_rag.protocol import MAX_BATCH, GraphIntent, NextStep, SearchIntent, StructuredQuery
 from agentic_rag.understanding.reading import read
@@ -22,12 +28,15 @@ def select(inp: SelectInput) -> NextStep:
     if not a.mentions and a.filter is None:
         # no name linked: search by meaning, once, in the collections a description usually names; but a
         # question naming something the catalog lacks ("who is Satoshi Kon?") is no description
-        if searched_by_meaning(inp.cards):
+        if not searched_by_meaning(inp.cards):
+            # a word no dictionary knows names something ("who is naoko yamada?"), unless it is in a description
+            if not a.description and (unknown := unknown_names(inp.question)):
+                return finish(f"no catalog entity matches {' '.join(unknown)}")
+            search, *others = describe_search(a.description or inp.question)
+            return NextStep(action="qdrant_search", rationale=search.rationale, search_intent=search, also=others)
+        if described_start(a, inp.cards) is None:
             return finish("no name in the question is in the catalog; searched by meaning")
-        if unknown := unknown_names(inp.question):
-            return finish(f"no catalog entity matches {' '.join(unknown)}")
-        search, *others = describe_search(inp.question)
-        return NextStep(action="qdrant_search", rationale=search.rationale, search_intent=search, also=others)
+        # the description picked out an entry: what the question asks of it, below
     # a question in parts: the steps of every part, in one batch where they fit
     ps = [progress(x, inp.cards) for x in (a, *a.more)]
     if missing := [m for p in ps for m in p.missing]:

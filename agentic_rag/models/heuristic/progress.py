@@ -65,6 +65,46 @@ DESCRIBED: tuple[EntityType, ...] = ("anime", "manga", "character", "person")
 # cosine similarity a described entity must reach to be offered (as a guess): MiniLM puts right and wrong
 # answers to descriptions at 0.4-0.57 alike (docs/benchmarks.md), so only a clearly closer entry is offered
 SEMANTIC_MIN = 0.6
+DESCRIBED_LIMIT = 6  # entries per collection: enough to hold the runner-up of another franchise
+
+
+# A description's own words pick out an entry (retrievers/prose.py) when the weight of the words its prose
+# shares reaches TEXT_MIN and is TEXT_MARGIN times that of any entry of another franchise (docs/benchmarks.md)
+# and three words at least (two rare words can be a coincidence: "kyoto" and "year" in a character's)
+TEXT_MIN = 6.0
+TEXT_MARGIN = 1.5
+TEXT_WORDS = 3
+
+
+def identified(kinds: Sequence[EntityType], cards: list[ContextCard]) -> CardEntity | None:
+    """The entry a description's words pick out, of the first of ``kinds`` that has one."""
+    picked: dict[str, CardEntity] = {}
+    for c in cards:
+        if c.source != "qdrant_search" or c.data.get("match") != "semantic":
+            continue
+        rows = [r for r in c.data.get("rows", [])
+                if isinstance(r, dict) and isinstance(r.get("text_score"), int | float)]
+        if not rows:
+            continue
+        top = max(rows, key=lambda r: float(r["text_score"]))  # the first of equals: the nearer in meaning too
+        rival = max((float(r["text_score"]) for r in rows if _kin(r) != _kin(top)), default=0.0)
+        score = float(top["text_score"])
+        entity = next((e for e in c.entities if e.ref.id == top.get("id")), None)
+        if entity is not None and score >= TEXT_MIN and score >= TEXT_MARGIN * rival and \
+                len(top.get("text_words") or ()) >= TEXT_WORDS:
+            picked.setdefault(entity.ref.entity_type, entity)
+    return next((picked[k] for k in kinds if k in picked), None)
+
+
+def described_start(a: Analysis, cards: list[ContextCard]) -> CardEntity | None:
+    """The entry a question that names nothing describes, once searched for; what the question asks of it
+    was read for the kind it names first ("the show where ..."), so only an entry of that kind can answer it."""
+    return identified(a.described[:1] if a.hops or a.attr else a.described, cards) if a.described else None
+
+
+def _kin(row: dict[str, Any]) -> str:
+    """Entries of one franchise share its description's words: they are one candidate, not rivals."""
+    return str(row.get("franchise_id") or row.get("id"))
 
 
 def unknown_names(question: str) -> list[str]:
@@ -78,7 +118,7 @@ def unknown_names(question: str) -> list[str]:
 def describe_search(question: str) -> list[SearchIntent]:
     """The whole question searched by meaning (never as a name) in each described collection."""
     return [SearchIntent(rationale=f"no name linked: search {t} by meaning", entity_type=t,
-                         query=" ".join(question.split())[:500] or "?", limit=3, match="semantic")
+                         query=" ".join(question.split())[:500] or "?", limit=DESCRIBED_LIMIT, match="semantic")
             for t in DESCRIBED]
 
 
@@ -155,6 +195,13 @@ def _card_for(cards: list[ContextCard], intent: BatchIntent) -> ContextCard | No
 def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
     """The state of ``a`` over ``cards``: the next intents to run, or everything needed to answer."""
     p = Progress()
+    if not a.mentions and a.filter is None:
+        # a description: once the search by meaning has picked out its entry, the plan goes on from it
+        start = described_start(a, cards)
+        if start is None:
+            return p
+        p.starts = [start]
+        return _walk(a, cards, p, p.starts) if a.hops or a.attr else p
     if a.filter is not None:
         p = _filter(a, cards, p)
         if not a.hops or p.steps or p.missing or p.card is None:

@@ -159,7 +159,8 @@ def attribute_sentence(attr: str, row: dict[str, Any], entity_type: str) -> str:
     if attr == "magazine":
         return f"{name} was serialized in {value}."
     if attr == "format":
-        return f"{name} is a {FORMAT_NAMES.get(str(value), value)}."
+        shown = str(FORMAT_NAMES.get(str(value), value))
+        return f"{name} is {'an' if shown[:1].lower() in 'aeio' else 'a'} {shown}."  # "an OVA", "an ONA"
     if attr == "genres":
         return f"{name} is tagged {join([str(g).replace('_', ' ') for g in value])}." if isinstance(value, list) \
             else f"{name} is tagged {value}."

@@ -83,6 +83,8 @@ def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
     chain = [*starts, *(e for level in p.levels for e in level)]
     sources = [e.ref for e in chain]
     lines: list[str] = []
+    if p.starts and a.described:
+        lines.append(f"That sounds like {titled(starts[0])}.")
     if p.starts and a.filter is not None:
         # "the manga serialized in Ura Sunday": which entities the description picked, then the chain from them
         kind = {"anime": "anime", "manga": "manga", "studio": "studio"}.get(a.filter.entity_type, "entry")
