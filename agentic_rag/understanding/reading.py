@@ -10,6 +10,7 @@ that starts from a manga, asked of an anime, first follows the anime to its sour
 from __future__ import annotations
 
 import dataclasses
+import functools
 import itertools
 import re
 from dataclasses import dataclass, field
@@ -21,7 +22,17 @@ from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.asks import confident
 from agentic_rag.understanding.filters import Filter, lists, parse_filter, status_of, superlative
 from agentic_rag.understanding.plan import ANY_TYPE, Analysis, Attr, Hop, staff_roles
-from agentic_rag.understanding.text import ELLIPTIC_WORDS, Token, asking, focus, questioning, referent, tokenize
+from agentic_rag.understanding.text import (
+    ELLIPTIC_WORDS,
+    Token,
+    asking,
+    english_words,
+    focus,
+    one_edit,
+    questioning,
+    referent,
+    tokenize,
+)
 
 SEQUEL, PREQUEL = Hop(("sequel",)), Hop(("prequel",))
 SEQUEL_CHAIN = Hop(("sequel",), kind="k_hop")
@@ -114,6 +125,18 @@ class _Words:
         return _Words([*self.keys, *cues], self.set | frozenset(cues), self.text + " ".join(cues) + " ", self.typed)
 
 
+@functools.cache
+def _cue_typo(word: str) -> str:
+    """A cue word typed with one letter wrong ("befor", "sequal", "episdes"): the cue word; any word English or
+    the question's own vocabulary knows stays as typed."""
+    if len(word) < MIN_CUE_TYPO or word in C.CUES or word in english_words() or word.isdigit():
+        return word
+    near = [c for c in _TYPO_CUES if abs(len(c) - len(word)) <= 1 and one_edit(word, c)]
+    return near[0] if len(near) == 1 else word
+
+
+MIN_CUE_TYPO = 5  # letters a word needs before it is read as a misspelt cue word
+_TYPO_CUES = sorted(c for c in C.CUES if len(c) >= MIN_CUE_TYPO - 1)
 _SERIES_COMPOSER = re.compile(r"\bseries composers?\b", re.IGNORECASE)
 
 
@@ -121,7 +144,7 @@ def _rest(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> 
     """The words no name covers, less the type words that qualify a name ("mappa (the studio)")."""
     qualifiers = {_qualifier(tokens, m)[1] for m in mentions}
     inside = [any(m.start <= t.start < m.end for m in mentions) or t.start in qualifiers for t in tokens]
-    keys = [t.key for t, skip in zip(tokens, inside, strict=True) if not skip]
+    keys = [_cue_typo(t.key) for t, skip in zip(tokens, inside, strict=True) if not skip]
     text = " " + " ".join(keys) + " "
     for phrase, cue in C.PHRASES:
         text = text.replace(f" {phrase} ", f" {cue} " if cue else " ")
@@ -798,7 +821,8 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
     w = _rest(question, _asked_words(tokens, questioning(whole), mentions), mentions)
     kinds = [_readings(m) for m in mentions]
     works = [m for m in mentions if "anime" in {c.entity.entity_type for c in m.candidates}]
-    if len(works) >= 2 and w.any(C.EPISODES) and (w.any(C.TOTAL) or _summing(w) or "+" in question) and \
+    if len(works) >= 2 and w.any(C.EPISODES) and (w.any(C.TOTAL) or _summing(w) or "+" in question or w.set & {
+            "plus"}) and \
             (not C.ALL_SEASONS.search(w.text) or w.set & {"both", "two"}):
         # ("all the X seasons, counting Y": the chain, Y is in it; "the two series together": the two)
         # "s1 + s2 episodes combined", "naruto and shippuden, how many episodes together": one sum

@@ -654,3 +654,20 @@ def test_a_chain_goes_on_after_that_and_a_sum_over_seasons_stays_one_sum() -> No
 def test_a_second_step_along_the_sequels_and_what_the_asker_did_is_no_status(question: str) -> None:
     a = read(question, links(question, ("hunter x hunter 1999", [cand("anime", "Hunter x Hunter (1999)", year=1999)])))
     assert hops(a) == [("sequel",), ("sequel",)] and a.attr is None and not a.more
+
+
+@pytest.mark.parametrize(("question", "edges"), [
+    ("season befor aot final season", [("prequel",)]),  # a cue word one letter off is still that cue
+    ("whats the sequal to mha s4", [("sequel",)]),
+    ("death note relight 1 then what", [("sequel",)]),
+])
+def test_a_misspelt_cue_word_and_then_what(question: str, edges: list[tuple[str, ...]]) -> None:
+    name = next(n for n in ("aot final season", "mha s4", "death note relight 1") if n in question)
+    a = read(question, links(question, (name, [cand("anime", name.title(), year=2020)])))
+    assert hops(a) == edges
+
+
+def test_two_titles_and_plus_are_one_sum() -> None:
+    q = "naruto plus shippuden eps"
+    a = read(q, links(q, ("naruto", work("Naruto")), ("shippuden", [cand("anime", "Naruto Shippuden", "partial")])))
+    assert a.attr == "sum_episodes" and a.together
