@@ -92,8 +92,9 @@ CUES: frozenset[str] = (STUDIO | DIRECT | MUSIC | DESIGN | SCRIPT | DRAW | WRITE
 
 # Phrases read as one cue word, so their words do not also count on their own ("lead into" is no lead role).
 PHRASES: tuple[tuple[str, str], ...] = (
-    ("lead into", "sequel"), ("then what", "sequel"), ("leads into", "sequel"), ("led into", "sequel"), ("leads to", "sequel"),
-    ("led to", "sequel"), ("follow up", "sequel"), ("come after", "sequel"), ("comes after", "sequel"),
+    ("lead into", "sequel"), ("then what", "sequel"), ("leads into", "sequel"), ("led into", "sequel"),
+    ("leads to", "sequel"), ("led to", "sequel"), ("follow up", "sequel"), ("come after", "sequel"),
+    ("comes after", "sequel"),
     ("side story", "side"), ("spin off", "spinoff"), ("first ep", "first episode"), ("by who", "whose"),
     ("put out", "made"), ("puts out", "made"), ("come up with", "made"), ("came up with", "made"),
     ("by whom", "whose"), ("real name", "alias"), ("full name", "alias"), ("other names", "aliases"),
