@@ -55,6 +55,20 @@ class HybridRetriever:
         if intent.match == "semantic":
             return await self._described(intent)
         lexical, semantic = await asyncio.gather(self._lexical(intent), self._vector.execute(intent))
+        return await self._fused(intent, lexical, "name", semantic)
+
+    async def _described(self, intent: SearchIntent) -> RetrievalResult:
+        """A description: the vector neighbours and the prose that shares its words, fused by RRF; each row
+        keeps its cosine ``score`` beside the words its prose shares."""
+        semantic, prose = await asyncio.gather(self._vector.execute(intent), self._prose(intent))
+        shared = {h.id: {"text_score": h.score, "text_words": list(h.words)} for h in prose}
+        return await self._fused(intent, [(h.id, 1.0) for h in prose], "text", semantic, shared)
+
+    async def _fused(self, intent: SearchIntent, lexical: list[tuple[str, float]], label: str,
+                     semantic: RetrievalResult, extra: dict[str, dict[str, Any]] | None = None) -> RetrievalResult:
+        """``lexical`` (id, weight), best first, and the vector rows fused by RRF: the rows of the fused order,
+        each saying what matched it; a name match drops the cosine score (the RRF score ranks), a text match
+        keeps it (the reader weighs both)."""
         vec_rows = {str(r["id"]): r for r in semantic.raw_data}
         weight = dict(lexical)
         lex_ids = await self._admissible(intent, [i for i, _ in lexical])
@@ -64,29 +78,10 @@ class HybridRetriever:
         rows = []
         for item, score in fused:
             if item in rows_by_id:
-                row = {k: v for k, v in rows_by_id[item].items() if k != "score"}
+                row = {k: v for k, v in rows_by_id[item].items() if k != "score" or extra is not None}
                 row["rrf"] = round(score, 5)
-                row["matched_by"] = [m for m, ids in (("name", lex_ids), ("vector", vec_rows)) if item in ids]
-                rows.append(row)
-        return RetrievalResult(summary=summarize(intent, rows), raw_data=rows, count=len(rows))
-
-    async def _described(self, intent: SearchIntent) -> RetrievalResult:
-        """A description: the vector neighbours and the prose that shares its words, fused by RRF."""
-        assert intent.query is not None
-        semantic, prose = await asyncio.gather(self._vector.execute(intent), self._prose(intent))
-        vec_rows = {str(r["id"]): r for r in semantic.raw_data}
-        texts = {h.id: h for h in prose}
-        text_ids = await self._admissible(intent, list(texts))
-        fused = rrf([[(i, 1.0) for i in text_ids], [(i, 1.0) for i in vec_rows]])[: intent.limit]
-        missing = [i for i, _ in fused if i not in vec_rows]
-        rows_by_id = {**vec_rows, **(await self._payloads(intent, missing))}
-        rows = []
-        for item, _ in fused:
-            if item in rows_by_id:
-                row = dict(rows_by_id[item])
-                if item in texts:
-                    row["text_score"], row["text_words"] = texts[item].score, list(texts[item].words)
-                row["matched_by"] = [m for m, ids in (("text", text_ids), ("vector", vec_rows)) if item in ids]
+                row.update((extra or {}).get(item, {}))
+                row["matched_by"] = [m for m, ids in ((label, lex_ids), ("vector", vec_rows)) if item in ids]
                 rows.append(row)
         return RetrievalResult(summary=summarize(intent, rows), raw_data=rows, count=len(rows))
 

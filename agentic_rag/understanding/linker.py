@@ -405,10 +405,12 @@ def _season_keys(base: str, kind: str, n: int) -> list[str]:
     return [base, *keys] if n == 1 else keys
 
 
-SEASON_SQL = f"""
+# names of these types with exactly these keys: a season of a title ("mha season 4"), a title's sibling
+# ("dragon ball gt")
+TITLE_KEYS_SQL = f"""
 WITH hit AS (
   SELECT link_key(n.norm) AS key, false AS by_subtitle, {_HIT}
-   WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type = 'anime'
+   WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type = ANY(%(types)s::text[])
 ){_ENRICHED}"""
 
 
@@ -480,7 +482,7 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
                 asks.update(keys)
     if not asks:
         return mentions
-    rows = await (await conn.execute(SEASON_SQL, {"keys": sorted(asks)})).fetchall()
+    rows = await (await conn.execute(TITLE_KEYS_SQL, {"keys": sorted(asks), "types": ["anime"]})).fetchall()
     out: list[LinkedMention] = []
     for i, m in enumerate(mentions):
         seasons = []
@@ -497,11 +499,6 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
     return out[:MAX_MENTIONS]
 
 
-SIBLING_SQL = f"""
-WITH hit AS (
-  SELECT link_key(n.norm) AS key, false AS by_subtitle, {_HIT}
-   WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type IN ('anime', 'manga')
-){_ENRICHED}"""
 _LISTING = frozenset(("and", "or", "vs", "versus", "plus", "then"))  # words that list titles ("DBZ and GT")
 MAX_SIBLINGS = 5
 
@@ -533,7 +530,8 @@ async def _siblings(conn: psycopg.AsyncConnection[Any], question: str, tokens: l
             listed, end = False, t.end
     if not asked:
         return mentions
-    rows = await (await conn.execute(SIBLING_SQL, {"keys": sorted({k for _, ks in asked for k in ks})})).fetchall()
+    keys = sorted({k for _, ks in asked for k in ks})
+    rows = await (await conn.execute(TITLE_KEYS_SQL, {"keys": keys, "types": ["anime", "manga"]})).fetchall()
     out = list(mentions)
     for t, keys in asked:
         hits = sorted((r for r in rows if str(r[0]) in keys), key=lambda r: (r[5] != "primary", -int(r[6])))
