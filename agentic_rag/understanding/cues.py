@@ -30,7 +30,7 @@ STAFF_NOUNS = words("director directors composer composers writer writers author
 STAFF_VERBS = words("directed directs wrote writes drew draws composed composes scored created creates illustrated "
                     "illustrates designed designs")
 MADE = words("made makes make produced producer")
-CAST = words("characters cast protagonist protagonists lead leads heroes hero heroine mc mcs")
+CAST = words("characters chars cast protagonist protagonists lead leads heroes hero heroine mc mcs")
 MAIN = words("main protagonist protagonists lead leads hero heroes heroine mc mcs")
 FORMATS = words("tv ova ona movie film special series show")
 SEQUEL = words("sequel sequels after next follow follows followed following followup continuation continues "

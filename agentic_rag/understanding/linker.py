@@ -112,8 +112,10 @@ WITH hit AS (
 
 
 def _blocked(tokens: Sequence[Token]) -> bool:
-    # "Boruto's father" asks for a relation; it does not name the character Father
-    return all((t.key in STOP or t.key in CUES) and not t.upper for t in tokens) or (
+    # "Boruto's father" asks for a relation; it does not name the character Father. Two words or more may
+    # still be a title made of cue words ("Two Heroes") unless every one is a stop word.
+    cue = STOP if len(tokens) > 1 else STOP | CUES
+    return all(t.key in cue and not t.upper for t in tokens) or (
         len(tokens) == 1 and (len(tokens[0].key) < 2 or tokens[0].key.isdigit()))
 
 
@@ -143,6 +145,8 @@ def _variants(span: Sequence[Token], fixes: dict[str, list[Fix]]) -> Iterable[tu
     yield " ".join(words), None
     if (digits := spelled(words)) is not None:  # "evangelion one point oh", "jujutsu kaisen zero"
         yield " ".join(digits), None
+    if any(len(_split_digits(w)) > 1 for w in words):  # "jjk0" is "jjk 0"
+        yield " ".join(p for w in words for p in _split_digits(w)), None
     if "and" in words[1:-1]:  # "rock lee and his ninja pals" is "Rock Lee & His Ninja Pals" (a key drops "&")
         yield " ".join(w for w in words if w != "and"), None
     for i, w in enumerate(words):
@@ -248,7 +252,8 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
     mentions = await _seasons(conn, question, tokens, mentions)
     mentions = await _siblings(conn, question, tokens, mentions)
     mentions = await _named_after(conn, question, tokens, mentions)
-    return EntityLinks(mentions=await _films(conn, question, tokens, mentions))
+    mentions = await _renamed(conn, question, tokens, mentions)
+    return EntityLinks(mentions=_one_work(question, tokens, await _films(conn, question, tokens, mentions)))
 
 
 def _subtitled(question: str, mentions: list[LinkedMention]) -> list[LinkedMention]:
@@ -627,6 +632,103 @@ async def _films(conn: psycopg.AsyncConnection[Any], question: str, tokens: list
         if films:
             out[i] = LinkedMention(text=question[m.start:end][:200], start=m.start, end=end,
                                    candidates=films[:MAX_CANDIDATES])
+    return out
+
+
+# a short name followed by more of a title, under the work's other names: "eva 3.0" is "Evangelion 3.0"
+RENAMED_SQL = f"""
+WITH alt AS (
+  SELECT DISTINCT link_key(n.norm) AS base FROM entity_name n WHERE n.entity_id = ANY(%(ids)s::uuid[])
+), probe AS (
+  SELECT DISTINCT a.base || ' ' || r.rest AS key FROM alt a CROSS JOIN unnest(%(rests)s::text[]) AS r(rest)
+), hit AS (
+  SELECT p.key, false AS by_subtitle, {_HIT} JOIN probe p ON link_key(n.norm) = p.key
+   WHERE n.entity_type IN ('anime', 'manga')
+){_ENRICHED}"""  # noqa: S608 (only constants are interpolated; every value is bound)
+MAX_RENAMED = 4  # words after the short name tried as the rest of a longer title
+
+
+def _split_digits(key: str) -> list[str]:
+    """"jjk0" is "jjk 0": a short name with a number typed onto it."""
+    m = re.fullmatch(r"([a-z]{2,})(\d{1,2})", key)
+    return [m.group(1), m.group(2)] if m else [key]
+
+
+async def _renamed(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
+                   mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """"eva 3.0", "jjk0 movie": a work named by a short name (an alias, or its words run together with a
+    number), followed by words nothing linked, may name a longer title under another name of the same work
+    ("Evangelion 3.0" is an alias of "Evangelion: 3.0 You Can (Not) Redo"). One more probe, only then."""
+    out = list(mentions)
+    for i, m in enumerate(mentions):
+        works = [c for c in m.candidates if c.entity.entity_type in ("anime", "manga", "franchise")]
+        after = [t for t in tokens if t.start >= m.end][:MAX_RENAMED]
+        inside = [t for t in tokens if m.start <= t.start < m.end]
+        glued = _split_digits(inside[-1].key) if len(inside) == 1 else []
+        if i + 1 < len(mentions):
+            after = [t for t in after if t.end <= mentions[i + 1].start]
+        words = glued[1:] + [t.key for t in after]
+        if not works or not words or (not glued[1:] and all(c.match == "exact" for c in works)):
+            continue
+        if not glued[1:] and (words[0] in STOP or words[0] in CUES):
+            continue
+        rests = [" ".join(words[:k]) for k in range(1, len(words) + 1)]
+        ids = [c.entity.id for c in works[:MAX_CANDIDATES]]
+        rows = await (await conn.execute(RENAMED_SQL, {"ids": ids, "rests": rests})).fetchall()
+        longest = max((len(str(r[0]).split()) for r in rows), default=0)
+        best = {str(r[2]): _candidate(r[2], r[3], r[7], r[4], "alias", r[6], r[8], r[9])
+                for r in rows if len(str(r[0]).split()) == longest}
+        if not best:
+            continue
+        # the rest of the words the longest title took, and where they end in the question
+        taken = next(len(r.split()) for r in rests if any(str(row[0]).endswith(f" {r}") for row in rows
+                                                          if len(str(row[0]).split()) == longest))
+        n_after = taken - len(glued[1:])
+        end = after[n_after - 1].end if n_after > 0 else m.end
+        out[i] = LinkedMention(text=question[m.start:end][:200], start=m.start, end=end,
+                               candidates=sorted(best.values(), key=lambda c: -c.popularity)[:MAX_CANDIDATES])
+    return out
+
+
+_WORK_TYPES = frozenset(("anime", "manga"))
+
+
+def _one_work(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """Two mentions side by side that name one work are one mention: "diamonddust rebellion bleach movie"
+    (a film both can mean), "relight 2 death note" (a work whose title holds the other's name, the number
+    between them choosing among its candidates)."""
+    out: list[LinkedMention] = []
+    for m in mentions:
+        prev = out[-1] if out else None
+        if prev is None:
+            out.append(m)
+            continue
+        gap = [t for t in tokens if prev.end <= t.start < m.start]
+        typed = question[prev.end:m.start]
+        for t in gap:
+            typed = typed.replace(t.raw, " ", 1)
+        if len(gap) > MAX_RENAMED or typed.strip() or any(t.key in _LISTING or t.key in _SIBLING for t in gap):
+            out.append(m)
+            continue
+        if any(all(t.key in STOP or t.key.isdigit() for t in tokens if x.start <= t.start < x.end) for x in (prev, m)):
+            out.append(m)  # "aot seasons 1 2 and 3": a bare number is a season of its own
+            continue
+        both = {c.entity.id for c in prev.candidates} & {c.entity.id for c in m.candidates}
+        kept = [c for c in prev.candidates if c.entity.id in both and c.entity.entity_type in _WORK_TYPES]
+        if not kept:
+            for a, b in ((prev, m), (m, prev)):
+                heads = {link_key(c.name) for c in b.candidates if c.entity.entity_type in (*_WORK_TYPES, "franchise")}
+                kept = [c for c in a.candidates if c.entity.entity_type in _WORK_TYPES
+                        and any(f" {h} " in f" {link_key(c.name)} " for h in heads)]
+                if kept:
+                    break
+        # the words between are a number or words of the title itself ("relight 2", "diamonddust rebellion")
+        kept = [c for c in kept if all(t.key in STOP or t.key in link_key(c.name).split() for t in gap)
+                and all(t.key in link_key(c.name).split() for t in gap if t.key.isdigit())]
+        if not kept:
+            out.append(m)
+            continue
+        out[-1] = LinkedMention(text=question[prev.start:m.end][:200], start=prev.start, end=m.end, candidates=kept)
     return out
 
 

@@ -137,7 +137,8 @@ def _cue_typo(word: str) -> str:
 
 MIN_CUE_TYPO = 5  # letters a word needs before it is read as a misspelt cue word
 _TYPO_CUES = sorted(c for c in C.CUES if len(c) >= MIN_CUE_TYPO - 1)
-_SERIES_COMPOSER = re.compile(r"\bseries composers?\b", re.IGNORECASE)
+# "the series composer", not "the tv series composer"
+_SERIES_COMPOSER = re.compile(r"(?<!\btv )(?<!\btv-)\bseries composers?\b", re.IGNORECASE)
 
 
 def _rest(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> _Words:
@@ -875,7 +876,9 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             a.mentions, a.more = a.mentions[:1], [second]
             return a
         if pair == "compare":
-            a.compare_field = next((f for rx, f in C.COMPARE_FIELDS if rx.search(w.text)), None)
+            studios = all(a.types[m][0] == "studio" for m in a.mentions)  # "which studio is older": not their studios
+            a.compare_field = next((f for rx, f in C.COMPARE_FIELDS if rx.search(w.text)
+                                    and not (studios and f == "studios")), None)
         elif all(k & {"anime", "manga"} for k in kinds[:2]) and (w.any(C.WORKED) or w.has("who worked")):
             a.hops = [Hop(("staff",))]  # "someone who worked on both": the path runs through the staff
         return a
@@ -1273,7 +1276,7 @@ def _pair(w: _Words, kinds: list[set[EntityType]], between: str = "") -> Literal
     if "&" in between and works and w.any(C.EPISODES | C.VOLUMES | C.YEAR | C.STUDIO):
         return "compare"
     if w.any(C.COMPARE) or (w.any(C.COMPARATIVE) and (" or " in w.text or "than" in w.set or (
-            works and " and " in w.text))) or (
+            works and (" and " in w.text or not between.strip(" ,"))))) or (
             " or " in w.text and ("first" in w.set or w.has("came out", "come out"))):
         return "compare"
     if works and w.any(C.BEFORE_AFTER) and (w.any(C.YEAR | C.FOUNDED | C.ENDED) or w.has("come out", "came out")):

@@ -239,3 +239,36 @@ async def test_a_character_followed_by_a_work_word_names_the_work_titled_after_t
     assert _top(links)[0] == "Naruto Spin-Off: Rock Lee & His Ninja Pals"
     links = await _link(conn, "what anime is rock lee in")  # no work word after the name: the character
     assert _top(links)[0] == "Rock Lee"
+
+
+async def test_a_title_made_of_cue_words_still_links(demo: IngestReport, conn: Any) -> None:
+    # "heroes" alone asks for the cast; "two heroes" is a film's subtitle
+    links = await _link(conn, "two heroes characters")
+    assert _spans(links) == ["two heroes"]
+    assert _top(links) == ("My Hero Academia: Two Heroes", "alias")
+    assert _spans(await _link(conn, "who are the heroes of one piece")) == ["one piece"]
+
+
+async def test_a_short_name_and_more_of_a_title_name_that_title(demo: IngestReport, conn: Any) -> None:
+    # "eva" is Neon Genesis Evangelion, and "Evangelion 3.0" is another name of the third Rebuild film
+    links = await _link(conn, "eva 3.0 prequel which film")
+    assert _spans(links) == ["eva 3.0"]
+    assert _top(links)[0] == "Evangelion: 3.0 You Can (Not) Redo"
+    links = await _link(conn, "jjk0 movie cast")  # a number typed onto a short name
+    assert _spans(links) == ["jjk0"]
+    assert _top(links, 0, "anime")[0] == "Jujutsu Kaisen 0"
+    links = await _link(conn, "eva staff")  # nothing more: the short name alone
+    assert _top(links)[0] == "Neon Genesis Evangelion"
+
+
+async def test_two_mentions_side_by_side_that_name_one_work_are_one(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "diamonddust rebellion bleach movie")  # a film both can mean
+    assert _spans(links) == ["diamonddust rebellion bleach movie"]
+    assert _top(links)[0] == "Bleach: The DiamondDust Rebellion"
+    links = await _link(conn, "relight 2 death note chars")  # a title holding the other name, a number choosing
+    assert _spans(links) == ["relight 2 death note"]
+    assert [c.name for c in links.mentions[0].candidates] == ["Death Note Relight 2: L's Successors"]
+    # names listed, or a season number of its own, stay apart
+    assert len((await _link(conn, "naruto + shippuden eps combined")).mentions) == 2
+    assert len((await _link(conn, "naruto, naruto shippuden")).mentions) == 2
+    assert _spans(await _link(conn, "aot seasons 1 2 and 3")) == ["aot seasons 1", "2", "3"]

@@ -97,6 +97,10 @@ def test_two_works_compared_and_two_characters_related() -> None:
     q = "which manga started first, death note or bleach"
     a = read(q, links(q, ("death note", work("Death Note")), ("bleach", work("Bleach"))))
     assert a.intent == "compare" and a.compare_field == "year" and a.types["bleach"][0] == "manga"
+    q = "madhouse pierrot which studio older"  # two names side by side and a comparative: compared
+    a = read(q, links(q, ("madhouse", [cand("studio", "Madhouse", year=1972)]),
+                      ("pierrot", [cand("studio", "Studio Pierrot", "alias", year=1979)])))
+    assert a.intent == "compare" and a.compare_field == "year"  # a studio's year is its founding
     q = "is zeke eren's brother?"
     a = read(q, links(q, ("zeke", [cand("character", "Zeke Yeager", "alias")]),
                       ("eren", [cand("character", "Eren Yeager", "alias")])))
@@ -633,6 +637,9 @@ def test_a_series_composer_writes_and_a_person_s_own_credit_leads_to_the_work_as
     q = "Chainsaw Man's series composer: what other shows has he written the series composition for?"
     a = read(q, links(q, ("Chainsaw Man", work("Chainsaw Man"))))
     assert a.hops[0].roles == ("series_composition",)
+    q = "nge tv series composer"  # the composer of the TV series: its music
+    a = read(q, links(q, ("nge", [cand("anime", "Neon Genesis Evangelion", "alias")])))
+    assert a.hops[0].roles == ("music",)
     q = "tsugumi ohba wrote a manga that became an anime - who scored the anime?"
     a = read(q, links(q, ("tsugumi ohba", [cand("person", "Tsugumi Ohba")])))
     assert hops(a) == [("worked_on",), ("adapted_into",), ("staff",)] and a.hops[-1].roles == ("music",)

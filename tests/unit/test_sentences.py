@@ -59,3 +59,18 @@ def test_paths_and_people_facts() -> None:
         "Naruto was animated by Studio Pierrot, which animated Bleach."
     assert fact_sentence("Pan is Son Goku's granddaughter (family)") == "Pan is Son Goku's granddaughter."
     assert fact_sentence("One Piece is Monkey D. Luffy's main (appears_in)") is None
+
+
+def test_a_lookup_says_the_indexed_document_in_its_own_words() -> None:
+    from agentic_rag.models.heuristic.writer import _document_parts
+
+    doc = ("Death Note. DEATH NOTE, デスノート. TV anime from 2006. Studio: Madhouse. Genres: mystery, dark_fantasy. "
+           "Light Yagami finds a notebook. L hunts him.")
+    said, genres, names, story = _document_parts(doc, "Death Note")
+    assert said == ["by Madhouse"] and genres == "mystery, dark fantasy" and names == ["DEATH NOTE", "デスノート"]
+    assert story == "Light Yagami finds a notebook. L hunts him."
+    doc = "Rock Lee. Lee. Character in Naruto, Naruto Shippuden. A ninja."
+    said, _, names, story = _document_parts(doc, "Rock Lee")
+    assert said == ["in Naruto and Naruto Shippuden"] and names == ["Lee"] and story == "A ninja."
+    # a document of another shape is kept whole, never cut
+    assert _document_parts("Something else entirely.", "Death Note") == ([], "", [], "Something else entirely.")

@@ -139,11 +139,54 @@ def _about(inp: DraftInput, entity: CardEntity) -> str:
     head = f"{bare(entity.name)} is {kind}"
     if row.get("year") and entity.ref.entity_type in ("anime", "manga"):
         head += f" from {row['year']}"
-    aliases = [str(x) for x in row.get("aliases") or [] if str(x) != bare(entity.name)][:4]
+    said, genres, names, story = _document_parts(str(row.get("snippet") or ""), bare(entity.name))
+    head += "".join(f" {x}" for x in said) + (f" ({genres})" if genres else "")
+    aliases = [x for x in dict.fromkeys([*map(str, row.get("aliases") or []), *names]) if x != bare(entity.name)][:6]
     if aliases:
         head += f", also known as {join(aliases)}"
-    snippet = str(row.get("snippet") or "").strip()
-    return f"{head}. {snippet}" if snippet else f"{head}."
+    return f"{head}. {story}" if story else f"{head}."
+
+
+# the sentences of an indexed entity's document (catalog/index.py) that the answer's first sentence says
+# in its own words: "Studio: Madhouse" is "by Madhouse"
+_DOC_PARTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^Studio: (.+)$"), "by {}"),
+    (re.compile(r"^Manga from \d{4} by (.+)$"), "by {}"),
+    (re.compile(r"^Serialized in (.+)$"), "serialized in {}"),
+    (re.compile(r"^Character in (.+)$"), "in {}"),
+    (re.compile(r"^Animation studio, founded (\d{4})$"), "founded in {}"),
+    (re.compile(r"^Credited on (.+)$"), "credited on {}"),
+    (re.compile(r"^Animated (.+)$"), "behind {}"),
+)
+_DOC_GENRES = re.compile(r"^Genres: (.+)$")
+_DOC_DROPPED = re.compile(r"^(?:[A-Z]+ anime from \d{4}|Manga from \d{4}|Animation studio)$")
+
+
+def _document_parts(snippet: str, name: str) -> tuple[list[str], str, list[str], str]:
+    """An indexed document ("Death Note. DEATH NOTE, デスノート. TV anime from 2006. Studio: Madhouse. Genres: ...
+    Light Yagami ...") as phrases for the answer's first sentence, the genres, the other names (native and
+    romaji titles among them), and the story after it."""
+    parts = [p.strip().rstrip(".") for p in snippet.strip().split(". ")]
+    if not parts or parts[0] not in (name, f"{name} franchise"):
+        return [], "", [], snippet.strip()
+    said: list[str] = []
+    genres = ""
+    # the second part lists the other names (said from the row's aliases) unless it is already a known part
+    i = 1 if len(parts) < 2 or _DOC_GENRES.match(parts[1]) or _DOC_DROPPED.match(parts[1]) or any(
+        rx.match(parts[1]) for rx, _ in _DOC_PARTS) or parts[0] != name else 2
+    names = parts[1].split(", ") if i == 2 else []
+    while i < len(parts):
+        hit = next((m for rx, fmt in _DOC_PARTS if (m := rx.match(parts[i]))), None)
+        if hit is not None:
+            listed = join(hit.group(1).split(", "))  # "Naruto, Naruto Shippuden and Boruto"
+            said.append(next(fmt for rx, fmt in _DOC_PARTS if rx.match(parts[i])).format(listed))
+        elif genre := _DOC_GENRES.match(parts[i]):
+            genres = ", ".join(g.replace("_", " ") for g in genre.group(1).split(", "))
+        elif not _DOC_DROPPED.match(parts[i]):
+            break
+        i += 1
+    story = ". ".join(parts[i:]).strip()
+    return said, genres, names, f"{story}." if story and not story.endswith((".", "!", "?", "...")) else story
 
 
 def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:
