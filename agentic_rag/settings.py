@@ -76,6 +76,11 @@ class Settings(BaseSettings):
         "outlines", description="Constraint engine of the transformers backend: outlines (a regex index, exact "
                                 "but slow to build on a real vocabulary) or xgrammar (a schema compiles in about "
                                 "a second; use it for real models such as smollm2).")
+    prompt_style: Literal["auto", "full", "compact"] = Field(
+        "auto", description="How model calls are prompted: full (background, steps and the output schema) or "
+                            "compact (for small models: one worked example, the linked names as a short card, "
+                            "tighter string budgets; the grammar holds the schema). auto: compact for the "
+                            "transformers backend, full for vllm and openai.")
     repetition_penalty: float = Field(1.0, ge=1.0, le=2.0,
                                       description="transformers backend: penalty on repeated tokens (1.0: none).")
     vllm_gpu_memory_utilization: float = Field(0.85, gt=0.0, le=1.0, description="vLLM: share of GPU memory.")

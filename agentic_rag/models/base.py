@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Any, Generic, Literal, Protocol, TypeVar
 
@@ -111,20 +112,42 @@ def correction(output_type: type[BaseModel], text: str, error: str) -> list[Mess
     ]
 
 
+@dataclass(slots=True)
+class CallShape:
+    """How one call is put to a model: its messages, the schema its decoding is held to, its token budget."""
+
+    messages: list[Message]
+    schema: dict[str, Any]
+    max_tokens: int | None = None
+    # the model's text as the protocol reads it (short entity handles back to their ids)
+    restore: Callable[[str], str] = str
+
+
+# Shapes a call from the loop's messages (agentic_rag.models.prompts.shaper): prompt style, the entities
+# the call may name, token budget. Composed in models/factory.py, so this module needs no prompt code.
+Shaper = Callable[[list[Message], type[BaseModel]], CallShape]
+
+
 class StructuredGenerator:
     """Validated structured generation over any :class:`TextBackend`, with bounded correction retries."""
 
-    def __init__(self, backend: TextBackend, *, max_attempts: int = 3, constrained: bool = True) -> None:
+    def __init__(self, backend: TextBackend, *, max_attempts: int = 3, constrained: bool = True,
+                 shape: Shaper | None = None) -> None:
         self.backend = backend
         self.name = backend.name
         self.max_attempts = max_attempts
         # constrained=False sends no schema: the model may produce anything (used to exercise retries)
         self.constrained = constrained
+        self.shape = shape
 
     async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
                        temperature: float = 0.0) -> Generation[T]:
         usage = Usage()
-        schema = schema_for(output_type) if self.constrained else None
+        shaped = self.shape(messages, output_type) if self.shape is not None else None
+        if shaped is not None:
+            messages = shaped.messages
+            max_tokens = min(max_tokens, shaped.max_tokens or max_tokens)
+        schema = (shaped.schema if shaped is not None else schema_for(output_type)) if self.constrained else None
         convo = list(messages)
         errors: list[str] = []
         text = ""
@@ -136,7 +159,7 @@ class StructuredGenerator:
             usage.completion_tokens += done.completion_tokens
             text = done.text
             try:
-                output = output_type.model_validate_json(text)
+                output = output_type.model_validate_json(shaped.restore(text) if shaped is not None else text)
             except (ValidationError, ValueError) as exc:
                 errors.append(_first_error(exc))
                 convo = [*messages, *correction(output_type, text, errors[-1])]

@@ -6,6 +6,7 @@ from typing import Literal
 
 from agentic_rag.models.base import StructuredGenerator, StructuredModel, TextBackend
 from agentic_rag.models.heuristic import HeuristicModel
+from agentic_rag.models.prompts import shaper
 from agentic_rag.settings import Settings
 
 ModelRole = Literal["planner", "validator"]
@@ -40,4 +41,7 @@ def build_model(settings: Settings, role: ModelRole) -> StructuredModel:
     backend = settings.planner_backend if role == "planner" else settings.validator_backend
     if backend == "heuristic":
         return HeuristicModel()
-    return StructuredGenerator(text_backend(settings, role), max_attempts=settings.generation_max_attempts)
+    style = settings.prompt_style if settings.prompt_style != "auto" else (
+        "compact" if backend == "transformers" else "full")
+    return StructuredGenerator(text_backend(settings, role), max_attempts=settings.generation_max_attempts,
+                               shape=shaper(style))

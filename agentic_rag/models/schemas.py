@@ -9,8 +9,11 @@ enforces: :func:`xgrammar_schema` for xgrammar (vLLM's default engine, and the t
 from __future__ import annotations
 
 import importlib
+import json
 import re
 from typing import Any
+
+from agentic_rag.protocol.base import UUID_PATTERN
 
 # One JSON string character as outlines_core writes it, and one that is not whitespace (see below).
 _CHAR = r'(?:[^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])'
@@ -133,3 +136,129 @@ def _match_width(pattern: str) -> tuple[int, int] | None:
     except Exception:
         return None
     return int(lo), int(hi)
+
+
+# -- what one call may write ---------------------------------------------------------------------------
+
+_IMPOSSIBLE: dict[str, Any] = {"not": {}}
+MAX_REF_CHOICES = 64  # entities one call may name: an enum this long still compiles in milliseconds
+# What a small model is asked to write (compact prompts): string budgets by field name, in characters,
+# and at most this many items in a list. The protocol's own bounds are for any model; these are tighter
+# so a 135M model that starts rambling inside a string is stopped by the grammar early, not by the cap.
+COMPACT_STRINGS: dict[str, int] = {"rationale": 80, "query": 120, "rewritten_query": 160, "answer": 480,
+                                   "missing": 80, "mentions": 80, "citations": 80, "facts": 120}
+COMPACT_STRING = 80
+COMPACT_ITEMS = 6
+# Optional fields a small model never writes (their defaults stand): batches, filters, limits, evidence.
+COMPACT_DROPPED = frozenset({"also", "filters", "limits", "evidence", "citations", "suggested_next_action"})
+
+
+def narrow(schema: dict[str, Any], refs: list[tuple[str, str]], *, compact: bool = False) -> dict[str, Any]:
+    """The schema one call decodes under: every entity it may name is one it was shown.
+
+    ``refs`` are the (entity_type, id) pairs of the call's input (linked candidates, context cards). An
+    entity reference becomes the choice among them, a bare UUID the choice among their ids; a value that
+    needs one when there is none cannot be written at all (a step without a known id cannot be a graph
+    step), so the grammar offers only what can pass. With ``compact``, strings and lists get the tighter
+    budgets above and the optional fields in ``COMPACT_DROPPED`` are not offered. Every value this schema
+    accepts is accepted by the original (references are inlined; the original has no recursion).
+    """
+    refs = list(dict.fromkeys(refs))[:MAX_REF_CHOICES]
+    defs = schema.get("$defs", {})
+    choices: dict[str, Any] = {"anyOf": [
+        {"type": "object", "additionalProperties": False, "required": ["entity_type", "id"],
+         "properties": {"entity_type": {"const": t, "type": "string"}, "id": {"const": i, "type": "string"}}}
+        for t, i in refs]} if refs else _IMPOSSIBLE
+    ids: dict[str, Any] = {"type": "string", "enum": sorted({i for _, i in refs})} if refs else _IMPOSSIBLE
+
+    def walk(node: Any, name: str = "") -> Any:
+        if isinstance(node, list):
+            return [walk(item, name) for item in node]
+        if not isinstance(node, dict):
+            return node
+        if "$ref" in node:
+            target = node["$ref"].rsplit("/", 1)[-1]
+            if target == "EntityRef":
+                return choices
+            extra = {k: v for k, v in node.items() if k != "$ref"}
+            return walk({**defs[target], **extra}, name)
+        if node.get("type") == "string" and node.get("pattern") == UUID_PATTERN:
+            return ids
+        out: dict[str, Any] = {}
+        for key, value in node.items():
+            if key == "$defs":
+                continue
+            if key == "properties" and isinstance(value, dict):
+                out[key] = {p: walk(sub, p) for p, sub in value.items()}
+            elif key in ("items", "anyOf", "oneOf", "allOf"):
+                out[key] = walk(value, name)
+            else:
+                out[key] = value
+        if compact:
+            if out.get("type") == "string" and "maxLength" in out and "enum" not in out:
+                out["maxLength"] = min(int(out["maxLength"]), COMPACT_STRINGS.get(name, COMPACT_STRING))
+            if out.get("type") == "array" and "maxItems" in out:
+                out["maxItems"] = min(int(out["maxItems"]), COMPACT_ITEMS)
+            if name == "edge_types" and out.get("type") == "array":
+                out["minItems"] = 1  # "all relations" floods a small context: a small model names the one it wants
+            if isinstance(out.get("properties"), dict):
+                if "edge_types" in out["properties"]:
+                    out["required"] = list(dict.fromkeys([*out.get("required", []), "edge_types"]))
+                required = set(out.get("required", []))
+                out["properties"] = {p: s for p, s in out["properties"].items()
+                                     if p in required or p not in COMPACT_DROPPED}
+        return _prune(out)
+
+    return walk(schema)  # type: ignore[no-any-return]
+
+
+def _prune(node: dict[str, Any]) -> dict[str, Any]:
+    """A node without the branches no value can take; impossible itself when nothing is left."""
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            kept = [b for b in node[key] if b != _IMPOSSIBLE]
+            if not kept:
+                return _IMPOSSIBLE
+            node = {**node, key: kept}
+    props = node.get("properties")
+    if isinstance(props, dict):
+        required = set(node.get("required", []))
+        if any(props[p] == _IMPOSSIBLE for p in required if p in props):
+            return _IMPOSSIBLE
+        node = {**node, "properties": {p: s for p, s in props.items() if s != _IMPOSSIBLE}}
+    if node.get("type") == "array" and node.get("items") == _IMPOSSIBLE:
+        if node.get("minItems", 0) > 0:
+            return _IMPOSSIBLE
+        node = {**node, "items": {"type": "null"}, "maxItems": 0}
+    return node
+
+
+def token_bound(schema: dict[str, Any], *, chars_per_token: float = 2.0) -> int:
+    """About the most tokens a value of ``schema`` takes: its longest JSON text over ``chars_per_token``
+    (a JSON value of short words averages more than two characters a token), plus the closing token."""
+    return int(_max_chars(schema) / chars_per_token) + 8
+
+
+def _max_chars(node: Any) -> int:
+    if not isinstance(node, dict) or node == _IMPOSSIBLE:
+        return 0
+    for key in ("anyOf", "oneOf"):
+        if key in node:
+            return max((_max_chars(b) for b in node[key]), default=0)
+    if "const" in node:
+        return len(json.dumps(node["const"]))
+    if "enum" in node:
+        return max((len(json.dumps(v)) for v in node["enum"]), default=0)
+    kind = node.get("type")
+    if kind == "object":
+        props = node.get("properties", {})
+        return 2 + sum(len(p) + 4 + _max_chars(s) for p, s in props.items())
+    if kind == "array":
+        return 2 + int(node.get("maxItems", 8)) * (1 + _max_chars(node.get("items", {})))
+    if kind == "string":
+        return 2 + int(node.get("maxLength", 200))
+    if kind in ("integer", "number"):
+        return 12
+    if kind == "boolean":
+        return 5
+    return 4
