@@ -169,7 +169,7 @@ def tables(results: dict[str, dict[str, Any]], sets: dict[str, list[EvalQuestion
             if _modelled(c, role):
                 pt = statistics.mean(k.prompt_tokens) if k.prompt_tokens else 0
                 ct = statistics.mean(k.completion_tokens) if k.completion_tokens else 0
-                p50 = percentile(k.latency_ms, 0.5) or 0
+                p50 = percentile(k.latency_ms, 50) or 0
                 lines.append(f"| {c} | {role} | {k.n} | {_pct(k.first_try, k.n)} | {_pct(k.after_retry, k.n)} | "
                              f"{_pct(k.failed, k.n)} | {pt:.0f} | {ct:.0f} | {p50:.0f} |")
     lines += ["", "| configuration | runs | p50 s per run | p95 s per run | model calls | calls per run |",
@@ -177,7 +177,7 @@ def tables(results: dict[str, dict[str, Any]], sets: dict[str, list[EvalQuestion
     for c in configs:
         lat = results[c]["latencies"]
         model_calls = sum(k.n for role, k in results[c]["calls"].items() if _modelled(c, role))
-        p50, p95 = (percentile(lat, 0.5) or 0) / 1000, (percentile(lat, 0.95) or 0) / 1000
+        p50, p95 = (percentile(lat, 50) or 0) / 1000, (percentile(lat, 95) or 0) / 1000
         lines.append(f"| {c} | {len(lat)} | {p50:.1f} | {p95:.1f} | {model_calls} | "
                      f"{model_calls / max(len(lat), 1):.1f} |")
     return "\n".join(lines)

@@ -8,11 +8,19 @@ short (one load of about 20 s, a few constrained generations) so it runs in ``sc
 from __future__ import annotations
 
 import json
+import socket
+import threading
+import time
+from collections.abc import Iterator
 from pathlib import Path
 
+import openai
 import pytest
+import uvicorn
+from pydantic import BaseModel, Field
 
 from agentic_rag.models.base import StructuredGenerator
+from agentic_rag.models.openai_server import create_app
 from agentic_rag.models.packaged import PACKAGED, fetch, fetched, resolve_model
 from agentic_rag.models.prompts import MAX_OUTPUT_TOKENS, render
 from agentic_rag.models.roles import RewriteInput
@@ -65,3 +73,50 @@ async def test_smollm2_writes_a_valid_rewrite(smollm2: TransformersBackend, ques
         messages, QueryRewrite, max_tokens=MAX_OUTPUT_TOKENS["rewrite"])
     assert isinstance(gen.output, QueryRewrite)
     assert gen.usage.completion_tokens > 0 and gen.usage.attempts <= 2
+
+
+class Film(BaseModel):
+    """A schema of the client's own, not one of the protocol's."""
+
+    title: str = Field(max_length=60)
+    year: int = Field(ge=1900, le=2100)
+    studio: str = Field(max_length=40)
+
+
+@pytest.fixture(scope="module")
+def served(smollm2: TransformersBackend) -> Iterator[str]:
+    """SmolLM2 behind our OpenAI-compatible route: a real uvicorn server on a free loopback port."""
+    app = create_app({"smollm2": smollm2})
+    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
+    sock.bind(("127.0.0.1", 0))
+    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
+    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 30
+    while not server.started:
+        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
+        time.sleep(0.02)
+    yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
+    server.should_exit = True
+    thread.join(timeout=30)
+    sock.close()
+
+
+async def test_the_official_client_parses_any_schema_and_counts_real_tokens(
+        served: str, smollm2: TransformersBackend) -> None:
+    messages = [{"role": "system", "content": "You answer with facts about anime films as JSON."},
+                {"role": "user", "content": "Name one anime film, its year and its studio."}]
+    async with openai.AsyncOpenAI(base_url=served, api_key="test", max_retries=0) as client:
+        resp = await client.beta.chat.completions.parse(  # the client turns Film into a strict JSON schema
+            model="smollm2", messages=messages, response_format=Film, max_completion_tokens=160)  # type: ignore[arg-type]
+    choice = resp.choices[0]
+    assert choice.finish_reason == "stop" and isinstance(choice.message.parsed, Film)
+    assert 1900 <= choice.message.parsed.year <= 2100  # the grammar holds integer bounds
+    # usage is what the model read and wrote: the rendered prompt's tokens, the completion's tokens
+    prompt = smollm2.tokenizer(smollm2.render(messages), add_special_tokens=False)["input_ids"]  # type: ignore[arg-type]
+    written = smollm2.tokenizer(choice.message.content or "", add_special_tokens=False)["input_ids"]
+    assert resp.usage is not None and resp.usage.prompt_tokens == len(prompt)
+    # the tokens sampled under the grammar: at least what the text re-encodes to (a constrained model may split
+    # a word a plain encoding would not), at most one per character plus the end-of-text token
+    content = choice.message.content or ""
+    assert 0 < len(written) <= resp.usage.completion_tokens <= len(content) + 1
