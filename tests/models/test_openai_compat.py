@@ -9,9 +9,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -20,7 +17,6 @@ import httpx
 import jsonschema
 import openai
 import pytest
-import uvicorn
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
 
@@ -56,25 +52,12 @@ MAX_TOKENS = 1024
 
 
 @pytest.fixture(scope="module")
-def base_url(tiny_model_dir: Path) -> Iterator[str]:
+def base_url(tiny_model_dir: Path, serving: Any) -> Iterator[str]:
     """A real uvicorn server on 127.0.0.1 (a free port) in a background thread, serving the tiny model."""
     # this backend lives on the server's event loop only
     backend = TransformersBackend(tiny_model_dir, name="tiny")
-    app = create_app({"tiny": backend, "tiny-validator": backend})
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    port = sock.getsockname()[1]
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{port}/v1"
-    server.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    with serving(create_app({"tiny": backend, "tiny-validator": backend})) as url:
+        yield url
 
 
 @pytest.fixture(scope="module")

@@ -8,15 +8,12 @@ short (one load of about 20 s, a few constrained generations) so it runs in ``sc
 from __future__ import annotations
 
 import json
-import socket
-import threading
-import time
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import openai
 import pytest
-import uvicorn
 from pydantic import BaseModel, Field
 
 from agentic_rag.models.base import StructuredGenerator
@@ -84,22 +81,10 @@ class Film(BaseModel):
 
 
 @pytest.fixture(scope="module")
-def served(smollm2: TransformersBackend) -> Iterator[str]:
+def served(smollm2: TransformersBackend, serving: Any) -> Iterator[str]:
     """SmolLM2 behind our OpenAI-compatible route: a real uvicorn server on a free loopback port."""
-    app = create_app({"smollm2": smollm2})
-    sock = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
-    sock.bind(("127.0.0.1", 0))
-    server = uvicorn.Server(uvicorn.Config(app, log_level="warning", lifespan="off"))
-    thread = threading.Thread(target=server.run, kwargs={"sockets": [sock]}, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert thread.is_alive() and time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.02)
-    yield f"http://127.0.0.1:{sock.getsockname()[1]}/v1"
-    server.should_exit = True
-    thread.join(timeout=30)
-    sock.close()
+    with serving(create_app({"smollm2": smollm2})) as url:
+        yield url
 
 
 async def test_the_official_client_parses_any_schema_and_counts_real_tokens(
