@@ -146,7 +146,7 @@ MAX_REF_CHOICES = 64  # entities one call may name: an enum this long still comp
 # and at most this many items in a list. The protocol's own bounds are for any model; these are tighter
 # so a 135M model that starts rambling inside a string is stopped by the grammar early, not by the cap.
 COMPACT_STRINGS: dict[str, int] = {"rationale": 80, "query": 120, "rewritten_query": 160, "answer": 480,
-                                   "missing": 80, "mentions": 80, "citations": 80, "facts": 120}
+                                   "missing": 80, "mentions": 80}
 COMPACT_STRING = 80
 COMPACT_ITEMS = 6
 # Optional fields a small model never writes (their defaults stand): batches, filters, limits, evidence.

@@ -722,9 +722,9 @@ def _one_work(question: str, tokens: list[Token], mentions: list[LinkedMention])
                         and any(f" {h} " in f" {link_key(c.name)} " for h in heads)]
                 if kept:
                     break
-        # the words between are a number or words of the title itself ("relight 2", "diamonddust rebellion")
-        kept = [c for c in kept if all(t.key in STOP or t.key in link_key(c.name).split() for t in gap)
-                and all(t.key in link_key(c.name).split() for t in gap if t.key.isdigit())]
+        # the words between are stop words or words of the title itself, a number among them ("relight 2",
+        # "diamonddust rebellion")
+        kept = [c for c in kept if all(t.key in STOP or t.key in link_key(c.name).split() for t in gap)]
         if not kept:
             out.append(m)
             continue
