@@ -44,6 +44,9 @@ class Settings(BaseSettings):
     )
 
     retry_attempts: int = Field(3, ge=1, le=10, description="Attempts for a transient database failure.")
+    trajectory_writes: Literal["turn", "event"] = Field(
+        "turn", description="Write a run's trajectory events once per turn (one round trip) or each as it happens."
+    )
 
     # -- graph primitives: server-side ceilings; an intent may ask for less, never more -------------
     graph_max_hops: int = Field(4, ge=1, le=6, description="Deepest traversal (k_hop, path).")

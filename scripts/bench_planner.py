@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import json
 import random
 import statistics
 import tempfile
@@ -50,6 +51,7 @@ class Calls:
     first_try: int = 0
     after_retry: int = 0
     failed: int = 0
+    cut_off: int = 0  # cancelled when the run's deadline passed (the loop answers from what it has)
     prompt_tokens: list[int] = field(default_factory=list)
     completion_tokens: list[int] = field(default_factory=list)
     latency_ms: list[float] = field(default_factory=list)
@@ -70,7 +72,10 @@ class Recorded:
         t0 = time.perf_counter()
         try:
             gen = await self.inner.generate(messages, output_type, max_tokens=max_tokens, temperature=temperature)
-        except (GenerationError, asyncio.CancelledError, TimeoutError):
+        except asyncio.CancelledError:  # the run's deadline ended it: no verdict on the model's output
+            c.cut_off += 1
+            raise
+        except (GenerationError, TimeoutError):
             c.failed += 1
             c.latency_ms.append((time.perf_counter() - t0) * 1000)
             raise
@@ -107,7 +112,7 @@ def settings_for(config: str, deadline_ms: int, timeout_ms: int) -> Settings:
             extra[f"{role}_backend"] = "heuristic"
         else:
             extra[f"{role}_backend"], extra[f"{role}_model"] = "transformers", model
-    return Settings(transformers_constraint="xgrammar", agent_deadline_ms=deadline_ms,
+    return Settings(transformers_constraint="xgrammar", agent_deadline_ms=deadline_ms, generation_max_attempts=2,
                     generation_timeout_ms=timeout_ms, **extra)
 
 
@@ -162,16 +167,17 @@ def tables(results: dict[str, dict[str, Any]], sets: dict[str, list[EvalQuestion
             cells.append(_pct(ok, n))
         lines.append(f"| {t} | " + " | ".join(cells) + " |")
     lines += ["", "| configuration | role | calls | valid first try | valid after retry | fell back | "
-              "prompt tokens (mean) | completion tokens (mean) | call p50 ms |",
-              "|:---|:---|---:|---:|---:|---:|---:|---:|---:|"]
+              "cut off by the run's deadline | prompt tokens (mean) | completion tokens (mean) | call p50 ms |",
+              "|:---|:---|---:|---:|---:|---:|---:|---:|---:|---:|"]
     for c in configs:
         for role, k in sorted(results[c]["calls"].items()):
             if _modelled(c, role):
                 pt = statistics.mean(k.prompt_tokens) if k.prompt_tokens else 0
                 ct = statistics.mean(k.completion_tokens) if k.completion_tokens else 0
                 p50 = percentile(k.latency_ms, 50) or 0
-                lines.append(f"| {c} | {role} | {k.n} | {_pct(k.first_try, k.n)} | {_pct(k.after_retry, k.n)} | "
-                             f"{_pct(k.failed, k.n)} | {pt:.0f} | {ct:.0f} | {p50:.0f} |")
+                done = k.n - k.cut_off  # calls that ended with a verdict on the output
+                lines.append(f"| {c} | {role} | {done} | {_pct(k.first_try, done)} | {_pct(k.after_retry, done)} | "
+                             f"{_pct(k.failed, done)} | {k.cut_off} | {pt:.0f} | {ct:.0f} | {p50:.0f} |")
     lines += ["", "| configuration | runs | p50 s per run | p95 s per run | model calls | calls per run |",
               "|:---|---:|---:|---:|---:|---:|"]
     for c in configs:
@@ -191,6 +197,7 @@ def main() -> None:
     ap.add_argument("--timeout-ms", type=int, default=30_000, help="Limit on one model call.")
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--sets", default="demo,holdout,stress,typed")
+    ap.add_argument("--failures", type=Path, help="Also write every incorrect question (per configuration) here.")
     args = ap.parse_args()
     wanted = args.sets.split(",")
     sets = {k: v for k, v in sample(args.per_type, args.seed).items() if k in wanted}
@@ -199,6 +206,11 @@ def main() -> None:
         results[config] = asyncio.run(run_config(config, sets, args.deadline_ms, args.timeout_ms))
         console.print(Counter({r: k.n for r, k in results[config]["calls"].items()}))
     print(tables(results, sets))
+    if args.failures:
+        asked = {q.id: q.question for qs in sets.values() for q in qs}
+        rows = [{"config": c, "set": name, "question": asked.get(f.id, ""), **f.model_dump()}
+                for c, r in results.items() for name, rep in r["reports"].items() for f in rep.failures]
+        args.failures.write_text("".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows))
 
 
 if __name__ == "__main__":

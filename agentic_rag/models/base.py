@@ -10,6 +10,7 @@ before raising one typed :class:`GenerationError`.
 
 from __future__ import annotations
 
+import functools
 import json
 import time
 from collections.abc import Callable
@@ -89,8 +90,10 @@ class TextBackend(Protocol):
                        temperature: float) -> Completion: ...
 
 
+@functools.cache
 def schema_for(output_type: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema a backend constrains decoding to (the pydantic schema, references inlined where cheap)."""
+    """The JSON schema a backend constrains decoding to: the pydantic schema, built once per type (building it
+    takes milliseconds, and every role call needs it). Shared: read it, never change it in place."""
     return output_type.model_json_schema()
 
 

@@ -17,9 +17,9 @@ from typing import Any, Literal, cast
 from pydantic import BaseModel
 
 from agentic_rag.models.base import CallShape, Message, Shaper, schema_for
+from agentic_rag.models.forms import expander, form_for
 from agentic_rag.models.roles import ROLE_OF_INPUT, ROLES, GradeInput, Role, RoleInput, SelectInput
 from agentic_rag.models.schemas import MAX_REF_CHOICES, narrow, token_bound
-from agentic_rag.protocol import EntityLinks
 
 # Approximate budgets in tokens (4 characters a token is close for English and JSON).
 TOKEN_BUDGET: dict[Role, int] = {"rewrite": 1024, "select": 4096, "draft": 4096, "grade": 3072, "validate": 4096}
@@ -30,12 +30,9 @@ STATE_OPEN, STATE_CLOSE = "<state>\n```json\n", "\n```\n</state>"
 _STATE = re.compile(r"<state>\n```json\n(.*?)\n```\n</state>", re.DOTALL)
 
 
-# Compact prompts (``RAG_PROMPT_STYLE=compact``, for small models): no schema in the prompt (the grammar
-# holds the model to it), one worked example per role, the linked names as a short card, smaller budgets.
-COMPACT_BUDGET: dict[Role, int] = {"rewrite": 384, "select": 1280, "draft": 1280, "grade": 768, "validate": 1024}
+# Compact prompts (``RAG_PROMPT_STYLE=compact``, for small models): the role's call becomes a short form
+# (agentic_rag.models.forms) under a template with one worked example; no schema, no JSON state.
 PromptStyle = Literal["full", "compact"]
-MAX_CARD_CANDIDATES = 3  # readings of one mention shown in the compact linking card
-COMPACT_CARD_ENTITIES = 12  # entities of one context card a compact prompt lists
 
 
 @cache
@@ -45,23 +42,6 @@ def template(role: Role, style: PromptStyle = "full") -> str:
         return folder.joinpath("compact", f"{role}.md").read_text(encoding="utf-8").strip()
     background = folder.joinpath("_background.md").read_text(encoding="utf-8").strip()
     return folder.joinpath(f"{role}.md").read_text(encoding="utf-8").replace("{background}", background).strip()
-
-
-def linking_card(links: EntityLinks | None) -> str:
-    """The names a question mentions and what each may be, one line each, for a small model to read."""
-    if links is None or not links.mentions:
-        return "Linked: nothing in the question matched a catalog name."
-    lines = ["Linked:"]
-    for m in links.mentions:
-        shown = m.candidates[:MAX_CARD_CANDIDATES]
-        names = [c.name for c in shown]
-        # a year only where it tells two readings apart: numbers invite a small model to repeat them
-        lines.append(f'- "{m.text}" = ' + " | ".join(
-            f"{c.entity.entity_type} {c.name}{f' ({c.year})' if c.year and names.count(c.name) > 1 else ''} "
-            f"id={c.entity.id}" for c in shown))
-    if links.asks:
-        lines.append("The question asks about: " + " or ".join(dict.fromkeys(a.label for a in links.asks[:2])))
-    return "\n".join(lines)
 
 
 def refs_of(role_input: RoleInput) -> list[tuple[str, str]]:
@@ -76,6 +56,11 @@ def refs_of(role_input: RoleInput) -> list[tuple[str, str]]:
     if isinstance(role_input, GradeInput):
         out += [(i.entity.ref.entity_type, i.entity.ref.id) for i in role_input.items]
     return list(dict.fromkeys(out))
+
+
+@cache
+def _schema_text(output_type: type[BaseModel]) -> str:
+    return json.dumps(schema_for(output_type), separators=(",", ":"))
 
 
 def _state(data: dict[str, Any]) -> str:
@@ -98,27 +83,14 @@ def _fit(data: dict[str, Any], budget_chars: int) -> dict[str, Any]:
     return data
 
 
-def render(role_input: RoleInput, output_type: type[BaseModel], style: PromptStyle = "full") -> list[Message]:
-    """Chat messages for one role call."""
+def render(role_input: RoleInput, output_type: type[BaseModel]) -> list[Message]:
+    """Chat messages for one role call (the full style; a compact call is a form, see :func:`shaper`)."""
     role = ROLE_OF_INPUT[type(role_input)]
     if ROLES[output_type][0] != role:
         raise ValueError(f"{type(role_input).__name__} is the input of {role}, which does not produce "
                          f"{output_type.__name__}")
-    if style == "compact":
-        system = template(role, "compact")
-        card = linking_card(role_input.links)
-        budget = COMPACT_BUDGET[role] * CHARS_PER_TOKEN - len(system) - len(card) - 100
-        data = role_input.model_dump(mode="json", exclude_none=True, exclude={"links"})
-        for card in data.get("cards", []):  # what a card says in words, and the first entities it found
-            card.pop("data", None)
-            card.pop("paths", None)
-            card["entities"] = card.get("entities", [])[:COMPACT_CARD_ENTITIES]
-        state = _fit(data, max(budget, 1000))
-        user = (f"{card}\n\nInput:\n{STATE_OPEN}{_state(state)}{STATE_CLOSE}\n\n"
-                f"Reply with one {output_type.__name__} JSON object.")
-        return [{"role": "system", "content": system}, {"role": "user", "content": user}]
     system = template(role)
-    schema = json.dumps(output_type.model_json_schema(), separators=(",", ":"))
+    schema = _schema_text(output_type)
     budget = TOKEN_BUDGET[role] * CHARS_PER_TOKEN - len(system) - len(schema) - 200
     state = _fit(role_input.model_dump(mode="json", exclude_none=True), max(budget, 2000))
     user = (f"Input:\n{STATE_OPEN}{_state(state)}{STATE_CLOSE}\n\n"
@@ -147,14 +119,11 @@ ROLES_BY_TASK: dict[Role, str] = {
 }
 
 
-_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
-_HANDLE = re.compile(r'"#\d{1,3}"')
-
-
 def shaper(style: PromptStyle) -> Shaper:
-    """How a text model puts each call (see :class:`~agentic_rag.models.base.CallShape`): in ``style``, decoding
-    held to the entities the call was shown (:func:`~agentic_rag.models.schemas.narrow`), at most the tokens
-    that schema can take. Messages that are not a role call (no state block) keep the full schema."""
+    """How a text model puts each call (see :class:`~agentic_rag.models.base.CallShape`). Full: the loop's
+    messages, decoding held to the entities the call was shown (:func:`~agentic_rag.models.schemas.narrow`),
+    at most the tokens that schema can take. Compact: the call's form (:mod:`agentic_rag.models.forms`),
+    expanded into the contract. Messages that are not a role call (no state block) keep the full schema."""
 
     def shape(messages: list[Message], output_type: type[BaseModel]) -> CallShape:
         try:
@@ -164,27 +133,16 @@ def shaper(style: PromptStyle) -> Shaper:
             return CallShape(messages=messages, schema=schema_for(output_type))
         if ROLES[output_type][0] != role:
             return CallShape(messages=messages, schema=schema_for(output_type))
-        compact = style == "compact"
         refs = refs_of(inp)[:MAX_REF_CHOICES]
-        if compact:  # a small model names an entity by a short handle ("#3"), not by 36 characters of UUID
-            handles = {i: f"#{n}" for n, (_, i) in enumerate(refs, start=1)}
-            schema = narrow(schema_for(output_type), [(t, handles[i]) for t, i in refs], compact=True)
-        else:
-            handles = {}
-            schema = narrow(schema_for(output_type), refs)
+        if style == "compact":
+            form = form_for(inp, refs, template(role, "compact"))
+            return CallShape(messages=form.messages, schema=form.schema, max_tokens=token_bound(form.schema),
+                             restore=expander(form))
+        schema = narrow(schema_for(output_type), refs)
         if isinstance(inp, SelectInput) and not inp.cards and "anyOf" in schema:
             # nothing retrieved yet: finishing now can only answer "not found", so it is not offered
             schema = {**schema, "anyOf": [v for v in schema["anyOf"]
                                           if v.get("properties", {}).get("action", {}).get("const") != "finish"]}
-        if not compact:
-            return CallShape(messages=messages, schema=schema, max_tokens=token_bound(schema))
-        shown = [Message(role=m["role"], content=_UUID.sub(lambda u: handles.get(u.group(0), "?"), m["content"]))
-                 for m in render(inp, output_type, "compact")]
-        ids = {f'"{h}"': f'"{i}"' for i, h in handles.items()}
-
-        def restore(text: str) -> str:
-            return _HANDLE.sub(lambda h: ids.get(h.group(0), h.group(0)), text)
-
-        return CallShape(messages=shown, schema=schema, max_tokens=token_bound(schema), restore=restore)
+        return CallShape(messages=messages, schema=schema, max_tokens=token_bound(schema))
 
     return shape

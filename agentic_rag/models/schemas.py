@@ -142,26 +142,16 @@ def _match_width(pattern: str) -> tuple[int, int] | None:
 
 _IMPOSSIBLE: dict[str, Any] = {"not": {}}
 MAX_REF_CHOICES = 64  # entities one call may name: an enum this long still compiles in milliseconds
-# What a small model is asked to write (compact prompts): string budgets by field name, in characters,
-# and at most this many items in a list. The protocol's own bounds are for any model; these are tighter
-# so a 135M model that starts rambling inside a string is stopped by the grammar early, not by the cap.
-COMPACT_STRINGS: dict[str, int] = {"rationale": 80, "query": 120, "rewritten_query": 160, "answer": 480,
-                                   "missing": 80, "mentions": 80}
-COMPACT_STRING = 80
-COMPACT_ITEMS = 6
-# Optional fields a small model never writes (their defaults stand): batches, filters, limits, evidence.
-COMPACT_DROPPED = frozenset({"also", "filters", "limits", "evidence", "citations", "suggested_next_action"})
 
 
-def narrow(schema: dict[str, Any], refs: list[tuple[str, str]], *, compact: bool = False) -> dict[str, Any]:
+def narrow(schema: dict[str, Any], refs: list[tuple[str, str]]) -> dict[str, Any]:
     """The schema one call decodes under: every entity it may name is one it was shown.
 
     ``refs`` are the (entity_type, id) pairs of the call's input (linked candidates, context cards). An
     entity reference becomes the choice among them, a bare UUID the choice among their ids; a value that
     needs one when there is none cannot be written at all (a step without a known id cannot be a graph
-    step), so the grammar offers only what can pass. With ``compact``, strings and lists get the tighter
-    budgets above and the optional fields in ``COMPACT_DROPPED`` are not offered. Every value this schema
-    accepts is accepted by the original (references are inlined; the original has no recursion).
+    step), so the grammar offers only what can pass. Every value this schema accepts is accepted by the
+    original (references are inlined; the original has no recursion).
     """
     refs = list(dict.fromkeys(refs))[:MAX_REF_CHOICES]
     defs = schema.get("$defs", {})
@@ -194,19 +184,6 @@ def narrow(schema: dict[str, Any], refs: list[tuple[str, str]], *, compact: bool
                 out[key] = walk(value, name)
             else:
                 out[key] = value
-        if compact:
-            if out.get("type") == "string" and "maxLength" in out and "enum" not in out:
-                out["maxLength"] = min(int(out["maxLength"]), COMPACT_STRINGS.get(name, COMPACT_STRING))
-            if out.get("type") == "array" and "maxItems" in out:
-                out["maxItems"] = min(int(out["maxItems"]), COMPACT_ITEMS)
-            if name == "edge_types" and out.get("type") == "array":
-                out["minItems"] = 1  # "all relations" floods a small context: a small model names the one it wants
-            if isinstance(out.get("properties"), dict):
-                if "edge_types" in out["properties"]:
-                    out["required"] = list(dict.fromkeys([*out.get("required", []), "edge_types"]))
-                required = set(out.get("required", []))
-                out["properties"] = {p: s for p, s in out["properties"].items()
-                                     if p in required or p not in COMPACT_DROPPED}
         return _prune(out)
 
     return walk(schema)  # type: ignore[no-any-return]

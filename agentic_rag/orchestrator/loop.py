@@ -178,6 +178,11 @@ class RunContext:
             await self.sink({"seq": seq, "stage": stage, "type": type_, "payload": payload,
                              "latency_ms": latency_ms})
 
+    async def flush(self) -> None:
+        t0 = time.perf_counter()
+        await self.rec.flush()
+        self.s.timings["trajectory_ms"] += (time.perf_counter() - t0) * 1000
+
     async def finish(self, response: AgentResponse) -> RunResult:
         s = self.s
         s.timings["total_ms"] = s.elapsed_ms()
@@ -185,7 +190,9 @@ class RunContext:
         await self.event("final", "decision", {"status": response.status,
                                                "termination": response.evidence.termination_reason,
                                                "turns": s.turns_used, "timings": timings})
+        t0 = time.perf_counter()
         await self.rec.finish(status=response.status, response=response.model_dump(mode="json"), timings=timings)
+        self.s.timings["trajectory_ms"] += (time.perf_counter() - t0) * 1000
         return RunResult(trajectory_id=self.rec.trajectory_id, request_id=self.rec.request_id, response=response,
                          turns=s.turns_used, latency_ms=timings["total_ms"], timings=timings, mode=s.mode)
 
@@ -263,6 +270,7 @@ class RunContext:
         if no_retrieval and await self._judge():  # seed 001 10.4: a direct answer, still validated
             return response_from(s, self._draft_or_raise(), "answered", "no_retrieval_needed")
         for turn in range(s.turn, s.max_turns):
+            await self.flush()  # what the run decided before this turn, in one round trip
             s.turn, s.turns_used = turn, turn + 1
             step = await self._select()
             if step.action == "finish":

@@ -1,7 +1,10 @@
 """The trajectory store (seed 003): every run's decisions, actions, observations and timings, in PostgreSQL.
 
-A run gets a :class:`Recorder` from :meth:`TrajectoryStore.start` and writes each event as it happens,
-so a crash leaves a readable partial trajectory. Events are append-only history: migration 0005 makes
+A run gets a :class:`Recorder` from :meth:`TrajectoryStore.start`. By default
+(``RAG_TRAJECTORY_WRITES=turn``) it keeps a turn's events and writes them in one round trip when the
+loop says the turn is over (:meth:`Recorder.flush`), and the last ones in the same transaction as the
+run's end, so a crash leaves a readable trajectory up to the last finished turn; with ``event`` every
+event is written as it happens (one round trip each). Events are append-only history: migration 0005 makes
 the database refuse to change or remove them, and to delete a trajectory. A run that asked for a
 clarification is resumed from any process with :meth:`TrajectoryStore.reopen`.
 
@@ -215,12 +218,15 @@ def _transient(exc: BaseException) -> bool:
 class Recorder:
     """Writes one run's events. Safe to share between concurrent branches of the run (one asyncio.Lock)."""
 
-    def __init__(self, store: TrajectoryStore, trajectory_id: uuid.UUID, request_id: str, last_seq: int = 0) -> None:
+    def __init__(self, store: TrajectoryStore, trajectory_id: uuid.UUID, request_id: str, last_seq: int = 0,
+                 *, buffered: bool = False) -> None:
         self._store = store
         self._trajectory_id = trajectory_id
         self._request_id = request_id
         self._seq = last_seq
         self._lock = asyncio.Lock()
+        self._buffered = buffered
+        self._pending: list[dict[str, Any]] = []  # events handed a seq, not yet written (buffered only)
 
     @property
     def trajectory_id(self) -> uuid.UUID:
@@ -238,7 +244,8 @@ class Recorder:
     async def event(
         self, stage: str, type: EventType, payload: dict[str, Any] | None = None, *, latency_ms: float | None = None
     ) -> int:
-        """Write one event now and return its seq. Raises ``TrajectoryError`` if it cannot be persisted."""
+        """Record one event and return its seq: written now, or at the next :meth:`flush` or :meth:`finish` when
+        buffered. Raises ``TrajectoryError`` if it cannot be persisted."""
         _bounded("stage", stage, MAX_STAGE_CHARS)
         if type not in _EVENT_TYPES:
             raise ValueError(f"event type {type!r} is not one of {sorted(_EVENT_TYPES)}")
@@ -250,9 +257,22 @@ class Recorder:
         # only taken once its write succeeded, so a failed write leaves no hole.
         async with self._lock:
             params["seq"] = self._seq + 1
-            await self._store._execute(f"event {params['seq']}", lambda conn: _insert_event(conn, params))
+            if self._buffered:
+                self._pending.append(params)
+            else:
+                await self._store._execute(f"event {params['seq']}", lambda conn: _insert_events(conn, [params]))
             self._seq = params["seq"]
         return int(params["seq"])
+
+    async def flush(self) -> None:
+        """Write the buffered events in one round trip (one transaction). Raises ``TrajectoryError``; the events
+        stay buffered, so a later flush or the finish writes them again (each write is idempotent)."""
+        async with self._lock:
+            if self._pending:
+                batch = list(self._pending)
+                await self._store._execute(f"events {batch[0]['seq']}-{batch[-1]['seq']}",
+                                           lambda conn: _insert_events(conn, batch))
+                del self._pending[: len(batch)]
 
     async def finish(self, *, status: str, response: dict[str, Any] | None, timings: dict[str, float]) -> None:
         """Record how the run ended. Raises ``TrajectoryError`` rather than leave the end unrecorded."""
@@ -265,27 +285,34 @@ class Recorder:
             "response": None if response is None else Jsonb(response, dumps=_dumps),
         }
 
-        async def run(conn: Conn) -> None:
-            cur = await conn.execute(FINISH_SQL, params)
-            if cur.rowcount == 0:
-                raise TrajectoryNotFound(f"trajectory {self._trajectory_id} not found")
-
         async with self._lock:  # after every event already handed a seq
+            batch = list(self._pending)
+
+            async def run(conn: Conn) -> None:  # the last events and the end, in one transaction
+                await _insert_events(conn, batch)
+                cur = await conn.execute(FINISH_SQL, params)
+                if cur.rowcount == 0:
+                    raise TrajectoryNotFound(f"trajectory {self._trajectory_id} not found")
+
             await self._store._execute("finish", run)
+            del self._pending[: len(batch)]
 
 
-async def _insert_event(conn: Conn, params: dict[str, Any]) -> None:
-    cur = await conn.execute(INSERT_EVENT_SQL, params)
-    if cur.rowcount:
+async def _insert_events(conn: Conn, batch: list[dict[str, Any]]) -> None:
+    if not batch:
         return
-    # The seq exists: either our own write whose commit we did not hear about (a retry), or another writer.
-    cur = await conn.execute(SAME_EVENT_SQL, params)
-    row = await cur.fetchone()
-    if not (row and row[0]):
-        raise TrajectoryError(
-            f"trajectory store refused event {params['seq']} of {params['id']}: that seq is taken "
-            "(is another process recording this trajectory?)"
-        )
+    async with conn.cursor() as cur:
+        await cur.executemany(INSERT_EVENT_SQL, batch)  # psycopg pipelines the rows: one round trip
+        if cur.rowcount == len(batch):
+            return
+    # Some seqs exist: our own write whose commit we did not hear about (a retry), or another writer.
+    for params in batch:
+        row = await (await conn.execute(SAME_EVENT_SQL, params)).fetchone()
+        if not (row and row[0]):
+            raise TrajectoryError(
+                f"trajectory store refused event {params['seq']} of {params['id']}: that seq is taken "
+                "(is another process recording this trajectory?)"
+            )
 
 
 class TrajectoryStore:
@@ -295,6 +322,7 @@ class TrajectoryStore:
         self._pool = pool
         self._attempts = settings.retry_attempts
         self._timeout = settings.query_timeout_ms / 1000
+        self._buffered = settings.trajectory_writes == "turn"
 
     async def _execute(self, what: str, op: Callable[[Conn], Awaitable[T]]) -> T:
         """Run ``op`` on a pooled connection (one transaction), retrying transient failures."""
@@ -340,7 +368,7 @@ class TrajectoryStore:
                 raise TrajectoryError(f"trajectory store refused start: trajectory {params['id']} already exists")
 
         await self._execute("start", run)
-        return Recorder(self, tid, request_id)
+        return Recorder(self, tid, request_id, buffered=self._buffered)
 
     async def reopen(self, trajectory_id: uuid.UUID, *, tenant: str | None = None) -> Recorder:
         """Set a run back to running (to resume it) and return a recorder that continues its seqs."""
@@ -351,7 +379,7 @@ class TrajectoryStore:
         row = await self._execute("reopen", run)
         if row is None:
             raise TrajectoryNotFound(f"trajectory {trajectory_id} not found")
-        return Recorder(self, trajectory_id, row[0], row[1])
+        return Recorder(self, trajectory_id, row[0], row[1], buffered=self._buffered)
 
     async def get(self, trajectory_id: uuid.UUID, *, tenant: str | None = None) -> Trajectory | None:
         """The trajectory with its events ordered by seq; None if absent (or another tenant's)."""

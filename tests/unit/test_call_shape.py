@@ -1,4 +1,4 @@
-"""How a call is put to a text model: decoding narrowed to the entities shown, compact prompts, handles."""
+"""How a call is put to a text model: decoding narrowed to the entities shown; compact calls as forms."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import json
 from typing import Any
 
 from agentic_rag.models.prompts import render, shaper
-from agentic_rag.models.roles import SelectInput
+from agentic_rag.models.roles import CardEntity, ContextCard, DraftInput, SelectInput
 from agentic_rag.models.schemas import narrow, token_bound
 from agentic_rag.protocol import (
     DraftAnswer,
@@ -49,29 +49,55 @@ def test_an_entity_can_be_named_only_if_the_call_was_shown_it() -> None:
     assert draft["properties"]["result_entities"]["maxItems"] == 0
 
 
-def test_compact_budgets_are_tighter_and_bound_the_tokens() -> None:
-    full = narrow(QueryRewrite.model_json_schema(), [])
-    compact = narrow(QueryRewrite.model_json_schema(), [], compact=True)
-    assert compact["properties"]["rationale"]["maxLength"] < full["properties"]["rationale"]["maxLength"]
-    assert 0 < token_bound(compact) < token_bound(full)
-    step = json.dumps(narrow(NextStep.model_json_schema(), [("anime", BEBOP)], compact=True))
-    assert '"also"' not in step and '"limits"' not in step  # optional extras a small model never writes
-
-
-def test_a_compact_call_names_entities_by_handle_and_reads_back_their_ids() -> None:
+def test_a_compact_call_is_a_form_whose_choices_are_what_the_call_was_shown() -> None:
     messages = render(_select(), NextStep)
     shaped = shaper("compact")(messages, NextStep)
     prompt = "\n".join(m["content"] for m in shaped.messages)
-    assert BEBOP not in prompt and "id=#1" in prompt and "Output schema" not in prompt
-    assert "finish" not in _variants(shaped.schema)  # nothing retrieved yet: finishing cannot answer
-    text = ('{"action":"pg_graph","rationale":"studio","graph_intent":{"rationale":"hop","query_type":"neighbors",'
-            '"start":{"entity_type":"anime","id":"#1"},"end":null,"max_hops":1,"edge_types":["animated_by"]},'
-            '"search_intent":null,"structured_query":null}')
-    step = NextStep.model_validate_json(shaped.restore(text))
+    assert BEBOP not in prompt and "Cowboy Bebop (anime)" in prompt and "Output schema" not in prompt
+    steps = [v["properties"]["step"]["const"] for v in shaped.schema["anyOf"]]
+    assert "finish" not in steps  # nothing retrieved yet: finishing cannot answer
+    related = next(v for v in shaped.schema["anyOf"] if v["properties"]["step"]["const"] == "related")
+    assert related["properties"]["of"]["enum"] == ["Cowboy Bebop (anime)"]
+    assert "animated_by" in related["properties"]["relation"]["enum"]
+    assert "family" not in related["properties"]["relation"]["enum"]  # a relation of characters, not of anime
+    # the filled form becomes the contract, with the real id
+    step = NextStep.model_validate_json(shaped.restore('{"step":"related","of":"Cowboy Bebop (anime)",'
+                                                       '"relation":"animated_by"}'))
     assert step.graph_intent is not None and step.graph_intent.start.id == BEBOP
+    assert step.graph_intent.edge_types == ["animated_by"]
+    assert token_bound(shaped.schema) < 80  # a few words, not a dozen nested fields
     # the full style keeps the loop's messages and real ids
     full = shaper("full")(messages, NextStep)
     assert full.messages == messages and BEBOP in json.dumps(full.schema)
+
+
+def test_a_step_already_taken_is_not_offered_again() -> None:
+    card = ContextCard(turn=0, source="pg_graph", request="neighbors from Cowboy Bebop via animated_by",
+                       summary=f"Neighbors (1):\n- animated_by: Sunrise (studio) [id {SUNRISE}]", count=1,
+                       entities=[CardEntity(ref=EntityRef(entity_type="studio", id=SUNRISE), name="Sunrise (studio)")],
+                       data={"kind": "neighbors", "start": BEBOP, "end": None, "edge_types": ["animated_by"]})
+    inp = _select().model_copy(update={"cards": [card], "turn": 1})
+    shaped = shaper("compact")(render(inp, NextStep), NextStep)
+    offered = {(of, r) for v in shaped.schema["anyOf"] if v["properties"]["step"]["const"] == "related"
+               for of in v["properties"]["of"]["enum"] for r in v["properties"]["relation"]["enum"]}
+    assert ("Cowboy Bebop (anime)", "animated_by") not in offered and ("Cowboy Bebop (anime)", "staff") in offered
+    assert ("Sunrise (studio)", "animated") in offered
+    assert "- animated_by: Sunrise (studio)" in shaped.messages[-1]["content"]  # ids never shown
+
+
+def test_a_compact_draft_picks_entities_and_the_answer_is_the_context_line() -> None:
+    card = ContextCard(turn=0, source="pg_graph", request="neighbors from Cowboy Bebop via animated_by",
+                       summary=f"Neighbors (1):\n- animated_by: Sunrise (studio) [id {SUNRISE}]", count=1,
+                       entities=[CardEntity(ref=EntityRef(entity_type="studio", id=SUNRISE), name="Sunrise (studio)")])
+    inp = DraftInput(question="which studio animated cowboy bebop", links=_links(), rewrite=_select().rewrite,
+                     cards=[card])
+    shaped = shaper("compact")(render(inp, DraftAnswer), DraftAnswer)
+    assert shaped.schema["properties"]["answer"]["items"]["enum"] == ["Sunrise (studio)"]  # only what was found
+    draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["Sunrise (studio)"]}'))
+    assert draft.result_entities == [EntityRef(entity_type="studio", id=SUNRISE)]
+    assert draft.answer == "animated_by: Sunrise (studio)" and draft.confidence >= 0.6
+    empty = DraftAnswer.model_validate_json(shaped.restore('{"answer":[]}'))
+    assert not empty.result_entities and empty.confidence < 0.5
 
 
 def test_messages_that_are_no_role_call_keep_the_whole_schema() -> None:

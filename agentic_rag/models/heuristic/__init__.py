@@ -12,6 +12,7 @@ from typing import TypeVar, cast
 
 from pydantic import BaseModel
 
+from agentic_rag.catalog.vocabulary import EDGE_TYPE_BY_NAME
 from agentic_rag.models.base import Generation, Message, Usage
 from agentic_rag.models.heuristic.context import names_match, words
 from agentic_rag.models.heuristic.planner import select
@@ -19,6 +20,7 @@ from agentic_rag.models.heuristic.writer import draft
 from agentic_rag.models.prompts import read_state
 from agentic_rag.models.roles import ROLES, DraftInput, GradeInput, RewriteInput, SelectInput, ValidateInput
 from agentic_rag.protocol import DocumentGrade, GradeReport, QueryRewrite, RetrievalMode, SufficiencyReport
+from agentic_rag.understanding.plan import Analysis
 from agentic_rag.understanding.reading import read
 
 T = TypeVar("T", bound=BaseModel)
@@ -45,13 +47,31 @@ def grade(inp: GradeInput) -> GradeReport:
     ])
 
 
+def answer_types(a: Analysis) -> set[str]:
+    """The entity types the answer of a chain question can be: where its last hop leads (none: any)."""
+    if a.attr is not None or not a.hops or a.intent != "chain":
+        return set()
+    last = a.hops[-1]
+    if last.node_types:
+        return set(last.node_types)
+    return {t for e in last.edges if e in EDGE_TYPE_BY_NAME for t in EDGE_TYPE_BY_NAME[e].dst}
+
+
 def validate(inp: ValidateInput) -> SufficiencyReport:
     d = inp.draft
+    a = read(inp.question, inp.links)
+    # an answer that neither names nor rests on the kind of entity asked (a character where the question asks
+    # who directed) answers nothing yet
+    wanted = answer_types(a)
+    if wanted and d.result_entities and not any(e.entity_type in wanted
+                                                for e in (*d.result_entities, *d.source_entities)):
+        return SufficiencyReport(sufficient=False, rationale="the draft's answer is not the kind of entity asked",
+                                 missing=[f"the {' or '.join(sorted(wanted))} the question asks for"],
+                                 suggested_next_action="pg_graph")
     if d.result_entities and d.confidence >= 0.6:
         return SufficiencyReport(sufficient=True, rationale="the draft names its answer entities from context")
     if d.confidence >= 0.8 and d.evidence.facts:
         return SufficiencyReport(sufficient=True, rationale="the draft states the asked value from context")
-    a = read(inp.question, inp.links)
     found = {e.id for e in d.source_entities}
     named = [m for m in a.mentions if not any(names_match(m, e) for c in inp.cards for e in c.entities
                                               if e.ref.id in found)]

@@ -1,0 +1,373 @@
+"""Forms: what a small model fills in instead of a whole contract (``RAG_PROMPT_STYLE=compact``).
+
+A 135M-parameter model cannot be trusted to write a ``NextStep`` of a dozen nested fields or an answer
+sentence: it wanders inside free strings and copies its example. So each role call becomes a short form
+whose every field is a choice among what the call was shown, and code expands the filled form into the
+role's contract:
+
+- **rewrite**: the retrieval mode only; the question and the linked names stand as they are.
+- **select**: one step: a relation of a shown entity (the relations its type has, from the catalog's
+  edge vocabulary), a comparison or connection of two, the details of one, a search by meaning, or
+  finish (only once something was found).
+- **draft**: the entities that answer (among a step's findings, not the entity a one-relation step
+  started from); the answer is the context's own lines for them.
+- **grade**: the indexes of the relevant items.
+- **validate**: sufficient or not.
+
+Entities are named by label, their name and type ("Sunrise (studio)", in the order
+:func:`~agentic_rag.models.prompts.refs_of` lists them): words a small model can match against the question,
+where a number or an id means nothing to it. The prompt is plain text (the question, the linked names, what
+each step found, no ids, no JSON state), after a few worked examples given as earlier chat turns.
+Every decision stays the model's; code only spells it out, and the expanded contract is validated like any
+model output. A form nobody could fill (nothing to pick) is still valid JSON the contract accepts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from agentic_rag.catalog.vocabulary import EDGE_TYPES
+from agentic_rag.models.base import Message
+from agentic_rag.models.roles import (
+    ContextCard,
+    DraftInput,
+    GradeInput,
+    RewriteInput,
+    RoleInput,
+    SelectInput,
+    ValidateInput,
+)
+from agentic_rag.protocol import EntityLinks
+
+MAX_ENTRIES = 40  # entities one form may name (linked candidates first, then the cards' entities)
+MAX_LINKED = 4  # readings of one mention shown
+MAX_ANSWER_PICKS = 6
+SEARCH_TEXT = 60  # characters of a search the model writes itself
+LINE_CHARS = 220  # a context line as a form shows it
+MAX_LINES = 14  # lines of one card shown
+SEARCHABLE = ("anime", "manga", "character", "person", "studio", "franchise")
+# The relations each entity type has (its outgoing edges), in vocabulary order.
+RELATIONS: dict[str, list[str]] = {}
+for _e in EDGE_TYPES:
+    for _t in _e.src:
+        RELATIONS.setdefault(_t, []).append(_e.name)
+_ID_MARK = re.compile(r"\s*\[id [0-9a-f-]{36}\]")
+_UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
+
+
+@dataclass(frozen=True)
+class Entry:
+    """One entity a form can name: by its label, the name the context shows plus its type."""
+
+    entity_type: str
+    id: str
+    label: str
+
+
+_TAIL = re.compile(r"\s*\([^()]*\)\s*$")
+
+
+def entries(inp: RoleInput, refs: list[tuple[str, str]]) -> dict[str, Entry]:
+    """Label -> entity, for the refs the call was shown. A label is the entity's name and type ("Cowboy Bebop
+    (anime)"): words a small model can match against the question, where a number means nothing to it."""
+    names: dict[str, str] = {}
+    years: dict[str, int] = {}
+    for card in getattr(inp, "cards", []):
+        for e in card.entities:
+            names.setdefault(e.ref.id, _TAIL.sub("", e.name) or e.name)
+    if inp.links is not None:
+        for m in inp.links.mentions:
+            for c in m.candidates:
+                names[c.entity.id] = c.name
+                if c.year:
+                    years[c.entity.id] = c.year
+    if isinstance(inp, GradeInput):
+        for item in inp.items:
+            names.setdefault(item.entity.ref.id, _TAIL.sub("", item.entity.name) or item.entity.name)
+    book: dict[str, Entry] = {}
+    for n, (t, i) in enumerate(refs[:MAX_ENTRIES], start=1):
+        label = f"{names.get(i, t)[:80]} ({t})"
+        if label in book:  # two of one name and type: the year tells them apart, else its place in the list
+            label = f"{names.get(i, t)[:80]} ({t}, {years[i]})" if i in years else f"{label} #{n}"
+            if label in book:
+                label = f"{label} #{n}"
+        book[label] = Entry(t, i, label)
+    return book
+
+
+def _label_of(book: dict[str, Entry]) -> dict[str, str]:
+    return {e.id: label for label, e in book.items()}
+
+
+def linked_text(links: EntityLinks | None, book: dict[str, Entry]) -> str:
+    """The names the question mentions and what each may be."""
+    if links is None or not links.mentions:
+        return "Names in the question: none found in the catalog."
+    label = _label_of(book)
+    lines = ["Names in the question:"]
+    for m in links.mentions:
+        shown = [c for c in m.candidates[:MAX_LINKED] if c.entity.id in label]
+        lines.append(f'- "{m.text}": ' + "; ".join(
+            label[c.entity.id] + (f" from {c.year}" if c.year else "") for c in shown))
+    if links.asks:  # what the sentence encoder read the question as asking, where no cue word said it
+        lines.append("The question asks about: " + " or ".join(dict.fromkeys(a.label for a in links.asks[:2])))
+    return "\n".join(lines)
+
+
+def _short(line: str) -> str:
+    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 3] + "..."
+
+
+def card_lines(card: ContextCard, labels: dict[str, str]) -> list[tuple[str | None, str]]:
+    """A card's findings as short lines, each with the id of the entity it is about (if one): its summary
+    without ids, or its entities when the summary was cut to fit."""
+    out: list[tuple[str | None, str]] = []
+    if not card.summary.strip():
+        return [(e.ref.id, f"- {labels.get(e.ref.id, e.name)}" + (f" ({e.detail})" if e.detail else ""))
+                for e in card.entities[:MAX_LINES]]
+    for line in card.summary.splitlines()[1: MAX_LINES + 1] or card.summary.splitlines()[:1]:
+        ids = _UUID.findall(line)
+        text = _ID_MARK.sub("", line)
+        text = _UUID.sub(lambda u: labels.get(u.group(0), "?"), text).strip()
+        if text:
+            out.append((ids[0] if ids else None, _short(" ".join(text.split()))))
+    return out
+
+
+def found_text(cards: list[ContextCard], book: dict[str, Entry]) -> str:
+    if not cards:
+        return "Found so far: nothing yet."
+    labels = _label_of(book)
+    parts = ["Found so far:"]
+    for n, card in enumerate(cards, start=1):
+        lines = card_lines(card, labels)
+        request = _UUID.sub(lambda u: labels.get(u.group(0), "?"), card.request)
+        parts.append(f"Step {n}, {request}:" if lines else f"Step {n}, {request}: nothing found.")
+        parts += [f"  {text}" for _, text in lines]
+    return "\n".join(parts)
+
+
+def _choice(values: list[str]) -> dict[str, Any]:
+    return {"type": "string", "enum": values}
+
+
+def _obj(props: dict[str, Any]) -> dict[str, Any]:
+    return {"type": "object", "additionalProperties": False, "required": list(props), "properties": props}
+
+
+# -- the forms ---------------------------------------------------------------------------------------------
+
+Expand = Callable[[dict[str, Any]], dict[str, Any]]
+
+
+@dataclass(frozen=True)
+class Form:
+    """A small model's call: its prompt, the schema of its form, and how a filled form becomes the contract."""
+
+    messages: list[Message]
+    schema: dict[str, Any]
+    expand: Expand
+
+
+def rewrite_form(inp: RewriteInput) -> tuple[dict[str, Any], Expand]:
+    modes = ["graph", "vector", "hybrid"] + ([] if inp.links and inp.links.mentions else ["none"])
+    schema = _obj({"mode": _choice(modes)})
+    mentions = [m.text[:200] for m in inp.links.mentions][:6] if inp.links else []
+
+    def expand(f: dict[str, Any]) -> dict[str, Any]:
+        return {"rewritten_query": " ".join(inp.question.split())[:500] or "?",
+                "needs_external_context": f["mode"] != "none", "retrieval_mode": f["mode"],
+                "mentions": mentions, "rationale": "retrieval mode chosen by the model"}
+
+    return schema, expand
+
+
+def _done(cards: list[ContextCard]) -> tuple[set[tuple[str, str]], set[str]]:
+    """The steps already taken: (start id, relation) of every one-relation hop, and the ids read by id."""
+    hops = {(str(c.data.get("start")), str(c.data["edge_types"][0])) for c in cards
+            if c.source == "pg_graph" and c.data.get("kind") == "neighbors"
+            and len(c.data.get("edge_types") or []) == 1}
+    read = {str(i) for c in cards if c.source == "qdrant_search" and len(c.data.get("ids") or []) == 1
+            for i in c.data["ids"]}
+    return hops, read
+
+
+def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any], Expand]:
+    """One step; a step already taken is not offered again (the loop would refuse it as a repeat)."""
+    hops, read = _done(inp.cards)
+    variants: list[dict[str, Any]] = []
+    groups: dict[tuple[str, ...], list[str]] = {}  # the relations left -> the entities they are left for
+    for label, e in book.items():
+        left = tuple(r for r in RELATIONS.get(e.entity_type, []) if (e.id, r) not in hops)
+        if left:
+            groups.setdefault(left, []).append(label)
+    for left, labels in groups.items():
+        variants.append(_obj({"step": {"const": "related"}, "of": _choice(labels), "relation": _choice(list(left))}))
+    if unread := [label for label, e in book.items() if e.id not in read]:
+        variants.append(_obj({"step": {"const": "details"}, "of": _choice(unread)}))
+    if len(book) >= 2:
+        variants.append(_obj({"step": {"const": "compare"}, "of": _choice(list(book)), "with": _choice(list(book))}))
+        variants.append(_obj({"step": {"const": "connection"}, "of": _choice(list(book)), "to": _choice(list(book))}))
+    variants.append(_obj({"step": {"const": "search"}, "type": _choice(list(SEARCHABLE)),
+                          "text": {"type": "string", "minLength": 2, "maxLength": SEARCH_TEXT}}))
+    if inp.cards:
+        variants.append(_obj({"step": {"const": "finish"}}))
+    schema = {"anyOf": variants}
+
+    def ref(label: str) -> dict[str, str]:
+        return {"entity_type": book[label].entity_type, "id": book[label].id}
+
+    def graph(kind: str, why: str, start: str, end: str | None = None, edges: list[str] | None = None,
+              hops: int = 1) -> dict[str, Any]:
+        return {"action": "pg_graph", "rationale": why[:300], "graph_intent": {
+            "rationale": why[:300], "query_type": kind, "start": ref(start), "end": ref(end) if end else None,
+            "max_hops": hops, "edge_types": edges or [], "limits": {"max_results": 50}}}
+
+    def expand(f: dict[str, Any]) -> dict[str, Any]:
+        step = f["step"]
+        if step == "related":
+            return graph("neighbors", f"{f['relation']} of {f['of']}", f["of"], edges=[f["relation"]])
+        if step in ("compare", "connection"):
+            other = f["with" if step == "compare" else "to"]
+            return graph("compare" if step == "compare" else "path", f"{step} {f['of']} and {other}", f["of"],
+                         other, hops=1 if step == "compare" else 3)
+        if step == "details":
+            e, why = book[f["of"]], f"details of {f['of']}"[:300]
+            return {"action": "qdrant_search", "rationale": why, "search_intent": {
+                "rationale": why, "entity_type": e.entity_type, "query": _TAIL.sub("", e.label)[:500] or e.label,
+                "filters": {"id": [e.id]}, "limit": 1}}
+        if step == "search":
+            why = f"search {f['type']} by meaning"
+            return {"action": "qdrant_search", "rationale": why, "search_intent": {
+                "rationale": why, "entity_type": f["type"], "query": f["text"], "limit": 5}}
+        return {"action": "finish", "rationale": "the model judged the context enough"}
+
+    return schema, expand
+
+
+def _line_of(cards: list[ContextCard], book: dict[str, Entry]) -> dict[str, str]:
+    """Each entity's most telling line in the cards: from the latest card that has a line about it."""
+    labels = _label_of(book)
+    out: dict[str, str] = {}
+    for card in cards:
+        for i, text in card_lines(card, labels):
+            if i is not None:
+                out[i] = text.lstrip("-0123456789. ").strip()
+    return out
+
+
+def _answers(card: ContextCard) -> set[str]:
+    """The ids a card can answer with: a one-relation step's neighbors, not the entity it started from."""
+    start = card.data.get("start") if card.source == "pg_graph" and card.data.get("kind") == "neighbors" else None
+    return {e.ref.id for e in card.entities if e.ref.id != start}
+
+
+def draft_form(inp: DraftInput, book: dict[str, Entry]) -> tuple[dict[str, Any], Expand]:
+    in_cards = set().union(*(_answers(c) for c in inp.cards)) if inp.cards else set()
+    pickable = [label for label, e in book.items() if e.id in in_cards]
+    items = _choice(pickable) if pickable else {"type": "null"}
+    schema = _obj({"answer": {"type": "array", "items": items, "maxItems": MAX_ANSWER_PICKS if pickable else 0}})
+    lines = _line_of(inp.cards, book)
+
+    def expand(f: dict[str, Any]) -> dict[str, Any]:
+        picks = [book[label] for label in dict.fromkeys(f["answer"]) if label in book]
+        if not picks:
+            return {"answer": "The context found so far does not answer the question.", "confidence": 0.1}
+        refs = [{"entity_type": e.entity_type, "id": e.id} for e in picks]
+        facts = [lines.get(e.id, e.label)[:200] for e in picks]
+        return {"answer": "; ".join(facts)[:2000], "result_entities": refs, "source_entities": refs,
+                "evidence": {"facts": facts}, "citations": [e.label[:200] for e in picks], "confidence": 0.8}
+
+    return schema, expand
+
+
+def grade_form(inp: GradeInput) -> tuple[dict[str, Any], Expand]:
+    indexes = [i.index for i in inp.items]
+    items = {"type": "integer", "enum": indexes} if indexes else {"type": "null"}
+    schema = _obj({"relevant": {"type": "array", "items": items, "maxItems": len(indexes)}})
+
+    def expand(f: dict[str, Any]) -> dict[str, Any]:
+        chosen = set(f["relevant"])
+        return {"grades": [{"index": i, "relevant": i in chosen} for i in indexes]}
+
+    return schema, expand
+
+
+def validate_form(inp: ValidateInput) -> tuple[dict[str, Any], Expand]:
+    schema = _obj({"sufficient": {"type": "boolean"}})
+    mentions = [m.text[:200] for m in inp.links.mentions][:8] if inp.links else []
+
+    def expand(f: dict[str, Any]) -> dict[str, Any]:
+        if f["sufficient"]:
+            return {"sufficient": True, "rationale": "the model judged the draft sufficient", "missing": []}
+        return {"sufficient": False, "rationale": "the model judged the draft insufficient",
+                "missing": [f"what the question asks of {' and '.join(mentions)}"[:200]] if mentions
+                else ["an answer to the question"]}
+
+    return schema, expand
+
+
+def user_text(inp: RoleInput, book: dict[str, Entry]) -> str:
+    """The call's input as plain text for a small model."""
+    parts = [f"Question: {' '.join(inp.question.split())}", linked_text(inp.links, book)]
+    if isinstance(inp, (SelectInput, DraftInput, ValidateInput)):
+        parts.append(found_text(inp.cards, book))
+    if isinstance(inp, SelectInput) and inp.missing:
+        parts.append("Still missing: " + "; ".join(inp.missing[:4]))
+    if isinstance(inp, ValidateInput):
+        parts.append(f"Draft answer: {inp.draft.answer}")
+    if isinstance(inp, GradeInput):
+        parts.append("Items:\n" + "\n".join(f"{i.index}: {i.entity.name}"
+                                            + (f" - {i.snippet[:150]}" if i.snippet else "") for i in inp.items))
+    return "\n\n".join(parts)
+
+
+def form_for(inp: RoleInput, refs: list[tuple[str, str]], template: str) -> Form:
+    """The form of one role call: messages, schema, and the expansion into the role's contract."""
+    book = entries(inp, refs)
+    shape: tuple[dict[str, Any], Expand]
+    if isinstance(inp, RewriteInput):
+        shape = rewrite_form(inp)
+    elif isinstance(inp, SelectInput):
+        shape = select_form(inp, book)
+    elif isinstance(inp, DraftInput):
+        shape = draft_form(inp, book)
+    elif isinstance(inp, GradeInput):
+        shape = grade_form(inp)
+    else:
+        shape = validate_form(inp)
+    return Form(messages=[*shots(template), Message(role="user", content=user_text(inp, book))],
+                schema=shape[0], expand=shape[1])
+
+
+def shots(template: str) -> list[Message]:
+    """A compact template as chat turns: its instructions, then each worked example (blocks after a ``---``
+    line, the last line of each the reply) as a user turn and the assistant's reply."""
+    system, *examples = template.split("\n---\n")
+    out = [Message(role="system", content=system.strip())]
+    for example in examples:
+        body, reply = example.strip().rsplit("\n", 1)
+        out += [Message(role="user", content=body.strip()), Message(role="assistant", content=reply.strip())]
+    return out
+
+
+def expander(form: Form) -> Callable[[str], str]:
+    """The model's text as the contract's JSON (left as it is when it is no filled form: validation says why)."""
+
+    def restore(text: str) -> str:
+        try:
+            filled = json.loads(text)
+        except ValueError:
+            return text
+        if not isinstance(filled, dict):
+            return text
+        try:
+            return json.dumps(form.expand(filled), ensure_ascii=False)
+        except (KeyError, TypeError, IndexError):
+            return text
+
+    return restore
