@@ -31,7 +31,7 @@ _STATE = re.compile(r"<state>\n```json\n(.*?)\n```\n</state>", re.DOTALL)
 
 
 # Compact prompts (``RAG_PROMPT_STYLE=compact``, for small models): the role's call becomes a short form
-# (agentic_rag.models.forms) under a template with one worked example; no schema, no JSON state.
+# (agentic_rag.models.forms) under a template whose worked examples become earlier chat turns; no schema, no JSON.
 PromptStyle = Literal["full", "compact"]
 
 

@@ -253,8 +253,9 @@ class Recorder:
             "id": self._trajectory_id, "stage": stage, "type": type, "payload": _payload(payload),
             "latency_ms": latency_ms,
         }
-        # The lock spans the write: seqs are handed out without gaps and land in seq order. A seq is
-        # only taken once its write succeeded, so a failed write leaves no hole.
+        # The lock spans the write: seqs are handed out without gaps and land in seq order. Unbuffered, a seq
+        # is only taken once its write succeeded, so a failed write leaves no hole; buffered, a failed flush
+        # keeps its events pending, and the next flush or the finish writes them in the same order.
         async with self._lock:
             params["seq"] = self._seq + 1
             if self._buffered:
