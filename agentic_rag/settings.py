@@ -19,7 +19,7 @@ class Settings(BaseSettings):
 
     # -- storage -------------------------------------------------------------------------------------
     data_dir: Path = Field(
-        Path(".data"), description="Where embedded state lives: the private PostgreSQL cluster, Qdrant local mode."
+        Path(".data"), description="Where embedded state lives: the private PostgreSQL cluster, the embedded Qdrant."
     )
     database_url: str | None = Field(
         None,
@@ -36,9 +36,18 @@ class Settings(BaseSettings):
     statement_timeout_ms: int = Field(2000, ge=10, le=600_000, description="Server-side limit per statement.")
     query_timeout_ms: int = Field(3000, ge=10, le=600_000, description="Client-side limit per query.")
 
-    qdrant_url: str | None = Field(None, description="Qdrant server URL. Unset: local mode under data_dir/qdrant.")
+    qdrant_url: str | None = Field(None, description="Qdrant server URL. Unset: the embedded qdrant_engine.")
     qdrant_api_key: str | None = Field(None, description="API key for the Qdrant server, if it wants one.")
-    qdrant_path: Path | None = Field(None, description="Local-mode storage path (default data_dir/qdrant).")
+    qdrant_engine: Literal["edge", "local"] = Field(
+        "edge", description="Embedded Qdrant when qdrant_url is unset: edge (qdrant-edge, the Qdrant engine "
+                            "in-process: HNSW and payload indexes) or local (qdrant-client local mode: exact "
+                            "search in Python, fine to about 20k points). Either opens its path in one process.")
+    qdrant_path: Path | None = Field(
+        None, description="Embedded store's path (default data_dir/qdrant-edge for edge, data_dir/qdrant for local).")
+    qdrant_hnsw_ef: int = Field(
+        256, ge=10, le=4096,
+        description="Edge engine: HNSW search beam. Qdrant's default (ef_construct, 100) found 94-96% of the exact "
+                    "top 10 at 1M points; 256 found 98% at p95 <= 9 ms (docs/benchmarks.md, issue 14).")
     qdrant_collection_prefix: str = Field(
         "", max_length=40, pattern=r"^[a-z0-9_]*$", description="Prefix of every collection name."
     )
@@ -84,6 +93,14 @@ class Settings(BaseSettings):
                             "compact (for small models: one worked example, the linked names as a short card, "
                             "tighter string budgets; the grammar holds the schema). auto: compact for the "
                             "transformers backend, full for vllm and openai.")
+    transformers_choice: Literal["likelihood", "decode"] = Field(
+        "decode",
+        description="How the transformers backend fills a closed form (every field a fixed choice, a handful of "
+                    "options): decode generates it token by token under the constraint engine; likelihood scores "
+                    "each whole option under the model (select calibrated against the call without its question) "
+                    "and takes the best. likelihood won on the sample it was tuned on, not on held-out questions "
+                    "(docs/benchmarks.md, issue 13 third round).",
+    )
     repetition_penalty: float = Field(1.0, ge=1.0, le=2.0,
                                       description="transformers backend: penalty on repeated tokens (1.0: none).")
     vllm_gpu_memory_utilization: float = Field(0.85, gt=0.0, le=1.0, description="vLLM: share of GPU memory.")
@@ -116,6 +133,15 @@ class Settings(BaseSettings):
     )
     agent_fast_path: bool = Field(True, description="Skip the validator for obvious single-entity lookups.")
     agent_clarify: bool = Field(True, description="Ask instead of guessing when a name has several strong readings.")
+    run_abandon_grace_ms: int = Field(
+        60_000, ge=0, le=3_600_000,
+        description="A run still running this long past the loop's deadline, with no new event, is marked "
+                    "abandoned (its process died).",
+    )
+    run_sweep_interval_ms: int = Field(
+        60_000, ge=100, le=3_600_000,
+        description="How often each orchestrator process looks for abandoned runs (and once when it starts).",
+    )
     guard_policy: Path | None = Field(
         None, description="YAML guard policy (PII, blocked topics, limits). Unset: the shipped default policy."
     )
@@ -152,4 +178,5 @@ class Settings(BaseSettings):
 
     @property
     def resolved_qdrant_path(self) -> Path:
-        return self.qdrant_path or self.data_dir / "qdrant"
+        default = "qdrant-edge" if self.qdrant_engine == "edge" else "qdrant"
+        return self.qdrant_path or self.data_dir / default

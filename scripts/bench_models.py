@@ -57,8 +57,9 @@ class Counting:
         self.calls = 0
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
-                       temperature: float) -> Completion:
-        done = await self.inner.complete(messages, schema, max_tokens=max_tokens, temperature=temperature)
+                       temperature: float, calibration: list[Message] | None = None) -> Completion:
+        done = await self.inner.complete(messages, schema, max_tokens=max_tokens, temperature=temperature,
+                                            calibration=calibration)
         self.tokens += done.completion_tokens
         self.calls += 1
         return done

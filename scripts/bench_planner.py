@@ -104,7 +104,7 @@ def sample(per_type: int, seed: int) -> dict[str, list[EvalQuestion]]:
     return out
 
 
-def settings_for(config: str, deadline_ms: int, timeout_ms: int) -> Settings:
+def settings_for(config: str, deadline_ms: int, timeout_ms: int, choice: str = "decode") -> Settings:
     planner, validator = config.split("/")
     extra: dict[str, Any] = {}
     for role, model in (("planner", planner), ("validator", validator)):
@@ -113,12 +113,12 @@ def settings_for(config: str, deadline_ms: int, timeout_ms: int) -> Settings:
         else:
             extra[f"{role}_backend"], extra[f"{role}_model"] = "transformers", model
     return Settings(transformers_constraint="xgrammar", agent_deadline_ms=deadline_ms, generation_max_attempts=2,
-                    generation_timeout_ms=timeout_ms, **extra)
+                    generation_timeout_ms=timeout_ms, transformers_choice=choice, **extra)
 
 
 async def run_config(config: str, sets: dict[str, list[EvalQuestion]], deadline_ms: int,
-                     timeout_ms: int) -> dict[str, Any]:
-    settings = settings_for(config, deadline_ms, timeout_ms)
+                     timeout_ms: int, choice: str = "decode") -> dict[str, Any]:
+    settings = settings_for(config, deadline_ms, timeout_ms, choice)
     calls: dict[str, Calls] = defaultdict(Calls)
     async with open_runtime(settings) as rt:
         orch = rt.orchestrator
@@ -198,12 +198,14 @@ def main() -> None:
     ap.add_argument("--seed", type=int, default=13)
     ap.add_argument("--sets", default="demo,holdout,stress,typed")
     ap.add_argument("--failures", type=Path, help="Also write every incorrect question (per configuration) here.")
+    ap.add_argument("--choice", choices=("decode", "likelihood"), default="decode",
+                    help="How a real model fills a closed form (RAG_TRANSFORMERS_CHOICE).")
     args = ap.parse_args()
     wanted = args.sets.split(",")
     sets = {k: v for k, v in sample(args.per_type, args.seed).items() if k in wanted}
     results: dict[str, dict[str, Any]] = {}
     for config in track(args.configs.split(","), description="configurations", console=console):
-        results[config] = asyncio.run(run_config(config, sets, args.deadline_ms, args.timeout_ms))
+        results[config] = asyncio.run(run_config(config, sets, args.deadline_ms, args.timeout_ms, args.choice))
         console.print(Counter({r: k.n for r, k in results[config]["calls"].items()}))
     print(tables(results, sets))
     if args.failures:

@@ -1,4 +1,4 @@
-"""Real services for the tests that need them: a fresh PostgreSQL database and a Qdrant local-mode store.
+"""Real services for the tests that need them: a fresh PostgreSQL database and an embedded Qdrant store.
 
 Fixtures are lazy: unit tests import this module but start nothing."""
 
@@ -13,13 +13,12 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
-from qdrant_client import QdrantClient
 
 from agentic_rag.catalog.ingest import IngestReport, ingest_demo
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool, resolve_dsn
-from agentic_rag.storage.qdrant import open_qdrant
+from agentic_rag.storage.qdrant import VectorStore, open_qdrant
 
 # One database per test session, dropped at the end: concurrent runs never share state.
 TEST_DATABASE = f"agentic_rag_test_{os.getpid()}"
@@ -76,15 +75,15 @@ def embedder(settings: Settings) -> Embedder:
 
 
 @pytest.fixture(scope="session")
-def qdrant(settings: Settings) -> Iterator[QdrantClient]:
-    """The session's one local-mode client (local mode allows one per storage path)."""
+def qdrant(settings: Settings) -> Iterator[VectorStore]:
+    """The session's one embedded store (RAG_QDRANT_ENGINE; either engine opens a path in one client)."""
     client = open_qdrant(settings)
     yield client
     client.close()
 
 
 @pytest.fixture(scope="session")
-async def demo(dsn: str, settings: Settings, embedder: Embedder, qdrant: QdrantClient) -> IngestReport:
+async def demo(dsn: str, settings: Settings, embedder: Embedder, qdrant: VectorStore) -> IngestReport:
     """The demo catalog loaded into PostgreSQL and Qdrant once per session: the first ingest."""
     return await ingest_demo(dsn, settings, embedder=embedder, client=qdrant)
 

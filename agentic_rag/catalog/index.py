@@ -16,12 +16,12 @@ from dataclasses import dataclass
 from typing import Any
 
 import psycopg
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
 from agentic_rag.catalog.vocabulary import ENTITY_TYPES
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
-from agentic_rag.storage.qdrant import collection_name, drop_collections, ensure_collections
+from agentic_rag.storage.qdrant import VectorStore, collection_name, drop_collections, ensure_collections
 
 # One fixed query per entity type: (id, payload, text). Built in SQL so the same documents come out
 # whichever process rebuilds the index.
@@ -116,7 +116,7 @@ class IndexChange:
 Progress = Callable[[str, int, int], None]  # (entity type, points done now, total)
 
 
-def _existing_hashes(client: QdrantClient, collection: str) -> dict[str, str]:
+def _existing_hashes(client: VectorStore, collection: str) -> dict[str, str]:
     out: dict[str, str] = {}
     offset = None
     while True:
@@ -134,7 +134,7 @@ def _hash(text: str, payload: dict[str, Any], model: str) -> str:
 
 async def sync_index(
     dsn: str,
-    client: QdrantClient,
+    client: VectorStore,
     embedder: Embedder,
     settings: Settings,
     *,

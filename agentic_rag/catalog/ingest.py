@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import json
 import time
@@ -10,7 +11,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import psycopg
-from qdrant_client import QdrantClient
 
 from agentic_rag.catalog.index import IndexChange, Progress, sync_index
 from agentic_rag.catalog.load import Change, load_rows
@@ -19,7 +19,7 @@ from agentic_rag.catalog.tables import demo_rows
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import migrate
-from agentic_rag.storage.qdrant import open_qdrant
+from agentic_rag.storage.qdrant import VectorStore, open_qdrant
 
 
 @dataclass(slots=True)
@@ -71,7 +71,7 @@ async def ingest_demo(
     on_step: Callable[[str], None] | None = None,
     progress: Progress | None = None,
     embedder: Embedder | None = None,
-    client: QdrantClient | None = None,
+    client: VectorStore | None = None,
 ) -> IngestReport:
     """Load the shipped catalog (validated first; one transaction), then sync Qdrant from PostgreSQL."""
     files = catalog_files(data_dir)
@@ -96,11 +96,11 @@ async def ingest_demo(
 
 async def index_catalog(
     dsn: str, settings: Settings, *, rebuild: bool = False, progress: Progress | None = None,
-    embedder: Embedder | None = None, client: QdrantClient | None = None,
+    embedder: Embedder | None = None, client: VectorStore | None = None,
 ) -> tuple[dict[str, IndexChange], float]:
     """Sync (or with ``rebuild``, recreate) every Qdrant collection from PostgreSQL alone.
 
-    Opens (and closes) its own client unless given one: local mode allows one per storage path.
+    Opens (and closes) its own client unless given one: an embedded store allows one per path.
     """
     t0 = time.perf_counter()
     own = client is None
@@ -109,6 +109,6 @@ async def index_catalog(
         changes = await sync_index(dsn, qdrant, embedder or Embedder(settings), settings, rebuild=rebuild,
                                    progress=progress)
     finally:
-        if own:
-            qdrant.close()
+        if own:  # the edge engine builds its HNSW graph here, for what the sync wrote
+            await asyncio.to_thread(qdrant.close)
     return changes, time.perf_counter() - t0

@@ -35,7 +35,7 @@ def build_app(args: dict[str, Any]) -> Application:
         args["database_url"] = resolve_dsn(settings)
     vector = VectorRetriever
     if settings.qdrant_url is None:
-        # local mode opens the storage path for one process only, so exactly one replica may serve it
+        # an embedded store (edge or local mode) opens its path in one process only: exactly one replica serves it
         args["qdrant_path"] = str(settings.resolved_qdrant_path.resolve())
         vector = VectorRetriever.options(num_replicas=1, autoscaling_config=None)
     embedder = Embedder.bind(args)

@@ -138,14 +138,23 @@ def _key_check(settings: Settings) -> list[params.Depends]:
     return [Depends(require_key)]
 
 
-def create_app(service: AgentService, settings: Settings) -> FastAPI:
-    """The versioned HTTP API over ``service``; metrics live in a registry of this app's own."""
+def _openai_error(err: ApiError, request_id: str | None) -> Response:
+    """An error of the outer middleware (a bad request id, the last-resort 500) on the OpenAI route, in its shape."""
+    return openai_server.status_error(err.status, err.message, headers=err.headers)
+
+
+def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_id: bool = False) -> FastAPI:
+    """The versioned HTTP API over ``service``; metrics live in a registry of this app's own.
+
+    ``proxy_sets_request_id``: a proxy in front (Ray Serve's) assigns ``X-Request-ID`` and echoes it on every
+    response, so the app uses its id and adds no header of its own (:class:`ApiMiddleware`)."""
     metrics = ApiMetrics()
     runs = RunExecutor(metrics, settings)
     app = FastAPI(title="agentic-rag", version=API_VERSION,
                   description="Question answering over the anime catalog: typeahead, and a typed agent loop.")
     install_error_handlers(app)
-    app.add_middleware(ApiMiddleware, metrics=metrics)
+    app.add_middleware(ApiMiddleware, metrics=metrics, proxy_sets_request_id=proxy_sets_request_id,
+                       mounted={OPENAI_PREFIX: _openai_error})
     in_flight = 0
 
     async def run_slot() -> AsyncIterator[None]:

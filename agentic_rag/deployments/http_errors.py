@@ -2,7 +2,8 @@
 
 Every error body is ``{"error": {"type", "message", "request_id"}}``. Known failures map to a status
 here in one place (:func:`api_error`); anything else is logged with its traceback and answered with
-a bare 500, so no stack trace or internal message ever reaches a client.
+a bare 500, so no stack trace or internal message ever reaches a client. The OpenAI route, mounted under
+``/openai``, keeps OpenAI's error shape and its own body limit (:class:`ApiMiddleware`'s ``mounted``).
 """
 
 from __future__ import annotations
@@ -11,20 +12,20 @@ import logging
 import re
 import time
 import uuid
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentic_rag.deployments.http_metrics import ApiMetrics
 from agentic_rag.deployments.http_models import ErrorDetail, ErrorResponse
-from agentic_rag.deployments.service import NotAwaitingClarification, ServiceUnavailable
+from agentic_rag.deployments.service import ServiceUnavailable
 from agentic_rag.logs import request_context
-from agentic_rag.orchestrator.loop import ClarificationError
+from agentic_rag.orchestrator.loop import ClarificationError, NotAwaitingClarification
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
 
 log = logging.getLogger(__name__)
@@ -66,7 +67,7 @@ def api_error(exc: BaseException) -> ApiError | None:
     if isinstance(exc, TrajectoryError | ServiceUnavailable):
         # the detail names hosts and internals: it goes to the log, the client learns to retry
         log.warning("a store is unavailable: %s", exc)
-        what = "the trajectory store" if isinstance(exc, TrajectoryError) else "the catalog"
+        what = "the trajectory store" if isinstance(exc, TrajectoryError) else exc.component
         return ApiError(503, "unavailable", f"{what} is unavailable right now; retry shortly", headers=RETRY_AFTER)
     if isinstance(exc, StarletteHTTPException):
         return ApiError(exc.status_code, STATUS_TYPES.get(exc.status_code, "http_error"), str(exc.detail),
@@ -82,6 +83,10 @@ def error_body(err: ApiError, request_id: str | None) -> ErrorResponse:
 def error_response(err: ApiError, request_id: str | None) -> JSONResponse:
     return JSONResponse(error_body(err, request_id).model_dump(mode="json"), status_code=err.status,
                         headers=err.headers)
+
+
+# How a mounted app with an error shape of its own (the OpenAI route) writes an error of ApiMiddleware's
+ErrorShape = Callable[[ApiError, str | None], Response]
 
 
 def request_id_of(request: Request) -> str:
@@ -122,11 +127,23 @@ class ApiMiddleware:
     Gives each request an id (a valid ``X-Request-ID`` or a new one), echoes it, and runs the request
     inside :func:`agentic_rag.logs.request_context`; refuses bodies over :data:`MAX_BODY_BYTES`; counts
     requests by route template; and turns an unexpected exception into a logged, trace-free 500.
+
+    Behind Ray Serve's HTTP proxy (``proxy_sets_request_id``) the proxy owns the header: it gives a request
+    without one an id, passes it in, and adds ``X-Request-ID`` to every response itself, the client's value as
+    sent. So the app takes the proxy's id, adds no header of its own (the response carries exactly one), and
+    answers an id it cannot use (not 1 to 128 of ``A-Z a-z 0-9 . _ : -``) with 422 rather than run under an id
+    that differs from the one the client is shown.
+
+    ``mounted`` maps the path prefix of a mounted app with an error shape of its own (the OpenAI route) to how
+    that shape words this middleware's errors; such an app bounds its request bodies itself.
     """
 
-    def __init__(self, app: ASGIApp, metrics: ApiMetrics) -> None:
+    def __init__(self, app: ASGIApp, metrics: ApiMetrics, *, proxy_sets_request_id: bool = False,
+                 mounted: Mapping[str, ErrorShape] | None = None) -> None:
         self.app = app
         self.metrics = metrics
+        self.proxy_sets_request_id = proxy_sets_request_id
+        self.mounted = dict(mounted or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -134,17 +151,20 @@ class ApiMiddleware:
             return
         headers = {k.decode("latin-1").lower(): v.decode("latin-1") for k, v in scope.get("headers", [])}
         offered = headers.get(REQUEST_ID_HEADER.lower(), "")
-        rid = offered if REQUEST_ID_PATTERN.match(offered) else uuid.uuid4().hex
+        valid = bool(REQUEST_ID_PATTERN.match(offered))
+        rid = offered if valid else uuid.uuid4().hex
         scope.setdefault("state", {})["request_id"] = rid
         t0 = time.perf_counter()
         status = 0
+        echo = not self.proxy_sets_request_id
 
         async def send_with_id(message: Message) -> None:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
-                message = {**message, "headers": [*message.get("headers", []),
-                                                  (b"x-request-id", rid.encode("latin-1"))]}
+                if echo:
+                    message = {**message, "headers": [*message.get("headers", []),
+                                                      (b"x-request-id", rid.encode("latin-1"))]}
             await send(message)
 
         received = 0
@@ -157,20 +177,27 @@ class ApiMiddleware:
                 raise StarletteHTTPException(413, f"the request body is over {MAX_BODY_BYTES} bytes")
             return message
 
+        path = str(scope.get("path", ""))
+        own = next((s for p, s in self.mounted.items() if path == p or path.startswith(f"{p}/")), None)
+        shape = own or error_response
         length = headers.get("content-length", "")
-        too_large = length.isdigit() and int(length) > MAX_BODY_BYTES
+        too_large = own is None and length.isdigit() and int(length) > MAX_BODY_BYTES
         with request_context(rid):
             try:
                 if too_large:  # refused before a byte of it is read
                     err = ApiError(413, "payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes")
-                    await error_response(err, rid)(scope, receive, send_with_id)
+                    await shape(err, rid)(scope, receive, send_with_id)
+                elif offered and not valid and not echo:
+                    err = ApiError(422, "validation_error", "X-Request-ID: 1 to 128 of A-Z a-z 0-9 . _ : -, starting "
+                                                            "with a letter or digit (or leave it out)")
+                    await shape(err, None)(scope, receive, send_with_id)
                 else:
-                    await self.app(scope, bounded_receive, send_with_id)
+                    await self.app(scope, receive if own else bounded_receive, send_with_id)
             except Exception:
                 log.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
                 if status == 0:  # nothing sent yet: the client still gets a JSON answer
                     err = ApiError(500, "internal_error", "an internal error occurred; it has been logged")
-                    await error_response(err, rid)(scope, receive, send_with_id)
+                    await shape(err, rid)(scope, receive, send_with_id)
             finally:
                 route = getattr(scope.get("route"), "path", None) or "unmatched"
                 self.metrics.request(route, scope.get("method", ""), status or 500, time.perf_counter() - t0)

@@ -1,11 +1,15 @@
-"""Request and response bodies of the HTTP API (v1). Every input field is bounded; the schemas are the OpenAPI."""
+"""Request and response bodies of the HTTP API (v1). Every input field is bounded; the schemas are the OpenAPI.
+
+Numbers and flags are strict: ``"stream": "yes"``, ``"limit": "10"`` and ``"limit": true`` are refused (422),
+not read as what they might mean.
+"""
 
 from __future__ import annotations
 
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictInt, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
 
 from agentic_rag.catalog.vocabulary import ENTITY_TYPES, EntityType
 from agentic_rag.orchestrator.loop import RunResult
@@ -46,7 +50,7 @@ class SearchRequest(_Request):
 
     q: SearchText = Field(description="What the user typed (1 to 100 characters).")
     types: list[EntityType] | None = Field(None, max_length=len(ENTITY_TYPES), description="Only these entity types.")
-    limit: int = Field(10, ge=1, le=50, description="Most hits returned.")
+    limit: StrictInt = Field(10, ge=1, le=50, description="Most hits returned.")
 
     def query(self) -> TypeaheadQuery:
         return TypeaheadQuery(q=self.q, types=self.types, limit=self.limit)
@@ -64,7 +68,7 @@ class AskRequest(_Request):
     question: Question = Field(description="The question (1 to 2000 characters).")
     mode: Literal["agentic", "linear"] = Field(
         "agentic", description="agentic: the loop until the context suffices. linear: retrieve once, answer once.")
-    stream: bool = Field(
+    stream: StrictBool = Field(
         False, description="Stream trajectory events as server-sent events (also: Accept: text/event-stream).")
 
 
@@ -73,7 +77,7 @@ class ClarifyRequest(_Request):
 
     choice: Annotated[StrictInt, Field(ge=0, le=9)] | Uuid = Field(
         description="The index of the offered choice, or the entity id of the choice.")
-    stream: bool = Field(False, description="Stream trajectory events as server-sent events.")
+    stream: StrictBool = Field(False, description="Stream trajectory events as server-sent events.")
 
 
 class AskResponse(BaseModel):

@@ -44,7 +44,8 @@ class IngressReplica:
         self._grpc = SearchAIApi(self._service, self._settings)
 
     def __serve_build_asgi_app__(self) -> FastAPI:
-        return create_app(self._service, self._settings)
+        # Serve's proxy sets X-Request-ID (the client's, or one of its own) and echoes it on every response
+        return create_app(self._service, self._settings, proxy_sets_request_id=True)
 
     async def Ask(self, request: pb.AskRequest, grpc_context: RayServegRPCContext) -> pb.AskReply:
         """SearchAI.Ask: one run of the agent loop."""

@@ -3,7 +3,9 @@
 It builds the same :class:`agentic_rag.orchestrator.loop.Orchestrator` the CLI runs in-process, with
 :class:`~agentic_rag.deployments.wire.HandleModel` and :class:`~agentic_rag.deployments.wire.HandleRetrieval`
 in place of local objects, and a TrajectoryStore on a pool of its own. A run spends nearly all its
-time waiting on other deployments and PostgreSQL, so one replica holds many runs at once.
+time waiting on other deployments and PostgreSQL, so one replica holds many runs at once. Each replica
+sweeps for runs a dead replica left running (:mod:`agentic_rag.orchestrator.sweep`) when it starts and
+periodically.
 """
 
 from __future__ import annotations
@@ -21,7 +23,6 @@ from ray.serve.deployment import Deployment
 from ray.serve.handle import DeploymentHandle
 
 from agentic_rag.deployments.args import open_pool, replica_dsn, replica_settings
-from agentic_rag.deployments.service import NotAwaitingClarification
 from agentic_rag.deployments.wire import (
     Failure,
     HandleModel,
@@ -37,7 +38,8 @@ from agentic_rag.models.factory import build_fallback
 from agentic_rag.orchestrator import loop
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.runtime import CATALOG_COUNT_SQL, CatalogEmpty
-from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound, TrajectoryStore
+from agentic_rag.orchestrator.sweep import sweep_abandoned
+from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryStore
 from agentic_rag.storage.postgres import migrate
 
 Work = Callable[[loop.EventSink | None], Awaitable[loop.RunResult]]
@@ -73,8 +75,8 @@ class OrchestratorReplica:
             retrieval=HandleRetrieval(vector, graph, settings), store=self._store,
             policy=load_policy(settings.guard_policy),
         )
-        # resumes in progress on this replica: a second resume of the same run is a conflict
-        self._resuming: set[uuid.UUID] = set()
+        # runs left running by a replica that died are closed now, and then every sweep interval
+        self._sweeper = asyncio.create_task(sweep_abandoned(self._store, settings))
 
     # -- unary ---------------------------------------------------------------------------------------
 
@@ -132,23 +134,9 @@ class OrchestratorReplica:
                                            session_id=r.session_id, tenant=r.tenant, sink=sink)
 
     def _resume_work(self, r: ResumeRequest) -> Work:
-        async def work(sink: loop.EventSink | None) -> loop.RunResult:
-            # the same checks, and the same distinct failures, as the in-process service
-            traj = await self._store.get(r.trajectory_id, tenant=r.tenant)
-            if traj is None:
-                raise TrajectoryNotFound(f"trajectory {r.trajectory_id} not found")
-            if traj.status != "needs_clarification" or r.trajectory_id in self._resuming:
-                state = "being resumed" if r.trajectory_id in self._resuming else f"status {traj.status}"
-                raise NotAwaitingClarification(
-                    f"trajectory {r.trajectory_id} is not waiting for a clarification ({state})")
-            self._resuming.add(r.trajectory_id)
-            try:
-                return await self._loop.resume(r.trajectory_id, r.choice, tenant=r.tenant, request_id=r.request_id,
-                                               sink=sink)
-            finally:
-                self._resuming.discard(r.trajectory_id)
-
-        return work
+        # one resume per clarification on any number of replicas: the loop claims the run in PostgreSQL
+        return lambda sink: self._loop.resume(r.trajectory_id, r.choice, tenant=r.tenant, request_id=r.request_id,
+                                              sink=sink)
 
     async def _unary(self, work: Work, sink: loop.EventSink | None = None) -> dict[str, Any]:
         try:
@@ -182,6 +170,9 @@ class OrchestratorReplica:
                     await task
 
     async def __del__(self) -> None:
+        sweeper = getattr(self, "_sweeper", None)
+        if sweeper is not None:
+            sweeper.cancel()
         pool = getattr(self, "_pool", None)
         if pool is not None:
             await pool.close()

@@ -8,12 +8,11 @@ Each method takes a contract as JSON, validates it, runs the same executor the i
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
-from typing import Annotated, Any
+from collections.abc import Awaitable, Callable
+from typing import Annotated, Any, TypeVar
 
 import psycopg
 from pydantic import Field, TypeAdapter, ValidationError
-from qdrant_client import QdrantClient
 from ray import serve
 from ray.serve.deployment import Deployment
 from ray.serve.handle import DeploymentHandle
@@ -22,18 +21,20 @@ from agentic_rag.deployments.args import open_pool, replica_settings
 from agentic_rag.deployments.wire import Failure, GraphOutput, failed, failure_of, handle_embed, ok
 from agentic_rag.protocol import EntityLinks, EntityRef, GraphIntent, SearchIntent, StructuredQuery
 from agentic_rag.retrievers.dsl import run_query
-from agentic_rag.retrievers.errors import RetrievalError
+from agentic_rag.retrievers.errors import RetrievalError, on_pool
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.hydrate import MAX_HYDRATE, hydrate, labels
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor
-from agentic_rag.storage.qdrant import open_qdrant
+from agentic_rag.storage.qdrant import VectorStore, open_qdrant
+from agentic_rag.storage.retry import Conn
 from agentic_rag.understanding.asks import AskClassifier
 from agentic_rag.understanding.linker import link
 
 # What a retriever turns into a typed failure; anything else is a bug and travels as a Ray error.
 EXPECTED = (RetrievalError, TimeoutError, psycopg.OperationalError)
+T = TypeVar("T")
 REFS = TypeAdapter(Annotated[list[EntityRef], Field(max_length=MAX_HYDRATE)])
 
 
@@ -57,8 +58,8 @@ class VectorReplica:
     async def __init__(self, args: dict[str, Any], embedder: DeploymentHandle[Any]) -> None:  # type: ignore[misc]
         settings = replica_settings(args)
         self._pool = await open_pool(settings)
-        # local mode opens the storage path for this process alone: hence one replica in local mode
-        self._client: QdrantClient = await asyncio.to_thread(open_qdrant, settings)
+        # an embedded store (edge or local mode) opens its path for this process alone: hence one replica
+        self._client: VectorStore = await asyncio.to_thread(open_qdrant, settings)
         self._executor = QdrantExecutor(self._client, handle_embed(embedder), settings)
         self._hybrid = HybridRetriever(self._pool, self._executor)
         self._asks = AskClassifier(handle_embed(embedder))
@@ -99,6 +100,10 @@ class GraphReplica:
         self._pool = await open_pool(self._settings)
         self._graph = PostgresGraphExecutor(self._pool, self._settings)
 
+    def _db(self, source: str, op: Callable[[Conn], Awaitable[T]]) -> Awaitable[T]:
+        """``op`` on a pooled connection under the retry policy (a terminated backend costs one retry)."""
+        return on_pool(self._pool, source, op, attempts=self._settings.retry_attempts)
+
     async def graph(self, intent: Any) -> dict[str, Any]:
         try:
             parsed = GraphIntent.model_validate(intent)
@@ -108,8 +113,7 @@ class GraphReplica:
         async def run() -> GraphOutput:
             result = await self._graph.execute(parsed)
             refs: list[EntityRef] = [parsed.start, *([parsed.end] if parsed.end else []), *result.node_ids]
-            async with self._pool.connection() as conn:
-                return GraphOutput(result=result, labels=await labels(conn, refs))
+            return GraphOutput(result=result, labels=await self._db("postgres", lambda conn: labels(conn, refs)))
 
         return await _answer("pg_graph", run())
 
@@ -119,20 +123,13 @@ class GraphReplica:
         except ValidationError as exc:
             return _invalid(exc)
 
-        async def run() -> Any:
-            async with self._pool.connection() as conn:
-                return await run_query(conn, parsed, timeout_s=self._timeout_s)
-
-        return await _answer("pg_query", run())
+        return await _answer("pg_query", self._db("pg_query",
+                                                  lambda conn: run_query(conn, parsed, timeout_s=self._timeout_s)))
 
     async def link(self, question: Any) -> dict[str, Any]:
         """The catalog names a question mentions (entity linking, before the planner runs)."""
-
-        async def run() -> EntityLinks:
-            async with self._pool.connection() as conn:
-                return await link(conn, str(question)[:2000], timeout_s=self._timeout_s)
-
-        return await _answer("postgres", run())
+        text = str(question)[:2000]
+        return await _answer("postgres", self._db("postgres", lambda conn: link(conn, text, timeout_s=self._timeout_s)))
 
     async def typeahead(self, query: Any) -> dict[str, Any]:
         """The search lane: typeahead over every entity type (no model, no agent)."""
@@ -141,11 +138,8 @@ class GraphReplica:
         except ValidationError as exc:
             return _invalid(exc)
 
-        async def run() -> Any:
-            async with self._pool.connection() as conn:
-                return await typeahead(conn, parsed, timeout_s=self._timeout_s)
-
-        return await _answer("postgres", run())
+        return await _answer("postgres", self._db("postgres",
+                                                  lambda conn: typeahead(conn, parsed, timeout_s=self._timeout_s)))
 
     async def entities(self, refs: Any) -> dict[str, Any]:
         """Full records for ``refs`` in the order given (unknown ids left out)."""
@@ -154,11 +148,11 @@ class GraphReplica:
         except ValidationError as exc:
             return _invalid(exc)
 
-        async def run() -> Any:
-            async with asyncio.timeout(self._timeout_s), self._pool.connection() as conn:
+        async def run(conn: Conn) -> Any:
+            async with asyncio.timeout(self._timeout_s):
                 return await hydrate(conn, parsed)
 
-        return await _answer("postgres", run())
+        return await _answer("postgres", self._db("postgres", run))
 
     async def ready(self) -> dict[str, Any]:
         """Whether PostgreSQL answers (readiness of the API)."""
@@ -180,10 +174,10 @@ VectorRetriever: Deployment = serve.deployment(
     name="VectorRetriever",
     # waits on the Embedder and on Qdrant far more than it computes
     ray_actor_options={"num_cpus": 0.2},
-    # one search in flight per concurrent run's branch; local mode serialises Qdrant calls anyway
+    # one search in flight per concurrent run's branch; an embedded store serialises Qdrant calls anyway
     max_ongoing_requests=64,
     max_queued_requests=512,
-    # with a Qdrant server (RAG_QDRANT_URL) it scales; build_app pins local mode to exactly one replica
+    # with a Qdrant server (RAG_QDRANT_URL) it scales; build_app pins an embedded store to exactly one replica
     autoscaling_config={"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 32,
                         "upscale_delay_s": 10, "downscale_delay_s": 300},
 )(VectorReplica)

@@ -47,11 +47,11 @@ RECORDS = TypeAdapter(list[dict[str, Any]])
 UNAVAILABLE = (RayServeException, RayActorError)
 
 
-async def _available(what: str, call: Callable[[], Awaitable[T]]) -> T:
+async def _available(what: str, call: Callable[[], Awaitable[T]], component: str = "the catalog") -> T:
     try:
         return await call()
     except (*UNAVAILABLE, RetrievalError) as exc:
-        raise ServiceUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:500]) from exc
+        raise ServiceUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:500], component=component) from exc
 
 
 class ServeAgentService:
@@ -88,7 +88,7 @@ class ServeAgentService:
             value = unwrap(await settle(self._orchestrator.trajectory.remote(str(trajectory_id), tenant)))
             return None if value is None else Trajectory.model_validate(value)
 
-        return await _available("trajectory store", call)
+        return await _available("trajectory store", call, "the trajectory store")
 
     async def entities(self, refs: list[EntityRef]) -> list[dict[str, Any]]:
         async def call() -> list[dict[str, Any]]:
@@ -113,13 +113,14 @@ class ServeAgentService:
 
     async def _run(self, method: str, request: dict[str, Any], sink: EventSink | None) -> RunResult:
         if sink is None:
-            raw = await _available("orchestrator", lambda: settle(getattr(self._orchestrator, method).remote(request)))
+            raw = await _available("orchestrator", lambda: settle(getattr(self._orchestrator, method).remote(request)),
+                                   "the orchestrator")
             return RunReply.model_validate(unwrap(raw)).result()
         response = getattr(self._orchestrator_stream, f"{method}_stream").remote(request)
         if not isinstance(response, DeploymentResponseGenerator):
             raise TypeError(f"expected a streaming response, got {type(response).__name__}")
         try:
-            return await _available("orchestrator", lambda: self._drain(response, sink))
+            return await _available("orchestrator", lambda: self._drain(response, sink), "the orchestrator")
         except asyncio.CancelledError:
             response.cancel()  # the client went away: the replica cancels the run, which records it as cancelled
             raise
@@ -132,7 +133,7 @@ class ServeAgentService:
                 await sink(item.data)
             else:
                 return RunReply.model_validate(unwrap(item.data)).result()
-        raise ServiceUnavailable("the orchestrator ended the stream without a reply")
+        raise ServiceUnavailable("the orchestrator ended the stream without a reply", component="the orchestrator")
 
     @staticmethod
     async def _check(name: str, call: Callable[[], Any]) -> bool:

@@ -7,7 +7,8 @@ under Ray Serve the ingress passes an object of the same shape that calls deploy
 Failures an implementation reports, and what the API makes of them:
 
 - :class:`~agentic_rag.orchestrator.trajectory.TrajectoryNotFound`: no such trajectory for that tenant (404).
-- :class:`NotAwaitingClarification`: a resume of a run that is not waiting for a clarification (409).
+- :class:`~agentic_rag.orchestrator.loop.NotAwaitingClarification`: a resume of a run that is not waiting for a
+  clarification: it ended otherwise (abandoned included), or a concurrent resume claimed it first (409).
 - :class:`~agentic_rag.orchestrator.loop.ClarificationError`: a choice that was not offered (422).
 - :class:`~agentic_rag.orchestrator.trajectory.TrajectoryError` or :class:`ServiceUnavailable`: a
   backing store did not answer (503, worth retrying).
@@ -23,18 +24,18 @@ from contextlib import asynccontextmanager
 from typing import Any, Protocol, TypeVar
 
 import psycopg
-from psycopg_pool import PoolTimeout
 
 from agentic_rag.models.base import TextBackend
 from agentic_rag.models.chat import text_backend_of
-from agentic_rag.orchestrator.loop import ClarificationError, EventSink, RunResult
+from agentic_rag.orchestrator.loop import EventSink, NotAwaitingClarification, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, open_runtime
 from agentic_rag.orchestrator.state import Mode
-from agentic_rag.orchestrator.trajectory import Trajectory, TrajectoryNotFound
+from agentic_rag.orchestrator.trajectory import Trajectory
 from agentic_rag.protocol import EntityRef
 from agentic_rag.retrievers.hydrate import hydrate
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, typeahead
 from agentic_rag.settings import Settings
+from agentic_rag.storage.retry import Conn, with_connection
 
 __all__ = [
     "AgentService",
@@ -52,11 +53,13 @@ READY_SQL = "SELECT 1"
 
 
 class ServiceUnavailable(RuntimeError):
-    """A backing store (PostgreSQL, Qdrant) did not answer; the request may be retried."""
+    """A backing store (PostgreSQL, Qdrant) or a deployment did not answer; the request may be retried.
 
+    The message is for the log; ``component`` ("the catalog", "the orchestrator") is what the client is told."""
 
-class NotAwaitingClarification(ClarificationError):
-    """The trajectory exists but is not waiting for a clarification (finished, or being resumed now)."""
+    def __init__(self, message: str, *, component: str = "the catalog") -> None:
+        super().__init__(message)
+        self.component = component
 
 
 class AgentService(Protocol):
@@ -99,16 +102,9 @@ class LocalAgentService:
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
         self._timeout_s = runtime.settings.query_timeout_ms / 1000
-        # Resumes in progress in this process: a second resume of the same run is a conflict, not a
-        # second writer racing the first for the trajectory's next seq.
-        self._resuming: set[uuid.UUID] = set()
 
     async def search(self, q: TypeaheadQuery) -> list[TypeaheadHit]:
-        async def run() -> list[TypeaheadHit]:
-            async with self._rt.pool.connection() as conn:
-                return await typeahead(conn, q, timeout_s=self._timeout_s)
-
-        return await _available("typeahead", run)
+        return await self._db("typeahead", lambda conn: typeahead(conn, q, timeout_s=self._timeout_s))
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
                   sink: EventSink | None = None) -> RunResult:
@@ -116,29 +112,15 @@ class LocalAgentService:
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
                      sink: EventSink | None = None) -> RunResult:
-        # The orchestrator says "cannot resume" in one exception type; the API tells its cases apart.
-        traj = await self._rt.store.get(trajectory_id, tenant=tenant)
-        if traj is None:
-            raise TrajectoryNotFound(f"trajectory {trajectory_id} not found")
-        if traj.status != "needs_clarification" or trajectory_id in self._resuming:
-            state = "being resumed" if trajectory_id in self._resuming else f"status {traj.status}"
-            raise NotAwaitingClarification(f"trajectory {trajectory_id} is not waiting for a clarification ({state})")
-        self._resuming.add(trajectory_id)
-        try:
-            return await self._rt.orchestrator.resume(trajectory_id, choice, tenant=tenant, request_id=request_id,
-                                                      sink=sink)
-        finally:
-            self._resuming.discard(trajectory_id)
+        # one resume per clarification: the orchestrator claims the run in PostgreSQL
+        return await self._rt.orchestrator.resume(trajectory_id, choice, tenant=tenant, request_id=request_id,
+                                                  sink=sink)
 
     async def trajectory(self, trajectory_id: uuid.UUID, *, tenant: str) -> Trajectory | None:
         return await self._rt.store.get(trajectory_id, tenant=tenant)
 
     async def entities(self, refs: list[EntityRef]) -> list[dict[str, Any]]:
-        async def run() -> list[dict[str, Any]]:
-            async with asyncio.timeout(self._timeout_s), self._rt.pool.connection() as conn:
-                return await hydrate(conn, refs)
-
-        return await _available("hydration", run)
+        return await self._db("hydration", lambda conn: hydrate(conn, refs))
 
     async def ready(self) -> dict[str, bool]:
         postgres, qdrant, models = await asyncio.gather(
@@ -148,6 +130,16 @@ class LocalAgentService:
     def chat_models(self) -> Mapping[str, TextBackend]:
         orchestrator = self._rt.orchestrator
         return {"planner": text_backend_of(orchestrator.planner), "validator": text_backend_of(orchestrator.validator)}
+
+    async def _db(self, what: str, op: Callable[[Conn], Awaitable[T]]) -> T:
+        """``op`` on a pooled connection under the retry policy; a database that does not answer becomes
+        :class:`ServiceUnavailable`."""
+        try:
+            return await with_connection(self._rt.pool, op, attempts=self._rt.settings.retry_attempts,
+                                         timeout_s=self._timeout_s)
+        except (psycopg.OperationalError, TimeoutError) as exc:  # PoolTimeout is an OperationalError
+            raise ServiceUnavailable(f"{what}: the catalog database did not answer ({str(exc) or 'timeout'})") \
+                from exc
 
     async def _postgres(self) -> None:
         async with self._rt.pool.connection() as conn:
@@ -161,14 +153,6 @@ class LocalAgentService:
         vectors = await self._rt.embedder.aembed(["ready"])
         if vectors.shape[0] != 1:
             raise RuntimeError(f"the embedder returned {vectors.shape[0]} vectors for one text")
-
-
-async def _available(what: str, op: Callable[[], Awaitable[T]]) -> T:
-    """Run ``op``; a database that does not answer becomes :class:`ServiceUnavailable`."""
-    try:
-        return await op()
-    except (psycopg.OperationalError, PoolTimeout, TimeoutError) as exc:
-        raise ServiceUnavailable(f"{what}: the catalog database did not answer ({str(exc) or 'timeout'})") from exc
 
 
 async def _check(name: str, probe: Callable[[], Awaitable[None]]) -> bool:

@@ -11,6 +11,7 @@ loop cannot tell a handle from a local object: :class:`HandleModel` is a
 from __future__ import annotations
 
 import asyncio
+import logging
 import uuid
 from collections.abc import Sequence
 from typing import Any, Literal, NoReturn, TypeVar
@@ -23,11 +24,10 @@ from ray.exceptions import RayError
 from ray.serve.exceptions import RayServeException
 from ray.serve.handle import DeploymentHandle, DeploymentResponse
 
-from agentic_rag.deployments.service import NotAwaitingClarification
 from agentic_rag.models.base import Completion, Generation, GenerationError, Message, Usage
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.models.roles import ROLES
-from agentic_rag.orchestrator.loop import ClarificationError, RunResult
+from agentic_rag.orchestrator.loop import ClarificationError, NotAwaitingClarification, RunResult
 from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
 from agentic_rag.protocol import (
@@ -46,6 +46,7 @@ from agentic_rag.retrievers.typeahead import TypeaheadHit
 from agentic_rag.retrievers.vector import EmbedFn
 from agentic_rag.settings import Settings
 
+log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
 
 # The only output types a model deployment builds: the contracts the loop's roles produce. A name
@@ -197,6 +198,13 @@ def failed(failure: Failure) -> dict[str, Any]:
 
 # -- the caller side ----------------------------------------------------------------------------------
 
+def _unreachable(deployment: str, exc: BaseException) -> str:
+    """A deployment that did not take the call, in our words; Ray's own text (actor ids, node addresses,
+    whole tracebacks) goes to this replica's log only."""
+    log.warning("%s did not take the call: %s: %s", deployment, type(exc).__name__, exc)
+    return f"the {deployment} deployment is unavailable (its replica stopped, is restarting or is overloaded)"
+
+
 def raise_failure(f: Failure) -> NoReturn:
     """Re-raise a failure as the exception the in-process code would have raised."""
     if f.kind == "generation":
@@ -252,8 +260,7 @@ class HandleModel:
             raw = await settle(self._handle.generate.remote(list(messages), type_name, max_tokens, temperature))
         except TRANSPORT_ERRORS as exc:
             # the loop falls back to the heuristic on a GenerationError: an unreachable model is one
-            raise GenerationError(type_name, 0, [f"{self.name} unavailable: {type(exc).__name__}: {exc}"[:500]]) \
-                from exc
+            raise GenerationError(type_name, 0, [_unreachable(self.name, exc)]) from exc
         try:
             reply = ModelOutput.model_validate(unwrap(raw))
             output = output_type.model_validate(reply.output)
@@ -292,11 +299,12 @@ class HandleTextBackend:
         self.name = name
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
-                       temperature: float) -> Completion:
+                       temperature: float, calibration: list[Message] | None = None) -> Completion:
+        # the route's calls are decoded as asked; a calibrated choice is the loop's, made inside the replica
         try:
             raw = await settle(self._handle.complete.remote(list(messages), schema, max_tokens, temperature))
         except TRANSPORT_ERRORS as exc:
-            raise ConnectionError(f"{self.name}: {type(exc).__name__}: {exc}"[:500]) from exc
+            raise ConnectionError(_unreachable(self.name, exc)) from exc
         try:
             out = CompletionOutput.model_validate(unwrap(raw))
         except ValidationError as exc:
@@ -311,6 +319,7 @@ class HandleRetrieval:
     def __init__(self, vector: DeploymentHandle[Any], graph: DeploymentHandle[Any], settings: Settings) -> None:
         self._vector = vector
         self._graph = graph
+        self._deployments = {"qdrant": "VectorRetriever", "postgres": "GraphRetriever", "embedder": "VectorRetriever"}
         # the replica bounds its own work; this bounds the queue in front of it and the transport
         self._timeout_s = 2 * settings.query_timeout_ms / 1000 + 1.0
 
@@ -321,7 +330,7 @@ class HandleRetrieval:
         except TimeoutError as exc:
             raise RetrievalError(source, "timeout", f"{source} did not answer within {self._timeout_s:g} s") from exc
         except TRANSPORT_ERRORS as exc:
-            raise RetrievalError(source, "unavailable", f"{source}: {type(exc).__name__}: {exc}"[:500]) from exc
+            raise RetrievalError(source, "unavailable", _unreachable(self._deployments[source], exc)) from exc
 
     async def search(self, intent: SearchIntent) -> RetrievalResult:
         value = await self._call("qdrant", self._vector.search.remote(intent.model_dump(mode="json")))
@@ -352,7 +361,7 @@ def handle_embed(handle: DeploymentHandle[Any]) -> EmbedFn:
         try:
             raw = unwrap(await settle(handle.embed.remote([str(t) for t in texts])))
         except TRANSPORT_ERRORS as exc:
-            raise RetrievalError("embedder", "unavailable", f"embedder: {type(exc).__name__}: {exc}"[:500]) from exc
+            raise RetrievalError("embedder", "unavailable", _unreachable("Embedder", exc)) from exc
         vectors = np.asarray(raw, dtype=np.float32)
         if vectors.ndim != 2 or vectors.shape[0] != len(texts):
             raise RetrievalError("embedder", "unavailable",

@@ -82,12 +82,16 @@ class StructuredModel(Protocol):
 
 
 class TextBackend(Protocol):
-    """A model that completes chat messages, constrained to a JSON schema when ``schema`` is given."""
+    """A model that completes chat messages, constrained to a JSON schema when ``schema`` is given.
+
+    ``calibration``: the same call with its query left out. A backend that fills a closed schema by scoring
+    its options (see :func:`~agentic_rag.models.schemas.closed_options`) may score them against it too, and
+    take the option the query makes most likely; a backend that decodes ignores it."""
 
     name: str
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
-                       temperature: float) -> Completion: ...
+                       temperature: float, calibration: list[Message] | None = None) -> Completion: ...
 
 
 @functools.cache
@@ -124,6 +128,8 @@ class CallShape:
     max_tokens: int | None = None
     # the model's text as the protocol reads it (short entity handles back to their ids)
     restore: Callable[[str], str] = str
+    # the call without its question, for a backend that calibrates a closed choice (TextBackend.complete)
+    calibration: list[Message] | None = None
 
 
 # Shapes a call from the loop's messages (agentic_rag.models.prompts.shaper): prompt style, the entities
@@ -157,7 +163,9 @@ class StructuredGenerator:
         t0 = time.perf_counter()
         for attempt in range(1, self.max_attempts + 1):
             usage.attempts = attempt
-            done = await self.backend.complete(convo, schema, max_tokens=max_tokens, temperature=temperature)
+            done = await self.backend.complete(
+                convo, schema, max_tokens=max_tokens, temperature=temperature,
+                calibration=shaped.calibration if shaped is not None and attempt == 1 else None)
             usage.prompt_tokens += done.prompt_tokens
             usage.completion_tokens += done.completion_tokens
             text = done.text

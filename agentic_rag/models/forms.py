@@ -6,9 +6,12 @@ whose every field is a choice among what the call was shown, and code expands th
 role's contract:
 
 - **rewrite**: the retrieval mode only; the question and the linked names stand as they are.
-- **select**: one step: a relation of a shown entity (the relations its type has, from the catalog's
-  edge vocabulary), a comparison or connection of two, the details of one, a search by meaning, or
-  finish (only once something was found).
+- **select**: one step, named in the words a person would use ("studio that animated Dororo (anime)"):
+  a relation of a shown entity (the relations its type has, from the catalog's edge vocabulary), a
+  comparison or connection of two named ones, the details of one, a search of one kind of entity by the
+  question's words, or finish (only once something was found). A closed choice: with
+  ``RAG_TRANSFORMERS_CHOICE=likelihood`` the transformers backend scores every option whole, calibrated
+  against the same call without the question.
 - **draft**: the entities that answer (among a step's findings, not the entity a one-relation step
   started from); the answer is the context's own lines for them.
 - **grade**: the indexes of the relevant items.
@@ -46,7 +49,6 @@ from agentic_rag.protocol import EntityLinks
 MAX_ENTRIES = 40  # entities one form may name (linked candidates first, then the cards' entities)
 MAX_LINKED = 4  # readings of one mention shown
 MAX_ANSWER_PICKS = 6
-SEARCH_TEXT = 60  # characters of a search the model writes itself
 LINE_CHARS = 220  # a context line as a form shows it
 MAX_LINES = 14  # lines of one card shown
 SEARCHABLE = ("anime", "manga", "character", "person", "studio", "franchise")
@@ -118,11 +120,14 @@ def linked_text(links: EntityLinks | None, book: dict[str, Entry]) -> str:
     return "\n".join(lines)
 
 
-def _short(line: str) -> str:
-    return line if len(line) <= LINE_CHARS else line[: LINE_CHARS - 3] + "..."
+ANSWER_LINE_CHARS = 600  # a context line as an answer quotes it
 
 
-def card_lines(card: ContextCard, labels: dict[str, str]) -> list[tuple[str | None, str]]:
+def _short(line: str, limit: int = LINE_CHARS) -> str:
+    return line if len(line) <= limit else line[: limit - 3] + "..."
+
+
+def card_lines(card: ContextCard, labels: dict[str, str], limit: int = LINE_CHARS) -> list[tuple[str | None, str]]:
     """A card's findings as short lines, each with the id of the entity it is about (if one): its summary
     without ids, or its entities when the summary was cut to fit."""
     out: list[tuple[str | None, str]] = []
@@ -134,7 +139,7 @@ def card_lines(card: ContextCard, labels: dict[str, str]) -> list[tuple[str | No
         text = _ID_MARK.sub("", line)
         text = _UUID.sub(lambda u: labels.get(u.group(0), "?"), text).strip()
         if text:
-            out.append((ids[0] if ids else None, _short(" ".join(text.split()))))
+            out.append((ids[0] if ids else None, _short(" ".join(text.split()), limit)))
     return out
 
 
@@ -171,6 +176,7 @@ class Form:
     messages: list[Message]
     schema: dict[str, Any]
     expand: Expand
+    calibration: list[Message] | None = None  # the call without its question (see TextBackend.complete)
 
 
 def rewrite_form(inp: RewriteInput) -> tuple[dict[str, Any], Expand]:
@@ -196,27 +202,84 @@ def _done(cards: list[ContextCard]) -> tuple[set[tuple[str, str]], set[str]]:
     return hops, read
 
 
+# A step as a form names it: the words a person would use for what the relation finds ("{x}": the entity's
+# label). A small model matches these against the question far better than relation names it never saw.
+STEP_WORDS: dict[str, str] = {
+    "features": "characters of {x}", "staff": "staff of {x}: director, author, composer, designers",
+    "animated_by": "studio that animated {x}", "adapted_from": "manga {x} is based on",
+    "adapted_into": "anime made from {x}", "sequel": "sequel of {x}, what comes after",
+    "prequel": "prequel of {x}, what came before", "appears_in": "works {x} appears in",
+    "worked_on": "works of {x}", "animated": "anime animated by {x}", "includes": "works in {x}",
+    "part_of": "franchise of {x}", "has_episode": "episode titles of {x}", "episode_of": "anime of the episode {x}",
+    "side_story": "side stories of {x}", "parent_story": "main story of {x}", "spinoff": "spin-offs of {x}",
+    "spinoff_of": "series {x} is a spin-off of", "alternative_version": "other versions of {x}",
+    "summary": "story {x} recaps", "summarized_by": "recaps of {x}", "family": "family of {x}",
+    "ally": "allies of {x}", "rival": "rivals of {x}", "enemy": "enemies of {x}", "teammate": "teammates of {x}",
+    "romantic": "partner of {x}", "mentor_of": "students of {x}", "student_of": "mentor of {x}",
+    "same_studio": "anime from the same studio as {x}", "shared_staff": "works sharing staff with {x}",
+    "shares_franchise": "works in the same franchise as {x}", "co_appears": "characters appearing with {x}",
+}
+_RELATION_ORDER = list(STEP_WORDS)  # the order a form lists an entity's steps in: the common questions first
+# Relations a form does not offer: what a comparison or a connection finds as well (a shared studio, staff or
+# franchise; co-stars), or that people rarely ask for. Each option costs the model a scoring pass.
+UNOFFERED = frozenset({"summary", "summarized_by", "parent_story", "spinoff_of", "same_studio", "shared_staff",
+                       "shares_franchise", "co_appears"})
+DETAILS_WORDS = "details of {x}: year, episode count, genres, story"
+COMPARE_WORDS = "compare {x} and {y}"
+CONNECTION_WORDS = "link between {x} and {y}"
+FINISH_WORDS = "finish: the steps so far answer it"
+SEARCH_WORDS = "search the {t}s by description"  # the question's own words, searched by meaning
+MAX_STEPS = 40  # steps one select form offers
+MAX_PAIRS = 3  # comparisons and connections offered (between the top readings of different mentions)
+
+
+def _step_order(inp: SelectInput, book: dict[str, Entry]) -> list[Entry]:
+    """The entities whose steps a form lists, most likely first: the best reading of each mention, what the
+    latest step found, the other readings, then everything else the cards hold."""
+    by_id = {e.id: e for e in book.values()}
+    first = [m.candidates[0].entity.id for m in inp.links.mentions if m.candidates] if inp.links else []
+    latest = [e.ref.id for e in inp.cards[-1].entities] if inp.cards else []
+    order = [*first, *latest, *(e.id for e in book.values())]
+    return [by_id[i] for i in dict.fromkeys(order) if i in by_id]
+
+
+def _pairs(inp: SelectInput, book: dict[str, Entry]) -> list[tuple[str, str]]:
+    labels = _label_of(book)
+    tops = [labels[m.candidates[0].entity.id] for m in inp.links.mentions
+            if m.candidates and m.candidates[0].entity.id in labels] if inp.links else []
+    tops = list(dict.fromkeys(tops))
+    return [(a, b) for n, a in enumerate(tops) for b in tops[n + 1:]][:MAX_PAIRS]
+
+
 def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any], Expand]:
-    """One step; a step already taken is not offered again (the loop would refuse it as a repeat)."""
+    """One step, named in words ("studio that animated Dororo (anime)"): the form's only field is the choice
+    among the steps the shown entities allow, a closed set a backend can score whole (see
+    :func:`~agentic_rag.models.schemas.closed_options`). A step already taken is not offered again (the loop
+    would refuse it as a repeat). A search is for a kind of entity; its text is the question itself."""
     hops, read = _done(inp.cards)
-    variants: list[dict[str, Any]] = []
-    groups: dict[tuple[str, ...], list[str]] = {}  # the relations left -> the entities they are left for
-    for label, e in book.items():
-        left = tuple(r for r in RELATIONS.get(e.entity_type, []) if (e.id, r) not in hops)
-        if left:
-            groups.setdefault(left, []).append(label)
-    for left, labels in groups.items():
-        variants.append(_obj({"step": {"const": "related"}, "of": _choice(labels), "relation": _choice(list(left))}))
-    if unread := [label for label, e in book.items() if e.id not in read]:
-        variants.append(_obj({"step": {"const": "details"}, "of": _choice(unread)}))
-    if len(book) >= 2:
-        variants.append(_obj({"step": {"const": "compare"}, "of": _choice(list(book)), "with": _choice(list(book))}))
-        variants.append(_obj({"step": {"const": "connection"}, "of": _choice(list(book)), "to": _choice(list(book))}))
-    variants.append(_obj({"step": {"const": "search"}, "type": _choice(list(SEARCHABLE)),
-                          "text": {"type": "string", "minLength": 2, "maxLength": SEARCH_TEXT}}))
+    steps: dict[str, dict[str, Any]] = {}  # words -> the filled form they stand for
+    for e in _step_order(inp, book):
+        if e.id not in read:
+            steps.setdefault(DETAILS_WORDS.format(x=e.label), {"step": "details", "of": e.label})
+        for relation in sorted(RELATIONS.get(e.entity_type, []), key=_RELATION_ORDER.index):
+            if (e.id, relation) not in hops and relation not in UNOFFERED:
+                steps.setdefault(STEP_WORDS[relation].format(x=e.label),
+                                 {"step": "related", "of": e.label, "relation": relation})
+    pairs = _pairs(inp, book)
+    listed = [*(COMPARE_WORDS.format(x=a, y=b) for a, b in pairs),
+              *(CONNECTION_WORDS.format(x=a, y=b) for a, b in pairs)]
+    for a, b in pairs:
+        steps[COMPARE_WORDS.format(x=a, y=b)] = {"step": "compare", "of": a, "with": b}
+        steps[CONNECTION_WORDS.format(x=a, y=b)] = {"step": "connection", "of": a, "to": b}
+    listed = listed + [w for w in steps if w not in listed]
+    listed = listed[: MAX_STEPS - len(SEARCHABLE) - (1 if inp.cards else 0)]
+    for t in SEARCHABLE:
+        steps[SEARCH_WORDS.format(t=t)] = {"step": "search", "type": t, "text": inp.question}
+        listed.append(SEARCH_WORDS.format(t=t))
     if inp.cards:
-        variants.append(_obj({"step": {"const": "finish"}}))
-    schema = {"anyOf": variants}
+        steps[FINISH_WORDS] = {"step": "finish"}
+        listed.append(FINISH_WORDS)
+    schema = _obj({"step": _choice(listed)})
 
     def ref(label: str) -> dict[str, str]:
         return {"entity_type": book[label].entity_type, "id": book[label].id}
@@ -227,7 +290,8 @@ def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any
             "rationale": why[:300], "query_type": kind, "start": ref(start), "end": ref(end) if end else None,
             "max_hops": hops, "edge_types": edges or [], "limits": {"max_results": 50}}}
 
-    def expand(f: dict[str, Any]) -> dict[str, Any]:
+    def expand(filled: dict[str, Any]) -> dict[str, Any]:
+        f = steps.get(filled["step"], filled)
         step = f["step"]
         if step == "related":
             return graph("neighbors", f"{f['relation']} of {f['of']}", f["of"], edges=[f["relation"]])
@@ -243,7 +307,7 @@ def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any
         if step == "search":
             why = f"search {f['type']} by meaning"
             return {"action": "qdrant_search", "rationale": why, "search_intent": {
-                "rationale": why, "entity_type": f["type"], "query": f["text"], "limit": 5}}
+                "rationale": why, "entity_type": f["type"], "query": " ".join(f["text"].split())[:500], "limit": 5}}
         return {"action": "finish", "rationale": "the model judged the context enough"}
 
     return schema, expand
@@ -254,7 +318,7 @@ def _line_of(cards: list[ContextCard], book: dict[str, Entry]) -> dict[str, str]
     labels = _label_of(book)
     out: dict[str, str] = {}
     for card in cards:
-        for i, text in card_lines(card, labels):
+        for i, text in card_lines(card, labels, ANSWER_LINE_CHARS):
             if i is not None:
                 out[i] = text.lstrip("-0123456789. ").strip()
     return out
@@ -272,15 +336,24 @@ def draft_form(inp: DraftInput, book: dict[str, Entry]) -> tuple[dict[str, Any],
     items = _choice(pickable) if pickable else {"type": "null"}
     schema = _obj({"answer": {"type": "array", "items": items, "maxItems": MAX_ANSWER_PICKS if pickable else 0}})
     lines = _line_of(inp.cards, book)
+    labels = _label_of(book)
 
     def expand(f: dict[str, Any]) -> dict[str, Any]:
         picks = [book[label] for label in dict.fromkeys(f["answer"]) if label in book]
         if not picks:
             return {"answer": "The context found so far does not answer the question.", "confidence": 0.1}
         refs = [{"entity_type": e.entity_type, "id": e.id} for e in picks]
-        facts = [lines.get(e.id, e.label)[:200] for e in picks]
-        return {"answer": "; ".join(facts)[:2000], "result_entities": refs, "source_entities": refs,
-                "evidence": {"facts": facts}, "citations": [e.label[:200] for e in picks], "confidence": 0.8}
+        quoted = [lines.get(e.id, e.label) for e in picks]
+        # what the steps the picks come from say as a whole: how many they found, what a comparison found
+        ids = {e.id for e in picks}
+        sources = [c for c in inp.cards if ids & _answers(c)]
+        whole = [f"{c.count} found ({_UUID.sub(lambda u: labels.get(u.group(0), '?'), c.request)})"
+                 for c in sources if c.count > 1 and c.data.get("kind") == "neighbors"]
+        whole += [text.lstrip("- ") for c in sources for i, text in card_lines(c, labels, ANSWER_LINE_CHARS)
+                  if i is None]
+        return {"answer": "; ".join([*whole, *quoted])[:2000], "result_entities": refs, "source_entities": refs,
+                "evidence": {"facts": [q[:200] for q in quoted]}, "citations": [e.label[:200] for e in picks],
+                "confidence": 0.8}
 
     return schema, expand
 
@@ -340,8 +413,13 @@ def form_for(inp: RoleInput, refs: list[tuple[str, str]], template: str) -> Form
         shape = grade_form(inp)
     else:
         shape = validate_form(inp)
-    return Form(messages=[*shots(template), Message(role="user", content=user_text(inp, book))],
-                schema=shape[0], expand=shape[1])
+    user = user_text(inp, book)
+    calibration = None
+    if isinstance(inp, SelectInput):  # which step the question makes likely, not which the model likes anyway
+        calibration = [*shots(template), Message(role="user", content=re.sub(
+            r"^Question: .*$", "Question: N/A", user, count=1, flags=re.MULTILINE))]
+    return Form(messages=[*shots(template), Message(role="user", content=user)],
+                schema=shape[0], expand=shape[1], calibration=calibration)
 
 
 def shots(template: str) -> list[Message]:

@@ -60,7 +60,7 @@ class OpenAIBackend:
         return cls(settings, model)
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
-                       temperature: float) -> Completion:
+                       temperature: float, calibration: list[Message] | None = None) -> Completion:
         chat = [_chat_message(m) for m in messages]
         try:
             async with asyncio.timeout(self._timeout_s):

@@ -4,18 +4,28 @@
 so that any OpenAI client (the official ``openai`` package, :class:`OpenAIBackend`, other tools)
 can use our model deployments. ``response_format`` ``{"type": "json_schema", ...}`` constrains
 decoding to that schema; ``{"type": "json_object"}``, ``{"type": "text"}`` or no
-``response_format`` leave the output unconstrained.
+``response_format`` leave the output unconstrained. The official client's
+``chat.completions.parse(response_format=Type)`` works too: it sends ``Type``'s schema in OpenAI's strict
+form, which a text model takes like any schema and the heuristic model matches to its type by meaning
+(:mod:`agentic_rag.models.chat`).
+
+``usage`` counts what the backend reports: a text model's tokenizer counts (prompt as templated, tokens
+generated); for the heuristic model, which has no tokenizer, the approximation documented in
+:mod:`agentic_rag.models.chat` (words and punctuation marks of the messages and of the answer).
 
 Scope, on purpose: no streaming (``stream`` must be false), one choice (``n`` must be 1), no
 tools. Request policy: the body is validated by pydantic; every field the OpenAI API defines
 that we cannot honour, and every field it does not define, is a 400 (as OpenAI answers
-"Unrecognized request argument"), never silently ignored. Errors have OpenAI's shape,
+"Unrecognized request argument"), never silently ignored. A body over :data:`MAX_BODY_BYTES` is a 413
+(the limit fits the largest schema, :data:`MAX_SCHEMA_CHARS`, beside a long conversation; the app that
+mounts this one leaves the limit to it). Every error has OpenAI's shape,
 ``{"error": {"message", "type", "param", "code"}}``: 400 for a bad request (bad JSON, bad
 fields, an invalid JSON schema, or a request the backend rejects with ``ValueError``), 401 without
 a valid API key when ``api_keys`` are given (``Authorization: Bearer``, as OpenAI clients send it),
-404 for an unknown model, 503 with ``Retry-After`` when the backend cannot be reached
-(``ConnectionError``: a model deployment that is gone or over its queue), 504 when the backend
-times out, 500 only for a fault of our own.
+404 for an unknown model or route, 413 for a body too large, 503 with ``Retry-After`` when the backend
+cannot be reached (``ConnectionError``: a model deployment that is gone or over its queue) or fails
+(any other exception of the model's: logged with its traceback, never a 500), 504 when the backend times
+out. A 500, in the same shape, is left only for a fault in this module's own code.
 """
 
 from __future__ import annotations
@@ -28,14 +38,17 @@ import uuid
 from collections.abc import Mapping, Sequence
 from typing import Annotated, Any, Literal
 
-from fastapi import Depends, FastAPI, Request
+from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from jsonschema import SchemaError  # type: ignore[import-untyped]
 from jsonschema.validators import validator_for  # type: ignore[import-untyped]
 from pydantic import BaseModel, ConfigDict, Field, field_validator
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.types import ASGIApp, Receive, Scope, Send
+from starlette.types import Message as AsgiMessage
 
 from agentic_rag.models.base import Message, TextBackend
 
@@ -44,10 +57,12 @@ log = logging.getLogger(__name__)
 MAX_COMPLETION_TOKENS = 32_768
 DEFAULT_MAX_TOKENS = 1024
 MAX_SCHEMA_CHARS = 100_000
+MAX_BODY_BYTES = 1024 * 1024
 
 
 class _Body(BaseModel):
-    model_config = ConfigDict(extra="forbid")
+    # strict: a JSON body says what it means ("stream": "yes" is no boolean, "max_tokens": "10" no integer)
+    model_config = ConfigDict(extra="forbid", strict=True)
 
 
 class TextPart(_Body):
@@ -185,10 +200,68 @@ class ModelList(BaseModel):
 
 def error_response(status: int, message: str, *, type_: str = "invalid_request_error",
                    param: str | None = None, code: str | None = None,
-                   headers: dict[str, str] | None = None) -> JSONResponse:
+                   headers: Mapping[str, str] | None = None) -> JSONResponse:
     """An OpenAI-style error body."""
     body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
-    return JSONResponse(body, status_code=status, headers=headers)
+    return JSONResponse(body, status_code=status, headers=dict(headers) if headers else None)
+
+
+def status_error(status: int, message: str, *, headers: Mapping[str, str] | None = None) -> JSONResponse:
+    """An OpenAI-style error for a plain HTTP status (its code is the status), typed as OpenAI types it."""
+    type_ = "authentication_error" if status == 401 else "server_error" if status >= 500 else "invalid_request_error"
+    return error_response(status, message, type_=type_, code=str(status), headers=headers)
+
+
+def _too_large(limit: int) -> str:
+    return f"the request body is over {limit} bytes"
+
+
+class BodyLimit:
+    """Refuses a request body over ``limit`` bytes with a 413 in OpenAI's shape: at once when ``Content-Length``
+    says so, else as soon as the bytes read pass it (a chunked body)."""
+
+    def __init__(self, app: ASGIApp, limit: int) -> None:
+        self.app = app
+        self.limit = limit
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http":
+            await self.app(scope, receive, send)
+            return
+        length = Headers(scope=scope).get("content-length", "")
+        if length.isdigit() and int(length) > self.limit:
+            await status_error(413, _too_large(self.limit))(scope, receive, send)
+            return
+        received = 0
+
+        async def bounded() -> AsgiMessage:
+            nonlocal received
+            message = await receive()
+            received += len(message.get("body", b""))
+            if received > self.limit:
+                # FastAPI's own HTTPException: reading the body re-raises it (to the app's handler); any other
+                # exception there would become a 400
+                raise HTTPException(413, _too_large(self.limit))
+            return message
+
+        await self.app(scope, bounded, send)
+
+
+def _where(loc: Sequence[Any], body: Any) -> str:
+    """An error's location as the client wrote it: the path through the body, without the names pydantic adds
+    for a union's member (a tagged union's tag, as in ``response_format.json_schema.json_schema``)."""
+    parts: list[str] = []
+    node = body
+    steps = list(loc[1:]) if loc and loc[0] == "body" else list(loc)
+    for i, step in enumerate(steps):
+        in_body = ((isinstance(node, dict) and step in node)
+                   or (isinstance(node, list) and isinstance(step, int) and 0 <= step < len(node)))
+        if in_body:
+            node = node[step]
+        elif not (isinstance(node, dict) and i == len(steps) - 1):  # else a missing field: named, to be added
+            continue  # a union member's name: not part of the body
+        parts.append(str(step))
+    return ".".join(parts) or "(body)"
 
 
 def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
@@ -197,8 +270,7 @@ def _validation_message(exc: RequestValidationError) -> tuple[str, str | None]:
         return "the request body is not valid JSON", None
     parts, param = [], None
     for e in errors[:5]:
-        loc = [str(p) for p in e.get("loc", ()) if p != "body"]
-        where = ".".join(loc) or "(body)"
+        where = _where(e.get("loc", ()), exc.body)
         param = param or where
         msg = str(e.get("msg", "invalid"))
         if e.get("type") == "extra_forbidden":
@@ -224,11 +296,14 @@ def _key_check(api_keys: Sequence[str]) -> list[Any]:
     return [Depends(require_key)]
 
 
-def create_app(models: Mapping[str, TextBackend], *, api_keys: Sequence[str] = ()) -> FastAPI:
-    """An OpenAI-compatible app serving each backend under its key in ``models``; ``api_keys`` guard it."""
+def create_app(models: Mapping[str, TextBackend], *, api_keys: Sequence[str] = (),
+               max_body_bytes: int = MAX_BODY_BYTES) -> FastAPI:
+    """An OpenAI-compatible app serving each backend under its key in ``models``; ``api_keys`` guard it, and
+    bodies over ``max_body_bytes`` are refused."""
     backends = dict(models)
     started = int(time.time())
     app = FastAPI(title="agentic-rag models", description=__doc__, dependencies=_key_check(api_keys))
+    app.add_middleware(BodyLimit, limit=max_body_bytes)
 
     @app.exception_handler(RequestValidationError)
     async def _bad_request(request: Request, exc: RequestValidationError) -> JSONResponse:
@@ -237,8 +312,13 @@ def create_app(models: Mapping[str, TextBackend], *, api_keys: Sequence[str] = (
 
     @app.exception_handler(StarletteHTTPException)
     async def _http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
-        type_ = "authentication_error" if exc.status_code == 401 else "invalid_request_error"
-        return error_response(exc.status_code, str(exc.detail), type_=type_, code=str(exc.status_code))
+        return status_error(exc.status_code, str(exc.detail), headers=exc.headers)
+
+    @app.exception_handler(Exception)
+    async def _fault(request: Request, exc: Exception) -> JSONResponse:
+        # a fault of ours (the backend's exceptions are answered in the route): the client still gets
+        # OpenAI's shape, and Starlette re-raises the exception to be logged
+        return status_error(500, "an internal error occurred; it has been logged")
 
     @app.get("/v1/models", response_model=ModelList)
     async def list_models() -> ModelList:
@@ -251,7 +331,7 @@ def create_app(models: Mapping[str, TextBackend], *, api_keys: Sequence[str] = (
         return ModelCard(id=model_id, created=started)
 
     @app.post("/v1/chat/completions", response_model=ChatCompletion,
-              responses={400: {}, 401: {}, 404: {}, 503: {}, 504: {}})
+              responses={400: {}, 401: {}, 404: {}, 413: {}, 503: {}, 504: {}})
     async def chat_completions(body: ChatCompletionRequest) -> ChatCompletion | JSONResponse:
         backend = backends.get(body.model)
         if backend is None:
@@ -268,9 +348,10 @@ def create_app(models: Mapping[str, TextBackend], *, api_keys: Sequence[str] = (
         except ConnectionError as exc:  # the backend's word for "unreachable now, worth retrying"
             return error_response(503, f"the model is unavailable: {exc}", type_="server_error",
                                   code="unavailable", headers={"Retry-After": "1"})
-        except Exception:
+        except Exception:  # the model failed, not the route: a dependency's failure, worth a retry
             log.exception("model %s failed", body.model)
-            return error_response(500, "the model failed on this request", type_="server_error")
+            return error_response(503, "the model failed on this request; retry shortly", type_="server_error",
+                                  code="model_error", headers={"Retry-After": "1"})
         return ChatCompletion(
             id=f"chatcmpl-{uuid.uuid4().hex}",
             created=int(time.time()),

@@ -137,7 +137,7 @@ def shaper(style: PromptStyle) -> Shaper:
         if style == "compact":
             form = form_for(inp, refs, template(role, "compact"))
             return CallShape(messages=form.messages, schema=form.schema, max_tokens=token_bound(form.schema),
-                             restore=expander(form))
+                             restore=expander(form), calibration=form.calibration)
         schema = narrow(schema_for(output_type), refs)
         if isinstance(inp, SelectInput) and not inp.cards and "anyOf" in schema:
             # nothing retrieved yet: finishing now can only answer "not found", so it is not offered

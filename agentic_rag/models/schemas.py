@@ -239,3 +239,46 @@ def _max_chars(node: Any) -> int:
     if kind == "boolean":
         return 5
     return 4
+
+
+MAX_OPTIONS = 96  # completions a closed schema may have for a backend to score them all
+
+
+def closed_options(schema: dict[str, Any], limit: int = MAX_OPTIONS) -> list[str] | None:
+    """Every text a schema admits, as compact JSON in the order a constrained decoder writes it, when that
+    set is small and closed (objects whose properties are all required constants, enums or booleans, or an
+    ``anyOf`` of such objects); None otherwise (a free string, an array, a number range, or too many).
+
+    A closed form is a multiple choice: a backend can score each whole completion by its likelihood instead
+    of decoding one token at a time (see the transformers backend's ``choice`` setting)."""
+    found = _options(schema, limit)
+    return None if found is None else [json.dumps(v, ensure_ascii=False, separators=(",", ":")) for v in found]
+
+
+def _options(node: dict[str, Any], limit: int) -> list[Any] | None:
+    if "anyOf" in node:
+        out: list[Any] = []
+        for variant in node["anyOf"]:
+            sub = _options(variant, limit - len(out))
+            if sub is None:
+                return None
+            out += sub
+        return out if len(out) <= limit else None
+    if "const" in node:
+        return [node["const"]]
+    if "enum" in node:
+        return list(node["enum"]) if len(node["enum"]) <= limit else None
+    if node.get("type") == "boolean":
+        return [True, False]
+    if node.get("type") != "object" or node.get("additionalProperties", True) is not False:
+        return None
+    props: dict[str, Any] = node.get("properties", {})
+    if set(node.get("required", [])) != set(props):
+        return None
+    combos: list[dict[str, Any]] = [{}]
+    for name, sub in props.items():
+        values = _options(sub, limit)
+        if values is None or len(combos) * len(values) > limit:
+            return None
+        combos = [{**c, name: v} for c in combos for v in values]
+    return combos

@@ -22,7 +22,10 @@ returns text without token counts; here the prompt is rendered once and both cou
 from __future__ import annotations
 
 import asyncio
+import copy
 import json
+import math
+import random
 import threading
 from pathlib import Path
 from typing import Any, Literal, Protocol
@@ -38,10 +41,12 @@ from transformers import (
 )
 
 from agentic_rag.models.base import Completion, Message
-from agentic_rag.models.schemas import outlines_schema, xgrammar_schema
+from agentic_rag.models.schemas import closed_options, outlines_schema, xgrammar_schema
 from agentic_rag.settings import Settings
 
 ConstraintEngine = Literal["xgrammar", "outlines"]
+ClosedChoice = Literal["likelihood", "decode"]
+SCORE_BATCH = 16  # options scored in one forward pass over the shared prompt
 MISSING_XGRAMMAR = ("the xgrammar constraint engine is not installed: pip install 'agentic-rag[local]' "
                     "(or set RAG_TRANSFORMERS_CONSTRAINT=outlines)")
 
@@ -148,7 +153,7 @@ class TransformersBackend:
 
     def __init__(self, model_dir: str | Path, *, device: str = "cpu", name: str | None = None,
                  gguf_file: str | None = None, constraint: ConstraintEngine = "outlines",
-                 repetition_penalty: float = 1.0) -> None:
+                 repetition_penalty: float = 1.0, choice: ClosedChoice = "decode") -> None:
         path = Path(model_dir)
         if not path.is_dir():
             raise FileNotFoundError(f"model directory not found: {path}")
@@ -157,6 +162,7 @@ class TransformersBackend:
         self.name = name or f"transformers:{gguf_file or path.name}"
         self.device = device
         self.repetition_penalty = repetition_penalty
+        self.choice = choice
         # a GGUF carries its tokenizer (and chat template) too; transformers reads both from it
         located: dict[str, Any] = {"local_files_only": True, **({"gguf_file": gguf_file} if gguf_file else {})}
         self.tokenizer = AutoTokenizer.from_pretrained(str(path), **located)
@@ -198,6 +204,7 @@ class TransformersBackend:
         model_dir, gguf_file = resolve_model(value, settings)
         return cls(model_dir, device=settings.model_device, gguf_file=gguf_file,
                    constraint=settings.transformers_constraint, repetition_penalty=settings.repetition_penalty,
+                   choice=settings.transformers_choice,
                    name=f"transformers:{value}" if gguf_file else None)
 
     def render(self, messages: list[Message]) -> str:
@@ -211,13 +218,15 @@ class TransformersBackend:
         return "".join(f"{m['role']}: {m['content']}\n\n" for m in messages) + "assistant: "
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
-                       temperature: float) -> Completion:
-        """Complete the messages (greedy at temperature 0), within ``schema`` when one is given."""
+                       temperature: float, calibration: list[Message] | None = None) -> Completion:
+        """Complete the messages (greedy at temperature 0), within ``schema`` when one is given. With
+        ``choice=likelihood`` a closed schema is a choice among its options: each is scored as the whole reply,
+        less its score after ``calibration`` when given, and the best is the completion."""
         cancelled = threading.Event()
         async with self._queue:
             try:
                 return await asyncio.to_thread(self._generate, messages, schema, max_tokens, temperature,
-                                               cancelled)
+                                               cancelled, calibration)
             except asyncio.CancelledError:
                 cancelled.set()  # the worker stops after its current token
                 raise
@@ -228,12 +237,19 @@ class TransformersBackend:
             await asyncio.to_thread(self._engine.prepare, schema)
 
     def _generate(self, messages: list[Message], schema: dict[str, Any] | None, max_tokens: int,
-                  temperature: float, cancelled: threading.Event) -> Completion:
+                  temperature: float, cancelled: threading.Event,
+                  calibration: list[Message] | None = None) -> Completion:
         with self._running:
             if cancelled.is_set():  # the caller left while this call waited for the model
                 return Completion(text="", finish_reason="cancelled")
             inputs = self.tokenizer(self.render(messages), return_tensors="pt",
                                     add_special_tokens=not self._has_template).to(self.device)
+            options = closed_options(schema) if schema is not None and self.choice == "likelihood" else None
+            if options:
+                base = None if calibration is None else self.tokenizer(
+                    self.render(calibration), return_tensors="pt",
+                    add_special_tokens=not self._has_template).to(self.device)["input_ids"]
+                return self._choose(inputs["input_ids"], options, temperature, base)
             processors = LogitsProcessorList()
             if schema is not None:
                 processors.append(self._engine.processor(schema))
@@ -261,6 +277,59 @@ class TransformersBackend:
             completion_tokens=len(new),
             finish_reason="stop" if stopped else "length",
         )
+
+
+    def _choose(self, prompt_ids: torch.Tensor, options: list[str], temperature: float,
+                base: torch.Tensor | None = None) -> Completion:
+        """The option the model finds most likely as its whole reply (greedy at temperature 0, else sampled
+        from the options' scores). A closed form is a multiple choice: scoring each whole completion lets
+        every token of it count, where decoding commits to the first token that differs."""
+        scores, lengths = self._score(prompt_ids, options)
+        if base is not None:  # what the question adds: options the model favours whatever is asked lose that edge
+            prior, _ = self._score(base, options)
+            scores = [s - p for s, p in zip(scores, prior, strict=True)]
+        if temperature > 0:
+            weights = [math.exp((s - max(scores)) / temperature) for s in scores]
+            best = random.choices(range(len(options)), weights=weights)[0]
+        else:
+            best = max(range(len(options)), key=scores.__getitem__)
+        return Completion(text=options[best], prompt_tokens=int(prompt_ids.shape[1]),
+                          completion_tokens=lengths[best], finish_reason="stop")
+
+    def _score(self, prompt_ids: torch.Tensor, options: list[str]) -> tuple[list[float], list[int]]:
+        """Each option's log-probability as the reply (its tokens, then the end of the turn): the prompt runs
+        once, and batches of options run over copies of its cache."""
+        end = self._eos_ids[0] if self.tokenizer.eos_token_id is None else int(self.tokenizer.eos_token_id)
+        tails = [self.tokenizer(o, add_special_tokens=False)["input_ids"] + [end] for o in options]
+        lengths = [len(t) for t in tails]
+        # the tokens every option starts with ('{"step":"') add the same to each score: run them with the prompt
+        shared = 0
+        while all(len(t) > shared + 1 and t[shared] == tails[0][shared] for t in tails):
+            shared += 1
+        if shared:
+            prompt_ids = torch.cat([prompt_ids, torch.tensor([tails[0][:shared]], device=prompt_ids.device)], dim=1)
+            tails = [t[shared:] for t in tails]
+        scores: list[float] = []
+        with torch.inference_mode():
+            out = self.model(input_ids=prompt_ids, use_cache=True)
+            first = torch.log_softmax(out.logits[0, -1].float(), dim=-1)
+            for start in range(0, len(tails), SCORE_BATCH):
+                batch = tails[start: start + SCORE_BATCH]
+                width = max(len(t) for t in batch)
+                ids = torch.full((len(batch), width), end, dtype=torch.long, device=self.device)
+                for row, t in enumerate(batch):
+                    ids[row, : len(t)] = torch.tensor(t, device=self.device)
+                cache = copy.deepcopy(out.past_key_values)
+                cache.batch_repeat_interleave(len(batch))
+                # right padding: a real token never attends to the pads after it, so no mask is needed
+                logits = self.model(input_ids=ids, past_key_values=cache, use_cache=True).logits
+                logp = torch.log_softmax(logits[:, :-1].float(), dim=-1)
+                for row, t in enumerate(batch):
+                    total = float(first[t[0]])
+                    if len(t) > 1:
+                        total += float(logp[row, torch.arange(len(t) - 1), torch.tensor(t[1:])].sum())
+                    scores.append(total)
+        return scores, lengths
 
 
 class _StopWhenSet(StoppingCriteria):

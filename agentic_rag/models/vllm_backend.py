@@ -123,7 +123,7 @@ class VLLMBackend:
         )
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
-                       temperature: float) -> Completion:
+                       temperature: float, calibration: list[Message] | None = None) -> Completion:
         text, ids = self.render(messages)
         params = self.sampling_params(schema, max_tokens=max_tokens, temperature=temperature)
         prompt = self._vllm.make_input(prompt_token_ids=ids, prompt=text)

@@ -41,11 +41,19 @@ from agentic_rag.orchestrator.state import (
     RunState,
     blocked,
     clarifying,
+    failure_text,
     new_request_id,
     not_found,
     response_from,
 )
-from agentic_rag.orchestrator.trajectory import EventType, Recorder, TrajectoryError, TrajectoryStore
+from agentic_rag.orchestrator.trajectory import (
+    EventType,
+    Recorder,
+    TrajectoryError,
+    TrajectoryNotFound,
+    TrajectoryNotWaiting,
+    TrajectoryStore,
+)
 from agentic_rag.protocol import (
     AgentResponse,
     ClarificationChoice,
@@ -68,6 +76,19 @@ EventSink = Callable[[dict[str, Any]], Awaitable[None]]
 
 class ClarificationError(ValueError):
     """A resume that cannot proceed: the trajectory is not waiting, or the choice is not one offered."""
+
+
+class NotAwaitingClarification(ClarificationError):
+    """The trajectory exists but is not waiting for a clarification: it ended otherwise (abandoned included),
+    or another resume claimed it first."""
+
+
+def _not_waiting(trajectory_id: uuid.UUID, status: str) -> NotAwaitingClarification:
+    why = {
+        "running": "another request is resuming it",
+        "abandoned": "it was abandoned (the process running it stopped before it finished); ask the question again",
+    }.get(status, f"it ended with status {status}")
+    return NotAwaitingClarification(f"trajectory {trajectory_id} is not waiting for a clarification: {why}")
 
 
 @dataclass(slots=True)
@@ -121,15 +142,17 @@ class Orchestrator:
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str = "default",
                      request_id: str | None = None, sink: EventSink | None = None) -> RunResult:
-        """Continue a run that asked for clarification, with the user's choice (an index or an entity id)."""
+        """Continue a run that asked for clarification, with the user's choice (an index or an entity id).
+
+        Raises ``TrajectoryNotFound``, ``NotAwaitingClarification`` (of concurrent resumes, on any number of
+        processes, all but one), or ``ClarificationError`` for a choice that was not offered."""
         request_id = request_id or new_request_id()
         with request_context(request_id, str(trajectory_id)):
             traj = await self.store.get(trajectory_id, tenant=tenant)
             if traj is None:
-                raise ClarificationError(f"no trajectory {trajectory_id}")
+                raise TrajectoryNotFound(f"trajectory {trajectory_id} not found")
             if traj.status != "needs_clarification" or not traj.final_response:
-                raise ClarificationError(f"trajectory {trajectory_id} is not waiting for a clarification "
-                                         f"(status {traj.status})")
+                raise _not_waiting(trajectory_id, traj.status)
             offered = AgentResponse.model_validate(traj.final_response).clarification
             assert offered is not None  # a needs_clarification response always carries one
             picked = _pick(offered.choices, choice)
@@ -140,11 +163,22 @@ class Orchestrator:
                     state.rewrite = QueryRewrite.model_validate(e.payload["rewrite"])
                 if e.stage == "clarify" and e.type == "decision" and isinstance(e.payload.get("mention"), str):
                     mention = e.payload["mention"]
-            rec = await self.store.reopen(trajectory_id, tenant=tenant)
+            try:  # the claim: the read above may be stale by now
+                rec = await self.store.reopen(trajectory_id, tenant=tenant)
+            except TrajectoryNotWaiting as exc:
+                raise _not_waiting(trajectory_id, exc.status) from None
             run = RunContext(self, rec, state, sink)
             await run.event("clarify", "decision", {"chosen": picked.model_dump(mode="json"),
                                                     "request_id": request_id})
             return await run.execute(picked, mention)
+
+
+def _model_failure(exc: BaseException) -> str:
+    if isinstance(exc, TimeoutError):
+        return "did not answer in time"
+    if isinstance(exc, GenerationError) and exc.attempts == 0:  # never reached (HandleModel: deployment gone)
+        return "is unavailable"
+    return "gave no valid output"
 
 
 def _pick(choices: list[ClarificationChoice], choice: int | str) -> ClarificationChoice:
@@ -225,8 +259,10 @@ class RunContext:
             raise
 
     async def _abort(self, status: str, exc: BaseException) -> None:
-        async with asyncio.timeout(5):
-            await self.event("final", "error", {"status": status, "error": f"{type(exc).__name__}: {exc}"[:500]})
+        if status == "failed":
+            log.error("the run failed", exc_info=exc)
+        async with asyncio.timeout(5):  # the trajectory is the client's to read: the error's text stays in the log
+            await self.event("final", "error", {"status": status, "error": type(exc).__name__})
             await self.rec.finish(status=status, response=None, timings={"total_ms": self.s.elapsed_ms()})
 
     async def _link(self) -> None:
@@ -236,8 +272,10 @@ class RunContext:
         try:
             s.links = await self.o.retrieval.link(s.question)
         except RetrievalError as exc:
-            s.warn(f"the names in the question could not be looked up ({exc.kind})")
-            await self.event("link", "error", {"error": str(exc)[:500]})
+            what = failure_text("the catalog's name index", exc)
+            log.warning("entity linking failed (%s)", what, exc_info=exc)
+            s.warn(f"the names in the question could not be looked up: {what}")
+            await self.event("link", "error", {"error": what})
             return
         finally:
             s.timings["link_ms"] += (time.perf_counter() - t0) * 1000
@@ -314,7 +352,9 @@ class RunContext:
             output = gen.output
         except (GenerationError, TimeoutError) as exc:
             if model_ok:
-                self.s.warn(f"{stage}: the {model.name} model failed ({str(exc)[:120]}); used the heuristic")
+                log.warning("%s: the %s model failed", stage, who, exc_info=exc)
+                self.s.warn(f"{stage}: the {who} model {_model_failure(exc)}; used the heuristic")
+                # what each attempt said is the trajectory's to keep (GenerationError carries it for that)
                 await self.event(stage, "error", {"model": model.name, "error": str(exc)[:500],
                                                   "fallback": self.o.fallback.name})
             gen = await self.o.fallback.generate(messages, output_type)
@@ -441,4 +481,4 @@ class RunContext:
         return guarded
 
 
-__all__ = ["ClarificationError", "EventSink", "Orchestrator", "RunResult"]
+__all__ = ["ClarificationError", "EventSink", "NotAwaitingClarification", "Orchestrator", "RunResult"]

@@ -10,7 +10,6 @@ from __future__ import annotations
 from typing import Protocol
 
 from psycopg_pool import AsyncConnectionPool
-from qdrant_client import QdrantClient
 
 from agentic_rag.protocol import (
     EntityLinks,
@@ -22,18 +21,20 @@ from agentic_rag.protocol import (
     StructuredQuery,
 )
 from agentic_rag.retrievers.dsl import QueryResult, run_query
-from agentic_rag.retrievers.errors import RetrievalError
+from agentic_rag.retrievers.errors import RetrievalError, on_pool
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.hydrate import labels
 from agentic_rag.retrievers.vector import EmbedFn, QdrantExecutor
 from agentic_rag.settings import Settings
+from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.understanding.asks import AskClassifier
 from agentic_rag.understanding.linker import link
 
 
 class Retrieval(Protocol):
-    """What the loop may ask of the catalog. Each call is bounded and never writes."""
+    """What the loop may ask of the catalog. Each call is bounded, retried on a transient failure, and never
+    writes; what still fails raises ``RetrievalError``."""
 
     async def search(self, intent: SearchIntent) -> RetrievalResult:
         """A Qdrant search (fused with PostgreSQL names), or a fetch by id."""
@@ -56,10 +57,11 @@ class Retrieval(Protocol):
 class LocalRetrieval:
     """:class:`Retrieval` in-process: the shipped executors over one pool and one Qdrant client."""
 
-    def __init__(self, pool: AsyncConnectionPool, client: QdrantClient, embed: EmbedFn, settings: Settings, *,
+    def __init__(self, pool: AsyncConnectionPool, client: VectorStore, embed: EmbedFn, settings: Settings, *,
                  graph: PostgresGraphExecutor | None = None) -> None:
         self._pool = pool
-        self._settings = settings
+        self._timeout_s = settings.query_timeout_ms / 1000
+        self._attempts = settings.retry_attempts
         self._hybrid = HybridRetriever(pool, QdrantExecutor(client, embed, settings))
         self._asks = AskClassifier(embed)
         # the graph primitives may run on a pool of their own (sized for traversal, or a replica)
@@ -71,16 +73,15 @@ class LocalRetrieval:
     async def graph(self, intent: GraphIntent) -> tuple[GraphResult, dict[str, str]]:
         result = await self._graph.execute(intent)
         refs: list[EntityRef] = [intent.start, *([intent.end] if intent.end else []), *result.node_ids]
-        async with self._pool.connection() as conn:
-            return result, await labels(conn, refs)
+        return result, await on_pool(self._pool, "postgres", lambda conn: labels(conn, refs), attempts=self._attempts)
 
     async def query(self, query: StructuredQuery) -> QueryResult:
-        async with self._pool.connection() as conn:
-            return await run_query(conn, query, timeout_s=self._settings.query_timeout_ms / 1000)
+        return await on_pool(self._pool, "pg_query", lambda conn: run_query(conn, query, timeout_s=self._timeout_s),
+                             attempts=self._attempts)
 
     async def link(self, question: str) -> EntityLinks:
-        async with self._pool.connection() as conn:
-            links = await link(conn, question, timeout_s=self._settings.query_timeout_ms / 1000)
+        links = await on_pool(self._pool, "postgres", lambda conn: link(conn, question, timeout_s=self._timeout_s),
+                              attempts=self._attempts)
         try:
             asks = await self._asks(question, links)
         except RetrievalError:

@@ -7,22 +7,23 @@ and the benchmarks use this; Ray Serve deployments wire the same pieces from the
 from __future__ import annotations
 
 import asyncio
+import contextlib
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
 from psycopg_pool import AsyncConnectionPool
-from qdrant_client import QdrantClient
 
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.factory import build_fallback, build_model
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.loop import Orchestrator
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
+from agentic_rag.orchestrator.sweep import sweep_abandoned
 from agentic_rag.orchestrator.trajectory import TrajectoryStore
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool, migrate, resolve_dsn
-from agentic_rag.storage.qdrant import open_qdrant
+from agentic_rag.storage.qdrant import VectorStore, open_qdrant
 
 CATALOG_COUNT_SQL = "SELECT count(*) FROM entity_name"
 
@@ -35,13 +36,13 @@ class CatalogEmpty(RuntimeError):
 class Runtime:
     settings: Settings
     pool: AsyncConnectionPool
-    qdrant: QdrantClient
+    qdrant: VectorStore
     embedder: Embedder
     store: TrajectoryStore
     orchestrator: Orchestrator
 
 
-def build_orchestrator(settings: Settings, pool: AsyncConnectionPool, client: QdrantClient,
+def build_orchestrator(settings: Settings, pool: AsyncConnectionPool, client: VectorStore,
                        embedder: Embedder) -> tuple[Orchestrator, TrajectoryStore]:
     """The orchestrator over in-process retrieval, with the configured models and guard policy."""
     store = TrajectoryStore(pool, settings)
@@ -56,12 +57,13 @@ def build_orchestrator(settings: Settings, pool: AsyncConnectionPool, client: Qd
 
 @asynccontextmanager
 async def open_runtime(settings: Settings, *, require_catalog: bool = True) -> AsyncIterator[Runtime]:
-    """Connect to PostgreSQL (migrating it) and Qdrant, load the models, and close it all afterwards."""
+    """Connect to PostgreSQL (migrating it) and Qdrant, load the models, sweep for abandoned runs (now and
+    periodically), and close it all afterwards."""
     dsn = await asyncio.to_thread(resolve_dsn, settings)
     await migrate(dsn)
     pool = make_pool(dsn, settings)
     await pool.open(wait=True)
-    client: QdrantClient | None = None
+    client: VectorStore | None = None
     try:
         if require_catalog:
             async with pool.connection() as conn:
@@ -73,7 +75,14 @@ async def open_runtime(settings: Settings, *, require_catalog: bool = True) -> A
         # load the model now: a first query must not pay for it inside its time limit
         await asyncio.to_thread(embedder.embed, ["warm up"])
         orchestrator, store = build_orchestrator(settings, pool, client, embedder)
-        yield Runtime(settings, pool, client, embedder, store, orchestrator)
+        # runs left running by a process that died are closed now, and then every sweep interval
+        sweeper = asyncio.create_task(sweep_abandoned(store, settings))
+        try:
+            yield Runtime(settings, pool, client, embedder, store, orchestrator)
+        finally:
+            sweeper.cancel()
+            with contextlib.suppress(asyncio.CancelledError):
+                await sweeper
     finally:
         if client is not None:
             client.close()

@@ -2,25 +2,31 @@
 
 A step carries at most :data:`~agentic_rag.protocol.MAX_BATCH` independent intents; they run in one
 ``asyncio.TaskGroup``. A failing branch becomes a warning and an error event, never a failed run:
-the other branches' cards are kept (seed 004 fan-out). Search results are graded for relevance in
-ONE batched validator call (seed 002); irrelevant items are dropped from their cards.
+the other branches' cards are kept (seed 004 fan-out). The warning and the event say what failed in our
+own words (a dead replica's or a driver's message goes to the server log, never to the client). Search
+results are graded for relevance in ONE batched validator call (seed 002); irrelevant items are dropped
+from their cards.
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
 from typing import TYPE_CHECKING
 
 from agentic_rag.models.roles import CardEntity, ContextCard, GradeItem, StepStatus
 from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
-from agentic_rag.orchestrator.state import describe, source_of, step_key
+from agentic_rag.orchestrator.state import describe, failure_text, source_of, step_key
 from agentic_rag.protocol import MAX_BATCH, BatchIntent, GraphIntent, NextStep, SearchIntent
 
 if TYPE_CHECKING:
     from agentic_rag.orchestrator.loop import RunContext
 
+log = logging.getLogger(__name__)
+
 TIMING = {"qdrant_search": "qdrant_ms", "pg_graph": "pg_graph_ms", "pg_query": "pg_query_ms"}
+EXECUTORS = {"qdrant_search": "the vector search", "pg_graph": "the graph retriever", "pg_query": "the catalog query"}
 
 
 async def run_step(run: RunContext, step: NextStep) -> bool:
@@ -89,8 +95,10 @@ async def _execute(run: RunContext, intent: BatchIntent) -> ContextCard | None:
         ms = (time.perf_counter() - t0) * 1000
         s.timings[TIMING[source]] += ms
         s.errors += 1
-        s.warn(f"{describe(intent)} failed: {type(exc).__name__}: {str(exc)[:150]}")
-        await run.event("retrieve", "error", {"source": source, "error": f"{type(exc).__name__}: {exc}"[:500]},
+        what = failure_text(EXECUTORS[source], exc)
+        log.warning("%s failed (%s)", describe(intent), what, exc_info=exc)
+        s.warn(f"{describe(intent)[:100]} failed: {what}")
+        await run.event("retrieve", "error", {"source": source, "error": what, "exception": type(exc).__name__},
                         latency_ms=ms)
         return None
     ms = (time.perf_counter() - t0) * 1000

@@ -28,10 +28,24 @@ from agentic_rag.protocol import (
     SufficiencyReport,
     TerminationReason,
 )
+from agentic_rag.protocol.base import SHORT_TEXT_MAX
+from agentic_rag.retrievers.errors import RetrievalError
 
 Mode = Literal["agentic", "linear"]
 TIMING_KEYS = ("link_ms", "planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms", "clarify_ms",
                "guard_ms", "trajectory_ms", "total_ms")
+
+
+def failure_text(who: str, exc: BaseException) -> str:
+    """What failed, in our own bounded words: never the dependency's own message (hosts, actor ids, traces),
+    which goes to the server's log instead."""
+    if isinstance(exc, RetrievalError) and exc.source == "embedder":
+        who = "the embedding model"
+    if isinstance(exc, TimeoutError) or (isinstance(exc, RetrievalError) and exc.kind == "timeout"):
+        return f"{who} did not answer in time"
+    if isinstance(exc, RetrievalError):
+        return f"{who} is unavailable"
+    return f"{who} failed"
 
 
 def step_key(intent: BatchIntent) -> str:
@@ -86,8 +100,10 @@ class RunState:
     timings: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
 
     def warn(self, text: str) -> None:
-        if text[:300] not in self.warnings:
-            self.warnings.append(text[:300])
+        # cut to the response's bound here: one long warning must not fail the whole run's response
+        text = text.strip()[:SHORT_TEXT_MAX]
+        if text not in self.warnings:
+            self.warnings.append(text)
 
     def known_ids(self) -> set[str]:
         """Every entity id the context holds: the only ids an answer may name."""

@@ -6,10 +6,13 @@ loop says the turn is over (:meth:`Recorder.flush`), and the last ones in the sa
 run's end, so a crash leaves a readable trajectory up to the last finished turn; with ``event`` every
 event is written as it happens (one round trip each). Events are append-only history: migration 0005 makes
 the database refuse to change or remove them, and to delete a trajectory. A run that asked for a
-clarification is resumed from any process with :meth:`TrajectoryStore.reopen`.
+clarification is resumed from any process with :meth:`TrajectoryStore.reopen`, which claims it in one
+conditional update: of any number of concurrent resumes, on any number of processes, exactly one wins.
+A run whose process died is closed as ``abandoned`` by :meth:`TrajectoryStore.abandon_stale`.
 
-Every write is retried on transient failures and then raised as :class:`TrajectoryError`; nothing is
-swallowed, because a run must not be reported as succeeded unless its trajectory is persisted.
+Every statement goes through the one retry policy (:mod:`agentic_rag.storage.retry`) and then fails as
+:class:`TrajectoryError`; nothing is swallowed, because a run must not be reported as succeeded unless
+its trajectory is persisted.
 """
 
 from __future__ import annotations
@@ -29,11 +32,11 @@ from typing import Any, Literal, TypeVar, get_args
 import psycopg
 from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool, PoolTimeout
+from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, ConfigDict, Field
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from agentic_rag.settings import Settings
+from agentic_rag.storage.retry import with_connection
 
 __all__ = [
     "EventType",
@@ -43,14 +46,17 @@ __all__ = [
     "TrajectoryEvent",
     "TrajectoryMode",
     "TrajectoryNotFound",
+    "TrajectoryNotWaiting",
     "TrajectoryStatus",
     "TrajectoryStore",
     "TrajectorySummary",
 ]
 
 EventType = Literal["thought", "action", "observation", "decision", "guard", "error"]
+# abandoned: the process running it stopped before it finished (migration 0011); set by the sweep only
 TrajectoryStatus = Literal[
-    "running", "answered", "not_found", "best_effort", "needs_clarification", "blocked", "failed", "cancelled"
+    "running", "answered", "not_found", "best_effort", "needs_clarification", "blocked", "failed", "cancelled",
+    "abandoned",
 ]
 TrajectoryMode = Literal["agentic", "linear"]
 
@@ -63,7 +69,7 @@ TRUNCATED_HEAD_CHARS = 2000
 MAX_LIST = 200
 
 _EVENT_TYPES = frozenset(get_args(EventType))
-_FINAL_STATUSES = frozenset(get_args(TrajectoryStatus)) - {"running"}
+_FINAL_STATUSES = frozenset(get_args(TrajectoryStatus)) - {"running", "abandoned"}
 _MODES = frozenset(get_args(TrajectoryMode))
 # PostgreSQL text and jsonb cannot hold U+0000; an escaped NUL is one preceded by an even run of backslashes.
 _JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
@@ -91,14 +97,28 @@ SAME_EVENT_SQL = """
 
 FINISH_SQL = """
     UPDATE trajectories
-    SET status = %(status)s, final_response = %(response)s, timings = %(timings)s, finished_at = now()
+    SET status = %(status)s, final_response = %(response)s, timings = %(timings)s, finished_at = now(),
+        updated_at = now()
     WHERE id = %(id)s"""
 
+# The claim of a resume: only a run still waiting is reopened. Concurrent claims queue on the row's lock and
+# each re-checks the status once the one before it committed, so exactly one of them matches.
 REOPEN_SQL = """
-    UPDATE trajectories SET status = 'running', finished_at = NULL
-    WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s)
+    UPDATE trajectories SET status = 'running', finished_at = NULL, updated_at = now()
+    WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s) AND status = 'needs_clarification'
     RETURNING request_id,
               (SELECT coalesce(max(seq), 0) FROM trajectory_events WHERE trajectory_id = %(id)s) AS last_seq"""
+
+STATUS_SQL = """
+    SELECT status FROM trajectories WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s)"""
+
+# A run that has neither (re)started nor written an event for idle_s is closed; its events stay as they are.
+ABANDON_SQL = """
+    UPDATE trajectories t SET status = 'abandoned', finished_at = now(), updated_at = now()
+    WHERE t.status = 'running' AND t.updated_at < now() - make_interval(secs => %(idle_s)s)
+      AND NOT EXISTS (SELECT 1 FROM trajectory_events e
+                      WHERE e.trajectory_id = t.id AND e.created_at >= now() - make_interval(secs => %(idle_s)s))
+    RETURNING t.id"""
 
 GET_SQL = """
     SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at
@@ -130,6 +150,16 @@ class TrajectoryError(Exception):
 
 class TrajectoryNotFound(TrajectoryError, LookupError):
     """No trajectory with that id (visible to that tenant)."""
+
+
+class TrajectoryNotWaiting(Exception):
+    """A resume of a run that is not waiting for a clarification: it ended otherwise, or another caller claimed
+    it first (then its status is ``running``)."""
+
+    def __init__(self, trajectory_id: uuid.UUID, status: str) -> None:
+        super().__init__(f"trajectory {trajectory_id} is not waiting for a clarification (status {status})")
+        self.trajectory_id = trajectory_id
+        self.status = status
 
 
 class TrajectoryEvent(BaseModel):
@@ -208,11 +238,6 @@ def _payload(payload: dict[str, Any] | None) -> Jsonb:
 def _bounded(name: str, value: str | None, limit: int) -> None:
     if value is not None and len(value) > limit:
         raise ValueError(f"{name} is {len(value)} characters; the trajectory store keeps at most {limit}")
-
-
-def _transient(exc: BaseException) -> bool:
-    """Worth retrying: the database or the pool did not answer in time, or the connection broke."""
-    return isinstance(exc, psycopg.OperationalError | PoolTimeout | TimeoutError)
 
 
 class Recorder:
@@ -326,23 +351,18 @@ class TrajectoryStore:
         self._buffered = settings.trajectory_writes == "turn"
 
     async def _execute(self, what: str, op: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run ``op`` on a pooled connection (one transaction), retrying transient failures."""
+        """Run ``op`` on a pooled connection (one transaction) under the retry policy."""
         try:
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(self._attempts), wait=wait_exponential(multiplier=0.05, max=1.0),
-                retry=retry_if_exception(_transient), reraise=True,
-            ):
-                with attempt:
-                    async with asyncio.timeout(self._timeout), self._pool.connection() as conn:
-                        return await op(conn)
-        except (psycopg.OperationalError, TimeoutError) as exc:
-            reason = str(exc) or f"no answer within {self._timeout:g} s"
+            return await with_connection(self._pool, op, attempts=self._attempts, timeout_s=self._timeout)
+        except TimeoutError as exc:
+            raise TrajectoryError(f"trajectory store unavailable: {what} got no answer within {self._timeout:g} s") \
+                from exc
+        except psycopg.OperationalError as exc:
             raise TrajectoryError(
-                f"trajectory store unavailable: {what} failed after {self._attempts} attempts: {reason}"
+                f"trajectory store unavailable: {what} failed after {self._attempts} attempts: {exc}"
             ) from exc
         except psycopg.Error as exc:
             raise TrajectoryError(f"trajectory store refused {what}: {exc}") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def start(
         self, *, query: str, request_id: str, tenant: str = "default", session_id: str | None = None,
@@ -372,15 +392,31 @@ class TrajectoryStore:
         return Recorder(self, tid, request_id, buffered=self._buffered)
 
     async def reopen(self, trajectory_id: uuid.UUID, *, tenant: str | None = None) -> Recorder:
-        """Set a run back to running (to resume it) and return a recorder that continues its seqs."""
+        """Claim a run waiting for a clarification: set it back to running and return a recorder that continues
+        its seqs. Raises ``TrajectoryNotWaiting`` when it is not waiting (a concurrent resume claimed it first),
+        ``TrajectoryNotFound`` when there is no such run for ``tenant``."""
+        params = {"id": trajectory_id, "tenant": tenant}
 
-        async def run(conn: Conn) -> tuple[Any, ...] | None:
-            return await (await conn.execute(REOPEN_SQL, {"id": trajectory_id, "tenant": tenant})).fetchone()
+        async def run(conn: Conn) -> tuple[Any, ...]:
+            claimed: tuple[Any, ...] | None = await (await conn.execute(REOPEN_SQL, params)).fetchone()
+            if claimed is not None:
+                return claimed
+            found = await (await conn.execute(STATUS_SQL, params)).fetchone()
+            if found is None:
+                raise TrajectoryNotFound(f"trajectory {trajectory_id} not found")
+            raise TrajectoryNotWaiting(trajectory_id, str(found[0]))
 
         row = await self._execute("reopen", run)
-        if row is None:
-            raise TrajectoryNotFound(f"trajectory {trajectory_id} not found")
         return Recorder(self, trajectory_id, row[0], row[1], buffered=self._buffered)
+
+    async def abandon_stale(self, idle_s: float) -> builtins.list[uuid.UUID]:
+        """Mark ``abandoned`` every running run that has not (re)started nor written an event for ``idle_s``
+        seconds (its process died); return their ids."""
+
+        async def run(conn: Conn) -> builtins.list[uuid.UUID]:
+            return [r[0] for r in await (await conn.execute(ABANDON_SQL, {"idle_s": idle_s})).fetchall()]
+
+        return await self._execute("abandon_stale", run)
 
     async def get(self, trajectory_id: uuid.UUID, *, tenant: str | None = None) -> Trajectory | None:
         """The trajectory with its events ordered by seq; None if absent (or another tenant's)."""

@@ -18,7 +18,8 @@ Uuid = Annotated[
 ]
 Rationale = Annotated[str, StringConstraints(strip_whitespace=True, max_length=300)]
 QueryText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=500)]
-ShortText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=200)]
+SHORT_TEXT_MAX = 200  # a label, a warning, a citation
+ShortText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=SHORT_TEXT_MAX)]
 AnswerText = Annotated[str, StringConstraints(strip_whitespace=True, max_length=2000)]
 SUMMARY_MAX = 8000
 SummaryText = Annotated[str, StringConstraints(max_length=SUMMARY_MAX)]

@@ -2,11 +2,16 @@
 
 from __future__ import annotations
 
-from typing import Literal
+from collections.abc import Awaitable, Callable
+from typing import Literal, TypeVar
 
 import psycopg
 from psycopg import errors as pgerrors
+from psycopg_pool import AsyncConnectionPool
 
+from agentic_rag.storage.retry import Conn, with_connection
+
+T = TypeVar("T")
 FailureKind = Literal["timeout", "unavailable"]
 
 
@@ -19,6 +24,12 @@ class RetrievalError(RuntimeError):
         self.kind = kind
 
 
-def transient_db_error(exc: BaseException) -> bool:
-    """Worth retrying: a connection-level failure. A statement timeout is a verdict, not a passing fault."""
-    return isinstance(exc, psycopg.OperationalError) and not isinstance(exc, pgerrors.QueryCanceled)
+async def on_pool(pool: AsyncConnectionPool, source: str, op: Callable[[Conn], Awaitable[T]], *, attempts: int) -> T:
+    """A lookup's statements on a pooled connection under the retry policy (:mod:`agentic_rag.storage.retry`);
+    a failure that remains is a :class:`RetrievalError` of ``source``."""
+    try:
+        return await with_connection(pool, op, attempts=attempts)
+    except (TimeoutError, pgerrors.QueryCanceled) as exc:
+        raise RetrievalError(source, "timeout", f"{source} ran past its time limit") from exc
+    except psycopg.OperationalError as exc:
+        raise RetrievalError(source, "unavailable", f"{source} failed after {attempts} attempts: {exc}") from exc

@@ -20,15 +20,15 @@ from typing import Any
 import psycopg
 from psycopg import errors as pgerrors
 from psycopg_pool import AsyncConnectionPool
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from agentic_rag.catalog.vocabulary import EDGE_TYPE_BY_NAME, STORED_EDGE_TYPES
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.retrievers.compare import compare_entities
-from agentic_rag.retrievers.errors import RetrievalError, transient_db_error
+from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.hydrate import exists, labels
 from agentic_rag.settings import Settings
+from agentic_rag.storage.retry import with_connection
 
 Conn = psycopg.AsyncConnection[Any]
 
@@ -96,19 +96,12 @@ class PostgresGraphExecutor:
     async def execute(self, intent: GraphIntent) -> GraphResult:
         """Run one primitive. No match is a result with count 0; failures raise ``RetrievalError``."""
         try:
-            async for attempt in AsyncRetrying(
-                stop=stop_after_attempt(self._attempts), wait=wait_exponential(multiplier=0.05, max=1.0),
-                retry=retry_if_exception(transient_db_error), reraise=True,
-            ):
-                with attempt:
-                    async with self._pool.connection() as conn:
-                        return await self._run(conn, intent)
+            return await with_connection(self._pool, lambda conn: self._run(conn, intent), attempts=self._attempts)
         except (TimeoutError, pgerrors.QueryCanceled) as exc:
             raise RetrievalError("pg_graph", "timeout", f"graph {intent.query_type} ran past its time limit") from exc
         except psycopg.OperationalError as exc:
             raise RetrievalError("pg_graph", "unavailable", f"graph {intent.query_type} failed after "
                                  f"{self._attempts} attempts: {exc}") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
 
     async def _q(self, conn: Conn, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
         async with asyncio.timeout(self._timeout):

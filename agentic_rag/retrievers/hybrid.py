@@ -20,6 +20,7 @@ from psycopg_pool import AsyncConnectionPool
 from qdrant_client import models
 
 from agentic_rag.protocol import RetrievalResult, SearchIntent
+from agentic_rag.retrievers.errors import on_pool
 from agentic_rag.retrievers.prose import ProseHit, prose_search
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor, compile_filter, summarize
@@ -86,15 +87,17 @@ class HybridRetriever:
         return RetrievalResult(summary=summarize(intent, rows), raw_data=rows, count=len(rows))
 
     async def _prose(self, intent: SearchIntent) -> list[ProseHit]:
-        assert intent.query is not None
-        async with self._pool.connection() as conn:
-            return await prose_search(conn, intent.query, intent.entity_type, limit=max(intent.limit, 10))
+        query = intent.query
+        assert query is not None
+        return await on_pool(self._pool, "postgres",
+                             lambda conn: prose_search(conn, query, intent.entity_type, limit=max(intent.limit, 10)),
+                             attempts=self._vector.settings.retry_attempts)
 
     async def _lexical(self, intent: SearchIntent) -> list[tuple[str, float]]:
         assert intent.query is not None
-        async with self._pool.connection() as conn:
-            hits = await typeahead(conn, TypeaheadQuery(q=intent.query[:100], types=[intent.entity_type],
-                                                        limit=intent.limit))
+        asked = TypeaheadQuery(q=intent.query[:100], types=[intent.entity_type], limit=intent.limit)
+        hits = await on_pool(self._pool, "postgres", lambda conn: typeahead(conn, asked),
+                             attempts=self._vector.settings.retry_attempts)
         return [(h.entity.id, TIER_WEIGHT[h.match]) for h in hits]
 
     async def _admissible(self, intent: SearchIntent, ids: list[str]) -> list[str]:

@@ -9,7 +9,7 @@ from typing import Any, TypeVar
 
 import numpy as np
 import numpy.typing as npt
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
@@ -17,7 +17,7 @@ from agentic_rag.protocol import RetrievalResult, SearchFilters, SearchIntent
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
-from agentic_rag.storage.qdrant import collection_name
+from agentic_rag.storage.qdrant import VectorStore, collection_name
 
 T = TypeVar("T")
 EmbedFn = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
@@ -73,13 +73,13 @@ def summarize(intent: SearchIntent, rows: list[dict[str, Any]]) -> str:
 class QdrantExecutor:
     """Runs :class:`SearchIntent` against one collection per entity type. Never blocks the event loop."""
 
-    def __init__(self, client: QdrantClient, embed: EmbedFn, settings: Settings) -> None:
+    def __init__(self, client: VectorStore, embed: EmbedFn, settings: Settings) -> None:
         self.client = client
         self.settings = settings
         self._embed = embed
         self._timeout = settings.query_timeout_ms / 1000
         self._attempts = settings.retry_attempts
-        # local mode is an in-process store: one call at a time
+        # an embedded store (edge or local mode) lives in this process: one call at a time
         self._lock = threading.Lock() if settings.qdrant_url is None else None
 
     def call(self, fn: Callable[..., T], *args: Any, **kwargs: Any) -> T:

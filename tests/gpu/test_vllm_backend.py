@@ -51,8 +51,9 @@ class Recording:
         self.seen: list[tuple[dict[str, Any] | None, Completion]] = []
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
-                       temperature: float) -> Completion:
-        done = await self.backend.complete(messages, schema, max_tokens=max_tokens, temperature=temperature)
+                       temperature: float, calibration: list[Message] | None = None) -> Completion:
+        done = await self.backend.complete(messages, schema, max_tokens=max_tokens, temperature=temperature,
+                                            calibration=calibration)
         self.seen.append((schema, done))
         return done
 

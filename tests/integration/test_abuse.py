@@ -15,7 +15,6 @@ import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
 from pydantic import ValidationError
-from qdrant_client import QdrantClient
 
 from agentic_rag.catalog.vocabulary import entity_id
 from agentic_rag.models.embeddings import Embedder
@@ -27,6 +26,7 @@ from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool
+from agentic_rag.storage.qdrant import VectorStore
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +48,7 @@ async def _catalog_intact(pool: AsyncConnectionPool) -> None:
 
 
 @pytest.fixture(scope="module")
-def vector(qdrant: QdrantClient, embedder: Embedder, settings: Settings) -> QdrantExecutor:
+def vector(qdrant: VectorStore, embedder: Embedder, settings: Settings) -> QdrantExecutor:
     return QdrantExecutor(qdrant, embedder.aembed, settings)
 
 

@@ -10,7 +10,6 @@ from dataclasses import dataclass, field
 
 import pytest
 from psycopg_pool import AsyncConnectionPool
-from qdrant_client import QdrantClient
 
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.heuristic import HeuristicModel, validate
@@ -33,6 +32,7 @@ from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.hydrate import labels
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
+from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.understanding.linker import link
 
 pytestmark = pytest.mark.integration
@@ -60,7 +60,7 @@ def _describe(i: object) -> str:
 
 
 @pytest.fixture(scope="module")
-def drive(pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder, settings: Settings):  # type: ignore[no-untyped-def]
+def drive(pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder, settings: Settings):  # type: ignore[no-untyped-def]
     hybrid = HybridRetriever(pool, QdrantExecutor(qdrant, embedder.aembed, settings))
     graph = PostgresGraphExecutor(pool, settings)
 

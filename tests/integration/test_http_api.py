@@ -19,7 +19,6 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 from psycopg_pool import AsyncConnectionPool
-from qdrant_client import QdrantClient
 
 from agentic_rag.catalog.vocabulary import entity_id
 from agentic_rag.deployments.http import create_app
@@ -27,13 +26,16 @@ from agentic_rag.deployments.service import LocalAgentService
 from agentic_rag.models.base import StructuredGenerator, schema_for
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
+from agentic_rag.models.openai_server import MAX_BODY_BYTES as MAX_ROUTE_BODY
 from agentic_rag.models.prompts import render
-from agentic_rag.models.roles import CardEntity, GradeInput, GradeItem, RewriteInput
+from agentic_rag.models.roles import CardEntity, GradeInput, GradeItem, RewriteInput, SelectInput
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.orchestrator.state import Mode
-from agentic_rag.protocol import EntityRef, GradeReport, QueryRewrite
+from agentic_rag.orchestrator.sweep import sweep_abandoned
+from agentic_rag.protocol import EntityRef, GradeReport, NextStep, QueryRewrite
 from agentic_rag.settings import Settings
+from agentic_rag.storage.qdrant import VectorStore
 
 pytestmark = pytest.mark.integration
 
@@ -46,7 +48,7 @@ LUFFY, NAMI, ONE_PIECE = eid("character", "monkey-d-luffy"), eid("character", "n
 
 
 @pytest.fixture(scope="module")
-def runtime(pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder, settings: Settings) -> Runtime:
+def runtime(pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder, settings: Settings) -> Runtime:
     orchestrator, store = build_orchestrator(settings, pool, qdrant, embedder)
     return Runtime(settings, pool, qdrant, embedder, store, orchestrator)
 
@@ -282,6 +284,39 @@ async def test_clarification_round_trip(client: httpx.AsyncClient) -> None:
     assert_error(unknown, 404, "not_found")
 
 
+async def test_concurrent_clarifications_resolve_exactly_once(client: httpx.AsyncClient, runtime: Runtime) -> None:
+    asked = (await client.post("/v1/search_ai", json={"question": "Tell me about Naruto"})).json()
+    tid = asked["trajectory_id"]
+    replies = await asyncio.gather(*(client.post(f"/v1/search_ai/{tid}/clarify", json={"choice": i % 3})
+                                     for i in range(8)))
+    assert sorted(r.status_code for r in replies) == [200] + [409] * 7, [r.text for r in replies]
+    for r in replies:
+        if r.status_code == 409:
+            assert "not waiting for a clarification" in assert_error(r, 409, "conflict")["message"]
+    traj = await runtime.store.get(uuid.UUID(tid))
+    assert traj is not None and len([e for e in traj.events if "chosen" in e.payload]) == 1
+
+
+async def test_an_abandoned_run_reads_as_such_and_cannot_be_resumed(client: httpx.AsyncClient, runtime: Runtime,
+                                                                    pool: AsyncConnectionPool) -> None:
+    rec = await runtime.store.start(query="Tell me about Naruto", request_id="req-crashed")
+    async with pool.connection() as conn:  # its replica died ten minutes ago
+        await conn.execute("UPDATE trajectories SET updated_at = now() - interval '10 minutes' WHERE id = %s",
+                           (rec.trajectory_id,))
+    sweeper = asyncio.create_task(sweep_abandoned(runtime.store, runtime.settings))  # as an orchestrator starts it
+    try:
+        for _ in range(200):  # its first pass runs at once
+            read = (await client.get(f"/v1/trajectories/{rec.trajectory_id}")).json()
+            if read["status"] != "running":
+                break
+            await asyncio.sleep(0.05)
+    finally:
+        sweeper.cancel()
+    assert read["status"] == "abandoned" and read["finished_at"] is not None
+    resp = await client.post(f"/v1/search_ai/{rec.trajectory_id}/clarify", json={"choice": 0})
+    assert "it was abandoned" in assert_error(resp, 409, "conflict")["message"]
+
+
 async def test_clarify_by_entity_id(client: httpx.AsyncClient) -> None:
     asked = (await client.post("/v1/search_ai", json={"question": "Tell me about Naruto"})).json()
     character = next(c["entity"] for c in asked["response"]["clarification"]["choices"]
@@ -359,6 +394,14 @@ async def test_metrics_show_the_run(service: LocalAgentService, settings: Settin
     ("POST", "/v1/search", {"q": ""}, 422),
     ("POST", "/v1/search", {"q": "luffy", "limit": 0}, 422),
     ("POST", "/v1/search", {"q": "luffy", "types": ["robot"]}, 422),
+    # strict types: nothing is read as what it might mean
+    ("POST", "/v1/search", {"q": "luffy", "limit": "10"}, 422),
+    ("POST", "/v1/search", {"q": "luffy", "limit": True}, 422),
+    ("POST", "/v1/search", {"q": "luffy", "limit": 10.0}, 422),
+    ("POST", "/v1/search_ai", {"question": "Who is Luffy?", "stream": "yes"}, 422),
+    ("POST", "/v1/search_ai", {"question": "Who is Luffy?", "stream": 1}, 422),
+    ("POST", f"/v1/search_ai/{uuid.uuid4()}/clarify", {"choice": 0, "stream": "true"}, 422),
+    ("POST", f"/v1/search_ai/{uuid.uuid4()}/clarify", {"choice": True}, 422),
     ("POST", "/v1/search_ai/not-a-uuid/clarify", {"choice": 0}, 422),
     ("POST", f"/v1/search_ai/{uuid.uuid4()}/clarify", {"choice": -1}, 422),
     ("POST", f"/v1/search_ai/{uuid.uuid4()}/clarify", {"choice": "Naruto"}, 422),
@@ -388,6 +431,28 @@ async def test_a_bad_request_id_is_replaced(client: httpx.AsyncClient) -> None:
     resp = await client.post("/v1/search", json={"q": "luffy"}, headers={"X-Request-ID": "no spaces allowed"})
     assert resp.status_code == 200 and resp.headers["x-request-id"] != "no spaces allowed"
     assert len(resp.headers["x-request-id"]) == 32
+    assert len(resp.headers.get_list("x-request-id")) == 1
+
+
+async def test_strict_types_say_what_was_expected(client: httpx.AsyncClient) -> None:
+    resp = await client.post("/v1/search_ai", json={"question": "Who is Luffy?", "stream": "yes"})
+    assert "stream: Input should be a valid boolean" in assert_error(resp, 422, "validation_error")["message"]
+    resp = await client.post("/v1/search", json={"q": "luffy", "limit": "10"})
+    assert "limit: Input should be a valid integer" in assert_error(resp, 422, "validation_error")["message"]
+
+
+async def test_behind_a_proxy_that_sets_the_request_id_the_app_adds_none(service: LocalAgentService,
+                                                                         settings: Settings) -> None:
+    proxied = create_app(service, settings, proxy_sets_request_id=True)
+    async with client_for(proxied) as c:
+        # Ray Serve's proxy passes its id in (the client's, or one of its own) and echoes it on the response
+        resp = await c.post("/v1/search_ai", json={"question": "Which anime is Luffy in?"},
+                            headers={"X-Request-ID": "from-the-proxy-1"})
+        assert resp.status_code == 200, resp.text
+        assert "x-request-id" not in resp.headers and resp.json()["request_id"] == "from-the-proxy-1"
+        bad = await c.post("/v1/search", json={"q": "luffy"}, headers={"X-Request-ID": "no spaces allowed"})
+        assert bad.status_code == 422 and "x-request-id" not in bad.headers
+        assert bad.json()["error"]["message"].startswith("X-Request-ID: 1 to 128 of")
 
 
 async def test_api_keys_are_enforced_when_configured(service: LocalAgentService, settings: Settings) -> None:
@@ -516,3 +581,30 @@ async def test_the_model_route_takes_the_api_keys_too(service: LocalAgentService
     done = await openai_client(keyed, "k-one").chat.completions.create(model="validator",
                                                                        **rewrite_request("Luffy"))
     assert QueryRewrite.model_validate_json(done.choices[0].message.content or "")
+
+
+async def test_the_model_route_bounds_its_bodies_and_answers_in_openai_shape(service: LocalAgentService,
+                                                                             settings: Settings) -> None:
+    behind_proxy = create_app(service, settings, proxy_sets_request_id=True)
+    select = SelectInput(question="Which anime is Luffy in?", rewrite=QueryRewrite(
+        rewritten_query="Which anime is Monkey D. Luffy in?", needs_external_context=True, retrieval_mode="vector",
+        rationale="lookup"), turn=0, max_turns=4)
+    async with client_for(behind_proxy) as raw:
+        # the official client's parse(NextStep) sends its strict schema (35 kB) beside the prompt: more than the
+        # API's own body limit, well within the route's
+        parsed = await openai_client(behind_proxy).beta.chat.completions.parse(
+            model="planner", messages=render(select, NextStep), response_format=NextStep)  # type: ignore[arg-type]
+        assert isinstance(parsed.choices[0].message.parsed, NextStep)
+        big = json.dumps({"model": "planner", "messages": [{"role": "user", "content": "x" * MAX_ROUTE_BODY}]})
+        json_type = {"content-type": "application/json"}
+        bad_id = {"x-request-id": "not an id!"}
+        for path, request, status in (("/openai/v1/chat/completions", {"content": big, "headers": json_type}, 413),
+                                      ("/openai/v1/models", {"headers": bad_id}, 422)):
+            resp = await raw.request("GET" if status == 422 else "POST", path, **request)
+            assert resp.status_code == status, resp.text
+            assert sorted(resp.json()["error"]) == ["code", "message", "param", "type"]
+        # the API's own routes keep theirs
+        too_large = await raw.post("/v1/search_ai", content=big, headers=json_type)
+        assert too_large.status_code == 413 and too_large.json()["error"]["type"] == "payload_too_large"
+        unusable = await raw.get("/healthz", headers=bad_id)
+        assert unusable.status_code == 422 and unusable.json()["error"]["type"] == "validation_error"

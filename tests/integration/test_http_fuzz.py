@@ -19,7 +19,6 @@ from fastapi import FastAPI
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
 from psycopg_pool import AsyncConnectionPool
-from qdrant_client import QdrantClient
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -42,6 +41,7 @@ from agentic_rag.protocol import EntityRef
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool
+from agentic_rag.storage.qdrant import VectorStore
 
 pytestmark = pytest.mark.integration
 
@@ -56,7 +56,7 @@ class LoopLocalService:
     """The real :class:`LocalAgentService`, built on first use on the loop that serves the app."""
 
     def __init__(self) -> None:
-        self.config: tuple[str, Settings, QdrantClient, Embedder] | None = None
+        self.config: tuple[str, Settings, VectorStore, Embedder] | None = None
         self.inner: LocalAgentService | None = None
         self.pool: AsyncConnectionPool | None = None
         self.lock = asyncio.Lock()
@@ -125,7 +125,7 @@ openai_schema = schemathesis.openapi.from_asgi("/openai/openapi.json", APP)
 
 
 @pytest.fixture(scope="module", autouse=True)
-def fuzz_service(demo: IngestReport, dsn: str, settings: Settings, qdrant: QdrantClient,
+def fuzz_service(demo: IngestReport, dsn: str, settings: Settings, qdrant: VectorStore,
                  embedder: Embedder) -> None:
     # Schemathesis ends the app's lifespan (closing the pool) after each test; the next one reconnects.
     SERVICE.config = (dsn, settings, qdrant, embedder)

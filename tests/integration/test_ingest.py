@@ -8,7 +8,7 @@ from pathlib import Path
 import numpy as np
 import psycopg
 import pytest
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 
 from agentic_rag.catalog.ingest import IngestReport, index_catalog, ingest_demo
 from agentic_rag.catalog.load import load_rows
@@ -18,7 +18,7 @@ from agentic_rag.catalog.vocabulary import ENTITY_TYPES, STORED_EDGE_TYPES, enti
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import migrate
-from agentic_rag.storage.qdrant import collection_name
+from agentic_rag.storage.qdrant import VectorStore, collection_name
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.AsyncConnection[tuple[object, ...]]
@@ -46,7 +46,7 @@ async def test_ingestion_counts_match_the_data_files(demo: IngestReport, conn: C
 
 
 async def test_reingestion_is_a_no_op(demo: IngestReport, dsn: str, settings: Settings, conn: Conn,
-                                      embedder: Embedder, qdrant: QdrantClient) -> None:
+                                      embedder: Embedder, qdrant: VectorStore) -> None:
     before = await _snapshot(conn)
     again = await ingest_demo(dsn, settings, embedder=embedder, client=qdrant)
     assert not again.changed
@@ -85,7 +85,7 @@ async def test_ids_are_uuid5_of_natural_keys(demo: IngestReport, conn: Conn) -> 
 
 
 async def test_qdrant_holds_one_collection_per_type_with_payloads(demo: IngestReport, conn: Conn,
-                                                                  settings: Settings, qdrant: QdrantClient) -> None:
+                                                                  settings: Settings, qdrant: VectorStore) -> None:
     client = qdrant
     for entity_type in ENTITY_TYPES:
         name = collection_name(settings, entity_type)
@@ -101,7 +101,7 @@ async def test_qdrant_holds_one_collection_per_type_with_payloads(demo: IngestRe
 
 
 async def test_semantic_search_finds_the_described_entity(demo: IngestReport, settings: Settings,
-                                                          embedder: Embedder, qdrant: QdrantClient) -> None:
+                                                          embedder: Embedder, qdrant: VectorStore) -> None:
     client = qdrant
     vec = embedder.embed(["the rubber-bodied captain of the Straw Hat Pirates"])[0]
     hits = client.query_points(collection_name(settings, "character"), query=vec.tolist(), limit=3).points
@@ -124,7 +124,7 @@ def test_embeddings_are_384_dimensional_unit_vectors_and_semantic(embedder: Embe
 
 async def test_reindex_rebuilds_qdrant_from_postgres_alone(demo: IngestReport, dsn: str, settings: Settings,
                                                             conn: Conn, embedder: Embedder,
-                                                            qdrant: QdrantClient) -> None:
+                                                            qdrant: VectorStore) -> None:
     qdrant.delete_collection(collection_name(settings, "anime"))
     changes, _ = await index_catalog(dsn, settings, rebuild=True, embedder=embedder, client=qdrant)
     for entity_type, change in changes.items():

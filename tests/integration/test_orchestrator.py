@@ -11,18 +11,21 @@ import asyncio
 import psycopg
 import pytest
 from psycopg_pool import AsyncConnectionPool
-from qdrant_client import QdrantClient
+from ray.exceptions import RayActorError
 
 from agentic_rag.catalog.vocabulary import entity_id
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.orchestrator.guards import load_policy
-from agentic_rag.orchestrator.loop import ClarificationError, Orchestrator
+from agentic_rag.orchestrator.loop import ClarificationError, NotAwaitingClarification, Orchestrator
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
 from agentic_rag.orchestrator.runtime import build_orchestrator
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryStore
+from agentic_rag.protocol import GraphIntent, GraphResult
+from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.settings import Settings
+from agentic_rag.storage.qdrant import VectorStore
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +38,7 @@ LUFFY, NAMI, ONE_PIECE = eid("character", "monkey-d-luffy"), eid("character", "n
 
 
 @pytest.fixture(scope="module")
-def orchestrator(pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder, settings: Settings
+def orchestrator(pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder, settings: Settings
                  ) -> Orchestrator:
     return build_orchestrator(settings, pool, qdrant, embedder)[0]
 
@@ -120,7 +123,7 @@ async def test_no_match_is_an_explicit_not_found(orchestrator: Orchestrator) -> 
 
 
 async def test_clarification_round_trip_from_another_orchestrator(
-        orchestrator: Orchestrator, pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder,
+        orchestrator: Orchestrator, pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder,
         settings: Settings) -> None:
     asked = await orchestrator.run("Tell me about Naruto")
     r = asked.response
@@ -195,7 +198,7 @@ class SlowRetrieval(LocalRetrieval):
 
 
 async def test_deadline_ends_the_run_with_what_was_found(orchestrator: Orchestrator, pool: AsyncConnectionPool,
-                                                         qdrant: QdrantClient, embedder: Embedder) -> None:
+                                                         qdrant: VectorStore, embedder: Embedder) -> None:
     o = with_settings(orchestrator, agent_deadline_ms=1500)
     o.retrieval = SlowRetrieval(pool, qdrant, embedder.aembed, o.settings)
     t0 = asyncio.get_running_loop().time()
@@ -206,7 +209,7 @@ async def test_deadline_ends_the_run_with_what_was_found(orchestrator: Orchestra
 
 
 async def test_a_killed_database_connection_is_retried(orchestrator: Orchestrator, dsn: str, settings: Settings,
-                                                       pool: AsyncConnectionPool, qdrant: QdrantClient,
+                                                       pool: AsyncConnectionPool, qdrant: VectorStore,
                                                        embedder: Embedder) -> None:
     graph_pool = AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False)
     await graph_pool.open(wait=True)
@@ -225,7 +228,7 @@ async def test_a_killed_database_connection_is_retried(orchestrator: Orchestrato
 
 
 async def test_a_dead_graph_database_gives_partial_results_with_warnings(
-        orchestrator: Orchestrator, settings: Settings, pool: AsyncConnectionPool, qdrant: QdrantClient,
+        orchestrator: Orchestrator, settings: Settings, pool: AsyncConnectionPool, qdrant: VectorStore,
         embedder: Embedder) -> None:
     dead = AsyncConnectionPool("host=127.0.0.1 port=1 connect_timeout=1", min_size=0, max_size=1, open=False,
                                timeout=1)
@@ -325,3 +328,74 @@ async def test_every_clarification_choice_answers_about_that_entity(orchestrator
         done = await orchestrator.resume(again.trajectory_id, i)
         assert done.response.status == "answered"
         assert [e.id for e in done.response.result_entities] == [choice.entity.id], choice.label
+
+
+async def test_concurrent_resumes_on_many_replicas_resolve_exactly_once(
+        orchestrator: Orchestrator, pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder,
+        settings: Settings) -> None:
+    asked = await orchestrator.run("Tell me about Naruto")
+    assert asked.response.clarification is not None
+    n = len(asked.response.clarification.choices)
+    replicas = [build_orchestrator(settings, pool, qdrant, embedder)[0] for _ in range(4)]
+    outcomes = await asyncio.gather(*(replicas[i % 4].resume(asked.trajectory_id, i % n) for i in range(12)),
+                                    return_exceptions=True)
+    won = [o for o in outcomes if not isinstance(o, BaseException)]
+    lost = [o for o in outcomes if isinstance(o, NotAwaitingClarification)]
+    assert len(won) == 1 and len(lost) == 11, outcomes
+    assert all("another request is resuming it" in str(e) or "ended with status" in str(e) for e in lost)
+    traj = await orchestrator.store.get(asked.trajectory_id)
+    assert traj is not None and traj.status == "answered"
+    chosen = [e for e in traj.events if e.stage == "clarify" and "chosen" in e.payload]
+    assert len(chosen) == 1
+    assert [e.seq for e in traj.events] == list(range(1, len(traj.events) + 1))
+
+
+LONG = "ActorDiedError: The actor died unexpectedly before finishing this task. " + "node 10.0.0.7 pid 4242 " * 300
+
+
+class DeadGraph(LocalRetrieval):
+    """The real retrieval with a dead graph retriever whose error text is long and full of internals."""
+
+    def __init__(self, *args: object, error: Exception, **kwargs: object) -> None:
+        super().__init__(*args, **kwargs)  # type: ignore[arg-type]
+        self.error = error
+
+    async def graph(self, intent: GraphIntent) -> tuple[GraphResult, dict[str, str]]:
+        raise self.error
+
+
+@pytest.mark.parametrize("error", [RetrievalError("postgres", "unavailable", LONG), RayActorError(error_msg=LONG)],
+                         ids=["retrieval-error", "ray-error"])
+async def test_a_dead_retriever_is_a_degraded_step_in_our_own_words(
+        orchestrator: Orchestrator, pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder,
+        settings: Settings, error: Exception) -> None:
+    o = with_settings(orchestrator)
+    o.retrieval = DeadGraph(pool, qdrant, embedder.aembed, settings, error=error)
+    result = await o.run("How is Luffy related to Nami?")  # a path between two characters: a graph step
+    r = result.response
+    assert r.status in ("best_effort", "not_found")
+    failed = [w for w in r.warnings if "failed" in w]
+    assert failed and all(len(w) <= 200 for w in r.warnings)
+    expected = ("is unavailable" if isinstance(error, RetrievalError) else "failed")
+    assert any(f"the graph retriever {expected}" in w for w in failed), r.warnings
+    traj = await o.store.get(result.trajectory_id)
+    assert traj is not None and traj.status == r.status
+    assert "10.0.0.7" not in traj.model_dump_json() and "10.0.0.7" not in r.model_dump_json()
+
+
+async def test_a_terminated_backend_before_the_clarify_lookup_is_retried(
+        orchestrator: Orchestrator, dsn: str, settings: Settings, qdrant: VectorStore, embedder: Embedder) -> None:
+    one = AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False)
+    await one.open(wait=True)
+    try:
+        async with one.connection() as conn:
+            pid = conn.info.backend_pid
+        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as admin:
+            await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        await asyncio.sleep(0.1)
+        o = with_settings(orchestrator)
+        o.retrieval = LocalRetrieval(one, qdrant, embedder.aembed, settings)  # linking reads names from ``one``
+        result = await o.run("Tell me about Naruto")
+        assert result.response.status == "needs_clarification" and not result.response.warnings
+    finally:
+        await one.close()

@@ -13,7 +13,6 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from psycopg_pool import AsyncConnectionPool
 from pydantic import ValidationError
-from qdrant_client import QdrantClient
 
 from agentic_rag.catalog.vocabulary import entity_id
 from agentic_rag.models.embeddings import Embedder
@@ -30,6 +29,7 @@ from agentic_rag.retrievers.typeahead import (
 )
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
+from agentic_rag.storage.qdrant import VectorStore
 
 pytestmark = pytest.mark.integration
 Conn = psycopg.AsyncConnection[tuple[object, ...]]
@@ -46,7 +46,7 @@ async def pconn(pool: AsyncConnectionPool) -> AsyncIterator[Conn]:
 
 
 @pytest.fixture(scope="module")
-def vector(qdrant: QdrantClient, embedder: Embedder, settings: Settings) -> QdrantExecutor:
+def vector(qdrant: VectorStore, embedder: Embedder, settings: Settings) -> QdrantExecutor:
     return QdrantExecutor(qdrant, embedder.aembed, settings)
 
 

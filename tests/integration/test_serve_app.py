@@ -22,7 +22,7 @@ import grpc
 import httpx
 import openai
 import pytest
-from qdrant_client import QdrantClient, models
+from qdrant_client import models
 from ray.serve.schema import ServeDeploySchema
 
 from agentic_rag.catalog.ingest import IngestReport
@@ -37,6 +37,7 @@ from agentic_rag.models.prompts import render
 from agentic_rag.models.roles import GradeInput, RewriteInput
 from agentic_rag.protocol import EntityLinks, EntityRef, GradeReport, LinkCandidate, LinkedMention, QueryRewrite
 from agentic_rag.settings import Settings
+from agentic_rag.storage.qdrant import VectorStore, open_qdrant
 
 pytestmark = pytest.mark.integration
 
@@ -52,7 +53,7 @@ def _free_port() -> int:
         return int(s.getsockname()[1])
 
 
-def _copy_points(src: QdrantClient, dst: QdrantClient) -> int:
+def _copy_points(src: VectorStore, dst: VectorStore) -> int:
     """Every collection of ``src`` with its vectors and payloads, into ``dst``."""
     copied = 0
     for c in src.get_collections().collections:
@@ -71,9 +72,10 @@ def _copy_points(src: QdrantClient, dst: QdrantClient) -> int:
 
 
 @pytest.fixture(scope="module")
-def serve_qdrant(demo: IngestReport, qdrant: QdrantClient, tmp_path_factory: pytest.TempPathFactory) -> Path:
+def serve_qdrant(demo: IngestReport, qdrant: VectorStore, settings: Settings,
+                 tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("serve") / "qdrant"
-    dst = QdrantClient(path=str(path))
+    dst = open_qdrant(settings.model_copy(update={"qdrant_path": path}))  # the engine the replica opens
     try:
         assert _copy_points(qdrant, dst) > 1000
     finally:
@@ -130,6 +132,12 @@ def test_serve_app_answers_over_http(serve_url: tuple[str, float]) -> None:
         assert body["status"] == "answered", (body["response"]["answer"], body["response"]["warnings"])
         assert ONE_PIECE in {e["id"] for e in body["response"]["result_entities"]}
         assert body["request_id"] == "serve-first" and body["timings"]["qdrant_ms"] > 0
+        # Serve's proxy owns X-Request-ID: one header on every response, the id the run was recorded under
+        assert first.headers.get_list("x-request-id") == ["serve-first"]
+        unnamed = http.post("/v1/search_ai", json={"question": "Which anime is Luffy in?"})
+        assert unnamed.headers.get_list("x-request-id") == [unnamed.json()["request_id"]]
+        unusable = http.post("/v1/search", json={"q": "luffy"}, headers={"X-Request-ID": "no spaces allowed"})
+        assert unusable.status_code == 422 and unusable.headers.get_list("x-request-id") == ["no spaces allowed"]
 
         # the typeahead lane (GraphRetriever), from a typo
         hits = http.post("/v1/search", json={"q": "lufy", "types": ["character"], "limit": 5})
@@ -216,6 +224,11 @@ async def test_model_deployments_serve_openai_chat_completions(serve_url: tuple[
     # the deployment runs the configured model (the heuristic in configs/local.yaml): the same answer as in-process
     assert served == (await HeuristicModel().generate(messages, QueryRewrite)).output
     assert {"Luffy", "Nami"} <= set(served.mentions)
+    # the official client's parse(): the strict form of the schema is the same type; usage is counted
+    parsed = await client.beta.chat.completions.parse(model="planner", messages=list(messages), temperature=0,
+                                                      response_format=QueryRewrite)
+    assert parsed.choices[0].message.parsed == served
+    assert parsed.usage is not None and parsed.usage.prompt_tokens > parsed.usage.completion_tokens > 0
 
     # the loop's own remote-model client reads the deployment like any OpenAI-compatible server
     remote = OpenAIBackend(Settings(openai_base_url=f"{url}/openai/v1"), "validator", client=client)

@@ -21,6 +21,7 @@ from agentic_rag.orchestrator.trajectory import (
     Recorder,
     TrajectoryError,
     TrajectoryNotFound,
+    TrajectoryNotWaiting,
     TrajectoryStore,
 )
 from agentic_rag.settings import Settings
@@ -186,11 +187,50 @@ async def test_reopen_continues_seqs(store: TrajectoryStore, traj_dsn: str, sett
 
 
 async def test_two_writers_of_one_trajectory_are_caught(store: TrajectoryStore) -> None:
-    rec = await store.start(query="twice", request_id=rid())
-    a, b = await store.reopen(rec.trajectory_id), await store.reopen(rec.trajectory_id)
+    a = await store.start(query="twice", request_id=rid())
+    b = Recorder(store, a.trajectory_id, a.request_id)  # a process that believes it records this run too
     assert await a.event("select", "action", {"by": "a"}) == 1
     with pytest.raises(TrajectoryError, match="seq is taken"):
         await b.event("select", "action", {"by": "b"})
+
+
+async def waiting(store: TrajectoryStore, tenant: str = "default") -> Recorder:
+    """A run that asked for a clarification."""
+    rec = await store.start(query="Naruto?", request_id=rid(), tenant=tenant)
+    await rec.event("clarify", "decision", {"choices": ["Naruto (2002)", "Naruto Shippuden"]})
+    await rec.finish(status="needs_clarification", response={"choices": 2}, timings={"total_ms": 5.0})
+    return rec
+
+
+async def test_only_a_waiting_run_is_reopened(store: TrajectoryStore) -> None:
+    running = await store.start(query="still going", request_id=rid())
+    with pytest.raises(TrajectoryNotWaiting, match="status running") as info:
+        await store.reopen(running.trajectory_id)
+    assert info.value.status == "running"
+    rec = await waiting(store)
+    await store.reopen(rec.trajectory_id)
+    with pytest.raises(TrajectoryNotWaiting):  # claimed once: a second claim is refused
+        await store.reopen(rec.trajectory_id)
+
+
+async def test_concurrent_resumes_from_many_processes_claim_a_run_once(
+    store: TrajectoryStore, traj_dsn: str, settings: Settings
+) -> None:
+    rec = await waiting(store, tenant="t-race")
+    pools = [make_pool(traj_dsn, settings) for _ in range(4)]  # four replicas, each with its own pool
+    for p in pools:
+        await p.open(wait=True)
+    try:
+        stores = [TrajectoryStore(p, settings) for p in pools]
+        outcomes = await asyncio.gather(*(stores[i % 4].reopen(rec.trajectory_id, tenant="t-race")
+                                          for i in range(24)), return_exceptions=True)
+    finally:
+        for p in pools:
+            await p.close()
+    won = [o for o in outcomes if isinstance(o, Recorder)]
+    lost = [o for o in outcomes if isinstance(o, TrajectoryNotWaiting)]
+    assert len(won) == 1 and len(lost) == 23, outcomes
+    assert {o.status for o in lost} == {"running"}
 
 
 async def test_oversized_payload_is_stored_truncated(store: TrajectoryStore) -> None:
@@ -284,7 +324,8 @@ async def test_a_turn_of_events_is_one_transaction_and_a_crash_keeps_the_finishe
         end = await turns.get(done.trajectory_id)
         assert end is not None and end.status == "answered" and [e.seq for e in end.events] == [1]
         # a second writer of one trajectory is caught when its turn is written
-        a, b = await turns.reopen(done.trajectory_id), await turns.reopen(done.trajectory_id)
+        a = Recorder(turns, done.trajectory_id, done.request_id, 1, buffered=True)
+        b = Recorder(turns, done.trajectory_id, done.request_id, 1, buffered=True)
         await a.event("select", "action", {"by": "a"})
         await a.flush()
         await b.event("select", "action", {"by": "b"})
@@ -308,3 +349,54 @@ async def test_unreachable_database_raises_trajectory_error_quickly(settings: Se
         assert time.monotonic() - began < 10
     finally:
         await pool.close(timeout=1)
+
+
+async def test_a_run_without_progress_is_abandoned(store: TrajectoryStore, db: psycopg.AsyncConnection[Any]) -> None:
+    async def backdated(minutes: int, *, event_minutes: int | None = None, finish: bool = False) -> uuid.UUID:
+        rec = await store.start(query="crashed?", request_id=rid())
+        if finish:
+            await rec.finish(status="answered", response={}, timings={})
+        await db.execute("UPDATE trajectories SET created_at = now() - make_interval(mins => %(m)s), "
+                         "updated_at = now() - make_interval(mins => %(m)s) WHERE id = %(id)s",
+                         {"m": minutes, "id": rec.trajectory_id})
+        if event_minutes is not None:  # events cannot be changed, only written: this one as if written then
+            await db.execute("INSERT INTO trajectory_events (trajectory_id, seq, stage, type, created_at) "
+                             "VALUES (%s, 1, 'select', 'decision', now() - make_interval(mins => %s))",
+                             (rec.trajectory_id, event_minutes))
+        return rec.trajectory_id
+
+    dead = await backdated(10)
+    dead_after_a_turn = await backdated(10, event_minutes=9)
+    slow_but_moving = await backdated(10, event_minutes=0)
+    fresh = await backdated(0)
+    finished = await backdated(10, finish=True)
+
+    closed = await store.abandon_stale(idle_s=120)
+    assert {dead, dead_after_a_turn} <= set(closed)
+    assert not {slow_but_moving, fresh, finished} & set(closed)
+    got = await store.get(dead)
+    assert got is not None and got.status == "abandoned" and got.finished_at is not None
+    for tid, status in ((slow_but_moving, "running"), (fresh, "running"), (finished, "answered")):
+        other = await store.get(tid)
+        assert other is not None and other.status == status
+    assert dead not in await store.abandon_stale(idle_s=120)  # once
+    with pytest.raises(TrajectoryNotWaiting, match="status abandoned"):
+        await store.reopen(dead)
+
+
+async def test_terminated_backends_cost_one_retry(traj_dsn: str, settings: Settings,
+                                                  db: psycopg.AsyncConnection[Any]) -> None:
+    pool = AsyncConnectionPool(traj_dsn, min_size=3, max_size=3, open=False)
+    await pool.open(wait=True)
+    try:
+        # two attempts, three pooled connections, every backend terminated: the first failure checks the pool
+        store = TrajectoryStore(pool, settings.model_copy(update={"retry_attempts": 2}))
+        rec = await store.start(query="still here?", request_id=rid())
+        async with pool.connection() as c1, pool.connection() as c2, pool.connection() as c3:
+            pids = [c.info.backend_pid for c in (c1, c2, c3)]
+        await db.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
+        await asyncio.sleep(0.1)
+        got = await store.get(rec.trajectory_id)
+        assert got is not None and got.status == "running"
+    finally:
+        await pool.close()

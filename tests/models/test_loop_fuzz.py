@@ -23,7 +23,6 @@ import psycopg
 import pytest
 from psycopg import sql
 from psycopg_pool import AsyncConnectionPool
-from qdrant_client import QdrantClient
 
 import agentic_rag
 from agentic_rag.eval import load_demo_questions
@@ -39,6 +38,7 @@ from agentic_rag.orchestrator.trajectory import TrajectoryStore
 from agentic_rag.protocol import AgentResponse, StructuredQuery
 from agentic_rag.retrievers.dsl import compile_query
 from agentic_rag.settings import Settings
+from agentic_rag.storage.qdrant import VectorStore
 
 pytestmark = pytest.mark.integration
 RUNS = int(os.environ.get("RAG_FUZZ_RUNS", "16"))
@@ -88,7 +88,7 @@ def fixed_templates() -> set[str]:
 
 
 @pytest.fixture(scope="module")
-async def fuzz_orchestrator(dsn: str, pool: AsyncConnectionPool, qdrant: QdrantClient, embedder: Embedder,
+async def fuzz_orchestrator(dsn: str, pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder,
                             settings: Settings, tiny_backend: TransformersBackend) -> Orchestrator:
     backend = tiny_backend  # shared with the backend tests: its constraint indexes are built once a session
     # the constraint indexes are built before the runs, so the model's own output drives every stage
@@ -103,7 +103,7 @@ async def fuzz_orchestrator(dsn: str, pool: AsyncConnectionPool, qdrant: QdrantC
                         store=TrajectoryStore(pool, s), policy=load_policy())
 
 
-async def test_random_models_never_break_the_loop(fuzz_orchestrator: Orchestrator, dsn: str, qdrant: QdrantClient,
+async def test_random_models_never_break_the_loop(fuzz_orchestrator: Orchestrator, dsn: str, qdrant: VectorStore,
                                                   embedder: Embedder) -> None:
     o = fuzz_orchestrator
     # every statement of these runs goes through a recording cursor

@@ -19,6 +19,7 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 from pydantic import BaseModel, ValidationError
+from transformers import AutoTokenizer
 
 from agentic_rag.models.base import (
     Completion,
@@ -82,8 +83,9 @@ class Recording:
         self.seen: list[Completion] = []
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
-                       temperature: float) -> Completion:
-        done = await self.backend.complete(messages, schema, max_tokens=max_tokens, temperature=temperature)
+                       temperature: float, calibration: list[Message] | None = None) -> Completion:
+        done = await self.backend.complete(messages, schema, max_tokens=max_tokens, temperature=temperature,
+                                            calibration=calibration)
         self.seen.append(done)
         return done
 
@@ -161,6 +163,22 @@ async def test_official_client_gets_a_chat_completion(base_url: str) -> None:
         models = await client.models.list()
         assert sorted(m.id for m in models.data) == ["tiny", "tiny-validator"]
         assert (await client.models.retrieve("tiny")).id == "tiny"
+
+
+async def test_usage_is_what_the_models_tokenizer_counts(base_url: str, tiny_model_dir: Path) -> None:
+    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
+    messages: list[Message] = [{"role": "system", "content": "Be brief."},
+                               {"role": "user", "content": "Who directed Akira, and when?"}]
+    templated = tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
+    async with openai.AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0) as client:
+        done = await client.chat.completions.create(model="tiny", messages=messages,  # type: ignore[arg-type]
+                                                    max_completion_tokens=8, temperature=1.0)
+    assert done.usage is not None
+    # the prompt as the chat template renders it, and the tokens generated (all 8 when cut at the limit)
+    assert done.usage.prompt_tokens == len(tokenizer(templated, add_special_tokens=False)["input_ids"])
+    finish = done.choices[0].finish_reason
+    assert done.usage.completion_tokens == 8 if finish == "length" else 0 < done.usage.completion_tokens <= 8
+    assert done.usage.total_tokens == done.usage.prompt_tokens + done.usage.completion_tokens
 
 
 async def test_openai_backend_reports_a_refused_schema_as_value_error(settings: Settings) -> None:

@@ -27,7 +27,7 @@ from agentic_rag.models.base import (
     TextBackend,
     schema_for,
 )
-from agentic_rag.models.schemas import outlines_schema
+from agentic_rag.models.schemas import closed_options, outlines_schema
 from agentic_rag.models.transformers_backend import TransformersBackend
 from agentic_rag.protocol import (
     AgentResponse,
@@ -65,8 +65,9 @@ class Recording(TextBackend):
         self.calls: list[tuple[list[Message], dict[str, Any] | None, Completion]] = []
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
-                       temperature: float) -> Completion:
-        done = await self.inner.complete(messages, schema, max_tokens=max_tokens, temperature=temperature)
+                       temperature: float, calibration: list[Message] | None = None) -> Completion:
+        done = await self.inner.complete(messages, schema, max_tokens=max_tokens, temperature=temperature,
+                                            calibration=calibration)
         self.calls.append((list(messages), schema, done))
         return done
 
@@ -239,3 +240,55 @@ def test_regex_decoding_plans_one_intent_a_turn() -> None:
     alsos = [v["properties"]["also"] for v in lowered["anyOf"]]
     assert alsos and all(a == {"type": "array", "maxItems": 0} for a in alsos)
     assert NextStep.model_json_schema()["anyOf"][0]["properties"]["also"]["maxItems"] == 3  # the contract keeps it
+
+
+CLOSED = {"type": "object", "additionalProperties": False, "required": ["step"],
+          "properties": {"step": {"type": "string", "enum": ["characters of Dororo (anime)",
+                                                             "studio that animated Dororo (anime)",
+                                                             "sequel of Dororo (anime), what comes after"]}}}
+
+
+def _reply_logprob(backend: TransformersBackend, messages: list[Message], reply: str) -> float:
+    """A reply's log-probability from one plain forward pass over prompt + reply (no cache, no batching)."""
+    prompt = backend.tokenizer(backend.render(messages), add_special_tokens=False)["input_ids"]
+    tail = backend.tokenizer(reply, add_special_tokens=False)["input_ids"] + [backend.tokenizer.eos_token_id]
+    ids = torch.tensor([prompt + tail])
+    with torch.inference_mode():
+        logp = torch.log_softmax(backend.model(input_ids=ids).logits[0].float(), dim=-1)
+    return sum(float(logp[len(prompt) + k - 1, t]) for k, t in enumerate(tail))
+
+
+async def test_a_closed_form_is_the_option_the_model_scores_highest(backend: TransformersBackend) -> None:
+    messages = _messages(QueryRewrite, 5)
+    options = closed_options(CLOSED)
+    assert options is not None and len(options) == 3
+    backend.choice = "likelihood"
+    try:
+        done = await backend.complete(messages, CLOSED, max_tokens=64, temperature=0.0)
+        neutral = [messages[0], {"role": "user", "content": "Question: N/A"}]
+        calibrated = await backend.complete(messages, CLOSED, max_tokens=64, temperature=0.0, calibration=neutral)
+    finally:
+        backend.choice = "decode"
+    # the batched, cached scoring agrees with a plain forward pass over each whole reply
+    plain = [_reply_logprob(backend, messages, o) for o in options]
+    assert done.text == options[max(range(3), key=plain.__getitem__)]
+    assert done.finish_reason == "stop" and done.completion_tokens >= 2
+    # calibrated: the score the question adds over the same call without it
+    base = [_reply_logprob(backend, neutral, o) for o in options]
+    assert calibrated.text == options[max(range(3), key=lambda i: plain[i] - base[i])]
+    # decode (the default): the constraint engine writes it token by token, still one of the options
+    decoded = await backend.complete(messages, CLOSED, max_tokens=64, temperature=0.0)
+    assert json.loads(decoded.text) in [json.loads(o) for o in options]  # outlines may space it out
+
+
+def test_closed_options_enumerate_only_small_closed_schemas() -> None:
+    assert closed_options(schema_for(SufficiencyReport)) is None  # free text: not a choice
+    yes_no = {"type": "object", "additionalProperties": False, "required": ["ok"],
+              "properties": {"ok": {"type": "boolean"}}}
+    assert closed_options(yes_no) == ['{"ok":true}', '{"ok":false}']
+    assert closed_options({"anyOf": [yes_no, {"type": "object", "additionalProperties": False, "required": ["n"],
+                                              "properties": {"n": {"const": 1}}}]}) == [
+        '{"ok":true}', '{"ok":false}', '{"n":1}']
+    wide = {"type": "object", "additionalProperties": False, "required": ["a"],
+            "properties": {"a": {"enum": list(range(500))}}}
+    assert closed_options(wide) is None  # too many to score

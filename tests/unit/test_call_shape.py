@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from agentic_rag.catalog.vocabulary import EDGE_TYPES
+from agentic_rag.models.forms import STEP_WORDS
 from agentic_rag.models.prompts import render, shaper
 from agentic_rag.models.roles import CardEntity, ContextCard, DraftInput, SelectInput
-from agentic_rag.models.schemas import narrow, token_bound
+from agentic_rag.models.schemas import closed_options, narrow
 from agentic_rag.protocol import (
     DraftAnswer,
     EntityLinks,
@@ -49,26 +51,34 @@ def test_an_entity_can_be_named_only_if_the_call_was_shown_it() -> None:
     assert draft["properties"]["result_entities"]["maxItems"] == 0
 
 
+def _steps(schema: dict[str, Any]) -> list[str]:
+    return list(schema["properties"]["step"]["enum"])
+
+
 def test_a_compact_call_is_a_form_whose_choices_are_what_the_call_was_shown() -> None:
     messages = render(_select(), NextStep)
     shaped = shaper("compact")(messages, NextStep)
     prompt = "\n".join(m["content"] for m in shaped.messages)
     assert BEBOP not in prompt and "Cowboy Bebop (anime)" in prompt and "Output schema" not in prompt
-    steps = [v["properties"]["step"]["const"] for v in shaped.schema["anyOf"]]
-    assert "finish" not in steps  # nothing retrieved yet: finishing cannot answer
-    related = next(v for v in shaped.schema["anyOf"] if v["properties"]["step"]["const"] == "related")
-    assert related["properties"]["of"]["enum"] == ["Cowboy Bebop (anime)"]
-    assert "animated_by" in related["properties"]["relation"]["enum"]
-    assert "family" not in related["properties"]["relation"]["enum"]  # a relation of characters, not of anime
+    steps = _steps(shaped.schema)
+    assert "finish: the steps so far answer it" not in steps  # nothing retrieved yet: finishing cannot answer
+    assert "studio that animated Cowboy Bebop (anime)" in steps
+    assert not any(s.startswith("family of") for s in steps)  # a relation of characters, not of anime
+    assert "search the characters by description" in steps
+    # a closed choice a backend can score whole; calibrated against the call without the question
+    assert closed_options(shaped.schema) == [json.dumps({"step": s}, separators=(",", ":")) for s in steps]
+    assert shaped.calibration is not None and "which studio" not in shaped.calibration[-1]["content"]
+    assert shaped.calibration[-1]["content"].startswith("Question: N/A")
     # the filled form becomes the contract, with the real id
-    step = NextStep.model_validate_json(shaped.restore('{"step":"related","of":"Cowboy Bebop (anime)",'
-                                                       '"relation":"animated_by"}'))
+    step = NextStep.model_validate_json(shaped.restore('{"step":"studio that animated Cowboy Bebop (anime)"}'))
     assert step.graph_intent is not None and step.graph_intent.start.id == BEBOP
     assert step.graph_intent.edge_types == ["animated_by"]
-    assert token_bound(shaped.schema) < 80  # a few words, not a dozen nested fields
+    search = NextStep.model_validate_json(shaped.restore('{"step":"search the characters by description"}'))
+    assert search.search_intent is not None and search.search_intent.entity_type == "character"
+    assert search.search_intent.query == "which studio animated cowboy bebop"  # the question's own words
     # the full style keeps the loop's messages and real ids
     full = shaper("full")(messages, NextStep)
-    assert full.messages == messages and BEBOP in json.dumps(full.schema)
+    assert full.messages == messages and BEBOP in json.dumps(full.schema) and full.calibration is None
 
 
 def test_a_step_already_taken_is_not_offered_again() -> None:
@@ -78,11 +88,16 @@ def test_a_step_already_taken_is_not_offered_again() -> None:
                        data={"kind": "neighbors", "start": BEBOP, "end": None, "edge_types": ["animated_by"]})
     inp = _select().model_copy(update={"cards": [card], "turn": 1})
     shaped = shaper("compact")(render(inp, NextStep), NextStep)
-    offered = {(of, r) for v in shaped.schema["anyOf"] if v["properties"]["step"]["const"] == "related"
-               for of in v["properties"]["of"]["enum"] for r in v["properties"]["relation"]["enum"]}
-    assert ("Cowboy Bebop (anime)", "animated_by") not in offered and ("Cowboy Bebop (anime)", "staff") in offered
-    assert ("Sunrise (studio)", "animated") in offered
+    steps = _steps(shaped.schema)
+    assert "studio that animated Cowboy Bebop (anime)" not in steps
+    assert "staff of Cowboy Bebop (anime): director, author, composer, designers" in steps
+    assert "anime animated by Sunrise (studio)" in steps and "finish: the steps so far answer it" in steps
     assert "- animated_by: Sunrise (studio)" in shaped.messages[-1]["content"]  # ids never shown
+
+
+def test_every_relation_has_words() -> None:
+    assert set(STEP_WORDS) == {e.name for e in EDGE_TYPES}
+    assert len(set(STEP_WORDS.values())) == len(STEP_WORDS)
 
 
 def test_a_compact_draft_picks_entities_and_the_answer_is_the_context_line() -> None:
@@ -95,7 +110,7 @@ def test_a_compact_draft_picks_entities_and_the_answer_is_the_context_line() -> 
     assert shaped.schema["properties"]["answer"]["items"]["enum"] == ["Sunrise (studio)"]  # only what was found
     draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["Sunrise (studio)"]}'))
     assert draft.result_entities == [EntityRef(entity_type="studio", id=SUNRISE)]
-    assert draft.answer == "animated_by: Sunrise (studio)" and draft.confidence >= 0.6
+    assert draft.answer == "animated_by: Sunrise (studio)" and draft.confidence >= 0.6  # one found: no count
     empty = DraftAnswer.model_validate_json(shaped.restore('{"answer":[]}'))
     assert not empty.result_entities and empty.confidence < 0.5
 
@@ -103,3 +118,25 @@ def test_a_compact_draft_picks_entities_and_the_answer_is_the_context_line() -> 
 def test_messages_that_are_no_role_call_keep_the_whole_schema() -> None:
     shaped = shaper("compact")([{"role": "user", "content": "hello"}], QueryRewrite)
     assert shaped.schema == QueryRewrite.model_json_schema() and shaped.restore("x") == "x"
+
+
+def test_a_compact_answer_quotes_what_its_steps_found_as_a_whole() -> None:
+    studios = [(f"{i:08d}-0000-4000-8000-000000000000", f"Show {i}") for i in range(3)]
+    lines = "\n".join(f"- animated: {n} (anime) [id {i}]" for i, n in studios)
+    animated = ContextCard(turn=0, source="pg_graph", request=f"neighbors from {SUNRISE} via animated", count=3,
+                           summary=f"Neighbors (3):\n{lines}",
+                           entities=[CardEntity(ref=EntityRef(entity_type="anime", id=i), name=f"{n} (anime)")
+                                     for i, n in studios],
+                           data={"kind": "neighbors", "start": SUNRISE, "end": None, "edge_types": ["animated"]})
+    compared = ContextCard(turn=1, source="pg_graph", request="compare", count=2,
+                           summary=(f"Comparison of Show 0 [id {studios[0][0]}] and Show 1 [id {studios[1][0]}]:\n"
+                                    "- year: 1998 vs 2004"),
+                           entities=[CardEntity(ref=EntityRef(entity_type="anime", id=i), name=f"{n} (anime)")
+                                     for i, n in studios[:2]],
+                           data={"kind": "compare"})
+    inp = DraftInput(question="how many anime did sunrise animate", links=_links(), rewrite=_select().rewrite,
+                     cards=[animated, compared])
+    shaped = shaper("compact")(render(inp, DraftAnswer), DraftAnswer)
+    draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["Show 0 (anime)"]}'))
+    assert draft.answer.startswith("3 found (")  # how many the step found: what "how many" asks
+    assert "year: 1998 vs 2004" in draft.answer  # the comparison's own facts, about no one entity

@@ -7,17 +7,37 @@ from typing import Any
 
 import pytest
 from pydantic import ValidationError
+from ray.exceptions import RayActorError
+from ray.serve.handle import DeploymentResponse
 
 from agentic_rag.deployments.models import PlannerReplica
 from agentic_rag.deployments.service import NotAwaitingClarification
-from agentic_rag.deployments.wire import OUTPUT_TYPES, RunReply, failure_of, ok, raise_failure, unwrap
+from agentic_rag.deployments.wire import (
+    OUTPUT_TYPES,
+    HandleModel,
+    HandleRetrieval,
+    RunReply,
+    failure_of,
+    ok,
+    raise_failure,
+    unwrap,
+)
 from agentic_rag.models.base import GenerationError
 from agentic_rag.models.prompts import render
 from agentic_rag.models.roles import ROLES, RewriteInput
 from agentic_rag.orchestrator.loop import ClarificationError, RunResult
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
-from agentic_rag.protocol import AgentResponse, EntityLinks, EntityRef, LinkCandidate, LinkedMention, QueryRewrite
+from agentic_rag.protocol import (
+    AgentResponse,
+    EntityLinks,
+    EntityRef,
+    GraphIntent,
+    LinkCandidate,
+    LinkedMention,
+    QueryRewrite,
+)
 from agentic_rag.retrievers.errors import RetrievalError
+from agentic_rag.settings import Settings
 
 
 def test_output_types_are_exactly_the_role_contracts() -> None:
@@ -82,3 +102,39 @@ async def test_model_replica_answers_only_allowlisted_types_with_valid_messages(
         unwrap(await replica.generate([{"role": "root", "content": "x"}], "QueryRewrite", 256, 0.0))
     with pytest.raises(ValueError):
         unwrap(await replica.generate(messages, "QueryRewrite", 10**9, 0.0))
+
+
+RAY_TEXT = "The actor died unexpectedly before finishing this task. ip: 10.0.0.7, pid: 4242, " * 50
+
+
+class DeadResponse(DeploymentResponse):  # type: ignore[misc]
+    """What a handle call to a killed replica gives: awaiting it raises Ray's error."""
+
+    def __init__(self) -> None:  # nothing of Serve's behind it
+        pass
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        raise RayActorError(error_msg=RAY_TEXT)
+        yield
+
+    def cancel(self) -> None:
+        pass
+
+
+class DeadHandle:
+    """A deployment handle whose every method's call fails as a dead replica's does."""
+
+    def __getattr__(self, method: str) -> Any:
+        return type("Method", (), {"remote": staticmethod(lambda *a, **k: DeadResponse())})()
+
+
+async def test_a_dead_deployment_is_reported_in_our_words() -> None:
+    retrieval = HandleRetrieval(DeadHandle(), DeadHandle(), Settings())  # type: ignore[arg-type]
+    start = EntityRef(entity_type="character", id="00000000-0000-4000-8000-000000000001")
+    with pytest.raises(RetrievalError) as info:
+        await retrieval.graph(GraphIntent(rationale="r", query_type="neighbors", start=start))
+    assert (info.value.source, info.value.kind) == ("postgres", "unavailable")
+    assert "GraphRetriever deployment is unavailable" in str(info.value) and "10.0.0.7" not in str(info.value)
+    with pytest.raises(GenerationError) as failed:
+        await HandleModel(DeadHandle(), "PlannerModel").generate([], QueryRewrite)  # type: ignore[arg-type]
+    assert failed.value.attempts == 0 and "10.0.0.7" not in str(failed.value)

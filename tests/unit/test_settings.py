@@ -38,7 +38,9 @@ def test_out_of_range_settings_are_rejected(field: str, value: object) -> None:
 
 def test_defaults_are_embedded() -> None:
     s = Settings(_env_file=None)  # type: ignore[call-arg]
-    assert s.qdrant_url is None and s.resolved_qdrant_path == s.data_dir / "qdrant"
+    assert s.qdrant_url is None and s.qdrant_engine == "edge" and s.resolved_qdrant_path == s.data_dir / "qdrant-edge"
+    # each engine has its own default path: switching never opens the other's files
+    assert Settings(_env_file=None, qdrant_engine="local").resolved_qdrant_path == s.data_dir / "qdrant"  # type: ignore[call-arg]
 
 
 def test_fields_with_env_aliases_are_settable_by_name() -> None:
