@@ -46,8 +46,8 @@ class Settings(BaseSettings):
         None, description="Embedded store's path (default data_dir/qdrant-edge for edge, data_dir/qdrant for local).")
     qdrant_hnsw_ef: int = Field(
         256, ge=10, le=4096,
-        description="Edge engine: HNSW search beam. Qdrant's default (ef_construct, 100) found 94-96% of the exact "
-                    "top 10 at 1M points; 256 found 98% at p95 <= 9 ms (docs/benchmarks.md, issue 14).")
+        description="Edge engine: HNSW search beam. At 1M points Qdrant's default (ef_construct, 100) found "
+                    "91-93% of the exact top 10; 256 found 98%, filtered p95 <= 12 ms (docs/benchmarks.md).")
     qdrant_collection_prefix: str = Field(
         "", max_length=40, pattern=r"^[a-z0-9_]*$", description="Prefix of every collection name."
     )
