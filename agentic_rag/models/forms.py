@@ -123,6 +123,11 @@ def linked_text(links: EntityLinks | None, book: dict[str, Entry]) -> str:
 ANSWER_LINE_CHARS = 600  # a context line as an answer quotes it
 
 
+def _named(text: str, labels: dict[str, str]) -> str:
+    """``text`` with every id in it written as the entity's label ("?" for one the call was not shown)."""
+    return _UUID.sub(lambda u: labels.get(u.group(0), "?"), text)
+
+
 def _short(line: str, limit: int = LINE_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
@@ -137,7 +142,7 @@ def card_lines(card: ContextCard, labels: dict[str, str], limit: int = LINE_CHAR
     for line in card.summary.splitlines()[1: MAX_LINES + 1] or card.summary.splitlines()[:1]:
         ids = _UUID.findall(line)
         text = _ID_MARK.sub("", line)
-        text = _UUID.sub(lambda u: labels.get(u.group(0), "?"), text).strip()
+        text = _named(text, labels).strip()
         if text:
             out.append((ids[0] if ids else None, _short(" ".join(text.split()), limit)))
     return out
@@ -150,7 +155,7 @@ def found_text(cards: list[ContextCard], book: dict[str, Entry]) -> str:
     parts = ["Found so far:"]
     for n, card in enumerate(cards, start=1):
         lines = card_lines(card, labels)
-        request = _UUID.sub(lambda u: labels.get(u.group(0), "?"), card.request)
+        request = _named(card.request, labels)
         parts.append(f"Step {n}, {request}:" if lines else f"Step {n}, {request}: nothing found.")
         parts += [f"  {text}" for _, text in lines]
     return "\n".join(parts)
@@ -257,7 +262,10 @@ def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any
     :func:`~agentic_rag.models.schemas.closed_options`). A step already taken is not offered again (the loop
     would refuse it as a repeat). A search is for a kind of entity; its text is the question itself."""
     hops, read = _done(inp.cards)
-    steps: dict[str, dict[str, Any]] = {}  # words -> the filled form they stand for
+    steps: dict[str, dict[str, Any]] = {}  # words -> the filled form they stand for, in the order offered
+    for a, b in _pairs(inp, book):
+        steps[COMPARE_WORDS.format(x=a, y=b)] = {"step": "compare", "of": a, "with": b}
+        steps[CONNECTION_WORDS.format(x=a, y=b)] = {"step": "connection", "of": a, "to": b}
     for e in _step_order(inp, book):
         if e.id not in read:
             steps.setdefault(DETAILS_WORDS.format(x=e.label), {"step": "details", "of": e.label})
@@ -265,14 +273,7 @@ def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any
             if (e.id, relation) not in hops and relation not in UNOFFERED:
                 steps.setdefault(STEP_WORDS[relation].format(x=e.label),
                                  {"step": "related", "of": e.label, "relation": relation})
-    pairs = _pairs(inp, book)
-    listed = [*(COMPARE_WORDS.format(x=a, y=b) for a, b in pairs),
-              *(CONNECTION_WORDS.format(x=a, y=b) for a, b in pairs)]
-    for a, b in pairs:
-        steps[COMPARE_WORDS.format(x=a, y=b)] = {"step": "compare", "of": a, "with": b}
-        steps[CONNECTION_WORDS.format(x=a, y=b)] = {"step": "connection", "of": a, "to": b}
-    listed = listed + [w for w in steps if w not in listed]
-    listed = listed[: MAX_STEPS - len(SEARCHABLE) - (1 if inp.cards else 0)]
+    listed = list(steps)[: MAX_STEPS - len(SEARCHABLE) - (1 if inp.cards else 0)]
     for t in SEARCHABLE:
         steps[SEARCH_WORDS.format(t=t)] = {"step": "search", "type": t, "text": inp.question}
         listed.append(SEARCH_WORDS.format(t=t))
@@ -347,7 +348,7 @@ def draft_form(inp: DraftInput, book: dict[str, Entry]) -> tuple[dict[str, Any],
         # what the steps the picks come from say as a whole: how many they found, what a comparison found
         ids = {e.id for e in picks}
         sources = [c for c in inp.cards if ids & _answers(c)]
-        whole = [f"{c.count} found ({_UUID.sub(lambda u: labels.get(u.group(0), '?'), c.request)})"
+        whole = [f"{c.count} found ({_named(c.request, labels)})"
                  for c in sources if c.count > 1 and c.data.get("kind") == "neighbors"]
         whole += [text.lstrip("- ") for c in sources for i, text in card_lines(c, labels, ANSWER_LINE_CHARS)
                   if i is None]
