@@ -5,10 +5,10 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-import psycopg
-from psycopg.conninfo import conninfo_to_dict
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
+
+from agentic_rag.storage.dsn import conninfo
 
 
 class Settings(BaseSettings):
@@ -169,8 +169,8 @@ class Settings(BaseSettings):
             return v
         expected = "not a PostgreSQL DSN (postgresql://user@host:port/db or 'key=value ...')"
         try:
-            conninfo_to_dict(v)
-        except psycopg.ProgrammingError as exc:
+            conninfo(v)
+        except ValueError as exc:
             raise ValueError(f"{expected}: {exc}") from None
         if "=" not in v and "://" not in v:  # libpq reads a bare word as a database name; nobody means that here
             raise ValueError(expected)

@@ -16,22 +16,24 @@ import tempfile
 import time
 from pathlib import Path
 
-import psycopg
-from psycopg import sql
-
 from agentic_rag.catalog.ingest import index_catalog, ingest_demo
 from agentic_rag.catalog.synthetic import load_synthetic
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import resolve_dsn
+from agentic_rag.storage.dsn import with_database
+from agentic_rag.storage.postgres import connect, resolve_dsn
+from agentic_rag.storage.sql import ident
 
 
-def fresh_database(settings: Settings, name: str) -> str:
-    server = resolve_dsn(settings.model_copy(update={"database_name": "postgres"}))
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(sql.Identifier(name)))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return psycopg.conninfo.make_conninfo(server, dbname=name)
+async def fresh_database(settings: Settings, name: str) -> str:
+    server = await asyncio.to_thread(resolve_dsn, settings.model_copy(update={"database_name": "postgres"}))
+    conn = await connect(server)
+    try:
+        await conn.execute(f"DROP DATABASE IF EXISTS {ident(name)} WITH (FORCE)")
+        await conn.execute(f"CREATE DATABASE {ident(name)}")
+    finally:
+        await conn.close()
+    return with_database(server, name)
 
 
 async def main() -> None:
@@ -46,7 +48,7 @@ async def main() -> None:
         embedder = Embedder(settings)
         embedder.embed(["warm-up"])  # model load is not ingestion
 
-        dsn = fresh_database(settings, "agentic_rag_bench_demo")
+        dsn = await fresh_database(settings, "agentic_rag_bench_demo")
         report = await ingest_demo(dsn, settings, index=False)
         index, index_s = await index_catalog(dsn, settings, embedder=embedder)
         points = sum(c.upserted for c in index.values())
@@ -59,7 +61,7 @@ async def main() -> None:
                      "0" if not again.changed else "CHANGED", "-"))
 
         if args.synthetic:
-            dsn = fresh_database(settings, "agentic_rag_bench_synthetic")
+            dsn = await fresh_database(settings, "agentic_rag_bench_synthetic")
             syn = await load_synthetic(dsn, args.synthetic, args.seed)
             settings_syn = settings.model_copy(update={"qdrant_path": Path(tmp) / "qdrant-syn"})
             index, index_s = await index_catalog(dsn, settings_syn, embedder=embedder)

@@ -20,13 +20,12 @@ import time
 from importlib import resources
 from typing import Any
 
-import psycopg
 from bench_retrieval import database, latency_table, stats
 
 from agentic_rag.catalog.synthetic import load_synthetic
 from agentic_rag.eval.questions import load_questions
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import migrate, resolve_dsn
+from agentic_rag.storage.postgres import connect, migrate, resolve_dsn
 from agentic_rag.understanding.linker import link
 from agentic_rag.understanding.text import link_key
 
@@ -50,7 +49,8 @@ def typo(name: str, rng: random.Random) -> str:
 async def run(dsn: str, questions: list[str]) -> tuple[dict[str, dict[str, float]], list[Any]]:
     out: dict[str, dict[str, float]] = {}
     links: list[Any] = []
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+    conn = await connect(dsn)
+    try:
         for run_name in ("first pass", "warm"):
             lat: list[float] = []
             links = []
@@ -59,6 +59,8 @@ async def run(dsn: str, questions: list[str]) -> tuple[dict[str, dict[str, float
                 links.append(await link(conn, q))
                 lat.append((time.perf_counter() - t0) * 1000)
             out[run_name] = stats(lat)
+    finally:
+        await conn.close()
     return out, links
 
 
@@ -85,12 +87,15 @@ async def main() -> None:
     report = await load_synthetic(dsn, args.entities, args.seed)
     await migrate(dsn)
     print(f"catalog: {'already loaded' if report.skipped else f'loaded in {time.perf_counter() - t0:.0f} s'}")
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        sampled = await (await conn.execute(
-            "SELECT name, entity_id::text FROM entity_name TABLESAMPLE SYSTEM (1) REPEATABLE (%s) "
+    conn = await connect(dsn)
+    try:
+        sampled = await conn.fetch(
+            "SELECT name, entity_id::text FROM entity_name TABLESAMPLE SYSTEM (1) REPEATABLE ($1) "
             "WHERE kind = 'primary' AND entity_type IN ('anime', 'manga', 'character', 'person', 'studio') "
-            "ORDER BY entity_id LIMIT %s",  # the same names for the same seed: runs compare on one sample
-            (args.seed, args.queries * 2))).fetchall()
+            "ORDER BY entity_id LIMIT $2",  # the same names for the same seed: runs compare on one sample
+            args.seed, args.queries * 2)
+    finally:
+        await conn.close()
     pairs = [(sampled[i], sampled[i + 1]) for i in range(0, len(sampled) - 1, 2)][: args.queries]
     questions, wanted = [], []
     for k, ((name, eid), (other, _)) in enumerate(pairs):

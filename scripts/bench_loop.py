@@ -30,7 +30,8 @@ from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.trajectory import TrajectoryStore
 from agentic_rag.settings import Settings
 
-EXTERNAL = ("planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms")
+# the models (the planner, the validator, and the encoder that reads what a question asks) and the stores
+EXTERNAL = ("planner_llm_ms", "validator_llm_ms", "asks_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms")
 
 
 def pct(values: list[float], q: float) -> float:
@@ -42,7 +43,7 @@ async def main(questions: Path | None, repeat: int, writes: list[str]) -> None:
     settings = Settings()
     qs = load_questions(questions) if questions else load_demo_questions()
     async with open_runtime(settings) as rt:
-        async with rt.pool.connection() as conn:
+        async with rt.pool.acquire() as conn:
             gold = await resolve_gold(conn, qs, source="demo" if questions is None else None)
         modes: tuple[Mode, ...] = ("agentic", "linear")
         for mode in modes:

@@ -130,7 +130,7 @@ async def run_config(config: str, sets: dict[str, list[EvalQuestion]], deadline_
         reports: dict[str, Any] = {}
         latencies: list[float] = []
         for name, qs in sets.items():
-            async with rt.pool.connection() as conn:
+            async with rt.pool.acquire() as conn:
                 gold = await resolve_gold(conn, qs, source="demo" if name in ("demo", "holdout") else None)
             outcomes = await run_eval(qs, lambda q: orch.run(q, mode="agentic", tenant="bench"), concurrency=1,
                                       progress=True, console=console)

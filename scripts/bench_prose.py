@@ -23,18 +23,18 @@ import time
 from importlib import resources
 from typing import Any
 
-import psycopg
 from bench_retrieval import database, latency_table, stats
 
 from agentic_rag.catalog.synthetic import load_synthetic
 from agentic_rag.eval.questions import load_questions
 from agentic_rag.retrievers.prose import PROSE_TYPES, prose_search
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import migrate, resolve_dsn
+from agentic_rag.storage.postgres import connect, migrate, resolve_dsn
+from agentic_rag.storage.sql import Conn
 from agentic_rag.understanding.linker import link
 
 
-async def timed_search(conn: psycopg.AsyncConnection[Any], texts: list[str], types: tuple[str, ...]
+async def timed_search(conn: Conn, texts: list[str], types: tuple[str, ...]
                        ) -> tuple[dict[str, dict[str, float]], list[list[Any]]]:
     out: dict[str, dict[str, float]] = {}
     hits: list[list[Any]] = []
@@ -63,9 +63,12 @@ async def main() -> None:
     data = resources.files("agentic_rag.eval").joinpath("data")
     questions = [q.question for f in sorted(p.name for p in data.iterdir() if p.name.endswith(".jsonl"))
                  for q in load_questions(str(data.joinpath(f)))]
-    async with await psycopg.AsyncConnection.connect(resolve_dsn(settings), autocommit=True) as conn:
+    conn = await connect(resolve_dsn(settings))
+    try:
         unlinked = [q for q in questions if not (await link(conn, q)).mentions]
         demo, hits = await timed_search(conn, unlinked, PROSE_TYPES)
+    finally:
+        await conn.close()
     some = sum(bool(h) for h in hits)
     for name, v in demo.items():
         rows.append((f"demo catalog, the {len(unlinked)} shipped questions that name nothing, 3 types ({name})",
@@ -78,10 +81,11 @@ async def main() -> None:
         await migrate(dsn)  # a catalog loaded before migration 0010 gets its prose views here
         print(f"catalog: {'already loaded' if report.skipped else f'loaded in {time.perf_counter() - t0:.0f} s'}")
         rng = random.Random(args.seed)
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-            sampled = await (await conn.execute(
-                "SELECT id::text, synopsis FROM anime TABLESAMPLE SYSTEM (1) REPEATABLE (%s) "
-                "WHERE synopsis IS NOT NULL ORDER BY id LIMIT %s", (args.seed, args.queries))).fetchall()
+        conn = await connect(dsn)
+        try:
+            sampled = await conn.fetch(
+                "SELECT id::text, synopsis FROM anime TABLESAMPLE SYSTEM (1) REPEATABLE ($1) "
+                "WHERE synopsis IS NOT NULL ORDER BY id LIMIT $2", args.seed, args.queries)
             texts, wanted = [], []
             for eid, synopsis in sampled:
                 words = str(synopsis).split()
@@ -89,6 +93,8 @@ async def main() -> None:
                 texts.append("the show where " + " ".join(words[at:at + 8]))
                 wanted.append(eid)
             synth, hits = await timed_search(conn, texts, ("anime",))
+        finally:
+            await conn.close()
         among = sum(eid in {x.id for x in h} for h, eid in zip(hits, wanted, strict=True))
         for name, v in synth.items():
             rows.append((f"synthetic {args.entities:,} entities, 8 words of a sampled synopsis, anime ({name})",

@@ -22,9 +22,8 @@ from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Any
 
+import asyncpg
 import numpy as np
-import psycopg
-from psycopg import sql
 from qdrant_client import QdrantClient, models
 
 from agentic_rag.catalog.synthetic import load_synthetic
@@ -33,7 +32,9 @@ from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import make_pool, migrate, resolve_dsn
+from agentic_rag.storage.dsn import with_database
+from agentic_rag.storage.postgres import connect, create_database_if_missing, make_pool, migrate, resolve_dsn
+from agentic_rag.storage.sql import Conn
 
 ILIKE_SQL = """
     SELECT entity_type, id, name FROM (
@@ -43,14 +44,14 @@ ILIKE_SQL = """
         UNION ALL SELECT 'person', id, name, popularity FROM person
         UNION ALL SELECT 'studio', id, name, popularity FROM studio
         UNION ALL SELECT 'franchise', id, name, popularity FROM franchise
-    ) t WHERE name ILIKE %(p)s ORDER BY popularity DESC, name LIMIT 10"""
+    ) t WHERE name ILIKE $1 ORDER BY popularity DESC, name LIMIT 10"""
 NAIVE_PATH_SQL = """
     WITH RECURSIVE walk(node, depth, path) AS (
-        SELECT %(start)s::uuid, 0, ARRAY[%(start)s::uuid]
+        SELECT $1::uuid, 0, ARRAY[$1::uuid]
         UNION ALL
         SELECT e.dst_id, w.depth + 1, w.path || e.dst_id FROM walk w JOIN edge e ON e.src_id = w.node
         WHERE w.depth < 3 AND NOT e.dst_id = ANY(w.path)
-    ) SELECT path FROM walk WHERE node = %(end)s LIMIT 5"""
+    ) SELECT path FROM walk WHERE node = $2 LIMIT 5"""
 
 
 def pct(xs: list[float], q: float) -> float:
@@ -78,23 +79,23 @@ def latency_table(note: str, columns: tuple[str, str], rows: list[tuple[str, int
 
 
 def database(settings: Settings, name: str) -> str:
-    server = psycopg.conninfo.make_conninfo(resolve_dsn(settings.model_copy(update={"database_name": "postgres"})),
-                                            dbname="postgres")
-    with psycopg.connect(server, autocommit=True) as conn:
-        if not conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (name,)).fetchone():
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(name)))
-    return psycopg.conninfo.make_conninfo(server, dbname=name)
+    server = with_database(resolve_dsn(settings.model_copy(update={"database_name": "postgres"})), "postgres")
+    create_database_if_missing(server, name)
+    return with_database(server, name)
 
 
-async def sample(conn: psycopg.AsyncConnection[Any], query: str, k: int) -> list[tuple[Any, ...]]:
-    return list(await (await conn.execute(query, (k,))).fetchall())
+async def sample(conn: Conn, query: str, k: int, seed: int) -> list[asyncpg.Record]:
+    return await conn.fetch(query, k, seed)
 
 
 async def bench_postgres(dsn: str, settings: Settings, n_queries: int, rng: random.Random) -> dict[str, Any]:
     out: dict[str, Any] = {}
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+    conn = await connect(dsn)
+    try:
+        # the same sample on every run over the same catalog (REPEATABLE), so runs compare query for query
+        seed = rng.randrange(1 << 30)
         rows = await sample(conn, "SELECT norm, entity_id::text FROM entity_name TABLESAMPLE SYSTEM (1) "
-                                  "WHERE kind = 'primary' LIMIT %s", n_queries)
+                                  "REPEATABLE ($2) WHERE kind = 'primary' ORDER BY 2 LIMIT $1", n_queries, seed)
         names, ids = [r[0] for r in rows], [r[1] for r in rows]
         queries = {
             "prefix": [n[: rng.randint(3, 6)] for n in names],
@@ -118,20 +119,22 @@ async def bench_postgres(dsn: str, settings: Settings, n_queries: int, rng: rand
                     out[f"typeahead ({kind}): the entity in the top 10"] = f"{100 * found / len(qs):.1f}%"
                 all_lat += lat
             out[f"typeahead (all, {run})"] = stats(all_lat)
-        ilike = [await timed(lambda q=q: conn.execute(ILIKE_SQL, {"p": f"%{q}%"}))
+        ilike = [await timed(lambda q=q: conn.fetch(ILIKE_SQL, f"%{q}%"))
                  for q in queries["prefix"][:15]]
         out["ILIKE scan (same prefixes)"] = stats(ilike)
         first = out["typeahead (prefix, first pass)"]["p50_ms"]
         out["typeahead speed-up vs ILIKE (p50, first pass)"] = round(pct(ilike, 0.5) / first, 1)
 
-        hubs = await (await conn.execute(
+        hubs = await conn.fetch(
             "SELECT src_id::text, min(src_type), count(*) FROM edge GROUP BY src_id ORDER BY 3 DESC LIMIT 10"
-        )).fetchall()
+        )
         out["highest degree"] = int(hubs[0][2])
-        rand = await sample(conn, "SELECT id::text, 'character' FROM character TABLESAMPLE SYSTEM (1) LIMIT %s",
-                            n_queries)
-    pool = make_pool(dsn, settings.model_copy(update={"statement_timeout_ms": 10_000, "query_timeout_ms": 12_000}))
-    await pool.open(wait=True)
+        rand = await sample(conn, "SELECT id::text, 'character' FROM character TABLESAMPLE SYSTEM (1) REPEATABLE ($2) "
+                                  "ORDER BY 1 LIMIT $1", n_queries, seed)
+    finally:
+        await conn.close()
+    pool = await make_pool(dsn, settings.model_copy(update={"statement_timeout_ms": 10_000,
+                                                            "query_timeout_ms": 12_000}))
     graph = PostgresGraphExecutor(pool, settings)
     hub_refs = [EntityRef(entity_type=t, id=i) for i, t, _ in hubs]
     rand_refs = [EntityRef(entity_type=t, id=i) for i, t in rand]
@@ -163,15 +166,18 @@ async def bench_postgres(dsn: str, settings: Settings, n_queries: int, rng: rand
 
     naive: list[float] = []
     timeouts = 0
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True,
-                                                     options="-c statement_timeout=10000") as conn:
+    conn = await connect(dsn)
+    try:
+        await conn.execute("SET statement_timeout = 10000")
         for a, b in hub_pairs[:6] + pairs[:6]:
             t0 = time.perf_counter()
             try:
-                await conn.execute(NAIVE_PATH_SQL, {"start": a.id, "end": b.id})
-            except psycopg.errors.QueryCanceled:
+                await conn.fetch(NAIVE_PATH_SQL, a.id, b.id)
+            except asyncpg.QueryCanceledError:
                 timeouts += 1
             naive.append((time.perf_counter() - t0) * 1000)
+    finally:
+        await conn.close()
     out["naive recursive CTE path (6 hub + 6 random pairs)"] = stats(naive) | {"timeouts_at_10s": timeouts}
     return out
 

@@ -4,21 +4,23 @@ Fixtures are lazy: unit tests import this module but start nothing."""
 
 from __future__ import annotations
 
+import asyncio
 import os
 from collections.abc import AsyncIterator, Callable, Iterator
+from concurrent.futures import ThreadPoolExecutor
 from contextlib import AbstractContextManager, contextmanager
 from pathlib import Path
 
-import psycopg
+import asyncpg
 import pytest
-from psycopg import sql
-from psycopg_pool import AsyncConnectionPool
 
 from agentic_rag.catalog.ingest import IngestReport, ingest_demo
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import make_pool, resolve_dsn
+from agentic_rag.storage.dsn import to_url, with_database
+from agentic_rag.storage.postgres import connect, make_pool, resolve_dsn
 from agentic_rag.storage.qdrant import VectorStore, open_qdrant
+from agentic_rag.storage.sql import Pool, ident
 
 # One database per test session, dropped at the end: concurrent runs never share state.
 TEST_DATABASE = f"agentic_rag_test_{os.getpid()}"
@@ -37,21 +39,33 @@ def server(settings: Settings) -> str:
     """DSN of the PostgreSQL server's maintenance database (resolved like the app resolves it)."""
     dsn = resolve_dsn(settings.model_copy(update={"database_name": "postgres"}))
     # DATABASE_URL points at some database: tests work beside it, never in it
-    return psycopg.conninfo.make_conninfo(dsn, dbname="postgres")
+    return with_database(dsn, "postgres")
+
+
+def admin(server: str, *statements: str) -> None:
+    """Run ``statements`` one by one on ``server`` from synchronous code (a fixture, or a test inside a running
+    event loop: they run on a loop of their own in a worker thread)."""
+    async def run() -> None:
+        conn = await asyncpg.connect(to_url(server))
+        try:
+            for statement in statements:
+                await conn.execute(statement)
+        finally:
+            await conn.close()
+
+    with ThreadPoolExecutor(1) as worker:
+        worker.submit(asyncio.run, run()).result()
 
 
 @contextmanager
 def scratch_database(server: str, database: str) -> Iterator[str]:
     """A freshly created database, dropped afterwards; yields its DSN."""
-    name = sql.Identifier(database)
-    with psycopg.connect(server, autocommit=True) as conn:
-        conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
-        conn.execute(sql.SQL("CREATE DATABASE {}").format(name))
+    name = ident(database)
+    admin(server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", f"CREATE DATABASE {name}")
     try:
-        yield psycopg.conninfo.make_conninfo(server, dbname=database)
+        yield with_database(server, database)
     finally:
-        with psycopg.connect(server, autocommit=True) as conn:
-            conn.execute(sql.SQL("DROP DATABASE IF EXISTS {} WITH (FORCE)").format(name))
+        admin(server, f"DROP DATABASE IF EXISTS {name} WITH (FORCE)")
 
 
 @pytest.fixture(scope="session")
@@ -89,14 +103,14 @@ async def demo(dsn: str, settings: Settings, embedder: Embedder, qdrant: VectorS
 
 
 @pytest.fixture(scope="session")
-async def pool(demo: IngestReport, dsn: str, settings: Settings) -> AsyncIterator[AsyncConnectionPool]:
-    p = make_pool(dsn, settings)
-    await p.open(wait=True)
+async def pool(demo: IngestReport, dsn: str, settings: Settings) -> AsyncIterator[Pool]:
+    p = await make_pool(dsn, settings)
     yield p
     await p.close()
 
 
 @pytest.fixture
-async def conn(dsn: str) -> AsyncIterator[psycopg.AsyncConnection[tuple[object, ...]]]:
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as c:
-        yield c
+async def conn(dsn: str) -> AsyncIterator[asyncpg.Connection[asyncpg.Record]]:
+    c = await connect(dsn)
+    yield c
+    await c.close()

@@ -15,12 +15,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
 from qdrant_client import models
 
 from agentic_rag.catalog.vocabulary import ENTITY_TYPES
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import connect
 from agentic_rag.storage.qdrant import VectorStore, collection_name, drop_collections, ensure_collections
 
 # One fixed query per entity type: (id, payload, text). Built in SQL so the same documents come out
@@ -150,16 +150,17 @@ async def sync_index(
     await asyncio.to_thread(ensure_collections, client, settings, dim)
     report: dict[str, IndexChange] = {}
     batch = settings.ingest_batch_size
-    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+    conn = await connect(dsn)
+    try:
         for entity_type in ENTITY_TYPES:
             name = collection_name(settings, entity_type)
             change = report[entity_type] = IndexChange()
             existing = await asyncio.to_thread(_existing_hashes, client, name)
-            total = (await (await conn.execute(COUNT_SQL[entity_type])).fetchone() or (0,))[0]
+            total = int(await conn.fetchval(COUNT_SQL[entity_type]) or 0)
             seen: set[str] = set()
-            async with conn.transaction(), conn.cursor(name=f"docs_{entity_type}") as cur:
-                await cur.execute(DOCUMENT_SQL[entity_type])
-                while rows := await cur.fetchmany(batch):
+            async with conn.transaction():  # a server-side cursor lives in a transaction
+                cur = await conn.cursor(DOCUMENT_SQL[entity_type])
+                while rows := await cur.fetch(batch):
                     todo = []
                     for pid, payload, text in rows:
                         seen.add(pid)
@@ -184,4 +185,6 @@ async def sync_index(
                     client.delete, name, models.PointIdsList(points=stale), wait=True
                 )
             change.deleted = len(stale)
+    finally:
+        await conn.close()
     return report

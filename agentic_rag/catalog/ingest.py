@@ -4,13 +4,10 @@ from __future__ import annotations
 
 import asyncio
 import hashlib
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
-
-import psycopg
 
 from agentic_rag.catalog.index import IndexChange, Progress, sync_index
 from agentic_rag.catalog.load import Change, load_rows
@@ -18,7 +15,7 @@ from agentic_rag.catalog.records import DATA_DIR, catalog_files, load_catalog
 from agentic_rag.catalog.tables import demo_rows
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import migrate
+from agentic_rag.storage.postgres import connect, migrate
 from agentic_rag.storage.qdrant import VectorStore, open_qdrant
 
 
@@ -53,13 +50,16 @@ def files_fingerprint(files: list[Path]) -> str:
 
 
 async def _record_load(dsn: str, source: str, fingerprint: str, counts: dict[str, int]) -> None:
-    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+    conn = await connect(dsn)
+    try:
         await conn.execute(
-            "INSERT INTO catalog_load (source, fingerprint, counts) VALUES (%s, %s, %s) "
+            "INSERT INTO catalog_load (source, fingerprint, counts) VALUES ($1, $2, $3) "
             "ON CONFLICT (source) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, counts = EXCLUDED.counts, "
             "loaded_at = now() WHERE catalog_load.fingerprint IS DISTINCT FROM EXCLUDED.fingerprint",
-            (source, fingerprint, json.dumps(counts)),
+            source, fingerprint, counts,
         )
+    finally:
+        await conn.close()
 
 
 async def ingest_demo(
@@ -80,12 +80,14 @@ async def ingest_demo(
     await migrate(dsn)
     report = IngestReport(source="demo")
     t0 = time.perf_counter()
-    async with await psycopg.AsyncConnection.connect(dsn) as conn:
+    conn = await connect(dsn)
+    try:
         report.tables = await load_rows(conn, rows, "demo", on_step)
-    if any(c.changed for c in report.tables.values()):
-        # sets the visibility map, so typeahead and traversal run as index-only scans
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        if any(c.changed for c in report.tables.values()):
+            # sets the visibility map, so typeahead and traversal run as index-only scans
             await conn.execute("VACUUM (ANALYZE) entity_name, edge")
+    finally:
+        await conn.close()
     report.pg_seconds = time.perf_counter() - t0
     await _record_load(dsn, "demo", files_fingerprint(files), {k: v.total for k, v in report.tables.items()})
     if index:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-import json
+import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
@@ -68,8 +68,8 @@ def demo_rows(cat: Catalog, source: str = "demo") -> dict[str, list[Row]]:
     def eid(kind: str, key: str) -> str:
         return str(entity_id(kind, key))
 
-    def js(d: dict[str, Any]) -> str:
-        return json.dumps(d, sort_keys=True, ensure_ascii=False)
+    def js(d: dict[str, Any]) -> dict[str, Any]:  # jsonb goes in as the value itself (storage.postgres codec)
+        return dict(sorted(d.items()))
 
     anime_pop = {a.key: a.popularity for a in cat.anime}
     manga_pop = {m.key: m.popularity for m in cat.manga}
@@ -148,6 +148,7 @@ def demo_rows(cat: Catalog, source: str = "demo") -> dict[str, list[Row]]:
     for e in cat.episodes:
         key = episode_key(e.anime, e.number)
         rows["episode"].append(
-            (eid("episode", key), key, source, eid("anime", e.anime), e.number, e.title, e.season, e.aired)
+            (eid("episode", key), key, source, eid("anime", e.anime), e.number, e.title, e.season,
+             dt.date.fromisoformat(e.aired) if e.aired else None)
         )
     return rows

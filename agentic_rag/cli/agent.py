@@ -53,7 +53,7 @@ def _run(settings: Settings, work: Any) -> Any:
 
 
 async def _names(rt: Runtime, response: AgentResponse) -> dict[str, str]:
-    async with rt.pool.connection() as conn:
+    async with rt.pool.acquire() as conn:
         return await labels(conn, [*response.result_entities, *response.source_entities])
 
 
@@ -205,7 +205,7 @@ def evaluate(
         raise fail(exc) from None
 
     async def work(rt: Runtime) -> Any:
-        async with rt.pool.connection() as conn:
+        async with rt.pool.acquire() as conn:
             gold = await resolve_gold(conn, qs, source="demo" if questions is None else None)
         outcomes = await run_eval(qs, lambda q: rt.orchestrator.run(q, mode=run_mode, tenant="eval"),
                                   concurrency=concurrency, progress=not as_json, console=err)

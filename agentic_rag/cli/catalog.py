@@ -139,10 +139,11 @@ def search(
     limit: Annotated[int, typer.Option(min=1, max=50)] = 10,
 ) -> None:
     """The typeahead lane: entities whose names match, exact then prefix then fuzzy, popular first."""
-    import psycopg
+    import asyncpg
     from pydantic import ValidationError
 
     from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, typeahead
+    from agentic_rag.storage.postgres import connect
 
     settings = load_settings()
     try:
@@ -156,12 +157,15 @@ def search(
         raise fail(exc) from None
 
     async def run() -> list[TypeaheadHit]:
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+        conn = await connect(dsn)
+        try:
             return list(await typeahead(conn, q))
+        finally:
+            await conn.close()
 
     try:
         hits = asyncio.run(run())
-    except psycopg.errors.UndefinedTable:
+    except asyncpg.UndefinedTableError:
         raise fail(RuntimeError("the catalog is not loaded yet: run `agentic-rag ingest` first")) from None
     table = Table(title=f"search {query!r}")
     for col in ("name", "type", "match", "matched name", "popularity", "id"):
@@ -191,7 +195,7 @@ def db_stop() -> None:
 
 
 def _redact(dsn: str) -> str:
-    from psycopg.conninfo import conninfo_to_dict
+    from agentic_rag.storage.dsn import conninfo
 
-    info = conninfo_to_dict(dsn)
+    info = conninfo(dsn)
     return f"{info.get('host', '')}:{info.get('port', 5432)}/{info.get('dbname', '')}"

@@ -3,7 +3,7 @@
 ``args`` are settings fields by name (see :mod:`agentic_rag.deployments.args`); everything else
 comes from each replica's environment. The graph::
 
-    Ingress -> Orchestrator -> PlannerModel, ValidatorModel, VectorRetriever (-> Embedder), GraphRetriever
+    Ingress -> Orchestrator -> PlannerModel, ValidatorModel, VectorRetriever (-> Embedder), GraphRetriever (-> Embedder)
             -> GraphRetriever, VectorRetriever, Embedder  (typeahead, hydration, readiness)
             -> PlannerModel, ValidatorModel  (the OpenAI-compatible route, /openai/v1/chat/completions)
 """
@@ -40,7 +40,7 @@ def build_app(args: dict[str, Any]) -> Application:
         vector = VectorRetriever.options(num_replicas=1, autoscaling_config=None)
     embedder = Embedder.bind(args)
     retriever = vector.bind(args, embedder)
-    graph = GraphRetriever.bind(args)
+    graph = GraphRetriever.bind(args, embedder)
     planner, validator = PlannerModel.bind(args), ValidatorModel.bind(args)
     orchestrator = Orchestrator.bind(args, planner, validator, retriever, graph)
     return Ingress.bind(args, orchestrator, graph, retriever, embedder, planner, validator)

@@ -8,15 +8,16 @@ the pods as an environment variable (``DATABASE_URL``) never travels inside the 
 from __future__ import annotations
 
 import asyncio
+import sys
 from collections.abc import Mapping
 from typing import Any
 
-from psycopg_pool import AsyncConnectionPool
 from pydantic import AliasChoices
 
 from agentic_rag.logs import configure_logging
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool, resolve_dsn
+from agentic_rag.storage.sql import Pool
 
 
 def _init_key(name: str) -> str:
@@ -38,9 +39,13 @@ def settings_from(args: Mapping[str, Any]) -> Settings:
 
 
 def replica_settings(args: Mapping[str, Any]) -> Settings:
-    """A replica's settings, with its logging configured (JSON lines with request ids, as in-process)."""
+    """A replica's settings, with its logging configured (JSON lines with request ids, as in-process).
+
+    The lines go to the process's own stderr (which Ray writes to the worker's log file and, locally, to the
+    driver's console), not to the ``sys.stderr`` Serve installs in a replica: that one walks the caller's
+    stack on every write, which cost the Orchestrator 12% of its CPU under load (docs/benchmarks.md)."""
     settings = settings_from(args)
-    configure_logging(settings)
+    configure_logging(settings, stream=sys.__stderr__)
     return settings
 
 
@@ -51,8 +56,6 @@ async def replica_dsn(settings: Settings) -> str:
     return await asyncio.to_thread(resolve_dsn, settings)
 
 
-async def open_pool(settings: Settings, dsn: str | None = None) -> AsyncConnectionPool:
+async def open_pool(settings: Settings, dsn: str | None = None) -> Pool:
     """An open PostgreSQL pool for a replica."""
-    pool = make_pool(dsn or await replica_dsn(settings), settings)
-    await pool.open(wait=True, timeout=30)
-    return pool
+    return await make_pool(dsn or await replica_dsn(settings), settings, timeout_s=30)

@@ -21,6 +21,7 @@ from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentic_rag.deployments import costs
 from agentic_rag.deployments.http_metrics import ApiMetrics
 from agentic_rag.deployments.http_models import ErrorDetail, ErrorResponse
 from agentic_rag.deployments.service import ServiceUnavailable
@@ -45,13 +46,14 @@ class ApiError(Exception):
     """A failure with its HTTP status, stable type and client-facing message."""
 
     def __init__(self, status: int, type_: str, message: str, *, headers: Mapping[str, str] | None = None,
-                 details: list[dict[str, Any]] | None = None) -> None:
+                 details: list[dict[str, Any]] | None = None, trajectory_id: uuid.UUID | None = None) -> None:
         super().__init__(message)
         self.status = status
         self.type = type_
         self.message = message
         self.headers = dict(headers or {})
         self.details = details or []
+        self.trajectory_id = trajectory_id
 
 
 def api_error(exc: BaseException) -> ApiError | None:
@@ -68,7 +70,11 @@ def api_error(exc: BaseException) -> ApiError | None:
         # the detail names hosts and internals: it goes to the log, the client learns to retry
         log.warning("a store is unavailable: %s", exc)
         what = "the trajectory store" if isinstance(exc, TrajectoryError) else exc.component
-        return ApiError(503, "unavailable", f"{what} is unavailable right now; retry shortly", headers=RETRY_AFTER)
+        tid = exc.trajectory_id if isinstance(exc, ServiceUnavailable) else None
+        # a run that may have been recorded is named: its trajectory says how it ended
+        run = f"; the run is trajectory {tid}" if tid else ""
+        return ApiError(503, "unavailable", f"{what} is unavailable right now; retry shortly{run}",
+                        headers=RETRY_AFTER, trajectory_id=tid)
     if isinstance(exc, StarletteHTTPException):
         return ApiError(exc.status_code, STATUS_TYPES.get(exc.status_code, "http_error"), str(exc.detail),
                         headers=exc.headers)
@@ -77,7 +83,7 @@ def api_error(exc: BaseException) -> ApiError | None:
 
 def error_body(err: ApiError, request_id: str | None) -> ErrorResponse:
     return ErrorResponse(error=ErrorDetail(type=err.type, message=err.message, request_id=request_id,
-                                           details=err.details))
+                                           details=err.details, trajectory_id=err.trajectory_id))
 
 
 def error_response(err: ApiError, request_id: str | None) -> JSONResponse:
@@ -125,7 +131,8 @@ class ApiMiddleware:
     """Outermost layer of the app (pure ASGI, so streamed responses pass straight through).
 
     Gives each request an id (a valid ``X-Request-ID`` or a new one), echoes it, and runs the request
-    inside :func:`agentic_rag.logs.request_context`; refuses bodies over :data:`MAX_BODY_BYTES`; counts
+    inside :func:`agentic_rag.logs.request_context`; reports where its time went (``Server-Timing``: the app,
+    then each deployment hop, :mod:`agentic_rag.deployments.costs`); refuses bodies over :data:`MAX_BODY_BYTES`; counts
     requests by route template; and turns an unexpected exception into a logged, trace-free 500.
 
     Behind Ray Serve's HTTP proxy (``proxy_sets_request_id``) the proxy owns the header: it gives a request
@@ -162,9 +169,11 @@ class ApiMiddleware:
             nonlocal status
             if message["type"] == "http.response.start":
                 status = message["status"]
+                # where the time went so far (a stream's later hops are not in it): the app, then each hop
+                extra = [(b"server-timing", costs.server_timing((time.perf_counter() - t0) * 1000, hops).encode())]
                 if echo:
-                    message = {**message, "headers": [*message.get("headers", []),
-                                                      (b"x-request-id", rid.encode("latin-1"))]}
+                    extra.append((b"x-request-id", rid.encode("latin-1")))
+                message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 
         received = 0
@@ -182,7 +191,7 @@ class ApiMiddleware:
         shape = own or error_response
         length = headers.get("content-length", "")
         too_large = own is None and length.isdigit() and int(length) > MAX_BODY_BYTES
-        with request_context(rid):
+        with request_context(rid), costs.ledger() as hops:
             try:
                 if too_large:  # refused before a byte of it is read
                     err = ApiError(413, "payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes")

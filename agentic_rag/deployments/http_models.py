@@ -126,6 +126,9 @@ class ErrorDetail(BaseModel):
     message: str = Field(description="What went wrong, for people.")
     request_id: str | None = Field(description="The request id (also in the X-Request-ID header).")
     details: list[dict[str, Any]] = Field(default_factory=list, description="Per-field problems, for validation.")
+    trajectory_id: uuid.UUID | None = Field(
+        None, description="unavailable (503) during a run: the run's trajectory, which says how it ended (answered "
+                          "after all, or abandoned once its process was found dead; 404 if it was never recorded).")
 
 
 class ErrorResponse(BaseModel):

@@ -22,6 +22,7 @@ from agentic_rag.deployments.wire import (
     CompletionOutput,
     Failure,
     ModelOutput,
+    accounted,
     failed,
     failure_of,
     ok,
@@ -75,6 +76,7 @@ class _ModelServer:
         # the same weights behind the OpenAI-compatible route (agentic_rag.models.openai_server)
         self._text = text_backend_of(self._model)
 
+    @accounted
     async def generate(self, messages: Any, output_type_name: Any, max_tokens: Any, temperature: Any) -> dict[str, Any]:
         """One validated generation: ``{"value": {"model", "output", "usage"}}`` or a typed failure."""
         output_type = OUTPUT_TYPES.get(output_type_name) if isinstance(output_type_name, str) else None
@@ -96,6 +98,7 @@ class _ModelServer:
         return ok(ModelOutput(model=self._model.name[:200], output=gen.output.model_dump(mode="json"),
                               usage=asdict(gen.usage)))
 
+    @accounted
     async def complete(self, messages: Any, schema: Any, max_tokens: Any, temperature: Any) -> dict[str, Any]:
         """One chat completion, constrained to ``schema`` when given: the OpenAI-compatible route's model call."""
         try:
@@ -150,12 +153,14 @@ class EmbedderReplica:
         # load the model now: the first query must not pay for it inside its time limit
         self._dimension = int(self._embedder.embed(["warm up"]).shape[1])
 
-    # 5 ms: long enough for concurrent runs' queries to share a forward pass, short next to a search
-    @serve.batch(max_batch_size=EMBED_BATCH, batch_wait_timeout_s=0.005)
+    # 1 ms: a lone query is barely held back (5 ms was, on every run), and under load the queries that
+    # arrive during one forward pass, plus a moment, share the next
+    @serve.batch(max_batch_size=EMBED_BATCH, batch_wait_timeout_s=0.001)
     async def _embed_batch(self, texts: list[str]) -> list[Vectors]:
         vectors = await asyncio.to_thread(self._embedder.embed, texts)
         return list(vectors)
 
+    @accounted
     async def embed(self, texts: Any) -> dict[str, Any]:
         """``{"value": float32 array (len(texts), dimension)}``: arrays cross Ray without a JSON detour."""
         try:

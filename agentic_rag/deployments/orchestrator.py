@@ -30,6 +30,7 @@ from agentic_rag.deployments.wire import (
     ResumeRequest,
     RunReply,
     RunRequest,
+    accounted,
     failed,
     failure_of,
     ok,
@@ -64,8 +65,8 @@ class OrchestratorReplica:
         dsn = await replica_dsn(settings)
         await migrate(dsn)  # idempotent; an advisory lock serialises concurrent replicas
         self._pool = await open_pool(settings, dsn)
-        async with self._pool.connection() as conn:
-            row = await (await conn.execute(CATALOG_COUNT_SQL)).fetchone()
+        async with self._pool.acquire() as conn:
+            row = await conn.fetchrow(CATALOG_COUNT_SQL)
         if not row or not row[0]:
             raise CatalogEmpty("the catalog is empty: run `agentic-rag ingest` first")
         self._store = TrajectoryStore(self._pool, settings)
@@ -80,6 +81,7 @@ class OrchestratorReplica:
 
     # -- unary ---------------------------------------------------------------------------------------
 
+    @accounted
     async def run(self, request: Any) -> dict[str, Any]:
         """Answer one question: a :class:`RunReply` as JSON, or a typed failure."""
         try:
@@ -88,6 +90,7 @@ class OrchestratorReplica:
             return failed(Failure(kind="invalid", message=str(exc)[:4000]))
         return await self._unary(work)
 
+    @accounted
     async def resume(self, request: Any) -> dict[str, Any]:
         """Continue a run that asked for clarification."""
         try:
@@ -96,6 +99,7 @@ class OrchestratorReplica:
             return failed(Failure(kind="invalid", message=str(exc)[:4000]))
         return await self._unary(work)
 
+    @accounted
     async def trajectory(self, trajectory_id: Any, tenant: Any) -> dict[str, Any]:
         """The tenant's trajectory with its events, or None."""
         try:
@@ -131,7 +135,8 @@ class OrchestratorReplica:
 
     def _run_work(self, r: RunRequest) -> Work:
         return lambda sink: self._loop.run(r.question, mode=r.mode, request_id=r.request_id,
-                                           session_id=r.session_id, tenant=r.tenant, sink=sink)
+                                           session_id=r.session_id, tenant=r.tenant, sink=sink,
+                                           trajectory_id=r.trajectory_id)
 
     def _resume_work(self, r: ResumeRequest) -> Work:
         # one resume per clarification on any number of replicas: the loop claims the run in PostgreSQL

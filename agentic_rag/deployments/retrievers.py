@@ -1,4 +1,5 @@
-"""Retriever deployments: Qdrant search (fused with PostgreSQL names) and the PostgreSQL graph side.
+"""Retriever deployments: Qdrant search (fused with PostgreSQL names) and the PostgreSQL graph side (with entity
+linking, which reads what a question asks by meaning through the Embedder).
 
 Each method takes a contract as JSON, validates it, runs the same executor the in-process
 :class:`~agentic_rag.orchestrator.retrieval.LocalRetrieval` runs, and answers with a
@@ -8,17 +9,18 @@ Each method takes a contract as JSON, validates it, runs the same executor the i
 from __future__ import annotations
 
 import asyncio
+import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
-import psycopg
 from pydantic import Field, TypeAdapter, ValidationError
 from ray import serve
 from ray.serve.deployment import Deployment
 from ray.serve.handle import DeploymentHandle
 
 from agentic_rag.deployments.args import open_pool, replica_settings
-from agentic_rag.deployments.wire import Failure, GraphOutput, failed, failure_of, handle_embed, ok
+from agentic_rag.deployments.wire import Failure, GraphOutput, accounted, failed, failure_of, handle_embed, ok
+from agentic_rag.orchestrator.retrieval import with_asks
 from agentic_rag.protocol import EntityLinks, EntityRef, GraphIntent, SearchIntent, StructuredQuery
 from agentic_rag.retrievers.dsl import run_query
 from agentic_rag.retrievers.errors import RetrievalError, on_pool
@@ -27,15 +29,17 @@ from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.hydrate import MAX_HYDRATE, hydrate, labels
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor
-from agentic_rag.storage.qdrant import VectorStore, open_qdrant
-from agentic_rag.storage.retry import Conn
+from agentic_rag.settings import Settings
+from agentic_rag.storage.qdrant import QdrantStoreInUse, VectorStore, open_qdrant
+from agentic_rag.storage.retry import DATABASE_FAILURES, Conn
 from agentic_rag.understanding.asks import AskClassifier
 from agentic_rag.understanding.linker import link
 
 # What a retriever turns into a typed failure; anything else is a bug and travels as a Ray error.
-EXPECTED = (RetrievalError, TimeoutError, psycopg.OperationalError)
+EXPECTED: tuple[type[BaseException], ...] = (RetrievalError, *DATABASE_FAILURES)
 T = TypeVar("T")
 REFS = TypeAdapter(Annotated[list[EntityRef], Field(max_length=MAX_HYDRATE)])
+STORE_WAIT_S = 60.0  # how long a new VectorRetriever replica waits for its dead predecessor to let go of the store
 
 
 async def _answer(source: str, work: Awaitable[Any]) -> dict[str, Any]:
@@ -51,6 +55,21 @@ def _invalid(exc: ValidationError) -> dict[str, Any]:
     return failed(Failure(kind="invalid", message=str(exc)[:4000]))
 
 
+async def _open_store(settings: Settings) -> VectorStore:
+    """The configured Qdrant. An embedded store that another process still holds is waited for (up to
+    :data:`STORE_WAIT_S`): when a VectorRetriever replica is killed, Serve starts the next one at once, but the
+    killed process can take many seconds to exit and let go of the store (about 20 s under load here), and a
+    constructor that fails meanwhile only has Serve start another, and another."""
+    deadline = time.monotonic() + STORE_WAIT_S
+    while True:
+        try:
+            return await asyncio.to_thread(open_qdrant, settings)
+        except QdrantStoreInUse:
+            if time.monotonic() >= deadline:
+                raise
+            await asyncio.sleep(0.5)
+
+
 class VectorReplica:
     """Hybrid search: Qdrant vectors (queries embedded by the Embedder deployment) fused with PostgreSQL names."""
 
@@ -59,11 +78,11 @@ class VectorReplica:
         settings = replica_settings(args)
         self._pool = await open_pool(settings)
         # an embedded store (edge or local mode) opens its path for this process alone: hence one replica
-        self._client: VectorStore = await asyncio.to_thread(open_qdrant, settings)
+        self._client: VectorStore = await _open_store(settings)
         self._executor = QdrantExecutor(self._client, handle_embed(embedder), settings)
         self._hybrid = HybridRetriever(self._pool, self._executor)
-        self._asks = AskClassifier(handle_embed(embedder))
 
+    @accounted
     async def search(self, intent: Any) -> dict[str, Any]:
         try:
             parsed = SearchIntent.model_validate(intent)
@@ -71,14 +90,7 @@ class VectorReplica:
             return _invalid(exc)
         return await _answer("qdrant", self._hybrid.execute(parsed))
 
-    async def asks(self, question: Any, links: Any) -> dict[str, Any]:
-        """What a linked question asks by meaning (nearest exemplars under the Embedder's encoder)."""
-        try:
-            parsed = EntityLinks.model_validate(links)
-        except ValidationError as exc:
-            return _invalid(exc)
-        return await _answer("embedder", self._asks(str(question)[:2000], parsed))
-
+    @accounted
     async def ready(self) -> dict[str, Any]:
         """Whether Qdrant answers (readiness of the API)."""
         return await _answer("qdrant", asyncio.to_thread(self._executor.call, self._client.get_collections))
@@ -94,16 +106,20 @@ class VectorReplica:
 class GraphReplica:
     """Graph primitives, the query DSL, entity linking and the typeahead (``/v1/search``) over PostgreSQL."""
 
-    async def __init__(self, args: dict[str, Any]) -> None:  # type: ignore[misc]  # Serve awaits it
+    async def __init__(self, args: dict[str, Any], embedder: DeploymentHandle[Any]) -> None:  # type: ignore[misc]
+        # Serve awaits it
         self._settings = replica_settings(args)
         self._timeout_s = self._settings.query_timeout_ms / 1000
         self._pool = await open_pool(self._settings)
         self._graph = PostgresGraphExecutor(self._pool, self._settings)
+        # what a question asks by meaning, read with its names: linking is one call from the Orchestrator
+        self._asks = AskClassifier(handle_embed(embedder))
 
     def _db(self, source: str, op: Callable[[Conn], Awaitable[T]]) -> Awaitable[T]:
         """``op`` on a pooled connection under the retry policy (a terminated backend costs one retry)."""
         return on_pool(self._pool, source, op, attempts=self._settings.retry_attempts)
 
+    @accounted
     async def graph(self, intent: Any) -> dict[str, Any]:
         try:
             parsed = GraphIntent.model_validate(intent)
@@ -117,6 +133,7 @@ class GraphReplica:
 
         return await _answer("pg_graph", run())
 
+    @accounted
     async def query(self, query: Any) -> dict[str, Any]:
         try:
             parsed = StructuredQuery.model_validate(query)
@@ -126,11 +143,18 @@ class GraphReplica:
         return await _answer("pg_query", self._db("pg_query",
                                                   lambda conn: run_query(conn, parsed, timeout_s=self._timeout_s)))
 
+    @accounted
     async def link(self, question: Any) -> dict[str, Any]:
-        """The catalog names a question mentions (entity linking, before the planner runs)."""
+        """The catalog names a question mentions and what it asks by meaning (entity linking, before the planner)."""
         text = str(question)[:2000]
-        return await _answer("postgres", self._db("postgres", lambda conn: link(conn, text, timeout_s=self._timeout_s)))
 
+        async def run() -> EntityLinks:
+            links = await self._db("postgres", lambda conn: link(conn, text, timeout_s=self._timeout_s))
+            return await with_asks(self._asks, text, links, timeout_s=self._timeout_s)
+
+        return await _answer("postgres", run())
+
+    @accounted
     async def typeahead(self, query: Any) -> dict[str, Any]:
         """The search lane: typeahead over every entity type (no model, no agent)."""
         try:
@@ -141,6 +165,7 @@ class GraphReplica:
         return await _answer("postgres", self._db("postgres",
                                                   lambda conn: typeahead(conn, parsed, timeout_s=self._timeout_s)))
 
+    @accounted
     async def entities(self, refs: Any) -> dict[str, Any]:
         """Full records for ``refs`` in the order given (unknown ids left out)."""
         try:
@@ -154,11 +179,12 @@ class GraphReplica:
 
         return await _answer("postgres", self._db("postgres", run))
 
+    @accounted
     async def ready(self) -> dict[str, Any]:
         """Whether PostgreSQL answers (readiness of the API)."""
 
         async def run() -> bool:
-            async with asyncio.timeout(self._timeout_s), self._pool.connection() as conn:
+            async with asyncio.timeout(self._timeout_s), self._pool.acquire() as conn:
                 await conn.execute("SELECT 1")
             return True
 
@@ -187,9 +213,11 @@ GraphRetriever: Deployment = serve.deployment(
     name="GraphRetriever",
     # SQL runs in PostgreSQL; the replica only sends it and shapes rows
     ray_actor_options={"num_cpus": 0.2},
-    # about 3x the pool (pool_max_size, 10): more in flight would only wait for a connection here
-    max_ongoing_requests=32,
+    # Linking holds its slot while the Embedder reads what the question asks, with no connection held:
+    # at 32 slots (about 3x the pool) the links waiting on embeddings under 64 runs kept the graph steps
+    # queued for a second and more (docs/benchmarks.md, the cost account). The pool bounds the SQL in flight.
+    max_ongoing_requests=96,
     max_queued_requests=512,
-    autoscaling_config={"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 16,
+    autoscaling_config={"min_replicas": 1, "max_replicas": 2, "target_ongoing_requests": 48,
                         "upscale_delay_s": 10, "downscale_delay_s": 300},
 )(GraphReplica)

@@ -15,10 +15,10 @@ from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
 from ray.exceptions import RayActorError
-from ray.serve.exceptions import RayServeException
+from ray.serve.exceptions import BackPressureError, RayServeException
 from ray.serve.handle import DeploymentHandle, DeploymentResponseGenerator
 
-from agentic_rag.deployments.service import ServiceUnavailable
+from agentic_rag.deployments.service import Degradations, ServiceUnavailable, recorded_as
 from agentic_rag.deployments.wire import (
     HITS,
     HandleTextBackend,
@@ -47,11 +47,17 @@ RECORDS = TypeAdapter(list[dict[str, Any]])
 UNAVAILABLE = (RayServeException, RayActorError)
 
 
-async def _available(what: str, call: Callable[[], Awaitable[T]], component: str = "the catalog") -> T:
+async def _available(what: str, call: Callable[[], Awaitable[T]], component: str = "the catalog",
+                     trajectory_id: uuid.UUID | None = None) -> T:
+    """``call()``; a deployment that did not take it or failed under it is :class:`ServiceUnavailable`, naming
+    ``trajectory_id`` (the run the call may have started) unless the call was refused at the door."""
     try:
         return await call()
     except (*UNAVAILABLE, RetrievalError) as exc:
-        raise ServiceUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:500], component=component) from exc
+        # over the queue limit (BackPressureError) the call never reached a replica: no run was started
+        tid = None if isinstance(exc, BackPressureError) else trajectory_id
+        raise ServiceUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:500], component=component,
+                                 trajectory_id=tid) from exc
 
 
 class ServeAgentService:
@@ -66,26 +72,31 @@ class ServeAgentService:
         self._graph = graph
         self._vector = vector
         self._embedder = embedder
+        self._degraded = Degradations()  # what failed runs lately: readiness says so too
 
     async def search(self, q: TypeaheadQuery) -> list[TypeaheadHit]:
         async def call() -> list[TypeaheadHit]:
-            return HITS.validate_python(unwrap(await settle(self._graph.typeahead.remote(q.model_dump(mode="json")))))
+            return HITS.validate_python(unwrap(await settle(self._graph.typeahead.remote(q.model_dump(mode="json")),
+                                                               "GraphRetriever.typeahead")))
 
         return await _available("typeahead", call)
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
                   sink: EventSink | None = None) -> RunResult:
-        request = RunRequest(question=question, mode=mode, tenant=tenant, request_id=request_id)
-        return await self._run("run", request.model_dump(mode="json"), sink)
+        # the run's id is given here, so a 503 for a replica that died mid-run can still name it
+        tid = uuid.uuid4()
+        request = RunRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, trajectory_id=tid)
+        return await self._run("run", request.model_dump(mode="json"), sink, tid)
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
                      sink: EventSink | None = None) -> RunResult:
         request = ResumeRequest(trajectory_id=trajectory_id, choice=choice, tenant=tenant, request_id=request_id)
-        return await self._run("resume", request.model_dump(mode="json"), sink)
+        return await self._run("resume", request.model_dump(mode="json"), sink, trajectory_id)
 
     async def trajectory(self, trajectory_id: uuid.UUID, *, tenant: str) -> Trajectory | None:
         async def call() -> Trajectory | None:
-            value = unwrap(await settle(self._orchestrator.trajectory.remote(str(trajectory_id), tenant)))
+            value = unwrap(await settle(self._orchestrator.trajectory.remote(str(trajectory_id), tenant),
+                                       "Orchestrator.trajectory"))
             return None if value is None else Trajectory.model_validate(value)
 
         return await _available("trajectory store", call, "the trajectory store")
@@ -93,34 +104,41 @@ class ServeAgentService:
     async def entities(self, refs: list[EntityRef]) -> list[dict[str, Any]]:
         async def call() -> list[dict[str, Any]]:
             dumped = [r.model_dump(mode="json") for r in refs]
-            return RECORDS.validate_python(unwrap(await settle(self._graph.entities.remote(dumped))))
+            raw = await settle(self._graph.entities.remote(dumped), "GraphRetriever.entities")
+            return RECORDS.validate_python(unwrap(raw))
 
         return await _available("hydration", call)
 
     async def ready(self) -> dict[str, bool]:
         postgres, qdrant, models = await asyncio.gather(
-            self._check("postgres", lambda: self._graph.ready.remote()),
-            self._check("qdrant", lambda: self._vector.ready.remote()),
+            self._check("postgres", "GraphRetriever.ready", lambda: self._graph.ready.remote()),
+            self._check("qdrant", "VectorRetriever.ready", lambda: self._vector.ready.remote()),
             # the planner and validator fall back to the heuristic; the embedder has no fallback
-            self._check("models", lambda: self._embedder.embed.remote(["ready"])),
+            self._check("models", "Embedder.embed", lambda: self._embedder.embed.remote(["ready"])),
         )
-        return {"postgres": postgres, "qdrant": qdrant, "models": models}
+        return self._degraded.apply({"postgres": postgres, "qdrant": qdrant, "models": models})
 
     def chat_models(self) -> Mapping[str, TextBackend]:
         return self._chat
 
     # -- runs ----------------------------------------------------------------------------------------
 
-    async def _run(self, method: str, request: dict[str, Any], sink: EventSink | None) -> RunResult:
-        if sink is None:
-            raw = await _available("orchestrator", lambda: settle(getattr(self._orchestrator, method).remote(request)),
-                                   "the orchestrator")
+    async def _run(self, method: str, request: dict[str, Any], sink: EventSink | None,
+                   trajectory_id: uuid.UUID) -> RunResult:
+        async def unary() -> RunResult:
+            raw = await _available("orchestrator", lambda: settle(getattr(self._orchestrator, method).remote(request),
+                                                          f"Orchestrator.{method}"),
+                                   "the orchestrator", trajectory_id)
             return RunReply.model_validate(unwrap(raw)).result()
+
+        if sink is None:
+            return self._degraded.saw(await recorded_as(trajectory_id, unary()))
         response = getattr(self._orchestrator_stream, f"{method}_stream").remote(request)
         if not isinstance(response, DeploymentResponseGenerator):
             raise TypeError(f"expected a streaming response, got {type(response).__name__}")
         try:
-            return await _available("orchestrator", lambda: self._drain(response, sink), "the orchestrator")
+            return self._degraded.saw(await recorded_as(trajectory_id, _available(
+                "orchestrator", lambda: self._drain(response, sink), "the orchestrator", trajectory_id)))
         except asyncio.CancelledError:
             response.cancel()  # the client went away: the replica cancels the run, which records it as cancelled
             raise
@@ -136,10 +154,10 @@ class ServeAgentService:
         raise ServiceUnavailable("the orchestrator ended the stream without a reply", component="the orchestrator")
 
     @staticmethod
-    async def _check(name: str, call: Callable[[], Any]) -> bool:
+    async def _check(name: str, hop: str, call: Callable[[], Any]) -> bool:
         try:
             async with asyncio.timeout(READY_TIMEOUT_S):
-                unwrap(await settle(call()))
+                unwrap(await settle(call(), hop))
         except Exception as exc:
             log.warning("readiness: %s is not ready: %s", name, str(exc) or type(exc).__name__)
             return False

@@ -11,38 +11,40 @@ Failures an implementation reports, and what the API makes of them:
   clarification: it ended otherwise (abandoned included), or a concurrent resume claimed it first (409).
 - :class:`~agentic_rag.orchestrator.loop.ClarificationError`: a choice that was not offered (422).
 - :class:`~agentic_rag.orchestrator.trajectory.TrajectoryError` or :class:`ServiceUnavailable`: a
-  backing store did not answer (503, worth retrying).
+  backing store did not answer (503, worth retrying). A run's failure names its trajectory
+  (:func:`recorded_as`): the service gives each run its id before it starts.
 """
 
 from __future__ import annotations
 
 import asyncio
 import logging
+import time
 import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, TypeVar
-
-import psycopg
 
 from agentic_rag.models.base import TextBackend
 from agentic_rag.models.chat import text_backend_of
 from agentic_rag.orchestrator.loop import EventSink, NotAwaitingClarification, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, open_runtime
 from agentic_rag.orchestrator.state import Mode
-from agentic_rag.orchestrator.trajectory import Trajectory
+from agentic_rag.orchestrator.trajectory import Trajectory, TrajectoryError, TrajectoryNotFound
 from agentic_rag.protocol import EntityRef
 from agentic_rag.retrievers.hydrate import hydrate
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, typeahead
 from agentic_rag.settings import Settings
-from agentic_rag.storage.retry import Conn, with_connection
+from agentic_rag.storage.retry import DATABASE_FAILURES, Conn, with_connection
 
 __all__ = [
     "AgentService",
+    "Degradations",
     "LocalAgentService",
     "NotAwaitingClarification",
     "ServiceUnavailable",
     "open_local_service",
+    "recorded_as",
 ]
 
 log = logging.getLogger(__name__)
@@ -50,16 +52,60 @@ T = TypeVar("T")
 
 READY_TIMEOUT_S = 2.0
 READY_SQL = "SELECT 1"
+# How long readiness reports a dependency down after it last failed a run's step: past one probe period of the
+# manifests in k8s/ (5 s), so a load balancer that probes sees it
+DEGRADED_HOLD_S = 5.0
 
 
 class ServiceUnavailable(RuntimeError):
     """A backing store (PostgreSQL, Qdrant) or a deployment did not answer; the request may be retried.
 
-    The message is for the log; ``component`` ("the catalog", "the orchestrator") is what the client is told."""
+    The message is for the log; ``component`` ("the catalog", "the orchestrator") is what the client is told,
+    with ``trajectory_id`` when a run may have been recorded before the failure (its trajectory says how it
+    ended: answered after all, or abandoned once the sweep finds it; 404 if it was never recorded)."""
 
-    def __init__(self, message: str, *, component: str = "the catalog") -> None:
+    def __init__(self, message: str, *, component: str = "the catalog",
+                 trajectory_id: uuid.UUID | None = None) -> None:
         super().__init__(message)
         self.component = component
+        self.trajectory_id = trajectory_id
+
+
+class Degradations:
+    """Which dependencies failed a run's step lately; readiness reports each down for ``hold_s`` after.
+
+    An active probe can pass while runs still fail: a caller's router that has not yet learned of a
+    replacement replica, a timeout under a queue the probe does not wait in. The runs are the truth: readiness
+    reports a dependency down for as long as it degrades answers, and a little after (:data:`DEGRADED_HOLD_S`).
+    """
+
+    def __init__(self, hold_s: float = DEGRADED_HOLD_S) -> None:
+        self._hold_s = hold_s
+        self._last: dict[str, float] = {}
+
+    def saw(self, result: RunResult) -> RunResult:
+        """Note the dependencies that failed ``result``'s steps; return it."""
+        now = time.monotonic()
+        for dependency in result.degraded:
+            self._last[dependency] = now
+        return result
+
+    def apply(self, checks: dict[str, bool]) -> dict[str, bool]:
+        """``checks`` with every dependency that failed a run within the hold reported down."""
+        now = time.monotonic()
+        return {name: ok and (name not in self._last or now - self._last[name] >= self._hold_s)
+                for name, ok in checks.items()}
+
+
+async def recorded_as(trajectory_id: uuid.UUID, work: Awaitable[T]) -> T:
+    """``work``, a run recorded as ``trajectory_id``: when the trajectory store fails it, the failure names the
+    run (:class:`ServiceUnavailable`), so the client can read how it ended once the store answers again."""
+    try:
+        return await work
+    except TrajectoryNotFound:
+        raise
+    except TrajectoryError as exc:
+        raise ServiceUnavailable(str(exc), component="the trajectory store", trajectory_id=trajectory_id) from exc
 
 
 class AgentService(Protocol):
@@ -102,19 +148,22 @@ class LocalAgentService:
     def __init__(self, runtime: Runtime) -> None:
         self._rt = runtime
         self._timeout_s = runtime.settings.query_timeout_ms / 1000
+        self._degraded = Degradations()
 
     async def search(self, q: TypeaheadQuery) -> list[TypeaheadHit]:
         return await self._db("typeahead", lambda conn: typeahead(conn, q, timeout_s=self._timeout_s))
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
                   sink: EventSink | None = None) -> RunResult:
-        return await self._rt.orchestrator.run(question, mode=mode, tenant=tenant, request_id=request_id, sink=sink)
+        tid = uuid.uuid4()
+        return self._degraded.saw(await recorded_as(tid, self._rt.orchestrator.run(
+            question, mode=mode, tenant=tenant, request_id=request_id, sink=sink, trajectory_id=tid)))
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
                      sink: EventSink | None = None) -> RunResult:
         # one resume per clarification: the orchestrator claims the run in PostgreSQL
-        return await self._rt.orchestrator.resume(trajectory_id, choice, tenant=tenant, request_id=request_id,
-                                                  sink=sink)
+        return self._degraded.saw(await recorded_as(trajectory_id, self._rt.orchestrator.resume(
+            trajectory_id, choice, tenant=tenant, request_id=request_id, sink=sink)))
 
     async def trajectory(self, trajectory_id: uuid.UUID, *, tenant: str) -> Trajectory | None:
         return await self._rt.store.get(trajectory_id, tenant=tenant)
@@ -125,7 +174,7 @@ class LocalAgentService:
     async def ready(self) -> dict[str, bool]:
         postgres, qdrant, models = await asyncio.gather(
             _check("postgres", self._postgres), _check("qdrant", self._qdrant), _check("models", self._models))
-        return {"postgres": postgres, "qdrant": qdrant, "models": models}
+        return self._degraded.apply({"postgres": postgres, "qdrant": qdrant, "models": models})
 
     def chat_models(self) -> Mapping[str, TextBackend]:
         orchestrator = self._rt.orchestrator
@@ -137,12 +186,12 @@ class LocalAgentService:
         try:
             return await with_connection(self._rt.pool, op, attempts=self._rt.settings.retry_attempts,
                                          timeout_s=self._timeout_s)
-        except (psycopg.OperationalError, TimeoutError) as exc:  # PoolTimeout is an OperationalError
+        except DATABASE_FAILURES as exc:  # a time limit, or the connection (PoolTimeout is one)
             raise ServiceUnavailable(f"{what}: the catalog database did not answer ({str(exc) or 'timeout'})") \
                 from exc
 
     async def _postgres(self) -> None:
-        async with self._rt.pool.connection() as conn:
+        async with self._rt.pool.acquire() as conn:
             await conn.execute(READY_SQL)
 
     async def _qdrant(self) -> None:

@@ -11,19 +11,22 @@ loop cannot tell a handle from a local object: :class:`HandleModel` is a
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
+import time
 import uuid
-from collections.abc import Sequence
-from typing import Any, Literal, NoReturn, TypeVar
+from collections.abc import Awaitable, Callable, Coroutine, MutableMapping, Sequence
+from typing import Any, Literal, NoReturn, ParamSpec, TypeVar
 
+import asyncpg
 import numpy as np
-import psycopg
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
 from ray.exceptions import RayError
 from ray.serve.exceptions import RayServeException
 from ray.serve.handle import DeploymentHandle, DeploymentResponse
 
+from agentic_rag.deployments import costs
 from agentic_rag.models.base import Completion, Generation, GenerationError, Message, Usage
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.models.roles import ROLES
@@ -32,7 +35,6 @@ from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
 from agentic_rag.protocol import (
     AgentResponse,
-    AskHint,
     EntityLinks,
     GraphIntent,
     GraphResult,
@@ -45,16 +47,17 @@ from agentic_rag.retrievers.errors import FailureKind, RetrievalError
 from agentic_rag.retrievers.typeahead import TypeaheadHit
 from agentic_rag.retrievers.vector import EmbedFn
 from agentic_rag.settings import Settings
+from agentic_rag.storage.retry import DATABASE_FAILURES
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
+P = ParamSpec("P")
 
 # The only output types a model deployment builds: the contracts the loop's roles produce. A name
 # from the wire is looked up here, never imported.
 OUTPUT_TYPES: dict[str, type[BaseModel]] = {t.__name__: t for t in ROLES}
 MESSAGES = TypeAdapter(list[Message])
 HITS = TypeAdapter(list[TypeaheadHit])
-ASKS = TypeAdapter(list[AskHint])
 # Transport failures: the deployment is gone, overloaded (BackPressureError) or raised something unexpected.
 TRANSPORT_ERRORS = (RayError, RayServeException)
 
@@ -78,12 +81,15 @@ class Failure(BaseModel):
 
 
 class Reply(BaseModel):
-    """What every deployment method returns: a value or a failure."""
+    """What every deployment method returns: a value or a failure, and what the call cost inside the replica."""
 
     model_config = ConfigDict(extra="forbid")
 
     value: Any = None
     error: Failure | None = None
+    ms: float = Field(0.0, ge=0, description="Time inside the replica's method (set by :func:`accounted`).")
+    hops: dict[str, list[float]] = Field(default_factory=dict, max_length=64,
+                                         description="The handle calls the replica made for it (costs.dump).")
 
 
 class ModelOutput(BaseModel):
@@ -115,6 +121,9 @@ class RunRequest(BaseModel):
     tenant: str = Field("default", max_length=200)
     request_id: str | None = Field(None, max_length=200)
     session_id: str | None = Field(None, max_length=200)
+    trajectory_id: uuid.UUID | None = Field(
+        None, description="The id to record the run under: the Ingress's, so a 503 for a replica that died "
+                          "mid-run can name the run.")
 
 
 class ResumeRequest(BaseModel):
@@ -140,15 +149,18 @@ class RunReply(BaseModel):
     latency_ms: float = Field(ge=0)
     timings: dict[str, float]
     mode: Mode
+    degraded: list[Literal["postgres", "qdrant", "models"]] = Field(
+        default_factory=list, max_length=3, description="The dependencies that failed a step of the run.")
 
     @classmethod
     def of(cls, r: RunResult) -> RunReply:
         return cls(trajectory_id=r.trajectory_id, request_id=r.request_id, response=r.response, turns=r.turns,
-                   latency_ms=r.latency_ms, timings=r.timings, mode=r.mode)
+                   latency_ms=r.latency_ms, timings=r.timings, mode=r.mode, degraded=list(r.degraded))
 
     def result(self) -> RunResult:
         return RunResult(trajectory_id=self.trajectory_id, request_id=self.request_id, response=self.response,
-                         turns=self.turns, latency_ms=self.latency_ms, timings=self.timings, mode=self.mode)
+                         turns=self.turns, latency_ms=self.latency_ms, timings=self.timings, mode=self.mode,
+                         degraded=tuple(self.degraded))
 
 
 class StreamItem(BaseModel):
@@ -170,8 +182,8 @@ def failure_of(exc: BaseException, *, source: str = "", invalid: tuple[type[Exce
                        errors=[e[:500] for e in exc.errors[-20:]], last_text=exc.last_text[:8000])
     if isinstance(exc, RetrievalError):
         return Failure(kind="retrieval", message=text, source=exc.source[:40], cause=exc.kind)
-    if isinstance(exc, TimeoutError | psycopg.OperationalError) and source:
-        cause: FailureKind = "timeout" if isinstance(exc, TimeoutError) else "unavailable"
+    if isinstance(exc, DATABASE_FAILURES) and source:
+        cause: FailureKind = "timeout" if isinstance(exc, TimeoutError | asyncpg.QueryCanceledError) else "unavailable"
         return Failure(kind="retrieval", message=text or f"{source} ran past its time limit", source=source,
                        cause=cause)
     if isinstance(exc, NotAwaitingClarification):
@@ -185,6 +197,23 @@ def failure_of(exc: BaseException, *, source: str = "", invalid: tuple[type[Exce
     if isinstance(exc, (ValidationError, *invalid)):
         return Failure(kind="invalid", message=text)
     return None
+
+
+def accounted(method: Callable[P, Awaitable[dict[str, Any]]]) -> Callable[P, Coroutine[Any, Any, dict[str, Any]]]:
+    """A unary replica method whose reply says how long the method took and which handle calls it made, so
+    the caller's ledger (:mod:`~agentic_rag.deployments.costs`) can tell the hop's own cost from the work."""
+
+    @functools.wraps(method)
+    async def timed(*args: P.args, **kwargs: P.kwargs) -> dict[str, Any]:
+        t0 = time.perf_counter()
+        with costs.ledger() as hops:
+            reply = await method(*args, **kwargs)
+        reply["ms"] = (time.perf_counter() - t0) * 1000
+        if hops:
+            reply["hops"] = costs.dump(hops)
+        return reply
+
+    return timed
 
 
 def ok(value: Any) -> dict[str, Any]:
@@ -232,15 +261,23 @@ def unwrap(raw: Any) -> Any:
     return reply.value
 
 
-async def settle(response: Any) -> Any:
-    """Await a unary handle call; a caller that stops waiting (deadline, client gone) cancels it downstream."""
+async def settle(response: Any, hop: str) -> Any:
+    """Await a unary handle call to ``hop`` (``Deployment.method``) and enter it in the request's ledger; a
+    caller that stops waiting (deadline, client gone) cancels it downstream."""
     if not isinstance(response, DeploymentResponse):
         raise TypeError(f"expected a unary DeploymentResponse, got {type(response).__name__}")
+    t0 = time.perf_counter()
     try:
-        return await response
+        raw = await response
     except asyncio.CancelledError:
         response.cancel()
         raise
+    wall_ms = (time.perf_counter() - t0) * 1000
+    if isinstance(raw, dict):
+        inside, nested = raw.get("ms"), raw.get("hops")
+        costs.record(hop, wall_ms, float(inside) if isinstance(inside, int | float) else 0.0,
+                     nested if isinstance(nested, dict) and len(nested) <= 64 else None)
+    return raw
 
 
 class HandleModel:
@@ -248,6 +285,7 @@ class HandleModel:
 
     def __init__(self, handle: DeploymentHandle[Any], name: str) -> None:
         self._handle = handle
+        self._deployment = name
         # the deployment name until the first reply says which model actually runs there
         self.name = name
 
@@ -257,7 +295,8 @@ class HandleModel:
         if OUTPUT_TYPES.get(type_name) is not output_type:
             raise ValueError(f"{type_name} is not an output type a model deployment produces")
         try:
-            raw = await settle(self._handle.generate.remote(list(messages), type_name, max_tokens, temperature))
+            raw = await settle(self._handle.generate.remote(list(messages), type_name, max_tokens, temperature),
+                               f"{self._deployment}.generate")
         except TRANSPORT_ERRORS as exc:
             # the loop falls back to the heuristic on a GenerationError: an unreachable model is one
             raise GenerationError(type_name, 0, [_unreachable(self.name, exc)]) from exc
@@ -296,13 +335,14 @@ class HandleTextBackend:
 
     def __init__(self, handle: DeploymentHandle[Any], name: str) -> None:
         self._handle = handle
-        self.name = name
+        self._deployment = self.name = name
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
                        temperature: float, calibration: list[Message] | None = None) -> Completion:
         # the route's calls are decoded as asked; a calibrated choice is the loop's, made inside the replica
         try:
-            raw = await settle(self._handle.complete.remote(list(messages), schema, max_tokens, temperature))
+            raw = await settle(self._handle.complete.remote(list(messages), schema, max_tokens, temperature),
+                               f"{self._deployment}.complete")
         except TRANSPORT_ERRORS as exc:
             raise ConnectionError(_unreachable(self.name, exc)) from exc
         try:
@@ -319,39 +359,38 @@ class HandleRetrieval:
     def __init__(self, vector: DeploymentHandle[Any], graph: DeploymentHandle[Any], settings: Settings) -> None:
         self._vector = vector
         self._graph = graph
-        self._deployments = {"qdrant": "VectorRetriever", "postgres": "GraphRetriever", "embedder": "VectorRetriever"}
+        self._deployments = {"qdrant": "VectorRetriever", "postgres": "GraphRetriever"}
         # the replica bounds its own work; this bounds the queue in front of it and the transport
         self._timeout_s = 2 * settings.query_timeout_ms / 1000 + 1.0
 
-    async def _call(self, source: str, response: Any) -> Any:
+    async def _call(self, source: str, method: str, response: Any) -> Any:
         try:
             async with asyncio.timeout(self._timeout_s):
-                return unwrap(await settle(response))
+                return unwrap(await settle(response, f"{self._deployments[source]}.{method}"))
         except TimeoutError as exc:
             raise RetrievalError(source, "timeout", f"{source} did not answer within {self._timeout_s:g} s") from exc
         except TRANSPORT_ERRORS as exc:
             raise RetrievalError(source, "unavailable", _unreachable(self._deployments[source], exc)) from exc
 
     async def search(self, intent: SearchIntent) -> RetrievalResult:
-        value = await self._call("qdrant", self._vector.search.remote(intent.model_dump(mode="json")))
+        value = await self._call("qdrant", "search", self._vector.search.remote(intent.model_dump(mode="json")))
         return RetrievalResult.model_validate(value)
 
     async def graph(self, intent: GraphIntent) -> tuple[GraphResult, dict[str, str]]:
         value = GraphOutput.model_validate(
-            await self._call("postgres", self._graph.graph.remote(intent.model_dump(mode="json"))))
+            await self._call("postgres", "graph", self._graph.graph.remote(intent.model_dump(mode="json"))))
         return value.result, value.labels
 
     async def query(self, query: StructuredQuery) -> QueryResult:
-        value = await self._call("postgres", self._graph.query.remote(query.model_dump(mode="json")))
+        value = await self._call("postgres", "query", self._graph.query.remote(query.model_dump(mode="json")))
         return QueryResult.model_validate(value)
 
-    async def link(self, question: str) -> EntityLinks:
-        links = EntityLinks.model_validate(await self._call("postgres", self._graph.link.remote(question[:2000])))
-        try:
-            raw = await self._call("embedder", self._vector.asks.remote(question[:2000], links.model_dump(mode="json")))
-        except RetrievalError:
-            return links  # what is asked by meaning is a hint; the names stand without it
-        return links.model_copy(update={"asks": ASKS.validate_python(raw)})
+    async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> EntityLinks:
+        # asks_ms stays 0 here: the question is embedded in the GraphRetriever, whose Embedder call the
+        # request's cost account (Server-Timing, Embedder.embed) shows
+        # the names and what is asked by meaning, in one call (the GraphRetriever asks the Embedder itself)
+        raw = await self._call("postgres", "link", self._graph.link.remote(question[:2000]))
+        return EntityLinks.model_validate(raw)
 
 
 def handle_embed(handle: DeploymentHandle[Any]) -> EmbedFn:
@@ -359,7 +398,7 @@ def handle_embed(handle: DeploymentHandle[Any]) -> EmbedFn:
 
     async def embed(texts: Sequence[str]) -> Vectors:
         try:
-            raw = unwrap(await settle(handle.embed.remote([str(t) for t in texts])))
+            raw = unwrap(await settle(handle.embed.remote([str(t) for t in texts]), "Embedder.embed"))
         except TRANSPORT_ERRORS as exc:
             raise RetrievalError("embedder", "unavailable", _unreachable("Embedder", exc)) from exc
         vectors = np.asarray(raw, dtype=np.float32)

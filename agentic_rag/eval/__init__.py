@@ -3,7 +3,7 @@
 Typical use::
 
     questions = load_demo_questions()
-    async with pool.connection() as conn:
+    async with pool.acquire() as conn:
         gold = await resolve_gold(conn, questions)
     outcomes = await run_eval(questions, lambda q: orchestrator.run(q, mode="agentic"), concurrency=4)
     report = compute_report(outcomes, gold, mode="agentic")

@@ -10,12 +10,12 @@ from __future__ import annotations
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
-from typing import Annotated, Any, Literal, get_args
+from typing import Annotated, Literal, get_args
 
-import psycopg
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
 from agentic_rag.catalog.vocabulary import EntityType
+from agentic_rag.storage.sql import Conn, Query
 
 QuestionType = Literal[
     "lookup", "cast", "relation", "comparison", "adaptation", "sequel", "multi_hop", "attribute", "aggregate",
@@ -126,17 +126,17 @@ def gold_keys(questions: Iterable[EvalQuestion]) -> list[GoldKey]:
 
 # entity_name.norm is lower(unaccent(name)) per name or alias (0002_names.sql); one row per
 # (entity, normalised form), so DISTINCT only guards against the same id twice.
-RESOLVE_SQL = """
+RESOLVE_SQL = Query("""
 SELECT DISTINCT q.entity_type, q.name, n.entity_id::text
-  FROM unnest(%(types)s::text[], %(names)s::text[]) AS q(entity_type, name)
+  FROM unnest(:types::text[], :names::text[]) AS q(entity_type, name)
   JOIN entity_name n ON n.norm = lower(unaccent(q.name)) AND n.entity_type = q.entity_type
- WHERE %(source)s::text IS NULL OR n.source = %(source)s::text
+ WHERE :source::text IS NULL OR n.source = :source::text
  ORDER BY 1, 2, 3
-"""
+""")
 
 
 async def resolve_gold(
-    conn: psycopg.AsyncConnection[Any],
+    conn: Conn,
     questions: Iterable[EvalQuestion],
     *,
     source: str | None = "demo",
@@ -151,12 +151,10 @@ async def resolve_gold(
     if not keys:
         return {}
     out: dict[GoldKey, list[str]] = {k: [] for k in keys}
-    async with conn.cursor() as cur:
-        await cur.execute(
-            RESOLVE_SQL, {"types": [t for t, _ in keys], "names": [n for _, n in keys], "source": source}
-        )
-        for entity_type, name, entity_id in await cur.fetchall():
-            out[(str(entity_type), str(name))].append(str(entity_id))
+    rows = await RESOLVE_SQL.fetch(conn, {"types": [t for t, _ in keys], "names": [n for _, n in keys],
+                                          "source": source})
+    for entity_type, name, entity_id in rows:
+        out[(str(entity_type), str(name))].append(str(entity_id))
     missing = [k for k, ids in out.items() if not ids]
     if missing:
         raise GoldResolutionError(missing)

@@ -7,5 +7,5 @@ runs in flight from ``/metrics``.
 
 Locust is a process of its own because it monkey-patches the standard library with gevent on import,
 which must happen before ``ssl`` is imported; the command has imported it long before (httpx,
-psycopg). Nothing here imports locust: only the worker does. Nothing here imports Ray: only the sampler.
+asyncpg). Nothing here imports locust: only the worker does. Nothing here imports Ray: only the sampler.
 """

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-if TYPE_CHECKING:  # the worker reads plans; it must not import psycopg (and ssl) before locust patches
+if TYPE_CHECKING:  # the worker reads plans; it must not import asyncpg (and ssl) before locust patches
     from agentic_rag.eval.questions import EvalQuestion
 
 LoopMode = Literal["closed", "open"]

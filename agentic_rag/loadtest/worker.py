@@ -10,7 +10,7 @@ timeout; the rest are counted as cut off).
 """
 
 # locust patches the standard library with gevent when imported, which must happen before anything
-# imports ssl (pydantic does not; httpx and psycopg do, and nothing here imports them)
+# imports ssl (pydantic does not; httpx and asyncpg do, and nothing here imports them)
 import locust  # noqa: F401
 
 # isort: split

@@ -41,6 +41,7 @@ from agentic_rag.orchestrator.state import (
     RunState,
     blocked,
     clarifying,
+    dependency_of,
     failure_text,
     new_request_id,
     not_found,
@@ -102,6 +103,7 @@ class RunResult:
     latency_ms: float
     timings: dict[str, float]
     mode: Mode
+    degraded: tuple[str, ...] = ()  # the dependencies that failed a step (readiness checks: postgres, qdrant, models)
 
 
 class Orchestrator:
@@ -118,8 +120,12 @@ class Orchestrator:
         self.fallback = fallback  # when a model fails after its retries, the stage still decides
 
     async def run(self, question: str, *, mode: Mode = "agentic", request_id: str | None = None,
-                  session_id: str | None = None, tenant: str = "default", sink: EventSink | None = None) -> RunResult:
-        """Answer one question. Raises only when the trajectory cannot be persisted (or on cancellation)."""
+                  session_id: str | None = None, tenant: str = "default", sink: EventSink | None = None,
+                  trajectory_id: uuid.UUID | None = None) -> RunResult:
+        """Answer one question. Raises only when the trajectory cannot be persisted (or on cancellation).
+
+        ``trajectory_id``: the id to record the run under, when the caller has given it one already (the
+        Ingress does, so that a client whose run's process died still learns which run to read)."""
         request_id = request_id or new_request_id()
         with request_context(request_id):
             t0 = time.perf_counter()
@@ -127,7 +133,7 @@ class Orchestrator:
             guard_ms = (time.perf_counter() - t0) * 1000
             # the trajectory keeps the redacted question: PII never reaches the database
             rec = await self.store.start(query=verdict.text[:4000], request_id=request_id, tenant=tenant,
-                                         session_id=session_id, mode=mode)
+                                         session_id=session_id, mode=mode, trajectory_id=trajectory_id)
             state = RunState(question=verdict.text[:2000], mode=mode, max_turns=self.settings.agent_max_turns)
             state.timings["guard_ms"] += guard_ms
             run = RunContext(self, rec, state, sink)
@@ -207,7 +213,8 @@ class RunContext:
         t0 = time.perf_counter()
         seq = await self.rec.event(stage, type_, payload, latency_ms=latency_ms)
         self.s.timings["trajectory_ms"] += (time.perf_counter() - t0) * 1000
-        log.info("%s %s", stage, type_, extra={"stage": stage, "event": type_, "seq": seq})
+        # the trajectory is the record of every event; the log has one line a run (finish), these at DEBUG
+        log.debug("%s %s", stage, type_, extra={"stage": stage, "event": type_, "seq": seq})
         if self.sink is not None:
             await self.sink({"seq": seq, "stage": stage, "type": type_, "payload": payload,
                              "latency_ms": latency_ms})
@@ -227,8 +234,11 @@ class RunContext:
         t0 = time.perf_counter()
         await self.rec.finish(status=response.status, response=response.model_dump(mode="json"), timings=timings)
         self.s.timings["trajectory_ms"] += (time.perf_counter() - t0) * 1000
+        log.info("run %s: %s after %d turn(s) in %.0f ms", self.rec.trajectory_id, response.status, s.turns_used,
+                 timings["total_ms"], extra={"event": "finish", "status": response.status})
         return RunResult(trajectory_id=self.rec.trajectory_id, request_id=self.rec.request_id, response=response,
-                         turns=s.turns_used, latency_ms=timings["total_ms"], timings=timings, mode=s.mode)
+                         turns=s.turns_used, latency_ms=timings["total_ms"], timings=timings, mode=s.mode,
+                         degraded=tuple(sorted(s.degraded)))
 
     # -- the run --------------------------------------------------------------------------------------
 
@@ -270,8 +280,9 @@ class RunContext:
         s = self.s
         t0 = time.perf_counter()
         try:
-            s.links = await self.o.retrieval.link(s.question)
+            s.links = await self.o.retrieval.link(s.question, s.timings)
         except RetrievalError as exc:
+            s.degraded.add(dependency_of("postgres", exc))
             what = failure_text("the catalog's name index", exc)
             log.warning("entity linking failed (%s)", what, exc_info=exc)
             s.warn(f"the names in the question could not be looked up: {what}")

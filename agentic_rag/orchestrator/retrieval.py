@@ -7,9 +7,10 @@ of the same shape, so the loop does not change.
 
 from __future__ import annotations
 
+import asyncio
+import time
+from collections.abc import MutableMapping
 from typing import Protocol
-
-from psycopg_pool import AsyncConnectionPool
 
 from agentic_rag.protocol import (
     EntityLinks,
@@ -28,6 +29,7 @@ from agentic_rag.retrievers.hydrate import labels
 from agentic_rag.retrievers.vector import EmbedFn, QdrantExecutor
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
+from agentic_rag.storage.sql import Pool
 from agentic_rag.understanding.asks import AskClassifier
 from agentic_rag.understanding.linker import link
 
@@ -48,16 +50,17 @@ class Retrieval(Protocol):
         """A structured lookup or aggregate through the query DSL."""
         ...
 
-    async def link(self, question: str) -> EntityLinks:
+    async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> EntityLinks:
         """The catalog names ``question`` mentions, each with the entities it may mean, and what it asks
-        by meaning (nearest labelled exemplars)."""
+        by meaning (nearest labelled exemplars). ``timings["asks_ms"]`` is charged with the time the latter
+        took here (an encoder call: a model's time, not the loop's)."""
         ...
 
 
 class LocalRetrieval:
     """:class:`Retrieval` in-process: the shipped executors over one pool and one Qdrant client."""
 
-    def __init__(self, pool: AsyncConnectionPool, client: VectorStore, embed: EmbedFn, settings: Settings, *,
+    def __init__(self, pool: Pool, client: VectorStore, embed: EmbedFn, settings: Settings, *,
                  graph: PostgresGraphExecutor | None = None) -> None:
         self._pool = pool
         self._timeout_s = settings.query_timeout_ms / 1000
@@ -79,11 +82,26 @@ class LocalRetrieval:
         return await on_pool(self._pool, "pg_query", lambda conn: run_query(conn, query, timeout_s=self._timeout_s),
                              attempts=self._attempts)
 
-    async def link(self, question: str) -> EntityLinks:
+    async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> EntityLinks:
         links = await on_pool(self._pool, "postgres", lambda conn: link(conn, question, timeout_s=self._timeout_s),
                               attempts=self._attempts)
-        try:
-            asks = await self._asks(question, links)
-        except RetrievalError:
-            return links  # what is asked by meaning is a hint; the names stand without it
-        return links.model_copy(update={"asks": asks})
+        return await with_asks(self._asks, question, links, timings, timeout_s=self._timeout_s)
+
+
+async def with_asks(asks: AskClassifier, question: str, links: EntityLinks,
+                    timings: MutableMapping[str, float] | None = None, *,
+                    timeout_s: float | None = None) -> EntityLinks:
+    """``links`` with what the question asks by meaning; as they were when the encoder cannot be reached
+    within ``timeout_s``. The time it took is added to ``timings["asks_ms"]``."""
+    t0 = time.perf_counter()
+    try:
+        # bounded: while the Embedder restarts, a call to it waits for a replica, and the names found already
+        # must not wait with it (the caller would time the whole linking out and lose them)
+        async with asyncio.timeout(timeout_s):
+            hints = await asks(question, links)
+    except (RetrievalError, TimeoutError):
+        return links  # what is asked by meaning is a hint; the names stand without it
+    finally:
+        if timings is not None:
+            timings["asks_ms"] = timings.get("asks_ms", 0.0) + (time.perf_counter() - t0) * 1000
+    return links.model_copy(update={"asks": hints})

@@ -12,8 +12,6 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
-from psycopg_pool import AsyncConnectionPool
-
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.factory import build_fallback, build_model
 from agentic_rag.orchestrator.guards import load_policy
@@ -24,6 +22,7 @@ from agentic_rag.orchestrator.trajectory import TrajectoryStore
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool, migrate, resolve_dsn
 from agentic_rag.storage.qdrant import VectorStore, open_qdrant
+from agentic_rag.storage.sql import Pool
 
 CATALOG_COUNT_SQL = "SELECT count(*) FROM entity_name"
 
@@ -35,14 +34,14 @@ class CatalogEmpty(RuntimeError):
 @dataclass(slots=True)
 class Runtime:
     settings: Settings
-    pool: AsyncConnectionPool
+    pool: Pool
     qdrant: VectorStore
     embedder: Embedder
     store: TrajectoryStore
     orchestrator: Orchestrator
 
 
-def build_orchestrator(settings: Settings, pool: AsyncConnectionPool, client: VectorStore,
+def build_orchestrator(settings: Settings, pool: Pool, client: VectorStore,
                        embedder: Embedder) -> tuple[Orchestrator, TrajectoryStore]:
     """The orchestrator over in-process retrieval, with the configured models and guard policy."""
     store = TrajectoryStore(pool, settings)
@@ -61,15 +60,11 @@ async def open_runtime(settings: Settings, *, require_catalog: bool = True) -> A
     periodically), and close it all afterwards."""
     dsn = await asyncio.to_thread(resolve_dsn, settings)
     await migrate(dsn)
-    pool = make_pool(dsn, settings)
-    await pool.open(wait=True)
+    pool = await make_pool(dsn, settings)
     client: VectorStore | None = None
     try:
-        if require_catalog:
-            async with pool.connection() as conn:
-                row = await (await conn.execute(CATALOG_COUNT_SQL)).fetchone()
-            if not row or not row[0]:
-                raise CatalogEmpty("the catalog is empty: run `agentic-rag ingest` first")
+        if require_catalog and not await pool.fetchval(CATALOG_COUNT_SQL):
+            raise CatalogEmpty("the catalog is empty: run `agentic-rag ingest` first")
         client = await asyncio.to_thread(open_qdrant, settings)
         embedder = Embedder(settings)
         # load the model now: a first query must not pay for it inside its time limit

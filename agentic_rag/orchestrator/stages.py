@@ -17,7 +17,7 @@ from typing import TYPE_CHECKING
 
 from agentic_rag.models.roles import CardEntity, ContextCard, GradeItem, StepStatus
 from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
-from agentic_rag.orchestrator.state import describe, failure_text, source_of, step_key
+from agentic_rag.orchestrator.state import dependency_of, describe, failure_text, source_of, step_key
 from agentic_rag.protocol import MAX_BATCH, BatchIntent, GraphIntent, NextStep, SearchIntent
 
 if TYPE_CHECKING:
@@ -95,6 +95,7 @@ async def _execute(run: RunContext, intent: BatchIntent) -> ContextCard | None:
         ms = (time.perf_counter() - t0) * 1000
         s.timings[TIMING[source]] += ms
         s.errors += 1
+        s.degraded.add(dependency_of(source, exc))
         what = failure_text(EXECUTORS[source], exc)
         log.warning("%s failed (%s)", describe(intent), what, exc_info=exc)
         s.warn(f"{describe(intent)[:100]} failed: {what}")

@@ -32,8 +32,9 @@ from agentic_rag.protocol.base import SHORT_TEXT_MAX
 from agentic_rag.retrievers.errors import RetrievalError
 
 Mode = Literal["agentic", "linear"]
-TIMING_KEYS = ("link_ms", "planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms", "clarify_ms",
-               "guard_ms", "trajectory_ms", "total_ms")
+# link_ms is all of linking; asks_ms the part of it that embedded the question (what is asked by meaning)
+TIMING_KEYS = ("link_ms", "asks_ms", "planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms",
+               "clarify_ms", "guard_ms", "trajectory_ms", "total_ms")
 
 
 def failure_text(who: str, exc: BaseException) -> str:
@@ -46,6 +47,18 @@ def failure_text(who: str, exc: BaseException) -> str:
     if isinstance(exc, RetrievalError):
         return f"{who} is unavailable"
     return f"{who} failed"
+
+
+# The readiness check (/readyz) a failed step counts against, by the failing store (RetrievalError.source)
+# or else by the step's executor
+READINESS_CHECKS = {"qdrant": "qdrant", "qdrant_search": "qdrant", "embedder": "models", "postgres": "postgres",
+                    "pg_graph": "postgres", "pg_query": "postgres"}
+
+
+def dependency_of(source: str, exc: BaseException) -> str:
+    """Which dependency (a readiness check: postgres, qdrant, models) failed a step of ``source``."""
+    store = exc.source if isinstance(exc, RetrievalError) else source
+    return READINESS_CHECKS.get(store, READINESS_CHECKS.get(source, "postgres"))
 
 
 def step_key(intent: BatchIntent) -> str:
@@ -92,6 +105,7 @@ class RunState:
     turns_used: int = 0
     failed_steps: int = 0
     errors: int = 0  # intents whose executor failed (not: found nothing)
+    degraded: set[str] = field(default_factory=set)  # the dependencies that failed a step (readiness checks)
     repeats: int = 0
     draft: DraftAnswer | None = None
     drafted_cards: int = -1  # how many cards the current draft saw

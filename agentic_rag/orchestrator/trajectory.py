@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import asyncio
 import builtins
+import contextlib
 import json
 import math
 import re
@@ -29,14 +30,12 @@ from enum import Enum
 from pathlib import PurePath
 from typing import Any, Literal, TypeVar, get_args
 
-import psycopg
-from psycopg.rows import dict_row
-from psycopg.types.json import Jsonb
-from psycopg_pool import AsyncConnectionPool
+import asyncpg
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rag.settings import Settings
-from agentic_rag.storage.retry import with_connection
+from agentic_rag.storage.retry import CONNECTION_ERRORS, with_connection
+from agentic_rag.storage.sql import Conn, Pool, Query, affected
 
 __all__ = [
     "EventType",
@@ -74,74 +73,74 @@ _MODES = frozenset(get_args(TrajectoryMode))
 # PostgreSQL text and jsonb cannot hold U+0000; an escaped NUL is one preceded by an even run of backslashes.
 _JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 
-Conn = psycopg.AsyncConnection[Any]
 T = TypeVar("T")
 
-INSERT_TRAJECTORY_SQL = """
+INSERT_TRAJECTORY_SQL = Query("""
     INSERT INTO trajectories (id, request_id, session_id, tenant, query, mode, status)
-    VALUES (%(id)s, %(request_id)s, %(session_id)s, %(tenant)s, %(query)s, %(mode)s, 'running')
-    ON CONFLICT (id) DO NOTHING"""
+    VALUES (:id, :request_id, :session_id, :tenant, :query, :mode, 'running')
+    ON CONFLICT (id) DO NOTHING""")
 
-SAME_START_SQL = """
-    SELECT request_id = %(request_id)s AND tenant = %(tenant)s AND query = %(query)s
-    FROM trajectories WHERE id = %(id)s"""
+SAME_START_SQL = Query("""
+    SELECT request_id = :request_id AND tenant = :tenant AND query = :query
+    FROM trajectories WHERE id = :id""")
 
-INSERT_EVENT_SQL = """
+INSERT_EVENT_SQL = Query("""
     INSERT INTO trajectory_events (trajectory_id, seq, stage, type, payload, latency_ms)
-    VALUES (%(id)s, %(seq)s, %(stage)s, %(type)s, %(payload)s, %(latency_ms)s)
-    ON CONFLICT (trajectory_id, seq) DO NOTHING"""
+    VALUES (:id, :seq, :stage, :type, :payload::text::jsonb, :latency_ms)
+    ON CONFLICT (trajectory_id, seq) DO NOTHING
+    RETURNING seq""")
 
-SAME_EVENT_SQL = """
-    SELECT stage = %(stage)s AND type = %(type)s AND payload = %(payload)s
-    FROM trajectory_events WHERE trajectory_id = %(id)s AND seq = %(seq)s"""
+SAME_EVENT_SQL = Query("""
+    SELECT stage = :stage AND type = :type AND payload = :payload::text::jsonb
+    FROM trajectory_events WHERE trajectory_id = :id AND seq = :seq""")
 
-FINISH_SQL = """
+FINISH_SQL = Query("""
     UPDATE trajectories
-    SET status = %(status)s, final_response = %(response)s, timings = %(timings)s, finished_at = now(),
-        updated_at = now()
-    WHERE id = %(id)s"""
+    SET status = :status, final_response = :response::text::jsonb, timings = :timings::text::jsonb,
+        finished_at = now(), updated_at = now()
+    WHERE id = :id""")
 
 # The claim of a resume: only a run still waiting is reopened. Concurrent claims queue on the row's lock and
 # each re-checks the status once the one before it committed, so exactly one of them matches.
-REOPEN_SQL = """
+REOPEN_SQL = Query("""
     UPDATE trajectories SET status = 'running', finished_at = NULL, updated_at = now()
-    WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s) AND status = 'needs_clarification'
+    WHERE id = :id AND (:tenant::text IS NULL OR tenant = :tenant) AND status = 'needs_clarification'
     RETURNING request_id,
-              (SELECT coalesce(max(seq), 0) FROM trajectory_events WHERE trajectory_id = %(id)s) AS last_seq"""
+              (SELECT coalesce(max(seq), 0) FROM trajectory_events WHERE trajectory_id = :id) AS last_seq""")
 
-STATUS_SQL = """
-    SELECT status FROM trajectories WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s)"""
+STATUS_SQL = Query("""
+    SELECT status FROM trajectories WHERE id = :id AND (:tenant::text IS NULL OR tenant = :tenant)""")
 
 # A run that has neither (re)started nor written an event for idle_s is closed; its events stay as they are.
-ABANDON_SQL = """
+ABANDON_SQL = Query("""
     UPDATE trajectories t SET status = 'abandoned', finished_at = now(), updated_at = now()
-    WHERE t.status = 'running' AND t.updated_at < now() - make_interval(secs => %(idle_s)s)
+    WHERE t.status = 'running' AND t.updated_at < now() - make_interval(secs => :idle_s)
       AND NOT EXISTS (SELECT 1 FROM trajectory_events e
-                      WHERE e.trajectory_id = t.id AND e.created_at >= now() - make_interval(secs => %(idle_s)s))
-    RETURNING t.id"""
+                      WHERE e.trajectory_id = t.id AND e.created_at >= now() - make_interval(secs => :idle_s))
+    RETURNING t.id""")
 
-GET_SQL = """
+GET_SQL = Query("""
     SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at
     FROM trajectories
-    WHERE id = %(id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s)"""
+    WHERE id = :id AND (:tenant::text IS NULL OR tenant = :tenant)""")
 
-BY_REQUEST_SQL = """
+BY_REQUEST_SQL = Query("""
     SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at
     FROM trajectories
-    WHERE request_id = %(request_id)s AND (%(tenant)s::text IS NULL OR tenant = %(tenant)s)
+    WHERE request_id = :request_id AND (:tenant::text IS NULL OR tenant = :tenant)
     ORDER BY created_at DESC, id
-    LIMIT 1"""
+    LIMIT 1""")
 
-LIST_SQL = """
+LIST_SQL = Query("""
     SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at
     FROM trajectories
-    WHERE tenant = %(tenant)s
+    WHERE tenant = :tenant
     ORDER BY created_at DESC, id
-    LIMIT %(limit)s"""
+    LIMIT :limit""")
 
-EVENTS_SQL = """
+EVENTS_SQL = Query("""
     SELECT trajectory_id, seq, stage, type, payload, latency_ms, created_at
-    FROM trajectory_events WHERE trajectory_id = %(id)s ORDER BY seq"""
+    FROM trajectory_events WHERE trajectory_id = :id ORDER BY seq""")
 
 
 class TrajectoryError(Exception):
@@ -219,12 +218,9 @@ def _dumps(value: Any) -> str:
     return _JSON_NUL.sub(r"\1\\ufffd", text)
 
 
-def _verbatim(text: Any) -> str:
-    return str(text)
-
-
-def _payload(payload: dict[str, Any] | None) -> Jsonb:
-    """The payload as jsonb, bounded: over MAX_PAYLOAD_BYTES it becomes a truncated form, never an error."""
+def _payload(payload: dict[str, Any] | None) -> str:
+    """The payload as JSON text for a jsonb column, bounded: over MAX_PAYLOAD_BYTES it becomes a truncated form,
+    never an error. The statements cast it (``::text::jsonb``): it is sent as it was measured."""
     try:
         text = _dumps(payload or {})
     except ValueError as exc:  # NaN/infinity or a circular reference
@@ -232,7 +228,7 @@ def _payload(payload: dict[str, Any] | None) -> Jsonb:
     size = len(text.encode())
     if size > MAX_PAYLOAD_BYTES:
         text = _dumps({"truncated": True, "bytes": size, "head": text[:TRUNCATED_HEAD_CHARS]})
-    return Jsonb(text, dumps=_verbatim)  # already serialized (and measured) above
+    return text
 
 
 def _bounded(name: str, value: str | None, limit: int) -> None:
@@ -307,18 +303,18 @@ class Recorder:
         if not all(math.isfinite(v) for v in timings.values()):
             raise ValueError(f"timings must be finite numbers: {timings}")
         params = {
-            "id": self._trajectory_id, "status": status, "timings": Jsonb(timings, dumps=_dumps),
-            "response": None if response is None else Jsonb(response, dumps=_dumps),
+            "id": self._trajectory_id, "status": status, "timings": _dumps(timings),
+            "response": None if response is None else _dumps(response),
         }
 
         async with self._lock:  # after every event already handed a seq
             batch = list(self._pending)
 
             async def run(conn: Conn) -> None:  # the last events and the end, in one transaction
-                await _insert_events(conn, batch)
-                cur = await conn.execute(FINISH_SQL, params)
-                if cur.rowcount == 0:
-                    raise TrajectoryNotFound(f"trajectory {self._trajectory_id} not found")
+                async with conn.transaction() if batch else contextlib.nullcontext():
+                    await _insert_events(conn, batch)
+                    if not affected(await FINISH_SQL.execute(conn, params)):
+                        raise TrajectoryNotFound(f"trajectory {self._trajectory_id} not found")
 
             await self._store._execute("finish", run)
             del self._pending[: len(batch)]
@@ -327,13 +323,12 @@ class Recorder:
 async def _insert_events(conn: Conn, batch: list[dict[str, Any]]) -> None:
     if not batch:
         return
-    async with conn.cursor() as cur:
-        await cur.executemany(INSERT_EVENT_SQL, batch)  # psycopg pipelines the rows: one round trip
-        if cur.rowcount == len(batch):
-            return
+    # asyncpg's executemany (returning the seqs written): one round trip, all rows or none
+    if len(await INSERT_EVENT_SQL.fetchmany(conn, batch)) == len(batch):
+        return
     # Some seqs exist: our own write whose commit we did not hear about (a retry), or another writer.
     for params in batch:
-        row = await (await conn.execute(SAME_EVENT_SQL, params)).fetchone()
+        row = await SAME_EVENT_SQL.fetchrow(conn, params)
         if not (row and row[0]):
             raise TrajectoryError(
                 f"trajectory store refused event {params['seq']} of {params['id']}: that seq is taken "
@@ -344,24 +339,24 @@ async def _insert_events(conn: Conn, batch: list[dict[str, Any]]) -> None:
 class TrajectoryStore:
     """Runs' trajectories in PostgreSQL (tables of migration 0005)."""
 
-    def __init__(self, pool: AsyncConnectionPool, settings: Settings) -> None:
+    def __init__(self, pool: Pool, settings: Settings) -> None:
         self._pool = pool
         self._attempts = settings.retry_attempts
         self._timeout = settings.query_timeout_ms / 1000
         self._buffered = settings.trajectory_writes == "turn"
 
     async def _execute(self, what: str, op: Callable[[Conn], Awaitable[T]]) -> T:
-        """Run ``op`` on a pooled connection (one transaction) under the retry policy."""
+        """Run ``op`` on a pooled connection under the retry policy."""
         try:
             return await with_connection(self._pool, op, attempts=self._attempts, timeout_s=self._timeout)
-        except TimeoutError as exc:
+        except (TimeoutError, asyncpg.QueryCanceledError) as exc:  # the client's time limit, or the server's
             raise TrajectoryError(f"trajectory store unavailable: {what} got no answer within {self._timeout:g} s") \
                 from exc
-        except psycopg.OperationalError as exc:
+        except CONNECTION_ERRORS as exc:
             raise TrajectoryError(
                 f"trajectory store unavailable: {what} failed after {self._attempts} attempts: {exc}"
             ) from exc
-        except psycopg.Error as exc:
+        except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
             raise TrajectoryError(f"trajectory store refused {what}: {exc}") from exc
 
     async def start(
@@ -382,9 +377,9 @@ class TrajectoryStore:
         }
 
         async def run(conn: Conn) -> None:
-            if (await conn.execute(INSERT_TRAJECTORY_SQL, params)).rowcount:
+            if affected(await INSERT_TRAJECTORY_SQL.execute(conn, params)):
                 return
-            row = await (await conn.execute(SAME_START_SQL, params)).fetchone()
+            row = await SAME_START_SQL.fetchrow(conn, params)
             if not (row and row[0]):  # not merely our own insert, retried
                 raise TrajectoryError(f"trajectory store refused start: trajectory {params['id']} already exists")
 
@@ -397,11 +392,11 @@ class TrajectoryStore:
         ``TrajectoryNotFound`` when there is no such run for ``tenant``."""
         params = {"id": trajectory_id, "tenant": tenant}
 
-        async def run(conn: Conn) -> tuple[Any, ...]:
-            claimed: tuple[Any, ...] | None = await (await conn.execute(REOPEN_SQL, params)).fetchone()
+        async def run(conn: Conn) -> asyncpg.Record:
+            claimed = await REOPEN_SQL.fetchrow(conn, params)
             if claimed is not None:
                 return claimed
-            found = await (await conn.execute(STATUS_SQL, params)).fetchone()
+            found = await STATUS_SQL.fetchrow(conn, params)
             if found is None:
                 raise TrajectoryNotFound(f"trajectory {trajectory_id} not found")
             raise TrajectoryNotWaiting(trajectory_id, str(found[0]))
@@ -414,7 +409,7 @@ class TrajectoryStore:
         seconds (its process died); return their ids."""
 
         async def run(conn: Conn) -> builtins.list[uuid.UUID]:
-            return [r[0] for r in await (await conn.execute(ABANDON_SQL, {"idle_s": idle_s})).fetchall()]
+            return [r[0] for r in await ABANDON_SQL.fetch(conn, {"idle_s": float(idle_s)})]
 
         return await self._execute("abandon_stale", run)
 
@@ -432,19 +427,14 @@ class TrajectoryStore:
         params = {"tenant": tenant, "limit": max(1, min(limit, MAX_LIST))}
 
         async def run(conn: Conn) -> builtins.list[TrajectorySummary]:
-            async with conn.cursor(row_factory=dict_row) as cur:
-                await cur.execute(LIST_SQL, params)
-                return [TrajectorySummary.model_validate(r) for r in await cur.fetchall()]
+            return [TrajectorySummary.model_validate(dict(r)) for r in await LIST_SQL.fetch(conn, params)]
 
         return await self._execute("list", run)
 
 
-async def _read(conn: Conn, sql: str, params: dict[str, Any]) -> Trajectory | None:
-    async with conn.cursor(row_factory=dict_row) as cur:
-        await cur.execute(sql, params)  # one of the fixed statements above
-        row = await cur.fetchone()
-        if row is None:
-            return None
-        await cur.execute(EVENTS_SQL, {"id": row["id"]})
-        events = [TrajectoryEvent.model_validate(r) for r in await cur.fetchall()]
-    return Trajectory.model_validate({**row, "events": events})
+async def _read(conn: Conn, query: Query, params: dict[str, Any]) -> Trajectory | None:
+    row = await query.fetchrow(conn, params)  # one of the fixed statements above
+    if row is None:
+        return None
+    events = [TrajectoryEvent.model_validate(dict(r)) for r in await EVENTS_SQL.fetch(conn, {"id": row["id"]})]
+    return Trajectory.model_validate({**dict(row), "events": events})

@@ -5,13 +5,14 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-import psycopg
+import asyncpg
 
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.retrievers.hydrate import hydrate, labels
+from agentic_rag.storage.sql import Conn, Query
 
-Query = Callable[[psycopg.AsyncConnection[Any], str, dict[str, Any]], Awaitable[list[tuple[Any, ...]]]]
+Run = Callable[[Conn, Query, dict[str, Any]], Awaitable[list[asyncpg.Record]]]
 
 # Attributes compared per entity type (record columns from hydrate.RECORD_SQL).
 FIELDS: dict[str, tuple[str, ...]] = {
@@ -31,14 +32,14 @@ SHARED_BY: dict[str, str] = {
 }
 NEIGHBOR_CAP = 1000  # per entity and relation; a hub cannot make compare unbounded
 
-SHARED_SQL = """
+SHARED_SQL = Query("""
     SELECT f.src::text, e.rel, e.dst_id::text, e.dst_type
-    FROM unnest(%(ids)s::uuid[]) AS f(src)
-    CROSS JOIN LATERAL unnest(%(rels)s::text[]) AS r(rel)
+    FROM unnest(:ids::uuid[]) AS f(src)
+    CROSS JOIN LATERAL unnest(:rels::text[]) AS r(rel)
     CROSS JOIN LATERAL (
-        SELECT rel, dst_id, dst_type FROM edge WHERE edge.src_id = f.src AND edge.rel = r.rel LIMIT %(cap)s
-    ) e"""
-DIRECT_SQL = "SELECT rel, detail FROM edge WHERE src_id = %(a)s::uuid AND dst_id = %(b)s::uuid ORDER BY rel"
+        SELECT rel, dst_id, dst_type FROM edge WHERE edge.src_id = f.src AND edge.rel = r.rel LIMIT :cap
+    ) e""")
+DIRECT_SQL = Query("SELECT rel, detail FROM edge WHERE src_id = :a::uuid AND dst_id = :b::uuid ORDER BY rel")
 
 
 def _fmt(value: Any) -> str:
@@ -49,8 +50,7 @@ def _fmt(value: Any) -> str:
     return str(value)
 
 
-async def compare_entities(conn: psycopg.AsyncConnection[Any], intent: GraphIntent, meta: dict[str, Any],
-                           query: Query) -> GraphResult:
+async def compare_entities(conn: Conn, intent: GraphIntent, meta: dict[str, Any], query: Run) -> GraphResult:
     """Compare ``intent.start`` with ``intent.end``; both are known to exist."""
     assert intent.end is not None  # GraphIntent guarantees it for compare
     a_ref, b_ref = intent.start, intent.end

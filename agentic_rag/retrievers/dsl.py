@@ -3,7 +3,7 @@
 The model never writes SQL. It fills a :class:`~agentic_rag.protocol.StructuredQuery` whose every
 field and operator comes from the protocol's closed vocabulary; :func:`compile_query` turns it into
 SQL assembled only from the fixed fragments in this module, with every user value bound as a
-``%(pN)s`` parameter, and :func:`run_query` runs it read-only under a server-side
+positional parameter (``$1..$n``), and :func:`run_query` runs it read-only under a server-side
 ``statement_timeout`` and a client-side ``asyncio.timeout``.
 """
 
@@ -15,16 +15,14 @@ from dataclasses import dataclass
 from decimal import Decimal
 from typing import Any
 
-import psycopg
-from psycopg import errors as pgerrors
-from psycopg import sql
-from psycopg.rows import dict_row
+import asyncpg
 from pydantic import Field
 
 from agentic_rag.catalog.vocabulary import EntityType
 from agentic_rag.protocol import EntityRef, ProtocolModel, SummaryText
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.protocol.query import FIELDS, Aggregate, Condition, StructuredQuery
+from agentic_rag.storage.sql import Conn, ident
 
 __all__ = ["ENTITIES", "Col", "Entity", "QueryResult", "compile_query", "describe", "like_escape", "run_query"]
 
@@ -99,12 +97,14 @@ assert all((c.link is not None) == (FIELDS[t][f].kind == "link")
            for t, e in ENTITIES.items() for f, c in e.cols.items())
 
 _TEXT_LIST = "(SELECT array_agg(lower(v)) FROM unnest({p}::text[]) AS v)"
-# Fixed condition templates: {x} is an allowlisted column expression, {p} a bound placeholder.
+# Fixed condition templates: {x} is an allowlisted column expression, {p} a bound placeholder. A number is
+# bound as double precision whether it is written 3 or 2.5 (exact for every integer the protocol allows), so
+# the SQL text depends on the query's shape only; no index starts with a numeric column, so the cast costs no plan.
 _CMP = {"eq": "=", "ne": "IS DISTINCT FROM", "lt": "<", "lte": "<=", "gt": ">", "gte": ">="}
 _COND: dict[tuple[str, str], str] = {
     **{(kind, op): f"{{x}} {sym} {{p}}{cast}" for op, sym in _CMP.items() for kind, cast in
-       (("numeric", ""), ("date", "::date"))},
-    ("numeric", "in"): "{x} = ANY({p})",
+       (("numeric", "::float8"), ("date", "::date"))},
+    ("numeric", "in"): "{x} = ANY({p}::float8[])",
     ("text", "eq"): "lower({x}) = lower({p})",
     ("text", "ne"): "lower({x}) IS DISTINCT FROM lower({p})",
     ("text", "in"): "lower({x}) IN (SELECT lower(v) FROM unnest({p}::text[]) AS v)",
@@ -125,75 +125,66 @@ def like_escape(value: str) -> str:
     return value.replace("\\", "\\\\").replace("%", "\\%").replace("_", "\\_")
 
 
-def _bind(c: Condition) -> Any:
+def _bind(c: Condition, kind: str) -> Any:
     if c.op == "ilike_prefix":
         return like_escape(str(c.value)) + "%"
     if c.op == "ilike_substring":
         return "%" + like_escape(str(c.value)) + "%"
+    if kind == "date":
+        return dt.date.fromisoformat(str(c.value))  # the protocol checked it is YYYY-MM-DD
     if isinstance(c.value, list) and any(isinstance(v, float) for v in c.value):
         return [float(v) for v in c.value]  # one element type per bound array
     return c.value
 
 
-def _condition(entity_type: EntityType, c: Condition, pname: str) -> sql.Composable:
+def _condition(entity_type: EntityType, c: Condition, p: str) -> str:
     col, spec = ENTITIES[entity_type].cols[c.field], FIELDS[entity_type][c.field]
     kind, op = ("text" if spec.kind == "link" else spec.kind), str(c.op)
     if spec.kind == "text_array" and op == "contains" and isinstance(c.value, list):
         op = "contains_all"
     negate = spec.kind == "link" and op == "ne"  # "not by X" is NOT EXISTS (... = X), not "some other"
-    inner = sql.SQL(_COND[(kind, "eq" if negate else op)]).format(x=sql.SQL(col.expr), p=sql.Placeholder(pname))
+    inner = _COND[(kind, "eq" if negate else op)].format(x=col.expr, p=p)
     if col.link is None:
         return inner
-    exists = "NOT EXISTS (SELECT 1 FROM {} AND {})" if negate else "EXISTS (SELECT 1 FROM {} AND {})"
-    return sql.SQL(exists).format(sql.SQL(col.link), inner)
+    return f"{'NOT EXISTS' if negate else 'EXISTS'} (SELECT 1 FROM {col.link} AND {inner})"  # noqa: S608
 
 
-def compile_query(q: StructuredQuery) -> tuple[sql.Composed, dict[str, Any]]:
-    """SQL for ``q`` from fixed fragments and allowlisted names only; every value is in the params."""
-    ent, params = ENTITIES[q.entity_type], {}
-    conds: list[sql.Composable] = []
-    for i, c in enumerate(q.where):
-        params[f"p{i}"] = _bind(c)
-        conds.append(_condition(q.entity_type, c, f"p{i}"))
-    where = sql.SQL(" WHERE ") + sql.SQL(" AND ").join(conds) if conds else sql.SQL("")
-    source: sql.Composable = sql.SQL(ent.source)
+def compile_query(q: StructuredQuery) -> tuple[str, list[Any]]:
+    """SQL for ``q`` from fixed fragments and allowlisted names only; every value is in the parameters
+    (``$1..$n``, in order)."""
+    ent, args = ENTITIES[q.entity_type], []
+    conds: list[str] = []
+    for c in q.where:
+        args.append(_bind(c, FIELDS[q.entity_type][c.field].kind))
+        conds.append(_condition(q.entity_type, c, f"${len(args)}"))
+    where = " WHERE " + " AND ".join(conds) if conds else ""
+    source = ent.source
     if q.aggregate is None and q.group_by is None:
         shown = [(f, c) for f, c in ent.cols.items() if c.link is None and c.expr != ent.name]
-        select = sql.SQL(", ").join([
-            sql.SQL("t.id::text AS id, {} AS entity_type, {} AS name").format(
-                sql.Literal(q.entity_type), sql.SQL(ent.name)),
-            *(sql.SQL("{} AS {}").format(sql.SQL(c.expr), sql.Identifier(f)) for f, c in shown),
-            sql.SQL("count(*) OVER () AS total"),
+        select = ", ".join([
+            f"t.id::text AS id, '{q.entity_type}' AS entity_type, {ent.name} AS name",  # a key of ENTITIES
+            *(f"{c.expr} AS {ident(f)}" for f, c in shown),
+            "count(*) OVER () AS total",
         ])
-        keys = [sql.SQL("{} {}").format(sql.SQL(ent.cols[k.field].expr), sql.SQL(_DIR[k.direction]))
-                for k in q.order_by]
-        order = sql.SQL(", ").join([*keys, sql.SQL(ent.order), sql.SQL("t.id")])
-        params["limit"] = q.limit
-        query = sql.SQL("SELECT {} FROM {}{} ORDER BY {} LIMIT {}").format(
-            select, source, where, order, sql.Placeholder("limit"))
-        return query, params
+        order = ", ".join([*(f"{ent.cols[k.field].expr} {_DIR[k.direction]}" for k in q.order_by), ent.order, "t.id"])
+        args.append(q.limit)
+        return f"SELECT {select} FROM {source}{where} ORDER BY {order} LIMIT ${len(args)}", args  # noqa: S608
     agg = q.aggregate or Aggregate(op="count")
-    x = sql.SQL(ent.cols[agg.field].expr if agg.field else "*")
-    value = sql.SQL(_AGG[agg.op]).format(x=x)
+    value = _AGG[agg.op].format(x=ent.cols[agg.field].expr if agg.field else "*")
     if q.group_by is None:
-        return sql.SQL("SELECT {} AS value, count(*) AS n FROM {}{}").format(value, source, where), params
+        return f"SELECT {value} AS value, count(*) AS n FROM {source}{where}", args  # noqa: S608
     g = ent.cols[q.group_by]
     if g.link is not None:
-        source += sql.SQL(" JOIN LATERAL (SELECT DISTINCT {} AS k FROM {}) AS g ON true").format(
-            sql.SQL(g.expr), sql.SQL(g.link))
+        source += f" JOIN LATERAL (SELECT DISTINCT {g.expr} AS k FROM {g.link}) AS g ON true"  # noqa: S608
     elif FIELDS[q.entity_type][q.group_by].kind == "text_array":
-        source += sql.SQL(" CROSS JOIN LATERAL unnest({}) AS g(k)").format(sql.SQL(g.expr))
+        source += f" CROSS JOIN LATERAL unnest({g.expr}) AS g(k)"
     unnested = g.link is not None or FIELDS[q.entity_type][q.group_by].kind == "text_array"
-    key = sql.SQL("g.k" if unnested else g.expr)
-    by: list[sql.Composable] = [sql.SQL("{} {}").format(sql.Identifier(k.field), sql.SQL(_DIR[k.direction]))
-                                for k in q.order_by] or [sql.SQL("value DESC NULLS LAST")]
-    order = sql.SQL(", ").join([*by, sql.SQL("group_key ASC NULLS LAST")])
-    params["limit"] = q.limit
-    query = sql.SQL(
-        "SELECT {} AS group_key, {} AS value, count(*) AS n, count(*) OVER () AS total FROM {}{}"
-        " GROUP BY 1 ORDER BY {} LIMIT {}"
-    ).format(key, value, source, where, order, sql.Placeholder("limit"))
-    return query, params
+    key = "g.k" if unnested else g.expr
+    by = [f"{ident(k.field)} {_DIR[k.direction]}" for k in q.order_by] or ["value DESC NULLS LAST"]
+    order = ", ".join([*by, "group_key ASC NULLS LAST"])
+    args.append(q.limit)
+    return (f"SELECT {key} AS group_key, {value} AS value, count(*) AS n, count(*) OVER () AS total "  # noqa: S608
+            f"FROM {source}{where} GROUP BY 1 ORDER BY {order} LIMIT ${len(args)}"), args
 
 
 class QueryResult(ProtocolModel):
@@ -255,26 +246,26 @@ def _summarise(q: StructuredQuery, rows: list[dict[str, Any]], total: int) -> st
     return clip_lines([head, *lines])
 
 
-async def run_query(conn: psycopg.AsyncConnection[Any], q: StructuredQuery, *, timeout_s: float) -> QueryResult:
+async def run_query(conn: Conn, q: StructuredQuery, *, timeout_s: float) -> QueryResult:
     """Run ``q`` read-only. The server cancels it after 0.8 * ``timeout_s`` (``statement_timeout``), the client
     gives up at ``timeout_s``; either raises :class:`TimeoutError`. No match is a result with count 0.
 
     It runs in its own transaction (a savepoint when ``conn`` is already in one) that is always rolled
     back, so neither the read-only mode nor the timeout outlives the call."""
-    query, params = compile_query(q)
-    rows: list[dict[str, Any]] = []
+    query, args = compile_query(q)
     try:
         async with asyncio.timeout(timeout_s):
-            async with conn.transaction():
+            tx = conn.transaction()
+            await tx.start()
+            try:
                 await conn.execute("SELECT set_config('transaction_read_only', 'on', true), "
-                                   "set_config('statement_timeout', %s, true)", (f"{max(1, int(timeout_s * 800))}ms",))
-                async with conn.cursor(row_factory=dict_row) as cur:
-                    await cur.execute(query, params)
-                    rows = await cur.fetchall()
-                raise psycopg.Rollback()
-    except pgerrors.QueryCanceled as exc:
+                                   "set_config('statement_timeout', $1, true)", f"{max(1, int(timeout_s * 800))}ms")
+                records = await conn.fetch(query, *args)
+            finally:
+                await tx.rollback()
+    except asyncpg.QueryCanceledError as exc:
         raise TimeoutError(f"structured query ran past its statement timeout: {describe(q)}") from exc
-    rows = [{k: _plain(v) for k, v in r.items()} for r in rows]
+    rows = [{k: _plain(v) for k, v in r.items()} for r in records]
     total = 0
     for r in rows:
         total = max(total, int(r.pop("total", 0)))
@@ -282,4 +273,4 @@ async def run_query(conn: psycopg.AsyncConnection[Any], q: StructuredQuery, *, t
         rows = []
     entities = [EntityRef(entity_type=r["entity_type"], id=r["id"]) for r in rows if "id" in r]
     return QueryResult(summary=_summarise(q, rows, total), rows=rows, entities=entities, count=len(rows),
-                       total=total or len(rows), params_bound=len(params))
+                       total=total or len(rows), params_bound=len(args))

@@ -5,11 +5,10 @@ from __future__ import annotations
 from collections.abc import Awaitable, Callable
 from typing import Literal, TypeVar
 
-import psycopg
-from psycopg import errors as pgerrors
-from psycopg_pool import AsyncConnectionPool
+import asyncpg
 
-from agentic_rag.storage.retry import Conn, with_connection
+from agentic_rag.storage.retry import CONNECTION_ERRORS, Conn, with_connection
+from agentic_rag.storage.sql import Pool
 
 T = TypeVar("T")
 FailureKind = Literal["timeout", "unavailable"]
@@ -24,12 +23,12 @@ class RetrievalError(RuntimeError):
         self.kind = kind
 
 
-async def on_pool(pool: AsyncConnectionPool, source: str, op: Callable[[Conn], Awaitable[T]], *, attempts: int) -> T:
+async def on_pool(pool: Pool, source: str, op: Callable[[Conn], Awaitable[T]], *, attempts: int) -> T:
     """A lookup's statements on a pooled connection under the retry policy (:mod:`agentic_rag.storage.retry`);
     a failure that remains is a :class:`RetrievalError` of ``source``."""
     try:
         return await with_connection(pool, op, attempts=attempts)
-    except (TimeoutError, pgerrors.QueryCanceled) as exc:
+    except (TimeoutError, asyncpg.QueryCanceledError) as exc:
         raise RetrievalError(source, "timeout", f"{source} ran past its time limit") from exc
-    except psycopg.OperationalError as exc:
+    except CONNECTION_ERRORS as exc:
         raise RetrievalError(source, "unavailable", f"{source} failed after {attempts} attempts: {exc}") from exc

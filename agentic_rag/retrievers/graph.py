@@ -17,9 +17,7 @@ from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-import psycopg
-from psycopg import errors as pgerrors
-from psycopg_pool import AsyncConnectionPool
+import asyncpg
 
 from agentic_rag.catalog.vocabulary import EDGE_TYPE_BY_NAME, STORED_EDGE_TYPES
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
@@ -28,9 +26,8 @@ from agentic_rag.retrievers.compare import compare_entities
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.hydrate import exists, labels
 from agentic_rag.settings import Settings
-from agentic_rag.storage.retry import with_connection
-
-Conn = psycopg.AsyncConnection[Any]
+from agentic_rag.storage.retry import CONNECTION_ERRORS, with_connection
+from agentic_rag.storage.sql import Conn, Pool, Query
 
 # Derived edges are two stored hops through an intermediate node.
 DERIVED_HOPS: dict[str, tuple[str, str]] = {
@@ -40,23 +37,23 @@ DERIVED_HOPS: dict[str, tuple[str, str]] = {
     "shares_franchise": ("part_of", "includes"),
 }
 
-EXPAND_SQL = """
+EXPAND_SQL = Query("""
     SELECT f.src::text, e.rel, e.dst_id::text, e.dst_type, e.detail
-    FROM unnest(%(frontier)s::uuid[]) AS f(src)
+    FROM unnest(:frontier::uuid[]) AS f(src)
     CROSS JOIN LATERAL (
         SELECT rel, dst_id, dst_type, detail FROM edge
-        WHERE edge.src_id = f.src AND edge.rel = ANY(%(rels)s::text[])
-        LIMIT %(fanout)s
-    ) e"""
+        WHERE edge.src_id = f.src AND edge.rel = ANY(:rels::text[])
+        LIMIT :fanout
+    ) e""")
 
 # The qualifier of an edge (a staff role, "main", "younger sister") is stored on one direction only.
-DETAIL_SQL = """
+DETAIL_SQL = Query("""
     SELECT src_id::text, rel, dst_id::text, detail FROM edge
-    WHERE src_id = ANY(%(ids)s::uuid[]) AND dst_id = ANY(%(ids)s::uuid[]) AND detail IS NOT NULL"""
+    WHERE src_id = ANY(:ids::uuid[]) AND dst_id = ANY(:ids::uuid[]) AND detail IS NOT NULL""")
 
-YEARS_SQL = """
-    SELECT id::text, year FROM anime WHERE id = ANY(%(ids)s::uuid[])
-    UNION ALL SELECT id::text, year FROM manga WHERE id = ANY(%(ids)s::uuid[])"""
+YEARS_SQL = Query("""
+    SELECT id::text, year FROM anime WHERE id = ANY(:ids::uuid[])
+    UNION ALL SELECT id::text, year FROM manga WHERE id = ANY(:ids::uuid[])""")
 
 
 @dataclass(frozen=True, slots=True)
@@ -87,7 +84,7 @@ class Hop:
 class PostgresGraphExecutor:
     """Runs :class:`GraphIntent` against the ``edge`` table with hard caps and timeouts."""
 
-    def __init__(self, pool: AsyncConnectionPool, settings: Settings) -> None:
+    def __init__(self, pool: Pool, settings: Settings) -> None:
         self._pool = pool
         self._caps = Caps.from_settings(settings)
         self._timeout = settings.query_timeout_ms / 1000
@@ -97,16 +94,15 @@ class PostgresGraphExecutor:
         """Run one primitive. No match is a result with count 0; failures raise ``RetrievalError``."""
         try:
             return await with_connection(self._pool, lambda conn: self._run(conn, intent), attempts=self._attempts)
-        except (TimeoutError, pgerrors.QueryCanceled) as exc:
+        except (TimeoutError, asyncpg.QueryCanceledError) as exc:
             raise RetrievalError("pg_graph", "timeout", f"graph {intent.query_type} ran past its time limit") from exc
-        except psycopg.OperationalError as exc:
+        except CONNECTION_ERRORS as exc:
             raise RetrievalError("pg_graph", "unavailable", f"graph {intent.query_type} failed after "
                                  f"{self._attempts} attempts: {exc}") from exc
 
-    async def _q(self, conn: Conn, sql: str, params: dict[str, Any]) -> list[tuple[Any, ...]]:
+    async def _q(self, conn: Conn, query: Query, params: dict[str, Any]) -> list[asyncpg.Record]:
         async with asyncio.timeout(self._timeout):
-            cur = await conn.execute(sql, params)  # fixed text above; values bound
-            return await cur.fetchall()
+            return await query.fetch(conn, params)  # fixed text above; values bound
 
     async def _run(self, conn: Conn, intent: GraphIntent) -> GraphResult:
         clamped: dict[str, list[int]] = {}
@@ -161,7 +157,7 @@ class PostgresGraphExecutor:
             nodes = [n for n in nodes if n.entity_type in f.node_types]
         if f.year_min is None and f.year_max is None:
             return nodes
-        years = dict(await self._q(conn, YEARS_SQL, {"ids": [n.id for n in nodes]}))
+        years = {r[0]: r[1] for r in await self._q(conn, YEARS_SQL, {"ids": [n.id for n in nodes]})}
         lo, hi = f.year_min or -10**6, f.year_max or 10**6
         return [n for n in nodes if n.id not in years or lo <= years[n.id] <= hi]
 

@@ -16,7 +16,6 @@ import asyncio
 from collections.abc import Sequence
 from typing import Any
 
-from psycopg_pool import AsyncConnectionPool
 from qdrant_client import models
 
 from agentic_rag.protocol import RetrievalResult, SearchIntent
@@ -25,6 +24,7 @@ from agentic_rag.retrievers.prose import ProseHit, prose_search
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor, compile_filter, summarize
 from agentic_rag.storage.qdrant import collection_name
+from agentic_rag.storage.sql import Pool
 
 RRF_K = 60
 # A name typed exactly is stronger evidence than any embedding neighbour; a typo match is not.
@@ -46,7 +46,7 @@ def rrf(rankings: Sequence[Sequence[tuple[str, float]]], k: int = RRF_K) -> list
 class HybridRetriever:
     """Lexical (PostgreSQL names) + semantic (Qdrant) search for one entity type, fused by RRF."""
 
-    def __init__(self, pool: AsyncConnectionPool, vector: QdrantExecutor) -> None:
+    def __init__(self, pool: Pool, vector: QdrantExecutor) -> None:
         self._pool = pool
         self._vector = vector
 

@@ -13,9 +13,8 @@ share at least two of them to be returned. The prose and the word counts are two
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
 
-import psycopg
+from agentic_rag.storage.sql import Conn, Query
 
 PROSE_TYPES = ("anime", "manga", "character")
 MAX_WORDS = 12  # the rarest words of the question that the prose uses: at most 66 pairs probed
@@ -25,26 +24,26 @@ MAX_CANDIDATES = 2000  # entries sharing a pair of them, scored; a bound, met on
 # uses but not in most entries ("anime" says nothing of which), rarest first; an entry is a candidate
 # when it holds two of them (a GIN probe of OR-ed pairs), and its score is the summed weight of every
 # one it holds. Words are [a-z0-9]+, so a lexeme is a well-formed tsquery operand.
-PROSE_SQL = """
+PROSE_SQL = Query("""
 WITH lx AS (
-  SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', %(q)s)) WHERE lexeme ~ '^[a-z0-9]+$'
+  SELECT DISTINCT lexeme FROM unnest(to_tsvector('english', :q)) WHERE lexeme ~ '^[a-z0-9]+$'
 ), w AS (
   SELECT lx.lexeme, ln((pw.docs + 1.0) / (pw.ndoc + 1.0)) AS weight
-  FROM lx JOIN prose_word pw ON pw.entity_type = %(t)s AND pw.word = lx.lexeme AND pw.ndoc * 2 <= pw.docs
-  ORDER BY weight DESC, lx.lexeme LIMIT %(words)s
+  FROM lx JOIN prose_word pw ON pw.entity_type = :t AND pw.word = lx.lexeme AND pw.ndoc * 2 <= pw.docs
+  ORDER BY weight DESC, lx.lexeme LIMIT :words
 ), tq AS (
   SELECT to_tsquery('simple', string_agg(a.lexeme || ' & ' || b.lexeme, ' | ')) AS q
   FROM w a JOIN w b ON a.lexeme < b.lexeme
 ), cand AS (
   SELECT p.entity_id, p.doc, p.popularity FROM entity_prose p, tq
-  WHERE tq.q IS NOT NULL AND p.entity_type = %(t)s AND p.doc @@ tq.q LIMIT %(candidates)s
+  WHERE tq.q IS NOT NULL AND p.entity_type = :t AND p.doc @@ tq.q LIMIT :candidates
 )
 SELECT c.entity_id::text, sum(w.weight)::float8 AS score, array_agg(w.lexeme ORDER BY w.weight DESC) AS words
 FROM cand c JOIN w ON c.doc @@ w.lexeme::tsquery
 GROUP BY c.entity_id, c.popularity
 ORDER BY score DESC, c.popularity DESC, c.entity_id
-LIMIT %(limit)s
-"""
+LIMIT :limit
+""")
 
 
 @dataclass(frozen=True, slots=True)
@@ -56,7 +55,7 @@ class ProseHit:
     words: tuple[str, ...]
 
 
-async def prose_search(conn: psycopg.AsyncConnection[Any], text: str, entity_type: str, *,
+async def prose_search(conn: Conn, text: str, entity_type: str, *,
                        limit: int = 10) -> list[ProseHit]:
     """Entries of ``entity_type`` whose prose shares the most (rare) words with ``text``, best first.
 
@@ -64,6 +63,6 @@ async def prose_search(conn: psycopg.AsyncConnection[Any], text: str, entity_typ
     """
     if entity_type not in PROSE_TYPES or not text.strip():
         return []
-    cur = await conn.execute(PROSE_SQL, {"q": text[:2000], "t": entity_type, "limit": max(1, min(limit, 50)),
+    rows = await PROSE_SQL.fetch(conn, {"q": text[:2000], "t": entity_type, "limit": max(1, min(limit, 50)),
                                         "words": MAX_WORDS, "candidates": MAX_CANDIDATES})
-    return [ProseHit(id=str(i), score=round(float(s), 3), words=tuple(w)) for i, s, w in await cur.fetchall()]
+    return [ProseHit(id=str(i), score=round(float(s), 3), words=tuple(w)) for i, s, w in rows]

@@ -15,11 +15,12 @@ from __future__ import annotations
 import asyncio
 from typing import Annotated, Any, Literal
 
-import psycopg
+import asyncpg
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
 from agentic_rag.catalog.vocabulary import ENTITY_TYPES, EntityType
 from agentic_rag.protocol import EntityRef
+from agentic_rag.storage.sql import Conn, Query
 
 MatchTier = Literal["exact", "prefix", "fuzzy"]
 TypeaheadText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
@@ -48,27 +49,27 @@ class TypeaheadHit(BaseModel):
 
 
 _COLS = "n.entity_id::text, n.entity_type, n.name, n.popularity"
-_TYPES = "(%(types)s::text[] IS NULL OR n.entity_type = ANY(%(types)s::text[]))"
-NORMALISE_SQL = "SELECT lower(unaccent(%(q)s))"
-EXACT_SQL = f"SELECT {_COLS} FROM entity_name n WHERE n.norm = %(norm)s AND {_TYPES}"  # noqa: S608
+_TYPES = "(:types::text[] IS NULL OR n.entity_type = ANY(:types::text[]))"
+NORMALISE_SQL = Query("SELECT lower(unaccent(:q))")
+EXACT_SQL = Query(f"SELECT {_COLS} FROM entity_name n WHERE n.norm = :norm AND {_TYPES}")  # noqa: S608
 
 
 def _bucket(k: int) -> str:
     """Names in the query's k-letter bucket, most popular first: an index-only walk of a covering index."""
     return f"""
         SELECT {_COLS}, n.norm FROM entity_name n
-        WHERE left(n.norm, {k}) = left(%(norm)s, {k}) AND {{cond}} AND {_TYPES}
+        WHERE left(n.norm, {k}) = left(:norm, {k}) AND {{cond}} AND {_TYPES}
         ORDER BY left(n.norm, {k}), n.popularity DESC LIMIT {{limit}}"""  # noqa: S608
 
 
 # Prefix: the walk stops after `cand` matches, whatever the table size.
-PREFIX_SQL = {k: _bucket(k).format(cond="n.norm LIKE %(pattern)s", limit="%(cand)s") for k in (2, 3)}
+PREFIX_SQL = {k: Query(_bucket(k).format(cond="n.norm LIKE :pattern", limit=":cand")) for k in (2, 3)}
 # A long prefix: the few names in its byte range, from a covering index, most popular first.
 LONG_PREFIX = 6
-RANGE_SQL = f"""
+RANGE_SQL = Query(f"""
     SELECT {_COLS}, n.norm FROM entity_name n
-    WHERE n.norm ~>=~ %(lo)s AND n.norm ~<~ %(hi)s AND {_TYPES}
-    ORDER BY n.popularity DESC LIMIT %(cand)s"""  # noqa: S608
+    WHERE n.norm ~>=~ :lo AND n.norm ~<~ :hi AND {_TYPES}
+    ORDER BY n.popularity DESC LIMIT :cand""")  # noqa: S608
 # Typo candidates (SymSpell's deletion neighbourhood, on the first letters of a name). Migration
 # 0007 indexes each name with its (p+1)-th letter deleted, for p < DELETION_DEPTH. One edit at
 # position p of what was typed is then a prefix match, as a short byte-range walk of one index:
@@ -92,7 +93,7 @@ def deletion_expr(p: int, col: str = "n.norm") -> str:
 
 def _range(expr: str, key: str) -> str:
     return f"""(SELECT {_COLS}, n.norm FROM entity_name n
-        WHERE {expr} ~>=~ %({key}_lo)s AND {expr} ~<~ %({key}_hi)s AND {_TYPES}
+        WHERE {expr} ~>=~ :{key}_lo AND {expr} ~<~ :{key}_hi AND {_TYPES}
         ORDER BY {expr} USING ~<~ LIMIT {PROBE_ROWS})"""  # noqa: S608
 
 
@@ -102,36 +103,36 @@ def _typo_sql() -> str:
         probes += [_range(deletion_expr(p), "q"), _range("n.norm", f"d{p}"), _range(deletion_expr(p), f"d{p}")]
         if p + 1 < DELETION_DEPTH:
             probes.append(_range(deletion_expr(p), f"d{p + 1}"))
-    probes += [f"""(SELECT {_COLS}, n.norm FROM entity_name n WHERE n.norm {op} %(norm)s AND {_TYPES}
+    probes += [f"""(SELECT {_COLS}, n.norm FROM entity_name n WHERE n.norm {op} :norm AND {_TYPES}
         ORDER BY n.norm USING {order} LIMIT {PROBE_ROWS})"""  # noqa: S608
                for op, order in (("~>=~", "~<~"), ("~<~", "~>~"))]
-    # the query is within %(edits)s edits of the name's first len(q) - 1, len(q) or len(q) + 1
+    # the query is within `edits` edits of the name's first len(q) - 1, len(q) or len(q) + 1
     # letters; Levenshtein counts a swap as two edits, so a swap among the first letters counts one
-    edits = [f"levenshtein_less_equal(%(norm)s, left(n.norm, %(qlen)s{d}), %(edits)s + 1)"
+    edits = [f"levenshtein_less_equal(:norm, left(n.norm, :qlen{d}), :edits + 1)"
              for d in (" - 1", "", " + 1")]
-    swaps = [f"1 + levenshtein_less_equal(%(sw{p})s, left(n.norm, %(qlen)s), %(edits)s)"
+    swaps = [f"1 + levenshtein_less_equal(:sw{p}, left(n.norm, :qlen), :edits)"
              for p in range(DELETION_DEPTH - 1)]
     return f"""
     SELECT entity_id, entity_type, name, popularity FROM (
         SELECT DISTINCT ON (n.entity_id, n.norm) n.*, least({', '.join(edits + swaps)}) AS distance
         FROM ({" UNION ALL ".join(probes)}) n
     ) n
-    WHERE n.distance <= %(edits)s
+    WHERE n.distance <= :edits
     ORDER BY n.distance, n.popularity DESC, n.norm
-    LIMIT %(cand)s"""  # noqa: S608
+    LIMIT :cand"""  # noqa: S608
 
 
-TYPO_SQL = _typo_sql()
+TYPO_SQL = Query(_typo_sql())
 GENERIC_PLAN_SQL = "SELECT set_config('plan_cache_mode', 'force_generic_plan', true)"
 # Anything else (two typos in the first letters, a word inside a long title): the trigram index, only
 # when nothing above matched.
-FUZZY_SQL = f"""
+FUZZY_SQL = Query(f"""
     SELECT {_COLS} FROM entity_name n
-    WHERE n.norm %%> %(norm)s AND {_TYPES}
-    ORDER BY round(word_similarity(%(norm)s, n.norm)::numeric, 1) DESC, n.popularity DESC, n.norm
-    LIMIT %(cand)s"""  # noqa: S608
-PRIMARY_SQL = ("SELECT entity_id::text, name FROM entity_name "
-               "WHERE entity_id = ANY(%(ids)s::uuid[]) AND kind = 'primary'")
+    WHERE n.norm %> :norm AND {_TYPES}
+    ORDER BY round(word_similarity(:norm, n.norm)::numeric, 1) DESC, n.popularity DESC, n.norm
+    LIMIT :cand""")  # noqa: S608
+PRIMARY_SQL = Query("SELECT entity_id::text, name FROM entity_name "
+                    "WHERE entity_id = ANY(:ids::uuid[]) AND kind = 'primary'")
 FUZZY_THRESHOLD = 0.5
 
 
@@ -159,7 +160,7 @@ def _like_prefix(norm: str) -> str:
     return escaped + "%"
 
 
-async def typeahead(conn: psycopg.AsyncConnection[Any], query: TypeaheadQuery, *,
+async def typeahead(conn: Conn, query: TypeaheadQuery, *,
                     timeout_s: float = 2.0) -> list[TypeaheadHit]:
     """Entities whose names match ``query.q``: exact, then prefix, then fuzzy; popularity first within."""
     async with asyncio.timeout(timeout_s):
@@ -171,29 +172,29 @@ def ascii_norm(q: str) -> str | None:
     return q.lower() if q.isascii() else None
 
 
-async def _typeahead(conn: psycopg.AsyncConnection[Any], query: TypeaheadQuery) -> list[TypeaheadHit]:
+async def _typeahead(conn: Conn, query: TypeaheadQuery) -> list[TypeaheadHit]:
     norm = ascii_norm(query.q)
     if norm is None:
-        row = await (await conn.execute(NORMALISE_SQL, {"q": query.q})).fetchone()
+        row = await NORMALISE_SQL.fetchrow(conn, {"q": query.q})
         norm = str(row[0]) if row else query.q.lower()
     params: dict[str, Any] = {
         "norm": norm, "pattern": _like_prefix(norm), "types": list(query.types) if query.types else None,
         "cand": query.limit * 4,
     }
-    hits: dict[str, tuple[MatchTier, tuple[Any, ...]]] = {}
+    hits: dict[str, tuple[MatchTier, asyncpg.Record]] = {}
 
-    def take(tier: MatchTier, rows: list[tuple[Any, ...]]) -> None:
+    def take(tier: MatchTier, rows: list[asyncpg.Record]) -> None:
         for r in rows:
             hits.setdefault(r[0], (tier, r))
 
-    take("exact", await (await conn.execute(EXACT_SQL, params)).fetchall())
+    take("exact", await EXACT_SQL.fetch(conn, params))
     exact = bool(hits)
     if len(norm) >= 2:  # one letter is too little to rank a prefix by; exact names only
         if len(norm) >= LONG_PREFIX and (hi := _after(norm)) is not None:
             prefix_params = {**params, "lo": norm, "hi": hi}
-            take("prefix", await (await conn.execute(RANGE_SQL, prefix_params)).fetchall())
+            take("prefix", await RANGE_SQL.fetch(conn, prefix_params))
         else:
-            take("prefix", await (await conn.execute(PREFIX_SQL[min(len(norm), 3)], params)).fetchall())
+            take("prefix", await PREFIX_SQL[min(len(norm), 3)].fetch(conn, params))
     # typo candidates only when the name was not typed exactly and the list is not full yet
     # (one edit in three letters could be hundreds of names: a query that short goes to the trigram index)
     if not exact and len(hits) < query.limit and len(norm) >= MIN_TYPO_QUERY:
@@ -202,16 +203,16 @@ async def _typeahead(conn: psycopg.AsyncConnection[Any], query: TypeaheadQuery) 
             # names), and with "auto" PostgreSQL keeps re-planning it for each query's values. Its
             # generic plan is the right one whatever the values: every probe is a bounded walk.
             await conn.execute(GENERIC_PLAN_SQL)
-            take("fuzzy", await (await conn.execute(TYPO_SQL, {**params, **_typo_keys(norm)})).fetchall())
+            take("fuzzy", await TYPO_SQL.fetch(conn, {**params, **_typo_keys(norm)}))
     if not hits and len(norm) >= 3:
         async with conn.transaction():
-            await conn.execute("SELECT set_config('pg_trgm.word_similarity_threshold', %s, true)",
-                               (str(FUZZY_THRESHOLD),))
-            take("fuzzy", await (await conn.execute(FUZZY_SQL, params)).fetchall())
+            await conn.execute("SELECT set_config('pg_trgm.word_similarity_threshold', $1, true)",
+                               str(FUZZY_THRESHOLD))
+            take("fuzzy", await FUZZY_SQL.fetch(conn, params))
     order = {"exact": 0, "prefix": 1, "fuzzy": 2}
     best = sorted(hits.values(), key=lambda h: (order[h[0]], -h[1][3], h[1][2].lower()))[: query.limit]
     ids = [r[0] for _, r in best]
-    primary = dict(await (await conn.execute(PRIMARY_SQL, {"ids": ids})).fetchall()) if ids else {}
+    primary = {r[0]: r[1] for r in await PRIMARY_SQL.fetch(conn, {"ids": ids})} if ids else {}
     return [
         TypeaheadHit(entity=EntityRef(entity_type=r[1], id=r[0]), name=primary.get(r[0], r[2]), matched=r[2],
                      match=tier, popularity=r[3])

@@ -10,14 +10,13 @@ from typing import Any, TypeVar
 import numpy as np
 import numpy.typing as npt
 from qdrant_client import models
-from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
-from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
 from agentic_rag.protocol import RetrievalResult, SearchFilters, SearchIntent
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore, collection_name
+from agentic_rag.storage.retry import QDRANT_FAILURES, qdrant_transient, retrying
 
 T = TypeVar("T")
 EmbedFn = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
@@ -42,12 +41,6 @@ def compile_filter(filters: SearchFilters) -> models.Filter | None:
     if filters.franchise_id:
         must.append(models.FieldCondition(key="franchise_id", match=models.MatchValue(value=filters.franchise_id)))
     return models.Filter(must=must) if must else None
-
-
-def _transient(exc: BaseException) -> bool:
-    if isinstance(exc, UnexpectedResponse):
-        return exc.status_code is not None and exc.status_code >= 500
-    return isinstance(exc, (ResponseHandlingException, ConnectionError))
 
 
 def _row(payload: dict[str, Any], score: float | None) -> dict[str, Any]:
@@ -89,34 +82,39 @@ class QdrantExecutor:
             return fn(*args, **kwargs)
 
     async def execute(self, intent: SearchIntent) -> RetrievalResult:
-        """Fetch by ``filters.id`` (no embedding) or search semantically; 0 results is a result."""
+        """Fetch by ``filters.id`` (no embedding) or search semantically; 0 results is a result.
+
+        The time limit covers embedding the query and the search; running out while embedding is the
+        embedder's failure (``RetrievalError`` of ``embedder``), not Qdrant's."""
         name = collection_name(self.settings, intent.entity_type)
+        vector: list[float] | None = None
         try:
             async with asyncio.timeout(self._timeout):
-                async for attempt in AsyncRetrying(
-                    stop=stop_after_attempt(self._attempts), wait=wait_exponential(multiplier=0.05, max=1.0),
-                    retry=retry_if_exception(_transient), reraise=True,
-                ):
+                if not intent.filters.id:
+                    assert intent.query is not None  # SearchIntent guarantees a query or ids
+                    vector = (await self._embed([intent.query]))[0].tolist()
+                async for attempt in retrying(self._attempts, qdrant_transient):  # the one policy, Qdrant's transient
                     with attempt:
-                        return await self._run(name, intent)
+                        return await self._run(name, intent, vector)
         except TimeoutError as exc:
+            if vector is None and not intent.filters.id:
+                raise RetrievalError("embedder", "timeout", "the query was not embedded within the time limit") \
+                    from exc
             raise RetrievalError("qdrant", "timeout", f"qdrant search in {name} ran past its time limit") from exc
-        except (UnexpectedResponse, ResponseHandlingException, ConnectionError) as exc:
+        except QDRANT_FAILURES as exc:
             raise RetrievalError("qdrant", "unavailable", f"qdrant search in {name} failed: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _run(self, name: str, intent: SearchIntent) -> RetrievalResult:
-        if intent.filters.id:
+    async def _run(self, name: str, intent: SearchIntent, vector: list[float] | None) -> RetrievalResult:
+        if vector is None:
             points = await asyncio.to_thread(self.call, self.client.retrieve, name, list(intent.filters.id),
                                              with_payload=True, with_vectors=False)
             order = {pid: i for i, pid in enumerate(intent.filters.id)}
             points = sorted(points, key=lambda p: order.get(str(p.id), 0))
             payloads: list[tuple[dict[str, Any], float | None]] = [(p.payload or {}, None) for p in points]
         else:
-            assert intent.query is not None  # SearchIntent guarantees a query or ids
-            vector = (await self._embed([intent.query]))[0]
             response = await asyncio.to_thread(
-                self.call, self.client.query_points, name, query=vector.tolist(),
+                self.call, self.client.query_points, name, query=vector,
                 query_filter=compile_filter(intent.filters), limit=intent.limit, with_payload=True,
             )
             payloads = [(p.payload or {}, p.score) for p in response.points]

@@ -8,51 +8,93 @@ else a private cluster under ``<data_dir>/pg`` started with the installed Postgr
 
 from __future__ import annotations
 
+import asyncio
 import glob
 import hashlib
+import json
 import logging
 import os
 import pwd
 import shutil
 import subprocess
+from collections.abc import Callable, Coroutine
+from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
 from pathlib import Path
+from typing import Any, TypeVar
 
-import psycopg
-from psycopg import sql
-from psycopg_pool import AsyncConnectionPool
+import asyncpg
 
 from agentic_rag.settings import Settings
+from agentic_rag.storage.dsn import asyncpg_args, with_database
+from agentic_rag.storage.sql import Conn, Pool, ident
 
 log = logging.getLogger(__name__)
 
 SYSTEM_SERVER = "postgresql://postgres@127.0.0.1:5432/postgres"
+# asyncpg caches (prepares once per connection) statements up to 15 KiB by default; the typeahead's typo
+# probes are 17 KB, and planning them costs more than running them: every fixed statement is cached.
+MAX_CACHED_STATEMENT = 64 * 1024
+T = TypeVar("T")
 
 
 class DatabaseUnavailable(RuntimeError):
     """No PostgreSQL could be reached or started; the message says what was tried."""
 
 
-def _answers(dsn: str) -> bool:
+def _blocking(make: Callable[[], Coroutine[Any, Any, T]]) -> T:
+    """Run an asyncpg coroutine from synchronous code, on an event loop of its own (in a worker thread when
+    this thread already runs one)."""
     try:
-        with psycopg.connect(dsn, connect_timeout=2):
-            return True
-    except psycopg.OperationalError:
-        return False
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return asyncio.run(make())
+    with ThreadPoolExecutor(1) as pool:
+        return pool.submit(lambda: asyncio.run(make())).result()
 
 
-def _with_database(server_dsn: str, database: str) -> str:
-    info = psycopg.conninfo.conninfo_to_dict(server_dsn)
-    info["dbname"] = database
-    return psycopg.conninfo.make_conninfo(**{k: str(v) for k, v in info.items() if v is not None})
+async def connect(dsn: str) -> asyncpg.Connection[asyncpg.Record]:
+    """One connection of its own (not pooled, no statement timeout), with the same jsonb codec as the pool's."""
+    url, timeout = asyncpg_args(dsn)
+    conn: asyncpg.Connection[asyncpg.Record] = await asyncpg.connect(
+        url, timeout=timeout, max_cacheable_statement_size=MAX_CACHED_STATEMENT)
+    try:
+        await _init(conn)
+    except BaseException:
+        await conn.close()
+        raise
+    return conn
+
+
+def _answers(dsn: str) -> bool:
+    url, _ = asyncpg_args(dsn)
+
+    async def probe() -> bool:
+        try:
+            conn = await asyncpg.connect(url, timeout=2)
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError):  # refused, unknown database, timeout
+            return False
+        await conn.close()
+        return True
+
+    return _blocking(probe)
 
 
 def create_database_if_missing(server_dsn: str, database: str) -> None:
-    with psycopg.connect(server_dsn, autocommit=True, connect_timeout=5) as conn:
-        exists = conn.execute("SELECT 1 FROM pg_database WHERE datname = %s", (database,)).fetchone()
-        if not exists:
-            conn.execute(sql.SQL("CREATE DATABASE {}").format(sql.Identifier(database)))
-            log.info("created database %s", database)
+    async def create() -> None:
+        url, _ = asyncpg_args(server_dsn)
+        conn = await asyncpg.connect(url, timeout=5)
+        try:
+            if not await conn.fetchval("SELECT 1 FROM pg_database WHERE datname = $1", database):
+                try:
+                    await conn.execute(f"CREATE DATABASE {ident(database)}")
+                    log.info("created database %s", database)
+                except asyncpg.DuplicateDatabaseError:  # another process created it since we looked
+                    pass
+        finally:
+            await conn.close()
+
+    _blocking(create)
 
 
 def _pg_bin(name: str) -> str:
@@ -126,7 +168,7 @@ def resolve_dsn(settings: Settings, *, system_server: str = SYSTEM_SERVER) -> st
         log.info("no PostgreSQL on 127.0.0.1:5432; using a private cluster in %s", settings.data_dir)
         server = start_private_cluster(settings.data_dir, settings.local_postgres_port)
     create_database_if_missing(server, settings.database_name)
-    return _with_database(server, settings.database_name)
+    return with_database(server, settings.database_name)
 
 
 # -- migrations -------------------------------------------------------------------------------------
@@ -148,36 +190,76 @@ async def migrate(dsn: str) -> list[str]:
     was changed after being applied is an error: migrations are append-only history.
     """
     applied_now: list[str] = []
-    async with await psycopg.AsyncConnection.connect(dsn) as conn, conn.transaction():
-        await conn.execute("SELECT pg_advisory_xact_lock(7243001)")
-        await conn.execute(
-            "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
-            " checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
-        )
-        cur = await conn.execute("SELECT version, checksum FROM schema_migrations")
-        done = {v: c for v, c in await cur.fetchall()}
-        for version, name, text in _migrations():
-            checksum = hashlib.sha256(text.encode()).hexdigest()
-            if version in done:
-                if done[version] != checksum:
-                    raise RuntimeError(f"migration {name} changed after it was applied; add a new one instead")
-                continue
-            async with conn.transaction():
-                await conn.execute(text.encode())  # a fixed file shipped with the package
-                await conn.execute(
-                    "INSERT INTO schema_migrations (version, name, checksum) VALUES (%s, %s, %s)",
-                    (version, name, checksum),
-                )
-            applied_now.append(name)
+    url, timeout = asyncpg_args(dsn)
+    conn = await asyncpg.connect(url, timeout=timeout)
+    try:
+        async with conn.transaction():
+            await conn.execute("SELECT pg_advisory_xact_lock(7243001)")
+            await conn.execute(
+                "CREATE TABLE IF NOT EXISTS schema_migrations (version integer PRIMARY KEY, name text NOT NULL,"
+                " checksum text NOT NULL, applied_at timestamptz NOT NULL DEFAULT now())"
+            )
+            done = {r[0]: r[1] for r in await conn.fetch("SELECT version, checksum FROM schema_migrations")}
+            for version, name, text in _migrations():
+                checksum = hashlib.sha256(text.encode()).hexdigest()
+                if version in done:
+                    if done[version] != checksum:
+                        raise RuntimeError(f"migration {name} changed after it was applied; add a new one instead")
+                    continue
+                async with conn.transaction():
+                    await conn.execute(text)  # a fixed file shipped with the package (several statements)
+                    await conn.execute("INSERT INTO schema_migrations (version, name, checksum) VALUES ($1, $2, $3)",
+                                       version, name, checksum)
+                applied_now.append(name)
+    finally:
+        await conn.close()
     return applied_now
 
 
-def make_pool(dsn: str, settings: Settings) -> AsyncConnectionPool:
-    """An async pool whose every connection carries the statement timeout. Open it with ``await pool.open()``."""
-    return AsyncConnectionPool(
-        dsn,
+# -- the pool ---------------------------------------------------------------------------------------
+
+def _encode_jsonb(value: Any) -> bytes:
+    return b"\x01" + json.dumps(value, ensure_ascii=False).encode()  # jsonb's binary form: version 1, then text
+
+
+def _decode_jsonb(data: bytes) -> Any:
+    return json.loads(data[1:])
+
+
+async def _init(conn: Conn) -> None:
+    """Per new connection: jsonb comes back as Python values and goes in from them (binary, so COPY takes it)."""
+    await conn.set_type_codec("jsonb", schema="pg_catalog", encoder=_encode_jsonb, decoder=_decode_jsonb,
+                              format="binary")
+
+
+async def _keep_session(conn: Conn) -> None:
+    """What the pool does to a connection it takes back, beyond rolling back an open transaction: nothing.
+
+    asyncpg's default resets the session (``RESET ALL``, ``CLOSE ALL``, ``UNLISTEN *``, advisory locks): a
+    round trip per release, for state this code never leaves behind (its settings are ``SET LOCAL`` or
+    ``set_config(..., true)``, its locks transaction-scoped)."""
+
+
+async def make_pool(dsn: str, settings: Settings, *, timeout_s: float = 30.0) -> Pool:
+    """An open pool whose every connection carries the statement timeout (server side) and the query timeout
+    (client side, per call), and caches its prepared statements (asyncpg's per-connection statement cache).
+    Raises when ``min_size`` connections cannot be opened within ``timeout_s``."""
+    url, timeout = asyncpg_args(dsn)
+    pool: Pool = asyncpg.create_pool(
+        url,
         min_size=settings.pool_min_size,
         max_size=settings.pool_max_size,
-        kwargs={"options": f"-c statement_timeout={settings.statement_timeout_ms}"},
-        open=False,
+        server_settings={"statement_timeout": str(settings.statement_timeout_ms)},
+        command_timeout=settings.query_timeout_ms / 1000,
+        init=_init,
+        reset=_keep_session,
+        timeout=timeout,
+        max_cacheable_statement_size=MAX_CACHED_STATEMENT,
     )
+    try:
+        async with asyncio.timeout(timeout_s):
+            await pool
+    except BaseException:
+        pool.terminate()
+        raise
+    return pool

@@ -32,6 +32,11 @@ class QdrantUnavailable(RuntimeError):
     """Qdrant could not be opened; the message says which store and why."""
 
 
+class QdrantStoreInUse(QdrantUnavailable):
+    """The embedded store is open in another process (each opens in one at a time): a running one, or one that
+    is still exiting (a killed replica whose replacement starts before it is gone)."""
+
+
 class VectorStore(Protocol):
     """The part of ``QdrantClient`` agentic-rag uses, with its models: the collections of the catalog's
     entity types, their points, filtered nearest-neighbour search, fetch by id and scroll."""
@@ -85,7 +90,7 @@ def open_qdrant(settings: Settings) -> VectorStore:
     try:
         return QdrantClient(path=str(path))
     except RuntimeError as exc:  # portalocker: another process holds the local storage
-        raise QdrantUnavailable(
+        raise QdrantStoreInUse(
             f"Qdrant local storage {path} is in use by another process (local mode allows one); "
             "stop it, use another RAG_QDRANT_PATH, or run a Qdrant server and set RAG_QDRANT_URL"
         ) from exc
@@ -103,7 +108,7 @@ def _open_edge(settings: Settings) -> VectorStore:
     try:
         return EdgeStore(path, hnsw_ef=settings.qdrant_hnsw_ef)
     except EdgeStoreLocked as exc:
-        raise QdrantUnavailable(
+        raise QdrantStoreInUse(
             f"Qdrant Edge store {path} is in use by another process or client (an edge store opens in one at a "
             "time, read-only included); stop it, use another RAG_QDRANT_PATH, or run a Qdrant server and set "
             "RAG_QDRANT_URL"

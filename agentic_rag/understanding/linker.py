@@ -23,10 +23,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
-import psycopg
-
 from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention, LinkMatch
 from agentic_rag.protocol.links import MAX_CANDIDATES, MAX_MENTIONS
+from agentic_rag.storage.sql import Conn, Query
 from agentic_rag.understanding.cues import CUES
 from agentic_rag.understanding.numbers import ORDINALS, UNITS, spelled
 from agentic_rag.understanding.text import (
@@ -81,7 +80,7 @@ class _Span:
 
 
 NO_JIT_SQL = "SELECT set_config('jit', 'off', true)"
-WORDS_SQL = "SELECT del, word, freq FROM name_word WHERE del = ANY(%(keys)s::text[])"
+WORDS_SQL = Query("SELECT del, word, freq FROM name_word WHERE del = ANY(:keys::text[])")
 # Names whose key is one of the probed spans, with what a reader needs to choose among them.
 # What a reader needs of each name found, read per row through primary keys (scalar subqueries, so
 # the plan stays index lookups per hit whatever the planner estimates of the hits).
@@ -98,17 +97,17 @@ _HIT = "n.entity_id, n.entity_type, n.name, n.kind, n.popularity FROM entity_nam
 _SUBTITLE = "link_key(substr(n.norm, strpos(n.norm, ':') + 1))"
 _JOINED = "replace(link_key(n.norm), ' ', '')"  # migration 0009's index
 MIN_JOINED = 7  # letters in one word that may be a whole name typed without spaces ("deathnote")
-NAMES_SQL = f"""
+NAMES_SQL = Query(f"""
 WITH hit AS (
   SELECT link_key(n.norm) AS key, false AS by_subtitle, {_HIT}
-   WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type <> 'episode'
+   WHERE link_key(n.norm) = ANY(:keys::text[]) AND n.entity_type <> 'episode'
   UNION ALL
   SELECT {_SUBTITLE}, true, {_HIT}
-   WHERE strpos(n.norm, ':') > 0 AND {_SUBTITLE} = ANY(%(subtitles)s::text[]) AND n.entity_type <> 'episode'
+   WHERE strpos(n.norm, ':') > 0 AND {_SUBTITLE} = ANY(:subtitles::text[]) AND n.entity_type <> 'episode'
   UNION ALL
   SELECT {_JOINED}, false, {_HIT}
-   WHERE {_JOINED} = ANY(%(joined)s::text[]) AND n.entity_type <> 'episode'
-){_ENRICHED}"""
+   WHERE {_JOINED} = ANY(:joined::text[]) AND n.entity_type <> 'episode'
+){_ENRICHED}""")
 
 
 def _blocked(tokens: Sequence[Token]) -> bool:
@@ -119,14 +118,14 @@ def _blocked(tokens: Sequence[Token]) -> bool:
         len(tokens) == 1 and (len(tokens[0].key) < 2 or tokens[0].key.isdigit()))
 
 
-async def _corrections(conn: psycopg.AsyncConnection[Any], words: list[str]
+async def _corrections(conn: Conn, words: list[str]
                        ) -> tuple[dict[str, list[Fix]], dict[str, int]]:
     """Catalog words one edit from each unknown question word, most frequent first; and how many names hold
     each question word the catalog has."""
     english = english_words()
     long_words = [w for w in dict.fromkeys(words) if len(w) >= MIN_TYPO_WORD and not w.isdigit() and w not in STOP]
     keys = set(words) | {d for w in long_words for d in deletions(w)}
-    rows = await (await conn.execute(WORDS_SQL, {"keys": sorted(keys)})).fetchall()
+    rows = await WORDS_SQL.fetch(conn, {"keys": sorted(keys)})
     known = {str(word): int(freq) for d, word, freq in rows if d == word}
     found: dict[str, dict[str, int]] = {}
     for _, word, freq in rows:
@@ -178,7 +177,7 @@ def _rank(match: LinkMatch) -> int:
     return ("exact", "alias", "reordered", "typo", "partial").index(match)
 
 
-async def link(conn: psycopg.AsyncConnection[Any], question: str, *, timeout_s: float = 2.0) -> EntityLinks:
+async def link(conn: Conn, question: str, *, timeout_s: float = 2.0) -> EntityLinks:
     """The mentions of ``question``, each with its candidate entities (two bounded round trips)."""
     async with asyncio.timeout(timeout_s), conn.transaction():
         # index lookups whose row estimates can be large (many probed keys): JIT compiling them would
@@ -202,7 +201,7 @@ def _words(question: str) -> tuple[list[Token], set[int]]:
     return [tokens[i] for i in kept], {j for j in range(1, len(kept)) if kept[j] != kept[j - 1] + 1}
 
 
-async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLinks:
+async def _link(conn: Conn, question: str) -> EntityLinks:
     tokens, cut = _words(question)
     if not tokens:
         return EntityLinks()
@@ -224,8 +223,7 @@ async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLink
     # one long word the catalog does not have may be a name typed without its spaces ("chainsawman")
     # (a single word is always probed as typed: a hit on its joined key lands on that probe)
     joined = [t.key for t in tokens if len(t.key) >= MIN_JOINED and t.key not in known and t.key not in english_words()]
-    rows = await (await conn.execute(NAMES_SQL, {"keys": list(probes), "subtitles": subtitles,
-                                                 "joined": joined})).fetchall()
+    rows = await NAMES_SQL.fetch(conn, {"keys": list(probes), "subtitles": subtitles, "joined": joined})
     spans: dict[tuple[int, int], _Span] = {}
     # the separators typed between words: a name never spans one it does not have ("naruto + shippuden")
     gaps = [set(question[a.end:b.start]) & SEPARATORS for a, b in itertools.pairwise(tokens)]
@@ -282,16 +280,16 @@ RARE = 8  # ... and names at most that hold it: "shippuden", "bebop", "sawano", 
 # the names holding each rare word, most popular first (a plain constant: no value is ever interpolated)
 _RARE_HITS = """
   SELECT w.word AS key, false AS by_subtitle, p.entity_id, p.entity_type, p.name, p.kind, p.popularity
-    FROM unnest(%(words)s::text[]) AS w(word)
+    FROM unnest(:words::text[]) AS w(word)
    CROSS JOIN LATERAL (
     SELECT n.entity_id, n.entity_type, n.name, n.kind, n.popularity
       FROM entity_name n
-     WHERE n.norm LIKE '%%' || w.word || '%%' AND n.entity_type <> 'episode'
-     ORDER BY n.popularity DESC LIMIT %(per_word)s) p"""
-PARTIAL_SQL = f"WITH hit AS ({_RARE_HITS}){_ENRICHED}"
+     WHERE n.norm LIKE '%' || w.word || '%' AND n.entity_type <> 'episode'
+     ORDER BY n.popularity DESC LIMIT :per_word) p"""
+PARTIAL_SQL = Query(f"WITH hit AS ({_RARE_HITS}){_ENRICHED}")
 
 
-async def _partial(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
+async def _partial(conn: Conn, question: str, tokens: list[Token],
                    mentions: list[LinkedMention], known: dict[str, int]) -> list[LinkedMention]:
     """A rare catalog word left unlinked names the few names that hold it ("finished shippuden, what next",
     "sawano's other anime"): one more probe, through the trigram index, only when such a word is there."""
@@ -314,7 +312,7 @@ async def _partial(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
     if not rare:
         return mentions
     words = sorted({t.key for t in rare})
-    rows = await (await conn.execute(PARTIAL_SQL, {"words": words, "per_word": RARE * 2})).fetchall()
+    rows = await PARTIAL_SQL.fetch(conn, {"words": words, "per_word": RARE * 2})
     out = list(mentions)
     for t in rare:
         cands: dict[str, LinkCandidate] = {}
@@ -412,14 +410,14 @@ def _season_keys(base: str, kind: str, n: int) -> list[str]:
 
 # names of these types with exactly these keys: a season of a title ("mha season 4"), a title's sibling
 # ("dragon ball gt")
-TITLE_KEYS_SQL = f"""
+TITLE_KEYS_SQL = Query(f"""
 WITH hit AS (
   SELECT link_key(n.norm) AS key, false AS by_subtitle, {_HIT}
-   WHERE link_key(n.norm) = ANY(%(keys)s::text[]) AND n.entity_type = ANY(%(types)s::text[])
-){_ENRICHED}"""
+   WHERE link_key(n.norm) = ANY(:keys::text[]) AND n.entity_type = ANY(:types::text[])
+){_ENRICHED}""")
 
 
-async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
+async def _seasons(conn: Conn, question: str, tokens: list[Token],
                    mentions: list[LinkedMention]) -> list[LinkedMention]:
     """A mention followed by a season or part ("MHA s4", "Mob Psycho 100 II") names that season, when the
     catalog has it: one more probe, of the anime's own names with the season spelled the catalog's ways."""
@@ -487,7 +485,7 @@ async def _seasons(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
                 asks.update(keys)
     if not asks:
         return mentions
-    rows = await (await conn.execute(TITLE_KEYS_SQL, {"keys": sorted(asks), "types": ["anime"]})).fetchall()
+    rows = await TITLE_KEYS_SQL.fetch(conn, {"keys": sorted(asks), "types": ["anime"]})
     out: list[LinkedMention] = []
     for i, m in enumerate(mentions):
         seasons = []
@@ -508,7 +506,7 @@ _LISTING = frozenset(("and", "or", "vs", "versus", "plus", "then"))  # words tha
 MAX_SIBLINGS = 5
 
 
-async def _siblings(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
+async def _siblings(conn: Conn, question: str, tokens: list[Token],
                     mentions: list[LinkedMention]) -> list[LinkedMention]:
     """"Dragon Ball, Z, GT and Super", "DBZ and GT": a short word listed after a title names the sibling
     title that the first title's words (less its last one) and that word make, when the catalog has it. One
@@ -536,7 +534,7 @@ async def _siblings(conn: psycopg.AsyncConnection[Any], question: str, tokens: l
     if not asked:
         return mentions
     keys = sorted({k for _, ks in asked for k in ks})
-    rows = await (await conn.execute(TITLE_KEYS_SQL, {"keys": keys, "types": ["anime", "manga"]})).fetchall()
+    rows = await TITLE_KEYS_SQL.fetch(conn, {"keys": keys, "types": ["anime", "manga"]})
     out = list(mentions)
     for t, keys in asked:
         hits = sorted((r for r in rows if str(r[0]) in keys), key=lambda r: (r[5] != "primary", -int(r[6])))
@@ -547,18 +545,18 @@ async def _siblings(conn: psycopg.AsyncConnection[Any], question: str, tokens: l
     return sorted(out, key=lambda m: m.start)[:MAX_MENTIONS]
 
 
-NAMED_AFTER_SQL = f"""
+NAMED_AFTER_SQL = Query(f"""
 WITH hit AS (
-  SELECT %(key)s::text AS key, false AS by_subtitle, {_HIT}
-   WHERE n.norm LIKE '%%' || %(key)s || '%%' AND n.entity_type IN ('anime', 'manga')
+  SELECT :key::text AS key, false AS by_subtitle, {_HIT}
+   WHERE n.norm LIKE '%' || :key || '%' AND n.entity_type IN ('anime', 'manga')
    ORDER BY n.popularity DESC LIMIT 8
-){_ENRICHED}"""
+){_ENRICHED}""")
 _WORK_WORDS = {"anime": ("anime",), "show": ("anime",), "ova": ("anime",), "movie": ("anime",), "film": ("anime",),
                "manga": ("manga",), "spinoff": ("anime", "manga"), "spin": ("anime", "manga")}
 MAX_NAMED_AFTER = 2  # works a character's name may be in the title of, for "the X anime" to name them
 
 
-async def _named_after(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
+async def _named_after(conn: Conn, question: str, tokens: list[Token],
                        mentions: list[LinkedMention]) -> list[LinkedMention]:
     """"The rock lee spin-off anime": a character followed by a work word names the work titled after them
     ("Naruto Spin-Off: Rock Lee & His Ninja Pals"), when one or two works hold the name. One probe through the
@@ -573,7 +571,7 @@ async def _named_after(conn: psycopg.AsyncConnection[Any], question: str, tokens
             continue
         wanted = set(kinds[-1]) if len(kinds) > 1 else set(kinds[0])  # "spin-off anime": the anime
         key = " ".join(fold(m.candidates[0].name).split())  # as entity_name.norm is folded
-        rows = await (await conn.execute(NAMED_AFTER_SQL, {"key": key})).fetchall()
+        rows = await NAMED_AFTER_SQL.fetch(conn, {"key": key})
         works: dict[str, LinkCandidate] = {}
         for _, _, eid, etype, name, _kind, popularity, primary, year, fmt in rows:
             if etype in wanted and str(eid) not in works:
@@ -585,19 +583,19 @@ async def _named_after(conn: psycopg.AsyncConnection[Any], question: str, tokens
     return out
 
 
-FILMS_SQL = """
+FILMS_SQL = Query("""
 SELECT m.ord, f.id::text, f.title, f.popularity, f.year
-  FROM unnest(%(ids)s::uuid[]) WITH ORDINALITY AS m(id, ord)
+  FROM unnest(:ids::uuid[]) WITH ORDINALITY AS m(id, ord)
   JOIN anime a ON a.id = m.id
   JOIN anime f ON f.franchise_id = a.franchise_id AND f.format = 'movie'
  ORDER BY m.ord, f.year, f.id
- LIMIT 60"""
+ LIMIT 60""")
 _FILM_WORDS = frozenset(("movie", "film"))
 # "the oldest one piece film": the films are what the extreme is taken over, not one of them to choose
 _EXTREMES = frozenset(("oldest", "newest", "latest", "earliest", "first", "last", "longest", "shortest", "best"))
 
 
-async def _films(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
+async def _films(conn: Conn, question: str, tokens: list[Token],
                  mentions: list[LinkedMention]) -> list[LinkedMention]:
     """"The X movie" where no film is called X names the films of X's franchise: one when it has one ("the
     cowboy bebop movie"), several to choose from when it has more ("the one piece movie"). One more probe,
@@ -622,7 +620,7 @@ async def _films(conn: psycopg.AsyncConnection[Any], question: str, tokens: list
             asked.append((i, anime.entity.id, after[0].start + len(after[0].raw), word))
     if not asked:
         return mentions
-    rows = await (await conn.execute(FILMS_SQL, {"ids": [a[1] for a in asked]})).fetchall()
+    rows = await FILMS_SQL.fetch(conn, {"ids": [a[1] for a in asked]})
     out = list(mentions)
     for n, (i, _, end, word) in enumerate(asked, start=1):
         m = mentions[i]
@@ -636,15 +634,15 @@ async def _films(conn: psycopg.AsyncConnection[Any], question: str, tokens: list
 
 
 # a short name followed by more of a title, under the work's other names: "eva 3.0" is "Evangelion 3.0"
-RENAMED_SQL = f"""
+RENAMED_SQL = Query(f"""
 WITH alt AS (
-  SELECT DISTINCT link_key(n.norm) AS base FROM entity_name n WHERE n.entity_id = ANY(%(ids)s::uuid[])
+  SELECT DISTINCT link_key(n.norm) AS base FROM entity_name n WHERE n.entity_id = ANY(:ids::uuid[])
 ), probe AS (
-  SELECT DISTINCT a.base || ' ' || r.rest AS key FROM alt a CROSS JOIN unnest(%(rests)s::text[]) AS r(rest)
+  SELECT DISTINCT a.base || ' ' || r.rest AS key FROM alt a CROSS JOIN unnest(:rests::text[]) AS r(rest)
 ), hit AS (
   SELECT p.key, false AS by_subtitle, {_HIT} JOIN probe p ON link_key(n.norm) = p.key
    WHERE n.entity_type IN ('anime', 'manga')
-){_ENRICHED}"""  # noqa: S608 (only constants are interpolated; every value is bound)
+){_ENRICHED}""")  # noqa: S608 (only constants are interpolated; every value is bound)
 MAX_RENAMED = 4  # words after the short name tried as the rest of a longer title
 
 
@@ -654,7 +652,7 @@ def _split_digits(key: str) -> list[str]:
     return [m.group(1), m.group(2)] if m else [key]
 
 
-async def _renamed(conn: psycopg.AsyncConnection[Any], question: str, tokens: list[Token],
+async def _renamed(conn: Conn, question: str, tokens: list[Token],
                    mentions: list[LinkedMention]) -> list[LinkedMention]:
     """"eva 3.0", "jjk0 movie": a work named by a short name (an alias, or its words run together with a
     number), followed by words nothing linked, may name a longer title under another name of the same work
@@ -674,7 +672,7 @@ async def _renamed(conn: psycopg.AsyncConnection[Any], question: str, tokens: li
             continue
         rests = [" ".join(words[:k]) for k in range(1, len(words) + 1)]
         ids = [c.entity.id for c in works[:MAX_CANDIDATES]]
-        rows = await (await conn.execute(RENAMED_SQL, {"ids": ids, "rests": rests})).fetchall()
+        rows = await RENAMED_SQL.fetch(conn, {"ids": ids, "rests": rests})
         longest = max((len(str(r[0]).split()) for r in rows), default=0)
         best = {str(r[2]): _candidate(r[2], r[3], r[7], r[4], "alias", r[6], r[8], r[9])
                 for r in rows if len(str(r[0]).split()) == longest}

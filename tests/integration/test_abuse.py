@@ -11,9 +11,7 @@ import time
 import uuid
 from collections.abc import AsyncIterator
 
-import psycopg
 import pytest
-from psycopg_pool import AsyncConnectionPool
 from pydantic import ValidationError
 
 from agentic_rag.catalog.vocabulary import entity_id
@@ -25,8 +23,10 @@ from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import make_pool
+from agentic_rag.storage.dsn import with_database
+from agentic_rag.storage.postgres import connect, make_pool
 from agentic_rag.storage.qdrant import VectorStore
+from agentic_rag.storage.sql import Pool
 
 pytestmark = pytest.mark.integration
 
@@ -40,10 +40,10 @@ LUFFY = EntityRef(entity_type="character", id=str(entity_id("character", "monkey
 NAMI = EntityRef(entity_type="character", id=str(entity_id("character", "nami")))
 
 
-async def _catalog_intact(pool: AsyncConnectionPool) -> None:
-    async with pool.connection() as conn:
+async def _catalog_intact(pool: Pool) -> None:
+    async with pool.acquire() as conn:
         for table in ("anime", "character", "edge", "entity_name", "person"):
-            row = await (await conn.execute(f"SELECT count(*) > 0 FROM {table}")).fetchone()
+            row = await conn.fetchrow(f"SELECT count(*) > 0 FROM {table}")
             assert row == (True,), table
 
 
@@ -54,9 +54,9 @@ def vector(qdrant: VectorStore, embedder: Embedder, settings: Settings) -> Qdran
 
 @pytest.mark.parametrize("text", INJECTIONS)
 async def test_injection_strings_in_every_text_input_are_only_data(
-    text: str, pool: AsyncConnectionPool, vector: QdrantExecutor
+    text: str, pool: Pool, vector: QdrantExecutor
 ) -> None:
-    async with pool.connection() as conn:
+    async with pool.acquire() as conn:
         hits = await typeahead(conn, TypeaheadQuery(q=text, types=["anime", "character"]))
     assert all(h.entity.entity_type in ("anime", "character") for h in hits)
     intent = SearchIntent(rationale=text, entity_type="anime", query=text, limit=5,
@@ -79,7 +79,7 @@ def test_injection_strings_cannot_become_ids_or_vocabulary(text: str) -> None:
         GraphIntent.model_validate({"rationale": "r", "query_type": text, "start": start})
 
 
-async def test_random_uuids_are_empty_results(pool: AsyncConnectionPool, settings: Settings,
+async def test_random_uuids_are_empty_results(pool: Pool, settings: Settings,
                                               vector: QdrantExecutor) -> None:
     graph = PostgresGraphExecutor(pool, settings)
     for _ in range(20):
@@ -107,40 +107,43 @@ def test_huge_and_negative_limits_and_huge_lists_are_rejected() -> None:
 
 
 @pytest.fixture(scope="module")
-async def hub(pool: AsyncConnectionPool, dsn: str) -> AsyncIterator[EntityRef]:
+async def hub(pool: Pool, dsn: str) -> AsyncIterator[EntityRef]:
     """An anime featuring 100k synthetic characters (and Luffy, so paths run through it).
 
     Built on a plain connection: the pool's statement timeout is for queries, not bulk setup.
     """
     hub_id = str(entity_id("anime", "abuse-hub"))
-    async with await psycopg.AsyncConnection.connect(dsn) as conn, conn.transaction():
-        await conn.execute(
-            "INSERT INTO anime (id, key, source, title, format, year, status, popularity) "
-            "VALUES (%s, 'abuse-hub', 'synthetic', 'Hub', 'tv', 2000, 'finished', 0)", (hub_id,))
-        await conn.execute(
-            "INSERT INTO character (id, key, source, name) SELECT gen_random_uuid(), 'abuse-' || g, 'synthetic', "
-            "'Extra ' || g FROM generate_series(1, %s) g", (HUB_DEGREE,))
-        await conn.execute(
-            "INSERT INTO anime_character (anime_id, character_id, role, source) "
-            "SELECT %s::uuid, id, 'supporting', 'synthetic' FROM character WHERE key LIKE 'abuse-%%' "
-            "UNION ALL SELECT %s::uuid, %s::uuid, 'supporting', 'synthetic'", (hub_id, hub_id, LUFFY.id))
-        await conn.execute(
-            "INSERT INTO edge (src_id, rel, dst_id, src_type, dst_type, detail, source) "
-            "SELECT src_id, rel, dst_id, src_type, dst_type, detail, source FROM edge_source "
-            "WHERE source = 'synthetic' AND (src_id = %s OR dst_id = %s)", (hub_id, hub_id))
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
+    conn = await connect(dsn)
+    try:
+        async with conn.transaction():
+            await conn.execute(
+                "INSERT INTO anime (id, key, source, title, format, year, status, popularity) "
+                "VALUES ($1, 'abuse-hub', 'synthetic', 'Hub', 'tv', 2000, 'finished', 0)", hub_id)
+            await conn.execute(
+                "INSERT INTO character (id, key, source, name) SELECT gen_random_uuid(), 'abuse-' || g, 'synthetic', "
+                "'Extra ' || g FROM generate_series(1, $1) g", HUB_DEGREE)
+            await conn.execute(
+                "INSERT INTO anime_character (anime_id, character_id, role, source) "
+                "SELECT $1::uuid, id, 'supporting', 'synthetic' FROM character WHERE key LIKE 'abuse-%' "
+                "UNION ALL SELECT $1::uuid, $2::uuid, 'supporting', 'synthetic'", hub_id, LUFFY.id)
+            await conn.execute(
+                "INSERT INTO edge (src_id, rel, dst_id, src_type, dst_type, detail, source) "
+                "SELECT src_id, rel, dst_id, src_type, dst_type, detail, source FROM edge_source "
+                "WHERE source = 'synthetic' AND (src_id = $1 OR dst_id = $1)", hub_id)
         await conn.execute("ANALYZE edge")
-    yield EntityRef(entity_type="anime", id=hub_id)
-    async with await psycopg.AsyncConnection.connect(dsn) as conn, conn.transaction():
-        await conn.execute("DELETE FROM edge WHERE src_id = %s OR dst_id = %s", (hub_id, hub_id))
-        await conn.execute("DELETE FROM anime WHERE id = %s", (hub_id,))
-        await conn.execute("DELETE FROM character WHERE key LIKE 'abuse-%%'")
+        yield EntityRef(entity_type="anime", id=hub_id)
+        async with conn.transaction():
+            await conn.execute("DELETE FROM edge WHERE src_id = $1 OR dst_id = $1", hub_id)
+            await conn.execute("DELETE FROM anime WHERE id = $1", hub_id)
+            await conn.execute("DELETE FROM character WHERE key LIKE 'abuse-%'")
+    finally:
+        await conn.close()
 
 
-async def test_a_hub_of_degree_100k_stays_bounded(hub: EntityRef, pool: AsyncConnectionPool,
+async def test_a_hub_of_degree_100k_stays_bounded(hub: EntityRef, pool: Pool,
                                                   settings: Settings) -> None:
-    async with pool.connection() as conn:
-        degree = await (await conn.execute("SELECT count(*) FROM edge WHERE src_id = %s", (hub.id,))).fetchone()
+    async with pool.acquire() as conn:
+        degree = await conn.fetchrow("SELECT count(*) FROM edge WHERE src_id = $1", hub.id)
     assert degree is not None and int(str(degree[0])) > HUB_DEGREE
     graph = PostgresGraphExecutor(pool, settings)
     extra = EntityRef(entity_type="character", id=str(entity_id("character", "nami")))
@@ -168,8 +171,7 @@ async def test_a_hub_of_degree_100k_stays_bounded(hub: EntityRef, pool: AsyncCon
 async def test_no_query_runs_past_its_timeout(hub: EntityRef, dsn: str, settings: Settings) -> None:
     tight = settings.model_copy(update={"statement_timeout_ms": 1, "query_timeout_ms": 200, "graph_max_fanout": 10_000,
                                         "graph_max_frontier": 1_000_000})
-    pool = make_pool(dsn, tight)
-    await pool.open(wait=True)
+    pool = await make_pool(dsn, tight)
     try:
         graph = PostgresGraphExecutor(pool, tight)
         t0 = time.perf_counter()
@@ -182,14 +184,16 @@ async def test_no_query_runs_past_its_timeout(hub: EntityRef, dsn: str, settings
         await pool.close()
 
 
-async def test_a_dropped_connection_is_retried(pool: AsyncConnectionPool, dsn: str, settings: Settings) -> None:
-    small = make_pool(dsn, settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1}))
-    await small.open(wait=True)
+async def test_a_dropped_connection_is_retried(pool: Pool, dsn: str, settings: Settings) -> None:
+    small = await make_pool(dsn, settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1}))
     try:
-        async with small.connection() as c:
-            pid = (await (await c.execute("SELECT pg_backend_pid()")).fetchone() or (0,))[0]
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as killer:
-            await killer.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        async with small.acquire() as c:
+            pid = c.get_server_pid()
+        killer = await connect(dsn)
+        try:
+            await killer.execute("SELECT pg_terminate_backend($1)", pid)
+        finally:
+            await killer.close()
         await asyncio.sleep(0.1)
         graph = PostgresGraphExecutor(small, settings)
         r = await graph.execute(GraphIntent(rationale="r", query_type="path", start=LUFFY, end=NAMI))
@@ -199,9 +203,8 @@ async def test_a_dropped_connection_is_retried(pool: AsyncConnectionPool, dsn: s
 
 
 async def test_an_unreachable_database_is_one_typed_error(server: str, settings: Settings) -> None:
-    dead = psycopg.conninfo.make_conninfo(server, dbname="agentic_rag_no_such_database")
-    pool = AsyncConnectionPool(dead, min_size=0, max_size=1, timeout=0.3, open=False)
-    await pool.open()
+    dead = with_database(server, "agentic_rag_no_such_database")
+    pool = await make_pool(dead, settings.model_copy(update={"pool_min_size": 0, "pool_max_size": 1}))
     try:
         t0 = time.perf_counter()
         with pytest.raises(RetrievalError) as info:

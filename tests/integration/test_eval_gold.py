@@ -8,37 +8,37 @@ in fact in the catalog, an answer string found nowhere in the catalog's text.
 from __future__ import annotations
 
 import pytest
-from psycopg_pool import AsyncConnectionPool
 
 from agentic_rag.catalog.ingest import IngestReport
 from agentic_rag.eval import EvalQuestion, GoldEntity, GoldResolutionError, load_demo_questions, resolve_gold
 from agentic_rag.eval.metrics import fold
 from agentic_rag.eval.questions import gold_keys
+from agentic_rag.storage.sql import Pool
 
 pytestmark = pytest.mark.integration
 
 _BY_STUDIO = """SELECT a.title FROM anime a JOIN anime_studio x ON x.anime_id = a.id
-                JOIN studio s ON s.id = x.studio_id WHERE s.name = %s"""
+                JOIN studio s ON s.id = x.studio_id WHERE s.name = $1"""
 _COUNT_BY_STUDIO = """SELECT count(*)::text FROM anime_studio x JOIN studio s ON s.id = x.studio_id
-                      WHERE s.name = %s"""
+                      WHERE s.name = $1"""
 _COUNT_IN_FRANCHISE = """SELECT count(*)::text FROM anime a JOIN franchise f ON f.id = a.franchise_id
-                         WHERE f.name = %s"""
+                         WHERE f.name = $1"""
 
 # Each attribute/aggregate question: a query whose single text column holds the facts the
 # question's answer_contains strings are checked against (numbers exactly, names as substrings).
 FACTS: dict[str, tuple[str, tuple[object, ...]]] = {
-    "attribute-01": ("SELECT title FROM anime WHERE year = %s", (2023,)),
-    "attribute-02": ("SELECT title FROM anime WHERE episode_count > %s", (200,)),
-    "attribute-03": (_BY_STUDIO + " AND a.format = %s", ("MAPPA", "movie")),
-    "attribute-04": (_BY_STUDIO + " AND a.year > %s", ("Bones", 2020)),
-    "attribute-05": ("SELECT title FROM anime WHERE format = %s", ("ova",)),
-    "attribute-06": ("SELECT title FROM anime WHERE status = %s", ("airing",)),
-    "attribute-07": ("SELECT title FROM manga WHERE status = %s", ("ongoing",)),
-    "attribute-08": ("SELECT title FROM anime WHERE format = 'tv' AND year BETWEEN %s AND %s", (1990, 1999)),
-    "attribute-09": ("SELECT title FROM anime WHERE episode_count = %s", (12,)),
-    "attribute-10": ("SELECT title FROM manga WHERE lower(unaccent(magazine)) = %s", ("monthly shonen ace",)),
-    "attribute-11": ("SELECT title FROM anime WHERE %s = ANY (genres)", ("horror",)),
-    "attribute-12": (_BY_STUDIO + " AND a.year < %s", ("Madhouse", 2010)),
+    "attribute-01": ("SELECT title FROM anime WHERE year = $1", (2023,)),
+    "attribute-02": ("SELECT title FROM anime WHERE episode_count > $1", (200,)),
+    "attribute-03": (_BY_STUDIO + " AND a.format = $2", ("MAPPA", "movie")),
+    "attribute-04": (_BY_STUDIO + " AND a.year > $2", ("Bones", 2020)),
+    "attribute-05": ("SELECT title FROM anime WHERE format = $1", ("ova",)),
+    "attribute-06": ("SELECT title FROM anime WHERE status = $1", ("airing",)),
+    "attribute-07": ("SELECT title FROM manga WHERE status = $1", ("ongoing",)),
+    "attribute-08": ("SELECT title FROM anime WHERE format = 'tv' AND year BETWEEN $1 AND $2", (1990, 1999)),
+    "attribute-09": ("SELECT title FROM anime WHERE episode_count = $1", (12,)),
+    "attribute-10": ("SELECT title FROM manga WHERE lower(unaccent(magazine)) = $1", ("monthly shonen ace",)),
+    "attribute-11": ("SELECT title FROM anime WHERE $1 = ANY (genres)", ("horror",)),
+    "attribute-12": (_BY_STUDIO + " AND a.year < $2", ("Madhouse", 2010)),
     "aggregate-01": (_COUNT_BY_STUDIO, ("Bones",)),
     "aggregate-02": (_COUNT_BY_STUDIO, ("Toei Animation",)),
     "aggregate-03": (_COUNT_BY_STUDIO, ("Studio Pierrot",)),
@@ -46,15 +46,15 @@ FACTS: dict[str, tuple[str, tuple[object, ...]]] = {
                                   GROUP BY s.name)
                         SELECT name FROM c WHERE n = (SELECT max(n) FROM c)""", ()),
     "aggregate-05": ("""SELECT count(DISTINCT x.manga_id)::text FROM manga_author x JOIN person p ON p.id = x.person_id
-                        WHERE p.name = %s""", ("Masashi Kishimoto",)),
+                        WHERE p.name = $1""", ("Masashi Kishimoto",)),
     "aggregate-06": (_COUNT_IN_FRANCHISE, ("My Hero Academia",)),
-    "aggregate-07": ("SELECT sum(episode_count)::text FROM anime WHERE title = ANY (%s)",
+    "aggregate-07": ("SELECT sum(episode_count)::text FROM anime WHERE title = ANY ($1)",
                      (["Mob Psycho 100", "Mob Psycho 100 II", "Mob Psycho 100 III"],)),
     "aggregate-08": ("""SELECT count(DISTINCT x.anime_id)::text FROM anime_staff x JOIN person p ON p.id = x.person_id
-                        WHERE p.name = %s AND x.role = %s""", ("Hiroshi Seko", "series_composition")),
+                        WHERE p.name = $1 AND x.role = $2""", ("Hiroshi Seko", "series_composition")),
     "aggregate-09": ("""SELECT count(*)::text FROM anime_character x JOIN anime a ON a.id = x.anime_id
-                        WHERE a.title = %s""", ("Chainsaw Man",)),
-    "aggregate-10": (_COUNT_IN_FRANCHISE + " AND a.format = %s", ("Dragon Ball", "movie")),
+                        WHERE a.title = $1""", ("Chainsaw Man",)),
+    "aggregate-10": (_COUNT_IN_FRANCHISE + " AND a.format = $2", ("Dragon Ball", "movie")),
 }
 
 # What each no_match question asks about; none of these may name anything in the catalog.
@@ -79,21 +79,21 @@ def questions() -> list[EvalQuestion]:
 
 
 async def test_every_gold_entity_resolves_to_exactly_one_entity(
-    pool: AsyncConnectionPool, questions: list[EvalQuestion]
+    pool: Pool, questions: list[EvalQuestion]
 ) -> None:
-    async with pool.connection() as conn:
+    async with pool.acquire() as conn:
         gold = await resolve_gold(conn, questions)
     assert list(gold) == gold_keys(questions)
     several = {f"{t}:{n}": len(ids) for (t, n), ids in gold.items() if len(ids) != 1}
     assert not several, f"gold names matching several entities: {several}"
 
 
-async def test_unresolvable_gold_names_are_listed(pool: AsyncConnectionPool) -> None:
+async def test_unresolvable_gold_names_are_listed(pool: Pool) -> None:
     q = EvalQuestion(id="x", question="?", type="lookup", gold_entities=[
         GoldEntity(entity_type="anime", name="One Piece"), GoldEntity(entity_type="anime", name="Sailor Moon"),
         GoldEntity(entity_type="studio", name="One Piece"),  # a name of the wrong type does not resolve
     ])
-    async with pool.connection() as conn:
+    async with pool.acquire() as conn:
         with pytest.raises(GoldResolutionError, match="anime:'sailor moon', studio:'one piece'") as info:
             await resolve_gold(conn, [q])
         assert info.value.missing == [("anime", "sailor moon"), ("studio", "one piece")]
@@ -105,15 +105,14 @@ async def test_unresolvable_gold_names_are_listed(pool: AsyncConnectionPool) -> 
 
 
 async def test_attribute_and_aggregate_answers_match_the_catalog(
-    pool: AsyncConnectionPool, questions: list[EvalQuestion]
+    pool: Pool, questions: list[EvalQuestion]
 ) -> None:
     checked = {q.id: q for q in questions if q.type in ("attribute", "aggregate")}
     assert set(FACTS) == set(checked), "every attribute/aggregate question needs a fact query here"
     wrong: list[str] = []
-    async with pool.connection() as conn:
+    async with pool.acquire() as conn:
         for qid, (sql, params) in FACTS.items():
-            cur = await conn.execute(sql, params)
-            values = [fold(str(v)) for (v,) in await cur.fetchall() if v is not None]
+            values = [fold(str(v)) for (v,) in await conn.fetch(sql, *params) if v is not None]
             for s in checked[qid].answer_contains:
                 ok = fold(s) in values if s.isdigit() else any(fold(s) in v for v in values)
                 if not ok:
@@ -122,26 +121,24 @@ async def test_attribute_and_aggregate_answers_match_the_catalog(
 
 
 async def test_no_match_subjects_are_absent_from_the_catalog(
-    pool: AsyncConnectionPool, questions: list[EvalQuestion]
+    pool: Pool, questions: list[EvalQuestion]
 ) -> None:
     asked = [q.question for q in questions if q.type == "no_match"]
     unlisted = [a for a in asked if not any(s in a for s in NO_MATCH_SUBJECTS)]
     assert not unlisted, f"add the subjects of these no_match questions to NO_MATCH_SUBJECTS: {unlisted}"
     assert all(any(s in a for a in asked) for s in NO_MATCH_SUBJECTS)
-    async with pool.connection() as conn:
-        cur = await conn.execute(
-            "SELECT name FROM entity_name WHERE norm = ANY (SELECT lower(unaccent(x)) FROM unnest(%s::text[]) x)",
-            (NO_MATCH_SUBJECTS,),
-        )
-        assert await cur.fetchall() == []
+    async with pool.acquire() as conn:
+        assert await conn.fetch(
+            "SELECT name FROM entity_name WHERE norm = ANY (SELECT lower(unaccent(x)) FROM unnest($1::text[]) x)",
+            NO_MATCH_SUBJECTS,
+        ) == []
 
 
 async def test_answer_strings_occur_in_the_catalog_text(
-    demo: IngestReport, pool: AsyncConnectionPool, questions: list[EvalQuestion]
+    demo: IngestReport, pool: Pool, questions: list[EvalQuestion]
 ) -> None:
-    async with pool.connection() as conn:
-        cur = await conn.execute(CATALOG_TEXT_SQL)
-        row = await cur.fetchone()
+    async with pool.acquire() as conn:
+        row = await conn.fetchrow(CATALOG_TEXT_SQL)
     assert row is not None
     text = str(row[0])
     missing = [f"{q.id}: {s!r}" for q in questions for s in q.answer_contains

@@ -6,13 +6,13 @@ import json
 import uuid
 
 import pytest
-from psycopg_pool import AsyncConnectionPool
 
 from agentic_rag.catalog.vocabulary import entity_id
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphLimits
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hydrate import hydrate
 from agentic_rag.settings import Settings
+from agentic_rag.storage.sql import Pool
 
 pytestmark = pytest.mark.integration
 
@@ -22,7 +22,7 @@ def ref(entity_type: str, key: str) -> EntityRef:
 
 
 @pytest.fixture(scope="module")
-def graph(pool: AsyncConnectionPool, settings: Settings) -> PostgresGraphExecutor:
+def graph(pool: Pool, settings: Settings) -> PostgresGraphExecutor:
     return PostgresGraphExecutor(pool, settings)
 
 
@@ -83,11 +83,11 @@ async def test_neighbors_with_derived_same_studio_edges(graph: PostgresGraphExec
     assert all(p.nodes[1] == ref("studio", "madhouse") for p in r.paths)
 
 
-async def test_node_type_and_year_filters(graph: PostgresGraphExecutor, pool: AsyncConnectionPool) -> None:
+async def test_node_type_and_year_filters(graph: PostgresGraphExecutor, pool: Pool) -> None:
     r = await graph.execute(intent("neighbors", ref("studio", "madhouse"), edge_types=["animated"],
                                    filters={"year_min": 2011}))
     works = [n for n in r.node_ids if n.entity_type == "anime"]
-    async with pool.connection() as conn:
+    async with pool.acquire() as conn:
         records = await hydrate(conn, works)
     assert records and all(rec["year"] >= 2011 for rec in records)
     assert ref("anime", "hunter-x-hunter-2011") in works and ref("anime", "death-note") not in works

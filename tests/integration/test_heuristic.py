@@ -9,7 +9,6 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 
 import pytest
-from psycopg_pool import AsyncConnectionPool
 
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.heuristic import HeuristicModel, validate
@@ -33,6 +32,7 @@ from agentic_rag.retrievers.hydrate import labels
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
+from agentic_rag.storage.sql import Pool
 from agentic_rag.understanding.linker import link
 
 pytestmark = pytest.mark.integration
@@ -60,7 +60,7 @@ def _describe(i: object) -> str:
 
 
 @pytest.fixture(scope="module")
-def drive(pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder, settings: Settings):  # type: ignore[no-untyped-def]
+def drive(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Settings):  # type: ignore[no-untyped-def]
     hybrid = HybridRetriever(pool, QdrantExecutor(qdrant, embedder.aembed, settings))
     graph = PostgresGraphExecutor(pool, settings)
 
@@ -68,7 +68,7 @@ def drive(pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder, se
         from agentic_rag.models.roles import RewriteInput
 
         r = Run()
-        async with pool.connection() as conn:
+        async with pool.acquire() as conn:
             links = await link(conn, question)
         rewrite = (await model.generate(render(RewriteInput(question=question, links=links), QueryRewrite),
                                         QueryRewrite)).output
@@ -85,11 +85,11 @@ def drive(pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder, se
                     card = from_search(turn, intent, await hybrid.execute(intent))
                 elif isinstance(intent, GraphIntent):
                     g = await graph.execute(intent)
-                    async with pool.connection() as conn:
+                    async with pool.acquire() as conn:
                         names = await labels(conn, [intent.start, *g.node_ids])
                     card = from_graph(turn, intent, g, names)
                 else:
-                    async with pool.connection() as conn:
+                    async with pool.acquire() as conn:
                         q = await run_query(conn, intent, timeout_s=2.0)
                     card = from_query(turn, intent, q)
                 r.cards.append(card)
@@ -214,11 +214,11 @@ async def test_heuristic_answers(drive, question: str, has: list[str], lacks: li
         assert text not in r.draft.answer, (text, r.draft.answer)
 
 
-async def test_a_confident_answer_of_the_wrong_kind_is_not_sufficient(pool: AsyncConnectionPool) -> None:
+async def test_a_confident_answer_of_the_wrong_kind_is_not_sufficient(pool: Pool) -> None:
     """A planner that drafts a character for "who directed ..." is told the person is still missing, however sure
     its draft says it is; the same draft naming a person passes."""
     question = "who directed the anime nana shimura is from?"
-    async with pool.connection() as conn:
+    async with pool.acquire() as conn:
         links = await link(conn, question)
     nana = links.mentions[0].candidates[0].entity
     rewrite = QueryRewrite(rewritten_query=question, needs_external_context=True, retrieval_mode="graph",

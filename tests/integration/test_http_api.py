@@ -18,7 +18,6 @@ import openai
 import pytest
 import uvicorn
 from fastapi import FastAPI
-from psycopg_pool import AsyncConnectionPool
 
 from agentic_rag.catalog.vocabulary import entity_id
 from agentic_rag.deployments.http import create_app
@@ -35,7 +34,9 @@ from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.sweep import sweep_abandoned
 from agentic_rag.protocol import EntityRef, GradeReport, NextStep, QueryRewrite
 from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import make_pool
 from agentic_rag.storage.qdrant import VectorStore
+from agentic_rag.storage.sql import Pool
 
 pytestmark = pytest.mark.integration
 
@@ -48,7 +49,7 @@ LUFFY, NAMI, ONE_PIECE = eid("character", "monkey-d-luffy"), eid("character", "n
 
 
 @pytest.fixture(scope="module")
-def runtime(pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder, settings: Settings) -> Runtime:
+def runtime(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Settings) -> Runtime:
     orchestrator, store = build_orchestrator(settings, pool, qdrant, embedder)
     return Runtime(settings, pool, qdrant, embedder, store, orchestrator)
 
@@ -298,11 +299,11 @@ async def test_concurrent_clarifications_resolve_exactly_once(client: httpx.Asyn
 
 
 async def test_an_abandoned_run_reads_as_such_and_cannot_be_resumed(client: httpx.AsyncClient, runtime: Runtime,
-                                                                    pool: AsyncConnectionPool) -> None:
+                                                                    pool: Pool) -> None:
     rec = await runtime.store.start(query="Tell me about Naruto", request_id="req-crashed")
-    async with pool.connection() as conn:  # its replica died ten minutes ago
-        await conn.execute("UPDATE trajectories SET updated_at = now() - interval '10 minutes' WHERE id = %s",
-                           (rec.trajectory_id,))
+    async with pool.acquire() as conn:  # its replica died ten minutes ago
+        await conn.execute("UPDATE trajectories SET updated_at = now() - interval '10 minutes' WHERE id = $1",
+                           rec.trajectory_id)
     sweeper = asyncio.create_task(sweep_abandoned(runtime.store, runtime.settings))  # as an orchestrator starts it
     try:
         for _ in range(200):  # its first pass runs at once
@@ -427,6 +428,32 @@ async def test_malformed_or_huge_bodies(client: httpx.AsyncClient) -> None:
     assert_error(await client.post("/v1/search_ai", content=huge, headers=headers), 413, "payload_too_large")
 
 
+# issue 15's corpus: strings that must only ever be data, in every field, header and path a client controls
+HOSTILE = ["'; DROP TABLE anime; --", "luffy') UNION SELECT id FROM person --", "%' AND pg_sleep(10) IS NULL --",
+           "{{7*7}} ${jndi:ldap://x/a}", "../../etc/passwd", "<script>alert(1)</script>", "\u202e\ufeff 🏴‍☠️"]
+
+
+async def test_hostile_input_in_every_field_is_data_or_a_4xx(client: httpx.AsyncClient) -> None:
+    headers = {"content-type": "application/json"}
+    # 1000-deep JSON: a body that cannot be parsed (the parser's recursion limit), not a 500
+    deep = b'{"question": ' + b"[" * 1000 + b"]" * 1000 + b"}"
+    assert_error(await client.post("/v1/search_ai", content=deep, headers=headers), 400)
+    for limit in (10**12, -(2**63), 51):
+        assert_error(await client.post("/v1/search", json={"q": "luffy", "limit": limit}), 422)
+    assert_error(await client.post("/v1/search", json={"q": "luffy", "types": ["anime"] * 1000}), 422)
+    for text in HOSTILE:
+        hits = await client.post("/v1/search", json={"q": text[:100]})
+        assert hits.status_code == 200, hits.text
+        ran = await client.post("/v1/search_ai", json={"question": text}, headers={"X-Request-ID": "hostile-1"})
+        assert ran.status_code == 200 and "Traceback" not in ran.text, ran.text
+        # header values go as raw bytes (UTF-8), as a hostile client sends them
+        assert_error(await client.get(f"/v1/trajectories/{uuid.uuid4()}", headers={b"X-Tenant": text.encode()}), 422)
+        replaced = await client.post("/v1/search", json={"q": "luffy"}, headers={b"X-Request-ID": text.encode()})
+        assert replaced.status_code == 200 and len(replaced.headers["x-request-id"]) == 32
+        assert (await client.get(f"/v1/trajectories/{text}")).status_code in (404, 422)
+    assert (await client.post("/v1/search", json={"q": "luffy"})).json()["hits"], "the catalog is intact"
+
+
 async def test_a_bad_request_id_is_replaced(client: httpx.AsyncClient) -> None:
     resp = await client.post("/v1/search", json={"q": "luffy"}, headers={"X-Request-ID": "no spaces allowed"})
     assert resp.status_code == 200 and resp.headers["x-request-id"] != "no spaces allowed"
@@ -493,9 +520,8 @@ async def test_overload_is_refused_at_once_with_retry_after(runtime: Runtime, se
 
 
 async def test_an_unreachable_store_is_a_503_with_retry_after(runtime: Runtime, settings: Settings) -> None:
-    dead = AsyncConnectionPool("host=127.0.0.1 port=1 connect_timeout=1", min_size=0, max_size=1, open=False,
-                               timeout=1)
-    await dead.open()
+    dead = await make_pool("host=127.0.0.1 port=1 connect_timeout=1",
+                           settings.model_copy(update={"pool_min_size": 0, "pool_max_size": 1}))
     try:
         fast = settings.model_copy(update={"retry_attempts": 1, "query_timeout_ms": 1000})
         orchestrator, store = build_orchestrator(fast, dead, runtime.qdrant, runtime.embedder)

@@ -1,6 +1,6 @@
 """Schemathesis against the app's own OpenAPI, in-process: generated requests never get a 5xx, never hang.
 
-Schemathesis drives an ASGI app from an event loop of its own (one shared thread), and a psycopg pool
+Schemathesis drives an ASGI app from an event loop of its own (one shared thread), and an asyncpg pool
 belongs to the loop that opened it; so the service here opens its own pool on that loop,
 over the session's database, on first use. The service behind it is the real one.
 """
@@ -18,7 +18,6 @@ import schemathesis
 from fastapi import FastAPI
 from hypothesis import HealthCheck
 from hypothesis import settings as hypothesis_settings
-from psycopg_pool import AsyncConnectionPool
 from schemathesis.checks import not_a_server_error
 from schemathesis.specs.openapi.checks import (
     content_type_conformance,
@@ -42,6 +41,7 @@ from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool
 from agentic_rag.storage.qdrant import VectorStore
+from agentic_rag.storage.sql import Pool
 
 pytestmark = pytest.mark.integration
 
@@ -58,7 +58,7 @@ class LoopLocalService:
     def __init__(self) -> None:
         self.config: tuple[str, Settings, VectorStore, Embedder] | None = None
         self.inner: LocalAgentService | None = None
-        self.pool: AsyncConnectionPool | None = None
+        self.pool: Pool | None = None
         self.lock = asyncio.Lock()
 
     async def _service(self) -> LocalAgentService:
@@ -66,8 +66,7 @@ class LoopLocalService:
             if self.inner is None:
                 assert self.config is not None, "the fuzz_service fixture gives the database and the models"
                 dsn, settings, qdrant, embedder = self.config
-                self.pool = make_pool(dsn, settings)
-                await self.pool.open(wait=True)
+                self.pool = await make_pool(dsn, settings)
                 orchestrator, store = build_orchestrator(settings, self.pool, qdrant, embedder)
                 self.inner = LocalAgentService(Runtime(settings, self.pool, qdrant, embedder, store, orchestrator))
             return self.inner

@@ -6,7 +6,6 @@ import shutil
 from pathlib import Path
 
 import numpy as np
-import psycopg
 import pytest
 from qdrant_client import models
 
@@ -17,17 +16,15 @@ from agentic_rag.catalog.tables import ENTITY_TABLES, RELATION_TABLES, demo_rows
 from agentic_rag.catalog.vocabulary import ENTITY_TYPES, STORED_EDGE_TYPES, entity_id
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import migrate
+from agentic_rag.storage.postgres import connect, migrate
 from agentic_rag.storage.qdrant import VectorStore, collection_name
+from agentic_rag.storage.sql import Conn
 
 pytestmark = pytest.mark.integration
-Conn = psycopg.AsyncConnection[tuple[object, ...]]
 
 
 async def _count(conn: Conn, table: str) -> int:
-    row = await (await conn.execute(f"SELECT count(*) FROM {table}")).fetchone()
-    assert row is not None
-    return int(row[0])  # type: ignore[call-overload]
+    return int(await conn.fetchval(f"SELECT count(*) FROM {table}"))
 
 
 async def _snapshot(conn: Conn) -> dict[str, int]:
@@ -61,26 +58,25 @@ async def test_migrations_apply_once(demo: IngestReport, dsn: str) -> None:
 
 async def test_every_relation_endpoint_exists(demo: IngestReport, conn: Conn) -> None:
     for table in ENTITY_TYPES:
-        dangling = await (await conn.execute(
-            f"SELECT count(*) FROM edge e WHERE e.src_type = %(t)s AND NOT EXISTS "
-            f"(SELECT 1 FROM {table} x WHERE x.id = e.src_id) OR e.dst_type = %(t)s AND NOT EXISTS "
-            f"(SELECT 1 FROM {table} x WHERE x.id = e.dst_id)", {"t": table})).fetchone()
+        dangling = await conn.fetchrow(
+            f"SELECT count(*) FROM edge e WHERE e.src_type = $1 AND NOT EXISTS "
+            f"(SELECT 1 FROM {table} x WHERE x.id = e.src_id) OR e.dst_type = $1 AND NOT EXISTS "
+            f"(SELECT 1 FROM {table} x WHERE x.id = e.dst_id)", table)
         assert dangling == (0,), table
     # Both directions of every stored relation are present.
-    asym = await (await conn.execute(
+    asym = await conn.fetchrow(
         "SELECT count(*) FROM edge e JOIN edge_type t ON t.name = e.rel WHERE NOT EXISTS "
-        "(SELECT 1 FROM edge r WHERE r.src_id = e.dst_id AND r.dst_id = e.src_id AND r.rel = t.inverse)")).fetchone()
+        "(SELECT 1 FROM edge r WHERE r.src_id = e.dst_id AND r.dst_id = e.src_id AND r.rel = t.inverse)")
     assert asym == (0,)
 
 
 async def test_the_graph_uses_every_stored_edge_type(demo: IngestReport, conn: Conn) -> None:
-    cur = await conn.execute("SELECT DISTINCT rel FROM edge")
-    used = {r[0] for r in await cur.fetchall()}
+    used = {r[0] for r in await conn.fetch("SELECT DISTINCT rel FROM edge")}
     assert used == set(STORED_EDGE_TYPES)
 
 
 async def test_ids_are_uuid5_of_natural_keys(demo: IngestReport, conn: Conn) -> None:
-    row = await (await conn.execute("SELECT id::text FROM character WHERE key = 'monkey-d-luffy'")).fetchone()
+    row = await conn.fetchrow("SELECT id::text FROM character WHERE key = 'monkey-d-luffy'")
     assert row == (str(entity_id("character", "monkey-d-luffy")),)
 
 
@@ -165,9 +161,12 @@ async def test_a_database_failure_mid_load_rolls_everything_back(demo: IngestRep
     ghost = str(entity_id("anime", "ghost"))
     rows["anime_studio"] = [*rows["anime_studio"], (ghost, rows["studio"][0][0], "demo")]  # FK violation
     before = await _snapshot(conn)
-    async with await psycopg.AsyncConnection.connect(dsn) as c:
+    c = await connect(dsn)
+    try:
         with pytest.raises(CatalogError, match="loading table anime_studio failed, nothing was changed"):
             await load_rows(c, rows, "demo")
+    finally:
+        await c.close()
     assert await _snapshot(conn) == before
-    names = await (await conn.execute("SELECT count(*) FROM franchise WHERE name = 'Renamed'")).fetchone()
+    names = await conn.fetchrow("SELECT count(*) FROM franchise WHERE name = 'Renamed'")
     assert names == (0,)

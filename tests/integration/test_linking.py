@@ -4,17 +4,17 @@ from __future__ import annotations
 
 from typing import Any
 
-import psycopg
 import pytest
 
 from agentic_rag.catalog.ingest import IngestReport
 from agentic_rag.protocol import EntityLinks
+from agentic_rag.storage.sql import Conn
 from agentic_rag.understanding.linker import MAX_TOKENS, link
 
 pytestmark = pytest.mark.integration
 
 
-async def _link(conn: psycopg.AsyncConnection[Any], question: str) -> EntityLinks:
+async def _link(conn: Conn, question: str) -> EntityLinks:
     return await link(conn, question)
 
 
@@ -96,7 +96,7 @@ async def test_long_and_hostile_input_stays_bounded(demo: IngestReport, conn: An
     links = await _link(conn, words)
     assert len(links.mentions) <= 8
     assert all(m.end <= len(" ".join(["naruto"] * MAX_TOKENS)) for m in links.mentions)
-    nasty = "'; DROP TABLE entity_name; -- naruto \x00 %s %(keys)s ルフィ"
+    nasty = "'; DROP TABLE entity_name; -- naruto \x00 %s %(keys)s :keys $1 ルフィ"
     assert "naruto" in [m.text for m in (await _link(conn, nasty)).mentions]
 
 

@@ -18,7 +18,6 @@ from pathlib import Path
 
 import pytest
 import uvicorn
-from psycopg_pool import AsyncConnectionPool
 
 from agentic_rag.deployments.http import create_app
 from agentic_rag.deployments.service import LocalAgentService
@@ -26,12 +25,13 @@ from agentic_rag.models.embeddings import Embedder
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
+from agentic_rag.storage.sql import Pool
 
 pytestmark = pytest.mark.integration
 
 
 @pytest.fixture(scope="module")
-async def base_url(pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder,
+async def base_url(pool: Pool, qdrant: VectorStore, embedder: Embedder,
                    settings: Settings) -> AsyncIterator[str]:
     orchestrator, store = build_orchestrator(settings, pool, qdrant, embedder)
     runtime = Runtime(settings, pool, qdrant, embedder, store, orchestrator)

@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import asyncio
 
-import psycopg
 import pytest
-from psycopg_pool import AsyncConnectionPool
 from ray.exceptions import RayActorError
 
 from agentic_rag.catalog.vocabulary import entity_id
@@ -25,7 +23,9 @@ from agentic_rag.protocol import GraphIntent, GraphResult
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import connect, make_pool
 from agentic_rag.storage.qdrant import VectorStore
+from agentic_rag.storage.sql import Pool
 
 pytestmark = pytest.mark.integration
 
@@ -38,7 +38,7 @@ LUFFY, NAMI, ONE_PIECE = eid("character", "monkey-d-luffy"), eid("character", "n
 
 
 @pytest.fixture(scope="module")
-def orchestrator(pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder, settings: Settings
+def orchestrator(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Settings
                  ) -> Orchestrator:
     return build_orchestrator(settings, pool, qdrant, embedder)[0]
 
@@ -123,7 +123,7 @@ async def test_no_match_is_an_explicit_not_found(orchestrator: Orchestrator) -> 
 
 
 async def test_clarification_round_trip_from_another_orchestrator(
-        orchestrator: Orchestrator, pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder,
+        orchestrator: Orchestrator, pool: Pool, qdrant: VectorStore, embedder: Embedder,
         settings: Settings) -> None:
     asked = await orchestrator.run("Tell me about Naruto")
     r = asked.response
@@ -197,7 +197,7 @@ class SlowRetrieval(LocalRetrieval):
         return await super().graph(intent)
 
 
-async def test_deadline_ends_the_run_with_what_was_found(orchestrator: Orchestrator, pool: AsyncConnectionPool,
+async def test_deadline_ends_the_run_with_what_was_found(orchestrator: Orchestrator, pool: Pool,
                                                          qdrant: VectorStore, embedder: Embedder) -> None:
     o = with_settings(orchestrator, agent_deadline_ms=1500)
     o.retrieval = SlowRetrieval(pool, qdrant, embedder.aembed, o.settings)
@@ -208,16 +208,28 @@ async def test_deadline_ends_the_run_with_what_was_found(orchestrator: Orchestra
     assert any("deadline" in w for w in result.response.warnings)
 
 
-async def test_a_killed_database_connection_is_retried(orchestrator: Orchestrator, dsn: str, settings: Settings,
-                                                       pool: AsyncConnectionPool, qdrant: VectorStore,
-                                                       embedder: Embedder) -> None:
-    graph_pool = AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False)
-    await graph_pool.open(wait=True)
+async def _terminate(dsn: str, pid: int) -> None:
+    admin = await connect(dsn)
     try:
-        async with graph_pool.connection() as conn:
-            pid = (await (await conn.execute("SELECT pg_backend_pid()")).fetchone() or [0])[0]
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as admin:
-            await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        await admin.execute("SELECT pg_terminate_backend($1)", pid)
+    finally:
+        await admin.close()
+
+
+async def _dead_pool(settings: Settings) -> Pool:
+    """A pool of a server that is not there (it opens no connection until asked for one)."""
+    return await make_pool("host=127.0.0.1 port=1 connect_timeout=1",
+                           settings.model_copy(update={"pool_min_size": 0, "pool_max_size": 1}))
+
+
+async def test_a_killed_database_connection_is_retried(orchestrator: Orchestrator, dsn: str, settings: Settings,
+                                                       pool: Pool, qdrant: VectorStore,
+                                                       embedder: Embedder) -> None:
+    graph_pool = await make_pool(dsn, settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1}))
+    try:
+        async with graph_pool.acquire() as conn:
+            pid = conn.get_server_pid()
+        await _terminate(dsn, pid)
         o = with_settings(orchestrator)
         o.retrieval = LocalRetrieval(pool, qdrant, embedder.aembed, settings,
                                      graph=PostgresGraphExecutor(graph_pool, settings))
@@ -228,11 +240,9 @@ async def test_a_killed_database_connection_is_retried(orchestrator: Orchestrato
 
 
 async def test_a_dead_graph_database_gives_partial_results_with_warnings(
-        orchestrator: Orchestrator, settings: Settings, pool: AsyncConnectionPool, qdrant: VectorStore,
+        orchestrator: Orchestrator, settings: Settings, pool: Pool, qdrant: VectorStore,
         embedder: Embedder) -> None:
-    dead = AsyncConnectionPool("host=127.0.0.1 port=1 connect_timeout=1", min_size=0, max_size=1, open=False,
-                               timeout=1)
-    await dead.open()
+    dead = await _dead_pool(settings)
     try:
         o = with_settings(orchestrator)
         o.retrieval = LocalRetrieval(pool, qdrant, embedder.aembed, settings,
@@ -252,9 +262,7 @@ async def test_a_dead_graph_database_gives_partial_results_with_warnings(
 
 async def test_an_unreachable_trajectory_store_fails_the_run_clearly(orchestrator: Orchestrator,
                                                                      settings: Settings) -> None:
-    dead = AsyncConnectionPool("host=127.0.0.1 port=1 connect_timeout=1", min_size=0, max_size=1, open=False,
-                               timeout=1)
-    await dead.open()
+    dead = await _dead_pool(settings)
     try:
         o = Orchestrator(settings.model_copy(update={"retry_attempts": 2}), planner=HeuristicModel(),
                          validator=HeuristicModel(), fallback=HeuristicModel(), retrieval=orchestrator.retrieval,
@@ -268,8 +276,7 @@ async def test_an_unreachable_trajectory_store_fails_the_run_clearly(orchestrato
 
 async def test_losing_the_store_mid_run_reports_nothing(orchestrator: Orchestrator, dsn: str,
                                                         settings: Settings) -> None:
-    store_pool = AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False, timeout=1)
-    await store_pool.open(wait=True)
+    store_pool = await make_pool(dsn, settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1}))
     store = TrajectoryStore(store_pool, settings.model_copy(update={"retry_attempts": 2}))
     o = Orchestrator(settings, planner=HeuristicModel(), validator=HeuristicModel(), fallback=HeuristicModel(),
                      retrieval=orchestrator.retrieval, store=store, policy=load_policy())
@@ -331,7 +338,7 @@ async def test_every_clarification_choice_answers_about_that_entity(orchestrator
 
 
 async def test_concurrent_resumes_on_many_replicas_resolve_exactly_once(
-        orchestrator: Orchestrator, pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder,
+        orchestrator: Orchestrator, pool: Pool, qdrant: VectorStore, embedder: Embedder,
         settings: Settings) -> None:
     asked = await orchestrator.run("Tell me about Naruto")
     assert asked.response.clarification is not None
@@ -367,7 +374,7 @@ class DeadGraph(LocalRetrieval):
 @pytest.mark.parametrize("error", [RetrievalError("postgres", "unavailable", LONG), RayActorError(error_msg=LONG)],
                          ids=["retrieval-error", "ray-error"])
 async def test_a_dead_retriever_is_a_degraded_step_in_our_own_words(
-        orchestrator: Orchestrator, pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder,
+        orchestrator: Orchestrator, pool: Pool, qdrant: VectorStore, embedder: Embedder,
         settings: Settings, error: Exception) -> None:
     o = with_settings(orchestrator)
     o.retrieval = DeadGraph(pool, qdrant, embedder.aembed, settings, error=error)
@@ -385,13 +392,11 @@ async def test_a_dead_retriever_is_a_degraded_step_in_our_own_words(
 
 async def test_a_terminated_backend_before_the_clarify_lookup_is_retried(
         orchestrator: Orchestrator, dsn: str, settings: Settings, qdrant: VectorStore, embedder: Embedder) -> None:
-    one = AsyncConnectionPool(dsn, min_size=1, max_size=1, open=False)
-    await one.open(wait=True)
+    one = await make_pool(dsn, settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1}))
     try:
-        async with one.connection() as conn:
-            pid = conn.info.backend_pid
-        async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as admin:
-            await admin.execute("SELECT pg_terminate_backend(%s)", (pid,))
+        async with one.acquire() as conn:
+            pid = conn.get_server_pid()
+        await _terminate(dsn, pid)
         await asyncio.sleep(0.1)
         o = with_settings(orchestrator)
         o.retrieval = LocalRetrieval(one, qdrant, embedder.aembed, settings)  # linking reads names from ``one``

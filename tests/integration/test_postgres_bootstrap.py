@@ -7,11 +7,10 @@ from collections.abc import Iterator
 from importlib import resources
 from pathlib import Path
 
-import psycopg
 import pytest
 
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import migrate, resolve_dsn, stop_private_cluster
+from agentic_rag.storage.postgres import connect, migrate, resolve_dsn, stop_private_cluster
 
 pytestmark = pytest.mark.integration
 
@@ -39,9 +38,12 @@ async def test_a_private_cluster_is_started_when_no_server_answers(data_dir: Pat
     dsn = resolve_dsn(settings, system_server=NOBODY_HOME)
     assert "54331" in dsn and "agentic_rag" in dsn
     assert (data_dir / "pg" / "data" / "PG_VERSION").exists()
-    with psycopg.connect(dsn) as conn:
-        row = conn.execute("SELECT current_database(), current_setting('port')").fetchone()
+    conn = await connect(dsn)
+    try:
+        row = await conn.fetchrow("SELECT current_database(), current_setting('port')")
         assert row == ("agentic_rag", "54331")
+    finally:
+        await conn.close()
     assert _postmaster_uid(data_dir) != 0  # postgres never runs as root; as root we run it as nobody
     shipped = sorted(p.name for p in resources.files("agentic_rag.storage").joinpath("migrations").iterdir()
                      if p.name.endswith(".sql"))

@@ -6,12 +6,10 @@ import itertools
 import uuid
 from collections.abc import AsyncIterator
 
-import psycopg
 import pytest
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
-from psycopg_pool import AsyncConnectionPool
 from pydantic import ValidationError
 
 from agentic_rag.catalog.vocabulary import entity_id
@@ -30,9 +28,9 @@ from agentic_rag.retrievers.typeahead import (
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
+from agentic_rag.storage.sql import Conn, Pool
 
 pytestmark = pytest.mark.integration
-Conn = psycopg.AsyncConnection[tuple[object, ...]]
 
 
 def eid(entity_type: str, key: str) -> str:
@@ -40,8 +38,8 @@ def eid(entity_type: str, key: str) -> str:
 
 
 @pytest.fixture
-async def pconn(pool: AsyncConnectionPool) -> AsyncIterator[Conn]:
-    async with pool.connection() as c:
+async def pconn(pool: Pool) -> AsyncIterator[Conn]:
+    async with pool.acquire() as c:
         yield c
 
 
@@ -65,7 +63,7 @@ async def test_a_typo_finds_luffy_first(pconn: Conn) -> None:
 @hypothesis_settings(max_examples=300, deadline=None, suppress_health_check=list(HealthCheck))
 @given(st.text(alphabet=st.characters(max_codepoint=127, exclude_characters="\x00"), max_size=100))
 async def test_ascii_is_normalised_as_the_database_does(pconn: Conn, q: str) -> None:
-    row = await (await pconn.execute("SELECT lower(unaccent(%s))", (q,))).fetchone()
+    row = await pconn.fetchrow("SELECT lower(unaccent($1))", q)
     assert row is not None and ascii_norm(q) == row[0]
     assert ascii_norm(q + "é") is None, "anything else goes to the database"
 
@@ -80,8 +78,7 @@ async def test_a_typo_in_the_first_letters_is_an_indexed_probe(pconn: Conn, type
     assert hits[0] == ("Monkey D. Luffy", "character", "fuzzy"), hits
     # found by the deletion-key probes themselves, not only by the trigram index behind them
     norm = typed.lower()
-    rows = await (await pconn.execute(TYPO_SQL, {
-        "norm": norm, "types": ["character"], "cand": 10, **_typo_keys(norm)})).fetchall()
+    rows = await TYPO_SQL.fetch(pconn, {"norm": norm, "types": ["character"], "cand": 10, **_typo_keys(norm)})
     assert str(entity_id("character", "monkey-d-luffy")) in {r[0] for r in rows}, (typed, rows)
 
 
@@ -156,7 +153,7 @@ async def test_zero_results_is_a_result(vector: QdrantExecutor) -> None:
     assert r.count == 0
 
 
-async def test_hybrid_puts_the_named_entity_first(pool: AsyncConnectionPool, vector: QdrantExecutor) -> None:
+async def test_hybrid_puts_the_named_entity_first(pool: Pool, vector: QdrantExecutor) -> None:
     hybrid = HybridRetriever(pool, vector)
     for query in ("Luffy", "Lufy", "Straw Hat Luffy"):
         r = await hybrid.execute(SearchIntent(rationale="t", entity_type="character", query=query, limit=5))
@@ -191,7 +188,7 @@ async def test_prose_search_needs_two_shared_words(pconn: Conn, words: str) -> N
     assert await prose_search(pconn, "a student finds a notebook", "studio") == []  # studios have no prose
 
 
-async def test_a_description_fuses_meaning_with_the_synopsis_words(pool: AsyncConnectionPool,
+async def test_a_description_fuses_meaning_with_the_synopsis_words(pool: Pool,
                                                                   vector: QdrantExecutor) -> None:
     hybrid = HybridRetriever(pool, vector)
     r = await hybrid.execute(SearchIntent(rationale="t", entity_type="anime", match="semantic", limit=5,

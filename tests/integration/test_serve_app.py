@@ -1,10 +1,9 @@
 """The Ray Serve application end to end: configs/local.yaml on a local Ray, over real HTTP and gRPC.
 
-The app gets the session's database and a Qdrant local-mode path of its own (local mode allows one
-process per path, and the session's ``qdrant`` fixture holds its path open): the session's indexed
-points are copied there, so nothing is embedded twice. A Ray cluster and a deployed app cost most of
-the time, so the app starts once for the module: one test over HTTP (cold start, both lanes,
-streaming, trajectories, readiness, 64 concurrent runs), one over gRPC through Serve's gRPC proxy.
+The app gets the session's database and an embedded Qdrant path of its own, holding a copy of the
+session's indexed points (``serve_qdrant``, tests/integration/conftest.py). A Ray cluster and a deployed
+app cost most of the time, so the app starts once for the module: one test over HTTP (cold start, both
+lanes, streaming, trajectories, readiness, 64 concurrent runs), one over gRPC through Serve's gRPC proxy.
 """
 
 from __future__ import annotations
@@ -16,16 +15,13 @@ import time
 import uuid
 from collections.abc import Iterator
 from pathlib import Path
-from typing import Any
 
 import grpc
 import httpx
 import openai
 import pytest
-from qdrant_client import models
 from ray.serve.schema import ServeDeploySchema
 
-from agentic_rag.catalog.ingest import IngestReport
 from agentic_rag.catalog.vocabulary import entity_id
 from agentic_rag.deployments import launch
 from agentic_rag.deployments.proto import searchai_pb2 as pb
@@ -37,7 +33,6 @@ from agentic_rag.models.prompts import render
 from agentic_rag.models.roles import GradeInput, RewriteInput
 from agentic_rag.protocol import EntityLinks, EntityRef, GradeReport, LinkCandidate, LinkedMention, QueryRewrite
 from agentic_rag.settings import Settings
-from agentic_rag.storage.qdrant import VectorStore, open_qdrant
 
 pytestmark = pytest.mark.integration
 
@@ -51,36 +46,6 @@ def _free_port() -> int:
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         return int(s.getsockname()[1])
-
-
-def _copy_points(src: VectorStore, dst: VectorStore) -> int:
-    """Every collection of ``src`` with its vectors and payloads, into ``dst``."""
-    copied = 0
-    for c in src.get_collections().collections:
-        vectors = src.get_collection(c.name).config.params.vectors
-        assert isinstance(vectors, models.VectorParams)
-        dst.create_collection(c.name, vectors_config=vectors)
-        offset: Any = None
-        while True:
-            points, offset = src.scroll(c.name, limit=256, offset=offset, with_payload=True, with_vectors=True)
-            dst.upsert(c.name, [models.PointStruct(id=p.id, vector=p.vector, payload=p.payload)
-                                for p in points])
-            copied += len(points)
-            if offset is None:
-                break
-    return copied
-
-
-@pytest.fixture(scope="module")
-def serve_qdrant(demo: IngestReport, qdrant: VectorStore, settings: Settings,
-                 tmp_path_factory: pytest.TempPathFactory) -> Path:
-    path = tmp_path_factory.mktemp("serve") / "qdrant"
-    dst = open_qdrant(settings.model_copy(update={"qdrant_path": path}))  # the engine the replica opens
-    try:
-        assert _copy_points(qdrant, dst) > 1000
-    finally:
-        dst.close()  # the VectorRetriever replica opens it next
-    return path
 
 
 @pytest.fixture(scope="module")

@@ -6,17 +6,16 @@ import os
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractContextManager
 
-import psycopg
 import pytest
 
 from agentic_rag.catalog.records import CatalogError
 from agentic_rag.catalog.synthetic import SyntheticCatalog, SyntheticReport, fingerprint, load_synthetic
 from agentic_rag.catalog.tables import ENTITY_TABLES, RELATION_TABLES, TABLES
 from agentic_rag.catalog.vocabulary import entity_id
-from agentic_rag.storage.postgres import migrate
+from agentic_rag.storage.postgres import connect, migrate
+from agentic_rag.storage.sql import Conn
 
 pytestmark = pytest.mark.integration
-Conn = psycopg.AsyncConnection[tuple[object, ...]]
 
 DATABASE = f"agentic_rag_synth_test_{os.getpid()}"
 N, SEED = 2000, 0
@@ -36,21 +35,24 @@ async def demo_ids(synth_dsn: str) -> dict[str, str]:
     """A demo franchise and anime (and their edges) that no synthetic load may touch."""
     await migrate(synth_dsn)
     f, a = str(entity_id("franchise", DEMO_FRANCHISE)), str(entity_id("anime", DEMO_ANIME))
-    async with await psycopg.AsyncConnection.connect(synth_dsn, autocommit=True) as conn:
+    conn = await connect(synth_dsn)
+    try:
         await conn.execute(
-            "INSERT INTO franchise (id, key, source, name, popularity) VALUES (%s, %s, 'demo', 'Demo Franchise', 7)",
-            (f, DEMO_FRANCHISE),
+            "INSERT INTO franchise (id, key, source, name, popularity) VALUES ($1, $2, 'demo', 'Demo Franchise', 7)",
+            f, DEMO_FRANCHISE,
         )
         await conn.execute(
             "INSERT INTO anime (id, key, source, title, format, year, status, franchise_id) "
-            "VALUES (%s, %s, 'demo', 'Demo Anime', 'tv', 2001, 'finished', %s)",
-            (a, DEMO_ANIME, f),
+            "VALUES ($1, $2, 'demo', 'Demo Anime', 'tv', 2001, 'finished', $3)",
+            a, DEMO_ANIME, f,
         )
         await conn.execute(
             "INSERT INTO edge (src_id, rel, dst_id, src_type, dst_type, source) VALUES "
-            "(%s, 'part_of', %s, 'anime', 'franchise', 'demo'), (%s, 'includes', %s, 'franchise', 'anime', 'demo')",
-            (a, f, f, a),
+            "($1, 'part_of', $2, 'anime', 'franchise', 'demo'), ($2, 'includes', $1, 'franchise', 'anime', 'demo')",
+            a, f,
         )
+    finally:
+        await conn.close()
     return {"franchise": f, "anime": a}
 
 
@@ -67,14 +69,13 @@ async def loaded(synth_dsn: str, demo_ids: dict[str, str], progress_calls: list[
 
 @pytest.fixture
 async def conn(synth_dsn: str) -> AsyncIterator[Conn]:
-    async with await psycopg.AsyncConnection.connect(synth_dsn, autocommit=True) as c:
-        yield c
+    c = await connect(synth_dsn)
+    yield c
+    await c.close()
 
 
 async def _scalar(conn: Conn, query: str, *params: object) -> int:
-    row = await (await conn.execute(query, params or None)).fetchone()
-    assert row is not None
-    value = row[0]
+    value = await conn.fetchval(query, *params)
     assert isinstance(value, int)
     return value
 
@@ -85,12 +86,11 @@ async def _synthetic_counts(conn: Conn) -> dict[str, int]:
 
 
 async def _demo_rows(conn: Conn) -> list[tuple[object, ...]]:
-    cur = await conn.execute(
+    return [tuple(r) for r in await conn.fetch(
         "SELECT 'franchise', id::text, name, popularity::text FROM franchise WHERE source = 'demo' "
         "UNION ALL SELECT 'anime', id::text, title, franchise_id::text FROM anime WHERE source = 'demo' "
         "UNION ALL SELECT 'edge', src_id::text, rel, dst_id::text FROM edge WHERE source = 'demo' ORDER BY 1, 2, 3"
-    )
-    return await cur.fetchall()
+    )]
 
 
 async def test_load_writes_the_generated_counts(loaded: SyntheticReport, conn: Conn) -> None:
@@ -102,7 +102,7 @@ async def test_load_writes_the_generated_counts(loaded: SyntheticReport, conn: C
     assert loaded.edges == expected.expected_edges
     assert loaded.rows_per_second > 0
     assert await _synthetic_counts(conn) == {**expected.counts, "edge": expected.expected_edges}
-    row = await (await conn.execute("SELECT fingerprint FROM catalog_load WHERE source = 'synthetic'")).fetchone()
+    row = await conn.fetchrow("SELECT fingerprint FROM catalog_load WHERE source = 'synthetic'")
     assert row == (fingerprint(N, SEED),)
 
 
@@ -141,11 +141,10 @@ async def test_every_edge_is_a_relation_and_its_endpoints_exist(loaded: Syntheti
 
 
 async def test_degrees_are_heavy_tailed(loaded: SyntheticReport, conn: Conn) -> None:
-    cur = await conn.execute(
+    top, median = await conn.fetchrow(
         "SELECT max(c), percentile_cont(0.5) WITHIN GROUP (ORDER BY c) FROM "
         "(SELECT anime_id, count(*) AS c FROM anime_character GROUP BY anime_id) x"
-    )
-    top, median = await cur.fetchone() or (0, 0)
+    ) or (0, 0)
     assert top >= 20 * median  # type: ignore[operator]
     hub_popularity = await _scalar(conn, """
         SELECT a.popularity FROM anime a JOIN anime_character ac ON ac.anime_id = a.id
@@ -166,13 +165,11 @@ async def test_demo_rows_are_untouched(loaded: SyntheticReport, conn: Conn, demo
 async def test_the_same_load_again_changes_nothing(loaded: SyntheticReport, synth_dsn: str, conn: Conn) -> None:
     async def state() -> tuple[object, ...]:
         counts = await _synthetic_counts(conn)
-        cur = await conn.execute("SELECT fingerprint, counts, loaded_at FROM catalog_load WHERE source = 'synthetic'")
-        record = await cur.fetchone()
-        cur = await conn.execute("SELECT md5(string_agg(e::text, ',' ORDER BY src_id, rel, dst_id)) FROM edge e")
-        edges = await cur.fetchone()
-        cur = await conn.execute("SELECT md5(string_agg(c::text, ',' ORDER BY id)) FROM character c")
-        chars = await cur.fetchone()
-        return counts, record, edges, chars
+        record = await conn.fetchrow(
+            "SELECT fingerprint, counts, loaded_at FROM catalog_load WHERE source = 'synthetic'")
+        edges = await conn.fetchval("SELECT md5(string_agg(e::text, ',' ORDER BY src_id, rel, dst_id)) FROM edge e")
+        chars = await conn.fetchval("SELECT md5(string_agg(c::text, ',' ORDER BY id)) FROM character c")
+        return counts, tuple(record or ()), edges, chars
 
     before = await state()
     again = await load_synthetic(synth_dsn, N, SEED)
@@ -189,16 +186,16 @@ async def test_a_reference_into_the_synthetic_catalog_blocks_its_replacement(
     stray = str(entity_id("anime", "test-stray"))
     await conn.execute(
         "INSERT INTO anime (id, key, source, title, format, year, status, franchise_id) "
-        "VALUES (%s, 'test-stray', 'demo', 'Stray', 'tv', 2001, 'finished', %s)",
-        (stray, str(entity_id("franchise", "syn-franchise-0"))),
+        "VALUES ($1, 'test-stray', 'demo', 'Stray', 'tv', 2001, 'finished', $2)",
+        stray, str(entity_id("franchise", "syn-franchise-0")),
     )
     try:
         with pytest.raises(CatalogError, match="nothing was changed"):
             await load_synthetic(synth_dsn, 1500, seed=1)
     finally:
-        await conn.execute("DELETE FROM anime WHERE id = %s", (stray,))
+        await conn.execute("DELETE FROM anime WHERE id = $1", stray)
     assert await _synthetic_counts(conn) == before
-    row = await (await conn.execute("SELECT fingerprint FROM catalog_load WHERE source = 'synthetic'")).fetchone()
+    row = await conn.fetchrow("SELECT fingerprint FROM catalog_load WHERE source = 'synthetic'")
     assert row == (fingerprint(N, SEED),)
 
 
@@ -213,6 +210,6 @@ async def test_another_seed_replaces_the_synthetic_rows_only(loaded: SyntheticRe
     expected = SyntheticCatalog(1500, 1)
     assert await _synthetic_counts(conn) == {**expected.counts, "edge": expected.expected_edges}
     first_anime = next(expected.rows("anime"))
-    title = await (await conn.execute("SELECT title FROM anime WHERE key = %s", (first_anime[1],))).fetchone()
+    title = await conn.fetchrow("SELECT title FROM anime WHERE key = $1", first_anime[1])
     assert title == (first_anime[3],)
     assert await _demo_rows(conn) == demo_before

@@ -9,11 +9,9 @@ import uuid
 from collections.abc import AsyncIterator, Callable
 from contextlib import AbstractContextManager
 from datetime import UTC, datetime
-from typing import Any
 
-import psycopg
+import asyncpg
 import pytest
-from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel
 
 from agentic_rag.orchestrator.trajectory import (
@@ -25,12 +23,13 @@ from agentic_rag.orchestrator.trajectory import (
     TrajectoryStore,
 )
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import make_pool, migrate
+from agentic_rag.storage.postgres import connect, make_pool, migrate
+from agentic_rag.storage.sql import Conn
 
 pytestmark = pytest.mark.integration
 
 DATABASE = f"agentic_rag_trajectory_test_{os.getpid()}"
-UNREACHABLE = "postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=1"
+UNREACHABLE = "postgresql://postgres@127.0.0.1:1/postgres?connect_timeout=1"  # nothing listens on port 1
 
 
 @pytest.fixture(scope="module")
@@ -43,17 +42,17 @@ async def traj_dsn(scratch: Callable[[str], AbstractContextManager[str]]) -> Asy
 
 @pytest.fixture(scope="module")
 async def store(traj_dsn: str, settings: Settings) -> AsyncIterator[TrajectoryStore]:
-    pool = make_pool(traj_dsn, settings)
-    await pool.open(wait=True)
+    pool = await make_pool(traj_dsn, settings)
     # each event written as it happens: the tests below read them back without a flush
     yield TrajectoryStore(pool, settings.model_copy(update={"trajectory_writes": "event"}))
     await pool.close()
 
 
 @pytest.fixture
-async def db(traj_dsn: str) -> AsyncIterator[psycopg.AsyncConnection[Any]]:
-    async with await psycopg.AsyncConnection.connect(traj_dsn, autocommit=True) as conn:
-        yield conn
+async def db(traj_dsn: str) -> AsyncIterator[Conn]:
+    conn = await connect(traj_dsn)
+    yield conn
+    await conn.close()
 
 
 def rid() -> str:
@@ -121,28 +120,28 @@ async def test_concurrent_branches_get_distinct_ordered_seqs(store: TrajectorySt
 @pytest.mark.parametrize(
     ("statement", "refused"),
     [
-        ("UPDATE trajectory_events SET stage = 'x' WHERE trajectory_id = %s", "UPDATE on trajectory_events"),
-        ("DELETE FROM trajectory_events WHERE trajectory_id = %s", "DELETE on trajectory_events"),
-        ("DELETE FROM trajectories WHERE id = %s", "DELETE on trajectories"),
+        ("UPDATE trajectory_events SET stage = 'x' WHERE trajectory_id = $1", "UPDATE on trajectory_events"),
+        ("DELETE FROM trajectory_events WHERE trajectory_id = $1", "DELETE on trajectory_events"),
+        ("DELETE FROM trajectories WHERE id = $1", "DELETE on trajectories"),
         ("TRUNCATE trajectory_events", "TRUNCATE on trajectory_events"),
         ("TRUNCATE trajectories CASCADE", "TRUNCATE on trajectories"),
     ],
 )
 async def test_history_is_append_only(
-    store: TrajectoryStore, db: psycopg.AsyncConnection[Any], statement: str, refused: str
+    store: TrajectoryStore, db: Conn, statement: str, refused: str
 ) -> None:
     rec = await store.start(query="keep me", request_id=rid())
     await rec.event("draft", "thought", {"text": "first"})
-    params = (rec.trajectory_id,) if "%s" in statement else None
-    with pytest.raises(psycopg.errors.RaiseException, match=f"trajectory history is append-only: {refused} refused"):
-        await db.execute(statement, params)
+    params = (rec.trajectory_id,) if "$1" in statement else ()
+    with pytest.raises(asyncpg.RaiseError, match=f"trajectory history is append-only: {refused} refused"):
+        await db.execute(statement, *params)
     got = await store.get(rec.trajectory_id)
     assert got is not None and [(e.stage, e.payload) for e in got.events] == [("draft", {"text": "first"})]
 
 
-async def test_trajectory_row_may_be_updated(store: TrajectoryStore, db: psycopg.AsyncConnection[Any]) -> None:
+async def test_trajectory_row_may_be_updated(store: TrajectoryStore, db: Conn) -> None:
     rec = await store.start(query="update me", request_id=rid())
-    await db.execute("UPDATE trajectories SET status = 'cancelled' WHERE id = %s", (rec.trajectory_id,))
+    await db.execute("UPDATE trajectories SET status = 'cancelled' WHERE id = $1", rec.trajectory_id)
     got = await store.get(rec.trajectory_id)
     assert got is not None and got.status == "cancelled"
 
@@ -168,8 +167,7 @@ async def test_reopen_continues_seqs(store: TrajectoryStore, traj_dsn: str, sett
     await rec.finish(status="needs_clarification", response={"choices": 2}, timings={"total_ms": 5.0})
 
     # resumed from another process: a store of its own over a pool of its own
-    pool = make_pool(traj_dsn, settings)
-    await pool.open(wait=True)
+    pool = await make_pool(traj_dsn, settings)
     try:
         other = TrajectoryStore(pool, settings)
         resumed = await other.reopen(rec.trajectory_id, tenant="t-resume")
@@ -217,9 +215,7 @@ async def test_concurrent_resumes_from_many_processes_claim_a_run_once(
     store: TrajectoryStore, traj_dsn: str, settings: Settings
 ) -> None:
     rec = await waiting(store, tenant="t-race")
-    pools = [make_pool(traj_dsn, settings) for _ in range(4)]  # four replicas, each with its own pool
-    for p in pools:
-        await p.open(wait=True)
+    pools = [await make_pool(traj_dsn, settings) for _ in range(4)]  # four replicas, each with its own pool
     try:
         stores = [TrajectoryStore(p, settings) for p in pools]
         outcomes = await asyncio.gather(*(stores[i % 4].reopen(rec.trajectory_id, tenant="t-race")
@@ -283,8 +279,7 @@ async def test_crashed_run_reads_back_partial(store: TrajectoryStore, traj_dsn: 
     await rec.event("retrieve", "action", {"intent": "qdrant_search"})
     del rec  # the process dies here: no finish
 
-    pool = make_pool(traj_dsn, settings)
-    await pool.open(wait=True)
+    pool = await make_pool(traj_dsn, settings)
     try:
         latest = await TrajectoryStore(pool, settings).list(tenant="default", limit=200)
         crashed = next(s for s in latest if s.query == "crash midway")
@@ -297,10 +292,9 @@ async def test_crashed_run_reads_back_partial(store: TrajectoryStore, traj_dsn: 
 
 
 async def test_a_turn_of_events_is_one_transaction_and_a_crash_keeps_the_finished_turns(
-    traj_dsn: str, settings: Settings, db: psycopg.AsyncConnection[Any]
+    traj_dsn: str, settings: Settings, db: Conn
 ) -> None:
-    pool = make_pool(traj_dsn, settings)
-    await pool.open(wait=True)
+    pool = await make_pool(traj_dsn, settings)
     try:
         turns = TrajectoryStore(pool, settings.model_copy(update={"trajectory_writes": "turn"}))
         rec = await turns.start(query="turn by turn", request_id=rid())
@@ -314,9 +308,9 @@ async def test_a_turn_of_events_is_one_transaction_and_a_crash_keeps_the_finishe
         del rec  # the process dies in its third turn: the first two are readable
         got = await turns.get(got.id)
         assert got is not None and got.status == "running" and [e.seq for e in got.events] == [1, 2, 3, 4]
-        xmins = await (await db.execute("SELECT count(DISTINCT xmin::text) FROM trajectory_events "
-                                         "WHERE trajectory_id = %s AND seq <= 3", (got.id,))).fetchone()
-        assert xmins == (1,)  # one transaction for the first turn's three events
+        xmins = await db.fetchval("SELECT count(DISTINCT xmin::text) FROM trajectory_events "
+                                  "WHERE trajectory_id = $1 AND seq <= 3", got.id)
+        assert xmins == 1  # one transaction for the first turn's three events
 
         done = await turns.start(query="to the end", request_id=rid())
         await done.event("select", "decision", {})
@@ -336,8 +330,7 @@ async def test_a_turn_of_events_is_one_transaction_and_a_crash_keeps_the_finishe
 
 
 async def test_unreachable_database_raises_trajectory_error_quickly(settings: Settings) -> None:
-    pool = AsyncConnectionPool(UNREACHABLE, min_size=1, timeout=0.5, open=False)
-    await pool.open(wait=False)
+    pool = await make_pool(UNREACHABLE, settings.model_copy(update={"pool_min_size": 0}))  # opens none yet
     store = TrajectoryStore(pool, settings.model_copy(update={"retry_attempts": 3, "query_timeout_ms": 1000}))
     try:
         began = time.monotonic()
@@ -348,21 +341,20 @@ async def test_unreachable_database_raises_trajectory_error_quickly(settings: Se
             await Recorder(store, uuid.uuid4(), rid()).finish(status="answered", response={}, timings={})
         assert time.monotonic() - began < 10
     finally:
-        await pool.close(timeout=1)
+        await pool.close()
 
 
-async def test_a_run_without_progress_is_abandoned(store: TrajectoryStore, db: psycopg.AsyncConnection[Any]) -> None:
+async def test_a_run_without_progress_is_abandoned(store: TrajectoryStore, db: Conn) -> None:
     async def backdated(minutes: int, *, event_minutes: int | None = None, finish: bool = False) -> uuid.UUID:
         rec = await store.start(query="crashed?", request_id=rid())
         if finish:
             await rec.finish(status="answered", response={}, timings={})
-        await db.execute("UPDATE trajectories SET created_at = now() - make_interval(mins => %(m)s), "
-                         "updated_at = now() - make_interval(mins => %(m)s) WHERE id = %(id)s",
-                         {"m": minutes, "id": rec.trajectory_id})
+        await db.execute("UPDATE trajectories SET created_at = now() - make_interval(mins => $1), "
+                         "updated_at = now() - make_interval(mins => $1) WHERE id = $2", minutes, rec.trajectory_id)
         if event_minutes is not None:  # events cannot be changed, only written: this one as if written then
             await db.execute("INSERT INTO trajectory_events (trajectory_id, seq, stage, type, created_at) "
-                             "VALUES (%s, 1, 'select', 'decision', now() - make_interval(mins => %s))",
-                             (rec.trajectory_id, event_minutes))
+                             "VALUES ($1, 1, 'select', 'decision', now() - make_interval(mins => $2))",
+                             rec.trajectory_id, event_minutes)
         return rec.trajectory_id
 
     dead = await backdated(10)
@@ -385,17 +377,15 @@ async def test_a_run_without_progress_is_abandoned(store: TrajectoryStore, db: p
 
 
 async def test_terminated_backends_cost_one_retry(traj_dsn: str, settings: Settings,
-                                                  db: psycopg.AsyncConnection[Any]) -> None:
-    pool = AsyncConnectionPool(traj_dsn, min_size=3, max_size=3, open=False)
-    await pool.open(wait=True)
+                                                  db: Conn) -> None:
+    pool = await make_pool(traj_dsn, settings.model_copy(update={"pool_min_size": 3, "pool_max_size": 3}))
     try:
-        # two attempts, three pooled connections, every backend terminated: the first failure checks the pool
+        # two attempts, three pooled connections, every backend terminated: a dead connection is not lent again
         store = TrajectoryStore(pool, settings.model_copy(update={"retry_attempts": 2}))
         rec = await store.start(query="still here?", request_id=rid())
-        async with pool.connection() as c1, pool.connection() as c2, pool.connection() as c3:
-            pids = [c.info.backend_pid for c in (c1, c2, c3)]
-        await db.execute("SELECT pg_terminate_backend(pid) FROM unnest(%s::int[]) AS pid", (pids,))
-        await asyncio.sleep(0.1)
+        async with pool.acquire() as c1, pool.acquire() as c2, pool.acquire() as c3:
+            pids = [c.get_server_pid() for c in (c1, c2, c3)]
+        await db.execute("SELECT pg_terminate_backend(pid) FROM unnest($1::int[]) AS pid", pids)
         got = await store.get(rec.trajectory_id)
         assert got is not None and got.status == "running"
     finally:

@@ -16,13 +16,13 @@ import asyncio
 import importlib
 import os
 import pkgutil
+import re
 from pathlib import Path
 from typing import Any, ClassVar
 
-import psycopg
+import asyncpg
+import asyncpg.introspection
 import pytest
-from psycopg import sql
-from psycopg_pool import AsyncConnectionPool
 
 import agentic_rag
 from agentic_rag.eval import load_demo_questions
@@ -38,23 +38,36 @@ from agentic_rag.orchestrator.trajectory import TrajectoryStore
 from agentic_rag.protocol import AgentResponse, StructuredQuery
 from agentic_rag.retrievers.dsl import compile_query
 from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import make_pool
 from agentic_rag.storage.qdrant import VectorStore
+from agentic_rag.storage.sql import Pool, Query
 
 pytestmark = pytest.mark.integration
 RUNS = int(os.environ.get("RAG_FUZZ_RUNS", "16"))
 
 
-class Recording(psycopg.AsyncCursor[Any]):
-    """A cursor that remembers the text of every statement it sends."""
+class Recording:
+    """The text of every statement sent on a pool's connections (asyncpg's query loggers)."""
 
     seen: ClassVar[list[str]] = []
 
-    async def execute(self, query: Any, params: Any = None, **kw: Any) -> Recording:
-        text = query.as_string(self.connection) if isinstance(query, sql.Composable) else (
-            query.decode() if isinstance(query, bytes) else str(query))
-        Recording.seen.append(text)
-        await super().execute(query, params, **kw)
-        return self
+    @classmethod
+    def log(cls, query: Any) -> None:
+        cls.seen.append(query.query)
+
+    @classmethod
+    async def attach(cls, pool: Pool, size: int) -> None:
+        """A query logger on each of the pool's ``size`` connections (all of them held at once)."""
+        held = [await pool.acquire() for _ in range(size)]
+        for conn in held:
+            conn.add_query_logger(cls.log)
+        for conn in held:
+            await pool.release(conn)
+
+
+# What asyncpg itself sends: transaction control (no values) and its own type introspection.
+TRANSACTION = re.compile(r"(BEGIN|COMMIT|ROLLBACK|SAVEPOINT|RELEASE SAVEPOINT)\b")
+ASYNCPG_OWN = {v for v in vars(asyncpg.introspection).values() if isinstance(v, str)}
 
 
 def fixed_templates() -> set[str]:
@@ -71,7 +84,7 @@ def fixed_templates() -> set[str]:
         if module.__file__ and module.__file__.endswith(".py"):
             tree = ast.parse(Path(module.__file__).read_text(encoding="utf-8"))
             out |= {n.value for n in ast.walk(tree) if isinstance(n, ast.Constant) and isinstance(n.value, str)}
-        stack: list[Any] = [v for v in vars(module).values() if isinstance(v, str | dict | tuple | list)]
+        stack: list[Any] = [v for v in vars(module).values() if isinstance(v, str | dict | tuple | list | Query)]
         seen: set[int] = set()
         while stack:
             v = stack.pop()
@@ -80,15 +93,17 @@ def fixed_templates() -> set[str]:
             seen.add(id(v))
             if isinstance(v, str):
                 out.add(v)
+            elif isinstance(v, Query):  # a statement with named parameters, as compiled for asyncpg
+                out.add(v.text)
             elif isinstance(v, dict):
-                stack.extend(x for x in v.values() if isinstance(x, str | dict | tuple | list))
+                stack.extend(x for x in v.values() if isinstance(x, str | dict | tuple | list | Query))
             elif isinstance(v, tuple | list):
-                stack.extend(x for x in v if isinstance(x, str | dict | tuple | list))
+                stack.extend(x for x in v if isinstance(x, str | dict | tuple | list | Query))
     return out
 
 
 @pytest.fixture(scope="module")
-async def fuzz_orchestrator(dsn: str, pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder,
+async def fuzz_orchestrator(dsn: str, pool: Pool, qdrant: VectorStore, embedder: Embedder,
                             settings: Settings, tiny_backend: TransformersBackend) -> Orchestrator:
     backend = tiny_backend  # shared with the backend tests: its constraint indexes are built once a session
     # the constraint indexes are built before the runs, so the model's own output drives every stage
@@ -106,10 +121,9 @@ async def fuzz_orchestrator(dsn: str, pool: AsyncConnectionPool, qdrant: VectorS
 async def test_random_models_never_break_the_loop(fuzz_orchestrator: Orchestrator, dsn: str, qdrant: VectorStore,
                                                   embedder: Embedder) -> None:
     o = fuzz_orchestrator
-    # every statement of these runs goes through a recording cursor
-    traced = AsyncConnectionPool(dsn, min_size=1, max_size=4, open=False,
-                                 kwargs={"cursor_factory": Recording})
-    await traced.open(wait=True)
+    # every statement of these runs is recorded by the connection that sends it
+    traced = await make_pool(dsn, o.settings.model_copy(update={"pool_min_size": 4, "pool_max_size": 4}))
+    await Recording.attach(traced, 4)
     Recording.seen.clear()
     o.retrieval = LocalRetrieval(traced, qdrant, embedder.aembed, o.settings)
     o.store = TrajectoryStore(traced, o.settings)
@@ -136,9 +150,7 @@ async def test_random_models_never_break_the_loop(fuzz_orchestrator: Orchestrato
     finally:
         await traced.close()
     print(f"\n{RUNS} runs: {statuses}")
-    allowed = fixed_templates() | {compile_query(q)[0].as_string(None) if isinstance(compile_query(q)[0],
-                                                                                      sql.Composable)
-                                   else str(compile_query(q)[0]) for q in queries}
-    unknown = {t for t in Recording.seen if t not in allowed}
+    allowed = fixed_templates() | ASYNCPG_OWN | {compile_query(q)[0] for q in queries}
+    unknown = {t for t in Recording.seen if t not in allowed and not TRANSACTION.match(t)}
     assert Recording.seen, "the runs sent SQL"
     assert not unknown, f"SQL outside the fixed templates reached the database: {sorted(unknown)[:3]}"

@@ -15,7 +15,6 @@ from typing import Any
 
 import openai
 import pytest
-from psycopg_pool import AsyncConnectionPool
 from pydantic import BaseModel, Field
 
 from agentic_rag.models.base import StructuredGenerator
@@ -31,6 +30,7 @@ from agentic_rag.orchestrator.runtime import build_orchestrator
 from agentic_rag.protocol import QueryRewrite
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
+from agentic_rag.storage.sql import Pool
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -80,7 +80,7 @@ async def test_smollm2_writes_a_valid_rewrite(smollm2: TransformersBackend, ques
 
 
 @pytest.fixture(scope="module")
-def orchestrator(pool: AsyncConnectionPool, qdrant: VectorStore, embedder: Embedder,
+def orchestrator(pool: Pool, qdrant: VectorStore, embedder: Embedder,
                  settings: Settings) -> Orchestrator:
     return build_orchestrator(settings, pool, qdrant, embedder)[0]
 

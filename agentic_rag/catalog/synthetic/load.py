@@ -7,20 +7,18 @@ a no-op when the same ``(n, seed)`` is already loaded.
 
 from __future__ import annotations
 
-import json
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
-from typing import Any
 
-import psycopg
-from psycopg import sql
+import asyncpg
 
 from agentic_rag.catalog.load import REFRESH_NAME_WORDS, REFRESH_PROSE, load_failure
 from agentic_rag.catalog.synthetic.rows import SOURCE, SyntheticCatalog
 from agentic_rag.catalog.synthetic.structure import entity_counts, fingerprint
-from agentic_rag.catalog.tables import ENTITY_TABLES, RELATION_TABLES, TABLE_BY_NAME, TABLES
-from agentic_rag.storage.postgres import migrate
+from agentic_rag.catalog.tables import ENTITY_TABLES, RELATION_TABLES, TABLE_BY_NAME, TABLES, Row
+from agentic_rag.storage.postgres import connect, migrate
+from agentic_rag.storage.sql import Conn, affected, ident, idents
 
 Progress = Callable[[str, int, int], None]
 
@@ -79,54 +77,50 @@ _BULK_SETTINGS = (
 _INSERT_EDGES = (
     "INSERT INTO edge (src_id, rel, dst_id, src_type, dst_type, detail, source) "
     "SELECT DISTINCT ON (src_id, rel, dst_id) src_id, rel, dst_id, src_type, dst_type, detail, source "
-    "FROM edge_source WHERE source = %s ORDER BY src_id, rel, dst_id, detail NULLS LAST"
+    "FROM edge_source WHERE source = $1 ORDER BY src_id, rel, dst_id, detail NULLS LAST"
 )
 _INSERT_NAMES = (
     "INSERT INTO entity_name (entity_id, norm, entity_type, name, kind, popularity, source) "
-    "SELECT entity_id, norm, entity_type, name, kind, popularity, source FROM entity_name_source WHERE source = %s"
+    "SELECT entity_id, norm, entity_type, name, kind, popularity, source FROM entity_name_source WHERE source = $1"
 )
-Cursor = psycopg.AsyncCursor[tuple[Any, ...]]
 
 
-async def _loaded(cur: Cursor, fp: str) -> dict[str, int] | None:
+async def _loaded(conn: Conn, fp: str) -> dict[str, int] | None:
     """The recorded counts if this exact catalog is loaded (and its small tables still hold it)."""
-    await cur.execute("SELECT fingerprint, counts FROM catalog_load WHERE source = %s", (SOURCE,))
-    row = await cur.fetchone()
+    row = await conn.fetchrow("SELECT fingerprint, counts FROM catalog_load WHERE source = $1", SOURCE)
     if row is None or row[0] != fp:
         return None
     counts: dict[str, int] = {str(k): int(v) for k, v in row[1].items()}
     for table in ("franchise", "studio", "anime"):
-        await cur.execute(
-            sql.SQL("SELECT count(*) FROM {} WHERE source = %s").format(sql.Identifier(table)), (SOURCE,)
-        )
-        got = await cur.fetchone()
-        if got is None or int(got[0]) != counts.get(table):
+        got = await conn.fetchval(f"SELECT count(*) FROM {ident(table)} WHERE source = $1", SOURCE)  # noqa: S608
+        if got is None or int(got) != counts.get(table):
             return None
     return counts
 
 
-async def _delete_synthetic(cur: Cursor) -> int:
+async def _delete_synthetic(conn: Conn) -> int:
     """Remove every synthetic row, derived tables and children first; demo rows are never touched."""
     deleted = 0
     for name in ("edge", "entity_name", *(t.name for t in reversed(TABLES))):
-        await cur.execute(sql.SQL("DELETE FROM {} WHERE source = %s").format(sql.Identifier(name)), (SOURCE,))
-        deleted += max(cur.rowcount, 0)
+        deleted += affected(await conn.execute(f"DELETE FROM {ident(name)} WHERE source = $1", SOURCE))  # noqa: S608
     return deleted
 
 
-async def _copy_table(cur: Cursor, cat: SyntheticCatalog, table: str, progress: Progress) -> int:
+async def _copy_table(conn: Conn, cat: SyntheticCatalog, table: str, progress: Progress) -> int:
+    """One binary COPY of the table's rows, fed chunk by chunk as they are generated."""
     t = TABLE_BY_NAME[table]
     total, done = cat.counts[table], 0
     progress(table, 0, total)
-    stmt = sql.SQL("COPY {} ({}) FROM STDIN").format(
-        sql.Identifier(t.name), sql.SQL(", ").join(sql.Identifier(c) for c in t.columns)
-    )
-    async with cur.copy(stmt) as copy:
+
+    async def rows() -> AsyncIterator[Row]:
+        nonlocal done
         for chunk in cat.chunks(table):
             for row in chunk:
-                await copy.write_row(row)
+                yield row
             done += len(chunk)
             progress(table, done, total)
+
+    await conn.copy_records_to_table(t.name, records=rows(), columns=list(t.columns))
     return done
 
 
@@ -151,62 +145,59 @@ async def load_synthetic(
     await migrate(dsn)
     t0 = time.perf_counter()
     current = "catalog_load"
-    async with await psycopg.AsyncConnection.connect(dsn, autocommit=True) as conn:
-        async with conn.cursor() as cur:
-            recorded = await _loaded(cur, fp)
+    conn = await connect(dsn)
+    try:
+        recorded = await _loaded(conn, fp)
         if recorded is None:
             t = time.perf_counter()
             cat = SyntheticCatalog(n, seed)
             report.phases["structure"] = time.perf_counter() - t
             try:
-                async with conn.transaction(), conn.cursor() as cur:
-                    await cur.execute("SELECT pg_advisory_xact_lock(%s)", (_LOCK_KEY,))
-                    recorded = await _loaded(cur, fp)  # a concurrent run may have just loaded it
+                async with conn.transaction():
+                    await conn.execute("SELECT pg_advisory_xact_lock($1)", _LOCK_KEY)
+                    recorded = await _loaded(conn, fp)  # a concurrent run may have just loaded it
                     if recorded is None:
                         for setting in _BULK_SETTINGS:
-                            await cur.execute(setting)
+                            await conn.execute(setting)
                         t = time.perf_counter()
                         current = "delete"
-                        report.deleted = await _delete_synthetic(cur)
+                        report.deleted = await _delete_synthetic(conn)
                         report.phases["delete"] = time.perf_counter() - t
                         for table in TABLES:
                             t, current = time.perf_counter(), table.name
-                            report.tables[table.name] = await _copy_table(cur, cat, table.name, step)
+                            report.tables[table.name] = await _copy_table(conn, cat, table.name, step)
                             report.phases[f"copy {table.name}"] = time.perf_counter() - t
                         t, current = time.perf_counter(), "edge"
                         step("edge", 0, cat.expected_edges)
-                        await cur.execute(_INSERT_EDGES, (SOURCE,))
-                        report.edges = cur.rowcount
+                        report.edges = affected(await conn.execute(_INSERT_EDGES, SOURCE))
                         step("edge", report.edges, cat.expected_edges)
                         report.phases["edge"] = time.perf_counter() - t
                         t, current = time.perf_counter(), "entity_name"
-                        await cur.execute(_INSERT_NAMES, (SOURCE,))
-                        report.names = cur.rowcount
+                        report.names = affected(await conn.execute(_INSERT_NAMES, SOURCE))
                         report.phases["entity_name"] = time.perf_counter() - t
                         t, current = time.perf_counter(), "name_word"
-                        await cur.execute(REFRESH_NAME_WORDS)
+                        await conn.execute(REFRESH_NAME_WORDS)
                         report.phases["name_word"] = time.perf_counter() - t
                         t, current = time.perf_counter(), "entity_prose"
                         for refresh in REFRESH_PROSE:
-                            await cur.execute(refresh)
+                            await conn.execute(refresh)
                         report.phases["entity_prose"] = time.perf_counter() - t
                         current = "catalog_load"
-                        await cur.execute(
-                            "INSERT INTO catalog_load (source, fingerprint, counts) VALUES (%s, %s, %s) "
+                        await conn.execute(
+                            "INSERT INTO catalog_load (source, fingerprint, counts) VALUES ($1, $2, $3) "
                             "ON CONFLICT (source) DO UPDATE SET fingerprint = EXCLUDED.fingerprint, "
                             "counts = EXCLUDED.counts, loaded_at = now()",
-                            (SOURCE, fp, json.dumps({**report.tables, "edge": report.edges})),
+                            SOURCE, fp, {**report.tables, "edge": report.edges},
                         )
-            except psycopg.Error as exc:
+            except (asyncpg.PostgresError, asyncpg.InterfaceError) as exc:
                 raise load_failure(f"synthetic load at {current}", exc) from exc
             if recorded is None:
                 t = time.perf_counter()
-                names = sql.SQL(", ").join(sql.Identifier(x) for x in (*(t.name for t in TABLES), "edge",
-                                                                        "entity_name"))
                 # VACUUM even after a first load: it sets the visibility map that index-only scans need
-                verb = sql.SQL("VACUUM (ANALYZE)")
-                await conn.execute(sql.SQL("{} {}").format(verb, names))
+                await conn.execute(f"VACUUM (ANALYZE) {idents([*(t.name for t in TABLES), 'edge', 'entity_name'])}")
                 report.phases["vacuum analyze"] = time.perf_counter() - t
+    finally:
+        await conn.close()
     if recorded is not None:
         report.skipped = True
         report.edges = recorded.pop("edge", 0)

@@ -240,7 +240,7 @@ class SyntheticCatalog:
                                     st.fr_manga[f].tolist(), strict=True)
         ]
         return list(zip(self._id("franchise", f), _key("franchise", f), [SOURCE] * len(f), title.tolist(), desc,
-                        st.pop["franchise"][f].tolist(), ["{}"] * len(f), strict=True))
+                        st.pop["franchise"][f].tolist(), [{}] * len(f), strict=True))
 
     def _rows_studio(self, s: Arr) -> list[Row]:
         h = _hash(self.seed, "studio", s)
@@ -249,7 +249,7 @@ class SyntheticCatalog:
         names = [_STUDIO_FORMS[f].format(x) for f, x in zip(forms.tolist(), w.tolist(), strict=True)]
         founded = (1950 + _pick(h, 71, 48)).tolist()
         return list(zip(self._id("studio", s), _key("studio", s), [SOURCE] * len(s), names, founded,
-                        self._st.pop["studio"][s].tolist(), ["{}"] * len(s), strict=True))
+                        self._st.pop["studio"][s].tolist(), [{}] * len(s), strict=True))
 
     def _person_names(self, salt: str, idx: Arr) -> tuple[Arr, Arr, Arr]:
         h = _hash(self.seed, salt, idx)
@@ -260,7 +260,7 @@ class SyntheticCatalog:
     def _rows_person(self, p: Arr) -> list[Row]:
         name, native, _ = self._person_names("person", p)
         return list(zip(self._id("person", p), _key("person", p), [SOURCE] * len(p), name.tolist(), native.tolist(),
-                        [[] for _ in range(len(p))], self._st.pop["person"][p].tolist(), ["{}"] * len(p),
+                        [[] for _ in range(len(p))], self._st.pop["person"][p].tolist(), [{}] * len(p),
                         strict=True))
 
     def _rows_anime(self, a: Arr) -> list[Row]:
@@ -290,7 +290,7 @@ class SyntheticCatalog:
             [[x] if x and x != t else [] for x, t in zip(alias.tolist(), title.tolist(), strict=True)],
             fmt_s, year.tolist(), [None if e < 0 else e for e in end_year.tolist()], episodes.tolist(),
             ["airing" if x else "finished" for x in airing.tolist()], genres, st.pop["anime"][a].tolist(),
-            synopsis, self._opt_id("franchise", st.a_fr[a]), ["{}"] * n, strict=True,
+            synopsis, self._opt_id("franchise", st.a_fr[a]), [{}] * n, strict=True,
         ))
 
     def _rows_manga(self, m: Arr) -> list[Row]:
@@ -330,7 +330,7 @@ class SyntheticCatalog:
             [[] for _ in range(n)], year.tolist(),
             [None if o else e for o, e in zip(ongoing.tolist(), end_year.tolist(), strict=True)], volumes.tolist(),
             ["ongoing" if o else "finished" for o in ongoing.tolist()], magazine, genres,
-            st.pop["manga"][m].tolist(), synopsis, self._opt_id("franchise", fr), ["{}"] * n, strict=True,
+            st.pop["manga"][m].tolist(), synopsis, self._opt_id("franchise", fr), [{}] * n, strict=True,
         ))
 
     def _rows_character(self, c: Arr) -> list[Row]:
@@ -348,7 +348,7 @@ class SyntheticCatalog:
         ]
         n = len(c)
         return list(zip(self._id("character", c), _key("character", c), [SOURCE] * n, name.tolist(), native.tolist(),
-                        aliases, desc, self._st.pop["character"][c].tolist(), ["{}"] * n, strict=True))
+                        aliases, desc, self._st.pop["character"][c].tolist(), [{}] * n, strict=True))
 
     def _rows_episode(self, e: Arr) -> list[Row]:
         st = self._st
@@ -358,7 +358,7 @@ class SyntheticCatalog:
         season = (1 + (ep_n - 1) // 26).tolist()
         start = ((st.a_year[ep_a] - 1970) * 12 + st.a_month[ep_a] - 1).astype("datetime64[M]").astype("datetime64[D]")
         aired = start + (7 * (ep_n - 1)).astype("timedelta64[D]")
-        aired_s = np.datetime_as_string(aired, unit="D").astype(object)
+        aired_s = aired.astype(object)  # datetime.date values, for the date column
         aired_s[aired > np.datetime64("2025-12-31")] = None
         keys = [episode_key(f"syn-anime-{a}", k) for a, k in zip(ep_a.tolist(), ep_n.tolist(), strict=True)]
         n = len(e)

@@ -1,0 +1,126 @@
+"""The faults of issue 15 on a running Serve app: replicas killed, PostgreSQL backends terminated.
+
+A replica is killed the way a crash or an OOM kill ends it: ``ray.kill`` on its actor, with no chance to
+clean up; Serve's controller notices and starts another. The embedded Qdrant store (edge or local mode)
+lives in the VectorRetriever replica's process, so killing that replica is what makes Qdrant unavailable
+here: the store goes down with the process and comes back when a new replica reopens it from disk. (With
+a Qdrant server, ``RAG_QDRANT_URL``, stopping the server is the same fault from the outside.)
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from collections.abc import Sequence
+from typing import Any
+
+import ray
+from ray.serve.schema import ServeDeploySchema
+
+from agentic_rag.loadtest.faults import Fault, FaultRun, Verdict, judge, terminate_backends
+
+__all__ = ["FAULT_ARGS", "fault_config", "fault_suite", "kill_replica", "replica_actors", "standard_faults"]
+
+# Settings for a fault run: runs a killed replica leaves are closed within seconds, not minutes (a run may
+# take the deadline, 15 s, plus a 2 s grace without progress; every Orchestrator looks each second)
+FAULT_ARGS: dict[str, Any] = {"agent_deadline_ms": 15_000, "run_abandon_grace_ms": 2_000,
+                              "run_sweep_interval_ms": 1_000}
+SERVE_NAMESPACE = "serve"
+REPLICA_PREFIX = "SERVE_REPLICA::"  # Serve's actor name: SERVE_REPLICA::<app>#<deployment>#<replica id>
+
+
+def fault_config(config: ServeDeploySchema, *, orchestrators: int, args: dict[str, Any]) -> ServeDeploySchema:
+    """``config`` with exactly ``orchestrators`` Orchestrator replicas (a resume must be claimed across
+    replicas; one killed leaves another), and ``args`` over every application's args (shorter sweep times)."""
+    apps = []
+    for app in config.applications:
+        deployments = []
+        for d in app.deployments:
+            if d.name == "Orchestrator":
+                scaling = {**(d.autoscaling_config if isinstance(d.autoscaling_config, dict) else {}),
+                           "min_replicas": orchestrators, "max_replicas": orchestrators}
+                d = d.model_copy(update={"autoscaling_config": scaling})
+            deployments.append(d)
+        apps.append(app.model_copy(update={"deployments": deployments, "args": {**app.args, **args}}))
+    return config.model_copy(update={"applications": apps})
+
+
+def replica_actors(app: str, deployment: str) -> list[str]:
+    """The live replica actors of ``deployment`` in ``app``, by actor name (sorted)."""
+    prefix = f"{REPLICA_PREFIX}{app}#{deployment}#"
+    return sorted(a["name"] for a in ray.util.list_named_actors(all_namespaces=True)
+                  if a["namespace"] == SERVE_NAMESPACE and a["name"].startswith(prefix))
+
+
+def _ongoing(name: str) -> int:
+    """Requests in flight at a replica, as Serve's router asks it (0 when it cannot say)."""
+    try:
+        actor = ray.get_actor(name, namespace=SERVE_NAMESPACE)
+        count: Any = ray.get(actor.get_num_ongoing_requests.remote(), timeout=2)
+        return int(count)
+    except Exception:  # the replica actor's method is Serve's own, not a public API: the count is a nicety
+        return 0
+
+
+def kill_replica(app: str, deployment: str, *, wait_busy_s: float = 3.0) -> str:
+    """Kill the busiest replica of ``deployment`` at once (waiting up to ``wait_busy_s`` for one with requests
+    in flight, so the fault meets work); say which, and what it held."""
+    deadline = time.monotonic() + wait_busy_s
+    while True:
+        names = replica_actors(app, deployment)
+        if not names:
+            raise LookupError(f"{deployment} of {app} has no live replica to kill")
+        ongoing, name = max((_ongoing(n), n) for n in names)
+        if ongoing or time.monotonic() >= deadline:
+            break
+        time.sleep(0.05)
+    ray.kill(ray.get_actor(name, namespace=SERVE_NAMESPACE), no_restart=True)
+    return f"killed 1 of {len(names)} {deployment} replica(s), {ongoing} request(s) in flight"
+
+
+def _killer(app: str, deployment: str) -> Fault:
+    async def inject() -> str:
+        return await asyncio.to_thread(kill_replica, app, deployment)
+
+    return Fault(f"{deployment} replica killed", inject)
+
+
+def standard_faults(app: str, dsn: str, *, terminations: int = 3) -> list[Fault]:
+    """The issue's faults in order: an Orchestrator, a GraphRetriever and the Embedder replica killed, every
+    PostgreSQL backend terminated ``terminations`` times a second apart, Qdrant (the VectorRetriever replica
+    that embeds it) killed."""
+
+    async def terminate() -> str:
+        notes = []
+        for i in range(terminations):
+            if i:
+                await asyncio.sleep(1.0)
+            notes.append(await terminate_backends(dsn))
+        return "; ".join(notes)
+
+    return [
+        _killer(app, "Orchestrator"),
+        _killer(app, "GraphRetriever"),
+        _killer(app, "Embedder"),
+        Fault("PostgreSQL backends terminated", terminate),
+        Fault("Qdrant down (VectorRetriever replica, which embeds it, killed)",
+              _killer(app, "VectorRetriever").inject),
+    ]
+
+
+async def fault_suite(url: str, dsn: str, app: str, questions: Sequence[str], *, tenant: str, clients: int,
+                      baseline_s: float = 5.0, contenders: int = 8, rounds: int = 2,
+                      max_recovery_s: float = 60.0) -> tuple[FaultRun, Verdict]:
+    """The whole run against a deployed app: a baseline under load, concurrent resumes, each standard fault
+    until the service is clean again, then the checks (:func:`~agentic_rag.loadtest.faults.judge`)."""
+    async with FaultRun(url, questions, tenant=tenant, clients=clients) as run:
+        run.start()
+        await run.baseline(baseline_s)
+        for _ in range(rounds):
+            await run.resume_race(contenders)
+        for fault in standard_faults(app, dsn):
+            await run.fault(fault, max_s=max_recovery_s)
+        await run.stop()
+        idle_s = (FAULT_ARGS["agent_deadline_ms"] + FAULT_ARGS["run_abandon_grace_ms"]) / 1000
+        verdict = await judge(run, dsn, sweep_limit_s=idle_s + 2 * FAULT_ARGS["run_sweep_interval_ms"] / 1000 + 10)
+    return run, verdict

@@ -1,0 +1,67 @@
+"""The fault suite of issue 15 in full, against the configured catalog: faults under load, and the checks.
+
+    .venv/bin/python scripts/fault_suite.py [--config configs/local.yaml] [--clients 16] [--orchestrators 2]
+
+Starts a local Ray, deploys the config (two Orchestrator replicas, a short sweep: see
+``agentic_rag.deployments.faults.FAULT_ARGS``) over the configured database and Qdrant store (run
+``agentic-rag ingest`` first), and keeps ``--clients`` clients asking the demo questions while it kills an
+Orchestrator, a GraphRetriever and the Embedder replica, terminates every PostgreSQL backend, and takes
+the embedded Qdrant down with the VectorRetriever replica that holds it. Prints one Markdown table (a row
+per fault: requests, status codes, degraded answers, recovery time) and the checks; exits 1 if one failed.
+The test suite runs a shorter form of the same (tests/integration/test_faults.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import sys
+import time
+from pathlib import Path
+
+from agentic_rag.deployments import launch
+from agentic_rag.deployments.faults import FAULT_ARGS, fault_config, fault_suite
+from agentic_rag.eval import load_demo_questions
+from agentic_rag.loadtest.faults import markdown
+from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import resolve_dsn
+
+
+def main() -> int:
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    parser.add_argument("--config", type=Path, default=launch.DEFAULT_CONFIG)
+    parser.add_argument("--clients", type=int, default=16, help="concurrent clients (closed loop)")
+    parser.add_argument("--orchestrators", type=int, default=2, help="Orchestrator replicas (2 or more)")
+    parser.add_argument("--baseline", type=float, default=10.0, help="seconds of load before the first fault")
+    parser.add_argument("--contenders", type=int, default=8, help="concurrent resumes of one clarification")
+    parser.add_argument("--rounds", type=int, default=3, help="clarifications raced")
+    parser.add_argument("--dump", type=Path, help="write every request and readiness probe here (JSON lines)")
+    args = parser.parse_args()
+
+    dsn = resolve_dsn(Settings())
+    config = fault_config(launch.load_config(args.config, args={"database_url": dsn, "log_level": "WARNING"}),
+                          orchestrators=args.orchestrators, args=FAULT_ARGS)
+    questions = [q.question for q in load_demo_questions()]
+    t0 = time.perf_counter()
+    launch.start_ray(log_to_driver=False)
+    try:
+        launch.deploy(config)
+        launch.wait_until_running(config, timeout_s=300)
+        print(f"deployed in {time.perf_counter() - t0:.1f} s; {args.clients} clients, "
+              f"{args.orchestrators} Orchestrator replicas", file=sys.stderr)
+        t1 = time.perf_counter()
+        run, verdict = asyncio.run(fault_suite(
+            launch.app_url(config), dsn, config.applications[0].name, questions, tenant=f"faults-{int(time.time())}",
+            clients=args.clients, baseline_s=args.baseline, contenders=args.contenders, rounds=args.rounds))
+    finally:
+        launch.shutdown()
+    if args.dump:
+        run.dump(args.dump)
+    print(markdown(run, verdict))
+    print(f"\nfault run {time.perf_counter() - t1:.0f} s, {time.perf_counter() - t0:.0f} s with Ray's start and stop",
+          file=sys.stderr)
+    return 1 if any(verdict.problems.values()) else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
