@@ -26,8 +26,8 @@ from agentic_rag.eval.metrics import percentile
 from agentic_rag.eval.report import render_markdown
 from agentic_rag.orchestrator.loop import Orchestrator, RunResult
 from agentic_rag.orchestrator.runtime import open_runtime
-from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.trajectory import TrajectoryStore
+from agentic_rag.protocol import Mode
 from agentic_rag.settings import Settings
 
 # the models (the planner, the validator, and the encoder that reads what a question asks) and the stores

@@ -17,8 +17,8 @@ from typing import Any
 
 from qdrant_client import models
 
-from agentic_rag.catalog.vocabulary import ENTITY_TYPES
 from agentic_rag.models.embeddings import Embedder
+from agentic_rag.protocol.vocabulary import ENTITY_TYPES
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import connect
 from agentic_rag.storage.qdrant import VectorStore, collection_name, drop_collections, ensure_collections

@@ -2,7 +2,7 @@
 
 The catalog ships as YAML, one file per franchise plus ``studios.yaml`` and ``people.yaml``.
 Records reference each other by natural key (a lowercase slug); ids are derived from those keys
-(see :func:`agentic_rag.catalog.vocabulary.entity_id`). Loading checks every reference, so a broken
+(see :func:`agentic_rag.catalog.ids.entity_id`). Loading checks every reference, so a broken
 file fails before anything touches the database, with an error naming the file and the record.
 """
 
@@ -15,7 +15,7 @@ from typing import Annotated, Any
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from agentic_rag.catalog.vocabulary import (
+from agentic_rag.protocol.vocabulary import (
     AnimeFormat,
     AnimeRelation,
     AnimeStaffRole,

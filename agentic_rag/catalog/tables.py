@@ -6,8 +6,9 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any
 
+from agentic_rag.catalog.ids import entity_id, episode_key
 from agentic_rag.catalog.records import Catalog
-from agentic_rag.catalog.vocabulary import EDGE_TYPE_BY_NAME, entity_id, episode_key
+from agentic_rag.protocol.vocabulary import EDGE_TYPE_BY_NAME
 
 
 @dataclass(frozen=True, slots=True)

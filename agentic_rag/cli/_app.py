@@ -4,17 +4,38 @@ from __future__ import annotations
 
 import logging
 import os
+from typing import Any
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from typer.core import TyperGroup
 
+from agentic_rag.cli._errors import explain
 from agentic_rag.settings import Settings
 
-app = typer.Typer(help="agentic-rag: question answering over a catalog in PostgreSQL and Qdrant.",
-                  no_args_is_help=True, pretty_exceptions_enable=False)
 console = Console()
 err = Console(stderr=True)
+
+
+class Commands(TyperGroup):
+    """The command group, and the CLI's one error boundary: a command that fails for a cause a person can fix
+    (a Qdrant store in use, PostgreSQL out of reach, no catalog loaded) prints one line saying what to do and
+    exits 1; any other failure keeps its traceback."""
+
+    def invoke(self, ctx: Any) -> Any:  # a click Context, of the click that typer vendors privately
+        try:
+            return super().invoke(ctx)
+        except Exception as exc:
+            line = explain(exc)
+            if line is None:
+                raise
+            raise fail(line) from None
+
+
+app = typer.Typer(help="agentic-rag: question answering over a catalog in PostgreSQL and Qdrant.",
+                  no_args_is_help=True, pretty_exceptions_enable=False, cls=Commands)
 
 
 def load_settings() -> Settings:
@@ -25,8 +46,9 @@ def load_settings() -> Settings:
     return Settings()
 
 
-def fail(exc: Exception) -> typer.Exit:
-    err.print(f"[bold red]error:[/] {exc}")
+def fail(problem: Exception | str) -> typer.Exit:
+    """Print ``problem`` as one ``error:`` line on stderr; the ``Exit`` (status 1) to raise after it."""
+    err.print(f"[bold red]error:[/] {escape(str(problem))}", soft_wrap=True, highlight=False)
     return typer.Exit(code=1)
 
 

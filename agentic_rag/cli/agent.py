@@ -6,7 +6,7 @@ import asyncio
 import json
 import uuid
 from pathlib import Path
-from typing import Annotated, Any, Literal, cast
+from typing import Annotated, Any, cast, get_args
 
 import typer
 from rich.panel import Panel
@@ -14,21 +14,19 @@ from rich.table import Table
 
 from agentic_rag.cli._app import app, console, err, fail, load_settings
 from agentic_rag.logs import configure_logging
-from agentic_rag.orchestrator.loop import ClarificationError, RunResult
-from agentic_rag.orchestrator.runtime import CatalogEmpty, Runtime, open_runtime
-from agentic_rag.orchestrator.trajectory import Trajectory, TrajectoryError
-from agentic_rag.protocol import AgentResponse
+from agentic_rag.orchestrator.loop import RunResult
+from agentic_rag.orchestrator.runtime import Runtime, open_runtime
+from agentic_rag.orchestrator.trajectory import Trajectory
+from agentic_rag.protocol import AgentResponse, Mode
 from agentic_rag.retrievers.hydrate import labels
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import DatabaseUnavailable
 
-Mode = Literal["agentic", "linear"]
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log every stage (JSON lines on stderr).")]
 
 
 def _mode(mode: str) -> Mode:
-    if mode not in ("agentic", "linear"):
+    if mode not in get_args(Mode):
         raise fail(ValueError(f"--mode must be agentic or linear, not {mode!r}"))
     return cast(Mode, mode)
 
@@ -40,16 +38,13 @@ def _agent_settings(verbose: bool) -> Settings:
 
 
 def _run(settings: Settings, work: Any) -> Any:
-    """Run ``work(runtime)`` in a runtime; the failures a user can fix become one clear error line."""
+    """Run ``work(runtime)`` in a runtime (the failures a user can fix end at the CLI's error boundary)."""
 
     async def go() -> Any:
         async with open_runtime(settings) as rt:
             return await work(rt)
 
-    try:
-        return asyncio.run(go())
-    except (CatalogEmpty, DatabaseUnavailable, TrajectoryError, ClarificationError) as exc:
-        raise fail(exc) from None
+    return asyncio.run(go())
 
 
 async def _names(rt: Runtime, response: AgentResponse) -> dict[str, str]:

@@ -13,10 +13,9 @@ from rich.table import Table
 
 from agentic_rag.catalog.index import IndexChange
 from agentic_rag.catalog.load import Change
-from agentic_rag.catalog.records import DATA_DIR, CatalogError
+from agentic_rag.catalog.records import DATA_DIR
 from agentic_rag.cli._app import app, console, fail, load_settings, progress_bar
-from agentic_rag.storage.postgres import DatabaseUnavailable, resolve_dsn
-from agentic_rag.storage.qdrant import QdrantUnavailable
+from agentic_rag.storage.postgres import resolve_dsn
 
 
 def _print_tables(changes: dict[str, Change], seconds: float) -> None:
@@ -61,34 +60,31 @@ def ingest(
     from agentic_rag.catalog.ingest import index_catalog, ingest_demo
 
     settings = load_settings()
-    try:
-        dsn = resolve_dsn(settings)
-        with progress_bar() as progress:
-            if synthetic is None:
-                load_task = progress.add_task("postgres (demo)", total=16)
-                report = asyncio.run(ingest_demo(
-                    dsn, settings, data_dir=data, index=index,
-                    on_step=lambda _t: progress.advance(load_task), progress=_index_progress(progress),
-                ))
-            else:
-                from agentic_rag.catalog.synthetic import load_synthetic
+    dsn = resolve_dsn(settings)
+    with progress_bar() as progress:
+        if synthetic is None:
+            load_task = progress.add_task("postgres (demo)", total=16)
+            report = asyncio.run(ingest_demo(
+                dsn, settings, data_dir=data, index=index,
+                on_step=lambda _t: progress.advance(load_task), progress=_index_progress(progress),
+            ))
+        else:
+            from agentic_rag.catalog.synthetic import load_synthetic
 
-                tasks: dict[str, TaskID] = {}
+            tasks: dict[str, TaskID] = {}
 
-                def on_rows(table: str, done: int, total: int) -> None:
-                    if table not in tasks:
-                        tasks[table] = progress.add_task(f"copy {table}", total=total)
-                    progress.update(tasks[table], completed=done)
+            def on_rows(table: str, done: int, total: int) -> None:
+                if table not in tasks:
+                    tasks[table] = progress.add_task(f"copy {table}", total=total)
+                progress.update(tasks[table], completed=done)
 
-                syn = asyncio.run(load_synthetic(dsn, synthetic, seed, progress=on_rows))
-                index_changes: dict[str, IndexChange] = {}
-                index_seconds = 0.0
-                if index:
-                    index_changes, index_seconds = asyncio.run(
-                        index_catalog(dsn, settings, progress=_index_progress(progress))
-                    )
-    except (CatalogError, DatabaseUnavailable, QdrantUnavailable) as exc:
-        raise fail(exc) from None
+            syn = asyncio.run(load_synthetic(dsn, synthetic, seed, progress=on_rows))
+            index_changes: dict[str, IndexChange] = {}
+            index_seconds = 0.0
+            if index:
+                index_changes, index_seconds = asyncio.run(
+                    index_catalog(dsn, settings, progress=_index_progress(progress))
+                )
     if synthetic is None:
         _print_tables(report.tables, report.pg_seconds)
         if report.index:
@@ -107,14 +103,9 @@ def reindex() -> None:
     from agentic_rag.catalog.ingest import index_catalog
 
     settings = load_settings()
-    try:
-        dsn = resolve_dsn(settings)
-        with progress_bar() as progress:
-            changes, seconds = asyncio.run(
-                index_catalog(dsn, settings, rebuild=True, progress=_index_progress(progress))
-            )
-    except (DatabaseUnavailable, QdrantUnavailable) as exc:
-        raise fail(exc) from None
+    dsn = resolve_dsn(settings)
+    with progress_bar() as progress:
+        changes, seconds = asyncio.run(index_catalog(dsn, settings, rebuild=True, progress=_index_progress(progress)))
     _print_index(changes, seconds)
 
 
@@ -123,12 +114,7 @@ def migrate() -> None:
     """Apply pending schema migrations."""
     from agentic_rag.storage.postgres import migrate as run_migrations
 
-    settings = load_settings()
-    try:
-        dsn = resolve_dsn(settings)
-        applied = asyncio.run(run_migrations(dsn))
-    except DatabaseUnavailable as exc:
-        raise fail(exc) from None
+    applied = asyncio.run(run_migrations(resolve_dsn(load_settings())))
     console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
 
 
@@ -139,7 +125,6 @@ def search(
     limit: Annotated[int, typer.Option(min=1, max=50)] = 10,
 ) -> None:
     """The typeahead lane: entities whose names match, exact then prefix then fuzzy, popular first."""
-    import asyncpg
     from pydantic import ValidationError
 
     from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, typeahead
@@ -151,10 +136,7 @@ def search(
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise fail(ValueError(problems)) from None
-    try:
-        dsn = resolve_dsn(settings)
-    except DatabaseUnavailable as exc:
-        raise fail(exc) from None
+    dsn = resolve_dsn(settings)
 
     async def run() -> list[TypeaheadHit]:
         conn = await connect(dsn)
@@ -163,10 +145,7 @@ def search(
         finally:
             await conn.close()
 
-    try:
-        hits = asyncio.run(run())
-    except asyncpg.UndefinedTableError:
-        raise fail(RuntimeError("the catalog is not loaded yet: run `agentic-rag ingest` first")) from None
+    hits = asyncio.run(run())
     table = Table(title=f"search {query!r}")
     for col in ("name", "type", "match", "matched name", "popularity", "id"):
         table.add_column(col)
@@ -178,10 +157,7 @@ def search(
 @app.command("db-url")
 def db_url() -> None:
     """Print the PostgreSQL DSN in use (starting the private cluster if that is what it takes)."""
-    try:
-        console.print(resolve_dsn(load_settings()))
-    except DatabaseUnavailable as exc:
-        raise fail(exc) from None
+    console.print(resolve_dsn(load_settings()))
 
 
 @app.command("db-stop")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import time
 from pathlib import Path
-from typing import Annotated, Literal, cast
+from typing import Annotated, cast, get_args
 
 import httpx
 import typer
@@ -16,6 +16,7 @@ from agentic_rag.loadtest import harness
 from agentic_rag.loadtest.plan import LoadPlan, Step, mix_from, parse_levels
 from agentic_rag.loadtest.report import Report, build_report, write_report
 from agentic_rag.loadtest.targets import Targets, load_targets
+from agentic_rag.protocol import Mode
 
 DEFAULT_LEVELS = "1,8,32,64,128"
 COLUMNS = ("step", "requests", "errors", "req/s", "runs/s", "p50 ms", "p95 ms", "p99 ms", "turns", "typeahead p95")
@@ -108,14 +109,14 @@ def loadtest(
         else:
             if url is None:
                 raise ValueError("give --url (or --from DIR to report on a recorded run)")
-            if mode not in ("agentic", "linear"):
+            if mode not in get_args(Mode):
                 raise ValueError(f"--mode must be agentic or linear, not {mode!r}")
             steps = _steps(concurrency, rate, users)
             qs = load_questions(questions) if questions is not None else load_demo_questions()
             asks, typeahead = mix_from(qs, seed=seed)
             plan = LoadPlan(url=url.rstrip("/"), steps=steps, warmup_s=warmup, duration_s=duration,
                             max_requests=max_requests, timeout_s=timeout, questions=asks, typeahead=typeahead,
-                            typeahead_share=typeahead_share, run_mode=cast(Literal["agentic", "linear"], mode),
+                            typeahead_share=typeahead_share, run_mode=cast(Mode, mode),
                             seed=seed)
             _check_reachable(plan.url)
             out = out or Path(".data/loadtest") / time.strftime("%Y%m%d-%H%M%S")

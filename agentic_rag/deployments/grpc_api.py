@@ -16,7 +16,6 @@ with its code and request id.
 from __future__ import annotations
 
 import asyncio
-import hmac
 import logging
 import re
 import uuid
@@ -26,6 +25,7 @@ from typing import Any, Protocol, TypeVar
 import grpc
 from pydantic import ValidationError
 
+from agentic_rag.auth import key_matches
 from agentic_rag.deployments.http import TENANT_PATTERN
 from agentic_rag.deployments.http_errors import REQUEST_ID_PATTERN, ApiError, api_error
 from agentic_rag.deployments.http_models import AskRequest, ClarifyRequest, SearchRequest
@@ -34,8 +34,7 @@ from agentic_rag.deployments.proto import searchai_pb2 as pb
 from agentic_rag.deployments.service import AgentService
 from agentic_rag.logs import request_context
 from agentic_rag.orchestrator.loop import RunResult
-from agentic_rag.orchestrator.state import Mode
-from agentic_rag.protocol import AgentResponse, EntityRef
+from agentic_rag.protocol import AgentResponse, EntityRef, Mode
 from agentic_rag.retrievers.typeahead import MatchTier, TypeaheadHit
 from agentic_rag.settings import Settings
 
@@ -83,7 +82,7 @@ class SearchAIApi:
 
     def __init__(self, service: AgentService, settings: Settings) -> None:
         self._service = service
-        self._keys = [k.encode() for k in settings.api_keys]
+        self._keys = list(settings.api_keys)
         self._max_runs = settings.max_inflight_runs
         self._timeout_s = settings.agent_deadline_ms / 1000 + RUN_GRACE_S
         self._runs = 0
@@ -160,10 +159,7 @@ class SearchAIApi:
         if not self._keys:
             return
         scheme, _, token = metadata.get("authorization", "").partition(" ")
-        offered = [o.strip().encode("utf-8", "replace")
-                   for o in (token if scheme.lower() == "bearer" else "", metadata.get("x-api-key", "")) if o.strip()]
-        # compare_digest against every key: how long a check takes says nothing about a key
-        if not any(hmac.compare_digest(o, k) for o in offered for k in self._keys):
+        if not key_matches((token if scheme.lower() == "bearer" else None, metadata.get("x-api-key")), self._keys):
             raise ApiError(401, "unauthorized", "a valid API key is required (metadata authorization: Bearer "
                                                 "<key>, or x-api-key)")
 

@@ -9,7 +9,6 @@ models are also served over OpenAI's chat-completions API under ``/openai/v1``
 
 # No ``from __future__ import annotations``: FastAPI reads the route signatures at runtime, and they
 # name dependencies local to create_app.
-import hmac
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -21,7 +20,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import StringConstraints
 
-from agentic_rag.catalog.vocabulary import ENTITY_TYPES
+from agentic_rag.auth import key_matches
 from agentic_rag.deployments.http_errors import (
     RETRY_AFTER,
     ApiError,
@@ -48,6 +47,7 @@ from agentic_rag.deployments.service import AgentService
 from agentic_rag.models import openai_server
 from agentic_rag.orchestrator.trajectory import Trajectory
 from agentic_rag.protocol import EntityRef
+from agentic_rag.protocol.vocabulary import ENTITY_TYPES
 from agentic_rag.settings import Settings
 
 __all__ = ["API_VERSION", "create_app"]
@@ -123,15 +123,13 @@ def _key_check(settings: Settings) -> list[params.Depends]:
     """The dependency that enforces API keys, when keys are configured (documented in OpenAPI)."""
     if not settings.api_keys:
         return []
-    keys = [k.encode() for k in settings.api_keys]
+    keys = list(settings.api_keys)
     bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <api key>")
     header = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: <api key>")
 
     async def require_key(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
                           api_key: Annotated[str | None, Depends(header)]) -> None:
-        offered = [o.encode("utf-8", "replace") for o in (creds.credentials if creds else None, api_key) if o]
-        # every pair compared, in constant time each: how long a check takes says nothing about the keys
-        if not any([hmac.compare_digest(o, k) for o in offered for k in keys]):  # a list: no short circuit
+        if not key_matches((creds.credentials if creds else None, api_key), keys):
             raise ApiError(401, "unauthorized", "a valid API key is required (Authorization: Bearer or X-API-Key)",
                            headers={"WWW-Authenticate": "Bearer"})
 

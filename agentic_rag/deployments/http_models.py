@@ -11,9 +11,9 @@ from typing import Annotated, Any, Literal
 
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
 
-from agentic_rag.catalog.vocabulary import ENTITY_TYPES, EntityType
 from agentic_rag.orchestrator.loop import RunResult
-from agentic_rag.protocol import AgentResponse, EntityRef, ResponseStatus, Uuid
+from agentic_rag.protocol import AgentResponse, EntityRef, Mode, ResponseStatus, Uuid
+from agentic_rag.protocol.vocabulary import ENTITY_TYPES, EntityType
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
 
 MAX_QUESTION_CHARS = 2000
@@ -66,7 +66,7 @@ class AskRequest(_Request):
     """A natural-language question for the agent loop."""
 
     question: Question = Field(description="The question (1 to 2000 characters).")
-    mode: Literal["agentic", "linear"] = Field(
+    mode: Mode = Field(
         "agentic", description="agentic: the loop until the context suffices. linear: retrieve once, answer once.")
     stream: StrictBool = Field(
         False, description="Stream trajectory events as server-sent events (also: Accept: text/event-stream).")
@@ -86,7 +86,7 @@ class AskResponse(BaseModel):
     trajectory_id: uuid.UUID = Field(description="Read it at GET /v1/trajectories/{id}; resume it if it asks.")
     request_id: str = Field(description="The request that started (or resumed) the run.")
     status: ResponseStatus = Field(description="How the run ended (same as response.status).")
-    mode: Literal["agentic", "linear"] = Field(description="Which loop ran.")
+    mode: Mode = Field(description="Which loop ran.")
     response: AgentResponse = Field(description="The answer, its entities, evidence and citations.")
     turns: int = Field(ge=0, description="Loop turns used.")
     latency_ms: float = Field(ge=0, description="Wall-clock time of the run.")
@@ -109,7 +109,7 @@ class PlanStep(BaseModel):
 
 
 class QueryResponse(AskResponse):
-    """A run, plus the retrieval steps it executed (seed 003's /query)."""
+    """A run, plus the retrieval steps it executed."""
 
     plan: list[PlanStep] = Field(description="Executed retrieval steps, in order.")
 

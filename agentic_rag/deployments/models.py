@@ -27,11 +27,11 @@ from agentic_rag.deployments.wire import (
     failure_of,
     ok,
 )
-from agentic_rag.models.base import GenerationError, Message
+from agentic_rag.models.base import GenerationError, Message, ModelRole
 from agentic_rag.models.chat import text_backend_of
 from agentic_rag.models.embeddings import Embedder as SentenceEmbedder
 from agentic_rag.models.embeddings import Vectors
-from agentic_rag.models.factory import ModelRole, build_model
+from agentic_rag.models.factory import build_model
 from agentic_rag.models.openai_server import MAX_COMPLETION_TOKENS
 
 EMBED_BATCH = 64  # texts per forward pass, gathered from concurrent runs (short queries: one pass costs little more)

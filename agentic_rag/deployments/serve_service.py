@@ -31,9 +31,8 @@ from agentic_rag.deployments.wire import (
 )
 from agentic_rag.models.base import TextBackend
 from agentic_rag.orchestrator.loop import EventSink, RunResult
-from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.trajectory import Trajectory
-from agentic_rag.protocol import EntityRef
+from agentic_rag.protocol import EntityRef, Mode
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
 

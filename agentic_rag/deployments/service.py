@@ -29,9 +29,8 @@ from agentic_rag.models.base import TextBackend
 from agentic_rag.models.chat import text_backend_of
 from agentic_rag.orchestrator.loop import EventSink, NotAwaitingClarification, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, open_runtime
-from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.trajectory import Trajectory, TrajectoryError, TrajectoryNotFound
-from agentic_rag.protocol import EntityRef
+from agentic_rag.protocol import EntityRef, Mode
 from agentic_rag.retrievers.hydrate import hydrate
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, typeahead
 from agentic_rag.settings import Settings

@@ -31,13 +31,13 @@ from agentic_rag.models.base import Completion, Generation, GenerationError, Mes
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.models.roles import ROLES
 from agentic_rag.orchestrator.loop import ClarificationError, NotAwaitingClarification, RunResult
-from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
 from agentic_rag.protocol import (
     AgentResponse,
     EntityLinks,
     GraphIntent,
     GraphResult,
+    Mode,
     RetrievalResult,
     SearchIntent,
     StructuredQuery,

@@ -14,7 +14,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
-from agentic_rag.catalog.vocabulary import EntityType
+from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.storage.sql import Conn, Query
 
 QuestionType = Literal[

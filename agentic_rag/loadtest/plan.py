@@ -12,6 +12,8 @@ from typing import TYPE_CHECKING, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentic_rag.protocol import Mode
+
 if TYPE_CHECKING:  # the worker reads plans; it must not import asyncpg (and ssl) before locust patches
     from agentic_rag.eval.questions import EvalQuestion
 
@@ -60,7 +62,7 @@ class LoadPlan(BaseModel):
     questions: list[str] = Field(min_length=1, description="search_ai questions, drawn uniformly at random.")
     typeahead: list[str] = Field(min_length=1, description="search queries (prefixes, names, typos).")
     typeahead_share: float = Field(ge=0, le=0.95, description="Fraction of requests sent to the typeahead lane.")
-    run_mode: Literal["agentic", "linear"] = "agentic"
+    run_mode: Mode = "agentic"
     seed: int = 0
 
     def time_bound_s(self) -> float:

@@ -11,16 +11,28 @@ before raising one typed :class:`GenerationError`.
 from __future__ import annotations
 
 import functools
-import json
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypedDict
 
+if TYPE_CHECKING:
+    from agentic_rag.settings import Settings
+
 T = TypeVar("T", bound=BaseModel)
+ModelRole = Literal["planner", "validator"]
+
+
+def role_model(settings: Settings, role: ModelRole, *, backend: str, names: str) -> str:
+    """What ``RAG_PLANNER_MODEL`` / ``RAG_VALIDATOR_MODEL`` names for ``role``. Unset, a ``ValueError`` says
+    what ``backend`` needs it to name (``names``)."""
+    value = settings.planner_model if role == "planner" else settings.validator_model
+    if not value:
+        raise ValueError(f"RAG_{role.upper()}_MODEL must name {names} for the {backend} backend")
+    return value
 
 
 class Message(TypedDict):
@@ -96,8 +108,10 @@ class TextBackend(Protocol):
 
 @functools.cache
 def schema_for(output_type: type[BaseModel]) -> dict[str, Any]:
-    """The JSON schema a backend constrains decoding to: the pydantic schema, built once per type (building it
-    takes milliseconds, and every role call needs it). Shared: read it, never change it in place."""
+    """``output_type``'s JSON schema as pydantic writes it (``$defs`` and ``$ref`` kept), built once per type:
+    building it takes milliseconds, and every role call needs it. Backends decode under it or under a form
+    derived from it as a new dict (``narrow``, ``xgrammar_schema``, ``outlines_schema``). The one instance is
+    shared: read it, never change it in place."""
     return output_type.model_json_schema()
 
 
@@ -178,9 +192,3 @@ class StructuredGenerator:
             usage.latency_ms = (time.perf_counter() - t0) * 1000
             return Generation(output=output, usage=usage)
         raise GenerationError(output_type.__name__, self.max_attempts, errors, text)
-
-
-def render_json(obj: BaseModel | dict[str, Any]) -> str:
-    """Compact JSON for prompts (model dumps exclude unset defaults to save tokens)."""
-    data = obj.model_dump(mode="json", exclude_none=True) if isinstance(obj, BaseModel) else obj
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))

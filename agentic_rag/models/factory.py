@@ -2,14 +2,10 @@
 
 from __future__ import annotations
 
-from typing import Literal
-
-from agentic_rag.models.base import StructuredGenerator, StructuredModel, TextBackend
+from agentic_rag.models.base import ModelRole, StructuredGenerator, StructuredModel, TextBackend
 from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.models.prompts import shaper
 from agentic_rag.settings import Settings
-
-ModelRole = Literal["planner", "validator"]
 
 
 def text_backend(settings: Settings, role: ModelRole) -> TextBackend:

@@ -33,7 +33,6 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
-from agentic_rag.catalog.vocabulary import EDGE_TYPES
 from agentic_rag.models.base import Message
 from agentic_rag.models.roles import (
     ContextCard,
@@ -45,6 +44,7 @@ from agentic_rag.models.roles import (
     ValidateInput,
 )
 from agentic_rag.protocol import EntityLinks
+from agentic_rag.protocol.vocabulary import EDGE_TYPES
 
 MAX_ENTRIES = 40  # entities one form may name (linked candidates first, then the cards' entities)
 MAX_LINKED = 4  # readings of one mention shown

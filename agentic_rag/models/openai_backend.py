@@ -9,13 +9,13 @@ from __future__ import annotations
 
 import asyncio
 import re
-from typing import Any, Literal
+from typing import Any
 
 from openai import APITimeoutError, AsyncOpenAI, BadRequestError, omit
 from openai.types.chat import ChatCompletionMessageParam
 from openai.types.shared_params import ResponseFormatJSONSchema
 
-from agentic_rag.models.base import Completion, Message
+from agentic_rag.models.base import Completion, Message, ModelRole, role_model
 from agentic_rag.settings import Settings
 
 
@@ -52,12 +52,9 @@ class OpenAIBackend:
         )
 
     @classmethod
-    def from_settings(cls, settings: Settings, role: Literal["planner", "validator"]) -> OpenAIBackend:
+    def from_settings(cls, settings: Settings, role: ModelRole) -> OpenAIBackend:
         """The planner's or the validator's served model, from ``RAG_PLANNER_MODEL`` / ``RAG_VALIDATOR_MODEL``."""
-        model = settings.planner_model if role == "planner" else settings.validator_model
-        if not model:
-            raise ValueError(f"RAG_{role.upper()}_MODEL must name the served model for the openai backend")
-        return cls(settings, model)
+        return cls(settings, role_model(settings, role, backend="openai", names="the served model"))
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
                        temperature: float, calibration: list[Message] | None = None) -> Completion:

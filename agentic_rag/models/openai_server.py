@@ -30,7 +30,6 @@ out. A 500, in the same shape, is left only for a fault in this module's own cod
 
 from __future__ import annotations
 
-import hmac
 import json
 import logging
 import time
@@ -50,6 +49,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
+from agentic_rag.auth import key_matches
 from agentic_rag.models.base import Message, TextBackend
 
 log = logging.getLogger(__name__)
@@ -283,14 +283,12 @@ def _key_check(api_keys: Sequence[str]) -> list[Any]:
     """The dependency that requires ``Authorization: Bearer <key>`` when keys are configured."""
     if not api_keys:
         return []
-    keys = [k.encode() for k in api_keys]
+    keys = list(api_keys)
     bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <api key>")
 
     # the dependency as a default value: this module's annotations are strings, which cannot name ``bearer``
     async def require_key(creds: HTTPAuthorizationCredentials | None = Depends(bearer)) -> None:  # noqa: B008
-        offered = creds.credentials.encode("utf-8", "replace") if creds else b""
-        # every key compared, in constant time each: how long a check takes says nothing about the keys
-        if not any([hmac.compare_digest(offered, k) for k in keys]):  # a list: no short circuit
+        if not key_matches((creds.credentials if creds else None,), keys):
             raise StarletteHTTPException(401, "a valid API key is required (Authorization: Bearer <key>)")
 
     return [Depends(require_key)]

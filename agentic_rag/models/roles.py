@@ -39,7 +39,7 @@ class CardEntity(_Input):
 
 
 class ContextCard(_Input):
-    """One retrieval step's findings: a summary for reading plus the ids it found (seed 001 section 4)."""
+    """One retrieval step's findings: a summary for reading plus the ids it found."""
 
     turn: int = Field(ge=0)
     source: StepSource
@@ -52,7 +52,7 @@ class ContextCard(_Input):
 
 
 class StepStatus(_Input):
-    """How the last step went (seed 001 section 10.3), so the next plan can broaden or change course."""
+    """How the last step went, so the next plan can broaden or change course."""
 
     action: StepSource
     status: Literal["ok", "empty", "error"]

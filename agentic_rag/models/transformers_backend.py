@@ -40,7 +40,7 @@ from transformers import (
     StoppingCriteriaList,
 )
 
-from agentic_rag.models.base import Completion, Message
+from agentic_rag.models.base import Completion, Message, ModelRole, role_model
 from agentic_rag.models.schemas import closed_options, outlines_schema, xgrammar_schema
 from agentic_rag.settings import Settings
 
@@ -193,14 +193,12 @@ class TransformersBackend:
         self._running = threading.Lock()  # a cancelled call's thread may still be finishing its step
 
     @classmethod
-    def from_settings(cls, settings: Settings, role: Literal["planner", "validator"]) -> TransformersBackend:
+    def from_settings(cls, settings: Settings, role: ModelRole) -> TransformersBackend:
         """The planner's or the validator's model, from ``RAG_PLANNER_MODEL`` / ``RAG_VALIDATOR_MODEL``."""
         from agentic_rag.models.packaged import resolve_model
 
-        value = settings.planner_model if role == "planner" else settings.validator_model
-        if not value:
-            raise ValueError(f"RAG_{role.upper()}_MODEL must name a local model directory or a fetched model "
-                             f"(agentic-rag models list) for the transformers backend")
+        value = role_model(settings, role, backend="transformers",
+                           names="a local model directory or a fetched model (agentic-rag models list)")
         model_dir, gguf_file = resolve_model(value, settings)
         return cls(model_dir, device=settings.model_device, gguf_file=gguf_file,
                    constraint=settings.transformers_constraint, repetition_penalty=settings.repetition_penalty,

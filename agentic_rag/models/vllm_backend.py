@@ -15,9 +15,9 @@ import uuid
 from collections.abc import Mapping
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any, Literal
+from typing import Any
 
-from agentic_rag.models.base import Completion, Message
+from agentic_rag.models.base import Completion, Message, ModelRole, role_model
 from agentic_rag.models.schemas import xgrammar_schema
 from agentic_rag.settings import Settings
 
@@ -98,12 +98,9 @@ class VLLMBackend:
         self._engine: Any = vllm.AsyncLLM.from_engine_args(args)
 
     @classmethod
-    def from_settings(cls, settings: Settings, role: Literal["planner", "validator"]) -> VLLMBackend:
+    def from_settings(cls, settings: Settings, role: ModelRole) -> VLLMBackend:
         """The planner's or the validator's model, from ``RAG_PLANNER_MODEL`` / ``RAG_VALIDATOR_MODEL``."""
-        model_dir = settings.planner_model if role == "planner" else settings.validator_model
-        if not model_dir:
-            raise ValueError(f"RAG_{role.upper()}_MODEL must name a local model directory for the vllm backend")
-        return cls(settings, model_dir)
+        return cls(settings, role_model(settings, role, backend="vllm", names="a local model directory"))
 
     def render(self, messages: list[Message]) -> tuple[str, list[int]]:
         """The prompt text (chat template, generation prompt added) and its token ids."""

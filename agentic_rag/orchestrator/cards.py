@@ -1,4 +1,4 @@
-"""Observe: retrieval results become context cards (seed 001 section 4, RetrievedContextProvider).
+"""Observe: retrieval results become context cards, the only context the planner and validator read.
 
 A card keeps what a model needs to read (a summary) and what the next step needs to act on (ids,
 paths, a few structured fields), and stays small: raw rows are trimmed to the fields that carry ids
@@ -17,7 +17,8 @@ from typing import Any
 
 from agentic_rag.models.roles import CardEntity, ContextCard
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphResult, RetrievalResult, SearchIntent, StructuredQuery
-from agentic_rag.retrievers.dsl import QueryResult, describe
+from agentic_rag.protocol.query import describe
+from agentic_rag.retrievers.dsl import QueryResult
 
 ROW_FIELDS = ("id", "entity_type", "name", "year", "format", "anime_ids", "anime_id", "franchise_id", "number",
               "snippet", "matched_by", "value", "group_key", "n", "episode_count", "end_year", "status",

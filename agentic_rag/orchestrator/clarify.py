@@ -1,4 +1,4 @@
-"""Clarify (seed 004's two-pass): ask instead of guessing when a bare name has several strong readings.
+"""Clarify: ask instead of guessing when a bare name has several strong readings (the run asks, a resume answers).
 
 A reading is strong when entity linking found an entity whose name or alias is the mention. The
 question's own wording narrows the types first ("Which anime is Luffy in?" wants a character,

@@ -1,4 +1,4 @@
-"""Guards: the policy hooks before the loop and after it (seed 004 section 4.1).
+"""Guards: the policy hooks before the loop and after it (the rules are in policy.yaml).
 
 The input guard cleans the question, redacts PII, and blocks what the policy says must not reach a
 model (card numbers, blocked topics, questions too long or empty). The output guard keeps the answer

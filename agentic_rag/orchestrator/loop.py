@@ -37,7 +37,6 @@ from agentic_rag.orchestrator.guards import GuardPolicy, check_input, check_outp
 from agentic_rag.orchestrator.retrieval import Retrieval
 from agentic_rag.orchestrator.state import (
     TIMING_KEYS,
-    Mode,
     RunState,
     blocked,
     clarifying,
@@ -60,6 +59,7 @@ from agentic_rag.protocol import (
     ClarificationChoice,
     DraftAnswer,
     GradeReport,
+    Mode,
     NextStep,
     QueryRewrite,
     SearchFilters,
@@ -316,7 +316,7 @@ class RunContext:
                                                          "mention": mention_})
                 return clarifying(s, clarification_)
         no_retrieval = not s.rewrite.needs_external_context or s.rewrite.retrieval_mode == "none"
-        if no_retrieval and await self._judge():  # seed 001 10.4: a direct answer, still validated
+        if no_retrieval and await self._judge():  # a direct answer, still validated
             return response_from(s, self._draft_or_raise(), "answered", "no_retrieval_needed")
         for turn in range(s.turn, s.max_turns):
             await self.flush()  # what the run decided before this turn, in one round trip
@@ -439,7 +439,7 @@ class RunContext:
         return self.s.draft
 
     async def _judge(self) -> bool:
-        """Draft from the current cards, then let the validator judge sufficiency (seed 001 steps 6-7)."""
+        """Draft from the current cards, then let the validator judge sufficiency."""
         s = self.s
         assert s.rewrite is not None
         draft = await self._draft()

@@ -2,9 +2,9 @@
 
 A step carries at most :data:`~agentic_rag.protocol.MAX_BATCH` independent intents; they run in one
 ``asyncio.TaskGroup``. A failing branch becomes a warning and an error event, never a failed run:
-the other branches' cards are kept (seed 004 fan-out). The warning and the event say what failed in our
+the other branches' cards are kept. The warning and the event say what failed in our
 own words (a dead replica's or a driver's message goes to the server log, never to the client). Search
-results are graded for relevance in ONE batched validator call (seed 002); irrelevant items are dropped
+results are graded for relevance in ONE batched validator call; irrelevant items are dropped
 from their cards.
 """
 

@@ -22,6 +22,7 @@ from agentic_rag.protocol import (
     EntityLinks,
     Evidence,
     GraphIntent,
+    Mode,
     QueryRewrite,
     ResponseStatus,
     SearchIntent,
@@ -31,7 +32,6 @@ from agentic_rag.protocol import (
 from agentic_rag.protocol.base import SHORT_TEXT_MAX
 from agentic_rag.retrievers.errors import RetrievalError
 
-Mode = Literal["agentic", "linear"]
 # link_ms is all of linking; asks_ms the part of it that embedded the question (what is asked by meaning)
 TIMING_KEYS = ("link_ms", "asks_ms", "planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms",
                "clarify_ms", "guard_ms", "trajectory_ms", "total_ms")
@@ -142,7 +142,7 @@ def response_from(state: RunState, draft: DraftAnswer, status: ResponseStatus, w
 
 
 def not_found(state: RunState, why: TerminationReason) -> AgentResponse:
-    """An explicit not-found answer that says what is missing and what was tried (seed 001 zero results).
+    """An explicit not-found answer that says what is missing and what was tried (zero results end a run this way).
 
     When retrieval failed rather than came back empty, the answer says so: nothing was shown missing.
     """

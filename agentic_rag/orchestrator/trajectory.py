@@ -1,4 +1,4 @@
-"""The trajectory store (seed 003): every run's decisions, actions, observations and timings, in PostgreSQL.
+"""The trajectory store: every run's decisions, actions, observations and timings, in PostgreSQL.
 
 A run gets a :class:`Recorder` from :meth:`TrajectoryStore.start`. By default
 (``RAG_TRAJECTORY_WRITES=turn``) it keeps a turn's events and writes them in one round trip when the
@@ -33,6 +33,7 @@ from typing import Any, Literal, TypeVar, get_args
 import asyncpg
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentic_rag.protocol import Mode
 from agentic_rag.settings import Settings
 from agentic_rag.storage.retry import CONNECTION_ERRORS, with_connection
 from agentic_rag.storage.sql import Conn, Pool, Query, affected
@@ -43,7 +44,6 @@ __all__ = [
     "Trajectory",
     "TrajectoryError",
     "TrajectoryEvent",
-    "TrajectoryMode",
     "TrajectoryNotFound",
     "TrajectoryNotWaiting",
     "TrajectoryStatus",
@@ -51,13 +51,13 @@ __all__ = [
     "TrajectorySummary",
 ]
 
-EventType = Literal["thought", "action", "observation", "decision", "guard", "error"]
+# migration 0005's CHECK also admits "thought", a type nothing writes (the loop keeps no chain of thought)
+EventType = Literal["action", "observation", "decision", "guard", "error"]
 # abandoned: the process running it stopped before it finished (migration 0011); set by the sweep only
 TrajectoryStatus = Literal[
     "running", "answered", "not_found", "best_effort", "needs_clarification", "blocked", "failed", "cancelled",
     "abandoned",
 ]
-TrajectoryMode = Literal["agentic", "linear"]
 
 # The same bounds as the CHECK constraints of migration 0005, checked here first for a clear message.
 MAX_QUERY_CHARS = 4000
@@ -69,7 +69,7 @@ MAX_LIST = 200
 
 _EVENT_TYPES = frozenset(get_args(EventType))
 _FINAL_STATUSES = frozenset(get_args(TrajectoryStatus)) - {"running", "abandoned"}
-_MODES = frozenset(get_args(TrajectoryMode))
+_MODES = frozenset(get_args(Mode))
 # PostgreSQL text and jsonb cannot hold U+0000; an escaped NUL is one preceded by an even run of backslashes.
 _JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 
@@ -185,7 +185,7 @@ class TrajectorySummary(BaseModel):
     session_id: str | None = Field(description="The client session, when it gave one.")
     tenant: str = Field(description="Whose run this is; other tenants cannot see it.")
     query: str = Field(description="The question as asked.")
-    mode: TrajectoryMode = Field(description="agentic (the loop) or linear (retrieve once, answer once).")
+    mode: Mode = Field(description="agentic (the loop) or linear (retrieve once, answer once).")
     status: TrajectoryStatus = Field(description="running until the run finishes, then how it ended.")
     final_response: dict[str, Any] | None = Field(description="The response returned to the client.")
     timings: dict[str, float] = Field(description="Per-stage timings in milliseconds.")

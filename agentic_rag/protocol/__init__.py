@@ -1,4 +1,4 @@
-"""Typed contracts between every stage of the loop (seed 001 section 2, improved).
+"""Typed contracts between every stage of the loop.
 
 Every model here is what a stage emits or consumes; the planner and validator models are
 constrained to these JSON schemas, so field descriptions are written for them. Every string and
@@ -23,6 +23,7 @@ from agentic_rag.protocol.contracts import (
     GraphPath,
     GraphQueryType,
     GraphResult,
+    Mode,
     NextStep,
     QueryRewrite,
     ResponseStatus,
@@ -65,6 +66,7 @@ __all__ = [
     "LinkCandidate",
     "LinkMatch",
     "LinkedMention",
+    "Mode",
     "NextStep",
     "OrderKey",
     "ProtocolModel",

@@ -6,7 +6,7 @@ from typing import Annotated
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field, StringConstraints
 
-from agentic_rag.catalog.vocabulary import EntityType
+from agentic_rag.protocol.vocabulary import EntityType
 
 UUID_PATTERN = r"^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$"
 # The constraints come first so the JSON schema keeps the pattern (constrained decoders need it);

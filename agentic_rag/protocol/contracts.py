@@ -18,7 +18,6 @@ from pydantic import (
 from pydantic.json_schema import JsonSchemaValue
 from pydantic_core import CoreSchema
 
-from agentic_rag.catalog.vocabulary import AnimeFormat, EdgeTypeName, EntityType
 from agentic_rag.protocol.base import (
     AnswerText,
     Confidence,
@@ -33,7 +32,10 @@ from agentic_rag.protocol.base import (
     Year,
 )
 from agentic_rag.protocol.query import StructuredQuery
+from agentic_rag.protocol.vocabulary import AnimeFormat, EdgeTypeName, EntityType
 
+# agentic: the loop; linear: retrieve once, answer once (the baseline the loop is evaluated against)
+Mode = Literal["agentic", "linear"]
 RetrievalMode = Literal["vector", "graph", "hybrid", "none"]
 StepAction = Literal["qdrant_search", "pg_graph", "pg_query", "finish"]
 GraphQueryType = Literal["neighbors", "k_hop", "path", "compare"]
@@ -45,7 +47,7 @@ TerminationReason = Literal[
 
 
 class SearchFilters(ProtocolModel):
-    """Structured payload filters for a Qdrant search (seed 001 section 10.2). All optional, ANDed."""
+    """Structured payload filters for a Qdrant search. All optional, ANDed."""
 
     id: list[Uuid] = Field(
         default_factory=list, max_length=50,
@@ -69,9 +71,6 @@ class SearchFilters(ProtocolModel):
         if self.year_min is not None and self.year_max is not None and self.year_min > self.year_max:
             raise ValueError(f"year_min ({self.year_min}) is after year_max ({self.year_max})")
         return self
-
-    def is_empty(self) -> bool:
-        return self == SearchFilters()
 
 
 # Which collections carry the payload field each filter reads.
@@ -266,7 +265,7 @@ class NextStep(ProtocolModel):
 
 
 class QueryRewrite(ProtocolModel):
-    """The user's question normalised for retrieval, with the routing decision (seed 003's router)."""
+    """The user's question normalised for retrieval, with the routing decision (which retrieval, if any)."""
 
     rewritten_query: QueryText = Field(
         description="The question restated precisely, with full entity names where known."
@@ -338,7 +337,7 @@ class DocumentGrade(ProtocolModel):
 
 
 class GradeReport(ProtocolModel):
-    """Relevance grades for a batch of retrieved items, all in one call (seed 002)."""
+    """Relevance grades for a batch of retrieved items, all in one call."""
 
     grades: list[DocumentGrade] = Field(max_length=50, description="One grade per item, by index.")
 
@@ -379,9 +378,6 @@ class SufficiencyReport(ProtocolModel):
     rationale: Rationale = Field(description="Short operational reason (no chain-of-thought).")
     missing: list[ShortText] = Field(
         default_factory=list, max_length=8, description="What is still missing, in plain words."
-    )
-    suggested_next_action: Literal["qdrant_search", "pg_graph"] | None = Field(
-        None, description="Optional hint; the planner decides the real next step."
     )
 
 

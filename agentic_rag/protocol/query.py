@@ -13,8 +13,8 @@ from typing import Annotated, Any, Literal, get_args
 
 from pydantic import Field, StringConstraints, model_validator
 
-from agentic_rag.catalog.vocabulary import ENTITY_TYPES, EntityType
 from agentic_rag.protocol.base import ProtocolModel, Rationale
+from agentic_rag.protocol.vocabulary import ENTITY_TYPES, EntityType
 
 Kind = Literal["numeric", "text", "text_array", "bool", "date", "link"]
 Op = Literal["eq", "ne", "lt", "lte", "gt", "gte", "in", "contains", "ilike_prefix", "ilike_substring"]
@@ -213,3 +213,23 @@ def _check_condition(entity_type: EntityType, i: int, c: Condition) -> None:
                 raise ValueError(f"{at}: dates are written YYYY-MM-DD, got {v!r}") from None
 
 
+def fmt_value(v: Any) -> str:
+    """A condition's value as a short readable literal (a long list or string is cut)."""
+    if isinstance(v, list):
+        more = f", ... {len(v) - 5} more" if len(v) > 5 else ""
+        return "[" + ", ".join(fmt_value(x) for x in v[:5]) + more + "]"
+    if isinstance(v, str):
+        return repr(v if len(v) <= 60 else v[:57] + "...")
+    return str(v)
+
+
+def describe(q: StructuredQuery) -> str:
+    """The query in words, for summaries and logs."""
+    out: str = q.entity_type
+    if q.aggregate is not None or q.group_by is not None:
+        agg = q.aggregate or Aggregate(op="count")
+        out = f"{agg.op}({agg.field or '*'}) of {q.entity_type}"
+        out += f" per {q.group_by}" if q.group_by else ""
+    if q.where:
+        out += " where " + " and ".join(f"{c.field} {c.op} {fmt_value(c.value)}" for c in q.where)
+    return out if len(out) <= 2000 else out[:1997] + "..."

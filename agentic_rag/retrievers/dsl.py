@@ -18,13 +18,13 @@ from typing import Any
 import asyncpg
 from pydantic import Field
 
-from agentic_rag.catalog.vocabulary import EntityType
 from agentic_rag.protocol import EntityRef, ProtocolModel, SummaryText
 from agentic_rag.protocol.base import clip_lines
-from agentic_rag.protocol.query import FIELDS, Aggregate, Condition, StructuredQuery
+from agentic_rag.protocol.query import FIELDS, Aggregate, Condition, StructuredQuery, describe, fmt_value
+from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.storage.sql import Conn, ident
 
-__all__ = ["ENTITIES", "Col", "Entity", "QueryResult", "compile_query", "describe", "like_escape", "run_query"]
+__all__ = ["ENTITIES", "Col", "Entity", "QueryResult", "compile_query", "like_escape", "run_query"]
 
 
 @dataclass(frozen=True, slots=True)
@@ -198,27 +198,6 @@ class QueryResult(ProtocolModel):
     params_bound: int = Field(ge=0, description="Number of values bound as parameters.")
 
 
-def _fmt(v: Any) -> str:
-    if isinstance(v, list):
-        more = f", ... {len(v) - 5} more" if len(v) > 5 else ""
-        return "[" + ", ".join(_fmt(x) for x in v[:5]) + more + "]"
-    if isinstance(v, str):
-        return repr(v if len(v) <= 60 else v[:57] + "...")
-    return str(v)
-
-
-def describe(q: StructuredQuery) -> str:
-    """The query in words, for summaries and logs."""
-    out: str = q.entity_type
-    if q.aggregate is not None or q.group_by is not None:
-        agg = q.aggregate or Aggregate(op="count")
-        out = f"{agg.op}({agg.field or '*'}) of {q.entity_type}"
-        out += f" per {q.group_by}" if q.group_by else ""
-    if q.where:
-        out += " where " + " and ".join(f"{c.field} {c.op} {_fmt(c.value)}" for c in q.where)
-    return out if len(out) <= 2000 else out[:1997] + "..."
-
-
 def _plain(v: Any) -> Any:
     if isinstance(v, Decimal):
         return int(v) if v == v.to_integral_value() else float(v)
@@ -240,7 +219,7 @@ def _summarise(q: StructuredQuery, rows: list[dict[str, Any]], total: int) -> st
         head = f"{what} ({len(rows)} of {total} matches):"
         lines = []
         for r in rows:
-            extra = ", ".join(f"{k}={_fmt(v)}" for k, v in r.items()
+            extra = ", ".join(f"{k}={fmt_value(v)}" for k, v in r.items()
                               if k not in ("id", "entity_type", "name") and v not in (None, []))
             lines.append(f"- {r['name']} ({r['entity_type']}, id {r['id']}){': ' + extra if extra else ''}")
     return clip_lines([head, *lines])

@@ -1,4 +1,4 @@
-"""Bounded graph primitives over PostgreSQL: neighbors, k_hop, path, compare (seed 001 section 3.2-3.3).
+"""Bounded graph primitives over PostgreSQL: neighbors, k_hop, path, compare.
 
 ``PostgresGraphExecutor.execute(GraphIntent) -> GraphResult`` is the one seam for graph work.
 Only the fixed SQL below ever runs. Traversal goes level by level: each level is one query that
@@ -19,9 +19,9 @@ from typing import Any
 
 import asyncpg
 
-from agentic_rag.catalog.vocabulary import EDGE_TYPE_BY_NAME, STORED_EDGE_TYPES
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
 from agentic_rag.protocol.base import clip_lines
+from agentic_rag.protocol.vocabulary import EDGE_TYPE_BY_NAME, STORED_EDGE_TYPES
 from agentic_rag.retrievers.compare import compare_entities
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.hydrate import exists, labels

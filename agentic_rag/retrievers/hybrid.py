@@ -1,5 +1,5 @@
 """Hybrid retrieval: names matched in PostgreSQL (exact, prefix, trigram) fused with Qdrant vector
-results by reciprocal rank fusion (seed 002's hybrid retriever, seed 004's reranker).
+results by reciprocal rank fusion.
 
 Lexical matching finds "Luffy" as the entity named Luffy; vector search finds what a description
 means. Either alone misses the other's cases; RRF needs no score calibration between them.

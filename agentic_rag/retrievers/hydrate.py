@@ -6,8 +6,8 @@ from collections import defaultdict
 from collections.abc import Iterable
 from typing import Any
 
-from agentic_rag.catalog.vocabulary import ENTITY_TYPES
 from agentic_rag.protocol import EntityRef
+from agentic_rag.protocol.vocabulary import ENTITY_TYPES
 from agentic_rag.storage.sql import Conn
 
 # Full records: every column a client shows, plus the names of directly attached things.

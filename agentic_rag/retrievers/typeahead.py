@@ -18,8 +18,8 @@ from typing import Annotated, Any, Literal
 import asyncpg
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints
 
-from agentic_rag.catalog.vocabulary import ENTITY_TYPES, EntityType
 from agentic_rag.protocol import EntityRef
+from agentic_rag.protocol.vocabulary import ENTITY_TYPES, EntityType
 from agentic_rag.storage.sql import Conn, Query
 
 MatchTier = Literal["exact", "prefix", "fuzzy"]

@@ -1,4 +1,4 @@
-"""Qdrant retrieval (seed 001 section 3.1): fetch by id, or embed and search with structured filters."""
+"""Qdrant retrieval: fetch by id, or embed and search with structured filters."""
 
 from __future__ import annotations
 

@@ -18,7 +18,7 @@ from typing import Any, Protocol
 from qdrant_client import QdrantClient, models
 from qdrant_client.http import models as rest  # models.QueryResponse is fastembed's, not query_points'
 
-from agentic_rag.catalog.vocabulary import ENTITY_TYPES
+from agentic_rag.protocol.vocabulary import ENTITY_TYPES
 from agentic_rag.settings import Settings
 
 log = logging.getLogger(__name__)

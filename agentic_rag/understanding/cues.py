@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 
-from agentic_rag.catalog.vocabulary import EntityType
+from agentic_rag.protocol.vocabulary import EntityType
 
 
 def words(text: str) -> frozenset[str]:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agentic_rag.catalog.vocabulary import EntityType
+from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding.filters import Filter
 
 Intent = Literal["relation", "compare", "chain", "attribute", "aggregate", "filter", "lookup"]

@@ -16,8 +16,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Literal
 
-from agentic_rag.catalog.vocabulary import EntityType
 from agentic_rag.protocol import EntityLinks, LinkCandidate, LinkedMention
+from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.asks import confident
 from agentic_rag.understanding.filters import Filter, lists, parse_filter, status_of, superlative

@@ -14,7 +14,7 @@ from collections.abc import AsyncIterator
 import pytest
 from pydantic import ValidationError
 
-from agentic_rag.catalog.vocabulary import entity_id
+from agentic_rag.catalog.ids import entity_id
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.protocol import EntityRef, GraphIntent, SearchFilters, SearchIntent
 from agentic_rag.retrievers.errors import RetrievalError

@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import shutil
+from collections.abc import Callable
+from contextlib import AbstractContextManager
 from pathlib import Path
 
 import pytest
@@ -49,3 +52,13 @@ def test_ingest_again_reports_nothing_changed(demo: IngestReport, env: None) -> 
     result = runner.invoke(app, ["ingest", "--no-index"])
     assert result.exit_code == 0, result.output
     assert "already up to date: nothing changed" in result.output
+
+
+def test_ask_before_any_ingest_says_to_ingest(scratch: Callable[[str], AbstractContextManager[str]],
+                                              monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    with scratch(f"agentic_rag_cli_empty_{os.getpid()}") as empty:
+        monkeypatch.setenv("RAG_DATABASE_URL", empty)
+        monkeypatch.setenv("RAG_QDRANT_PATH", str(tmp_path / "qdrant"))
+        result = runner.invoke(app, ["ask", "who is luffy?"])
+    assert result.exit_code == 1
+    assert result.output.strip() == "error: the catalog is empty: run `agentic-rag ingest` first"

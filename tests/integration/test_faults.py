@@ -64,7 +64,12 @@ def test_every_fault_was_injected_and_the_service_recovered(fault_run: tuple[Fau
                                             "Embedder replica killed"] and len(faults) == FAULTS
     for p in faults:
         assert p.recovered, f"{p.name}: not clean {p.recovery_s:.0f} s after it was injected"
-    assert all(len(p.outcomes) >= CLIENTS for p in run.phases), "every phase was under load"
+    # under load: most clients had a request in flight when each fault struck, and each phase answered some
+    # (how many a phase answers depends on how fast the machine is while it lasts: not a measure of load)
+    for p in faults:
+        in_flight = sum(1 for o in run.outcomes if o.started <= p.injected_at < o.ended)
+        assert in_flight >= CLIENTS // 2, f"{p.name}: {in_flight} requests in flight when it was injected"
+    assert all(p.outcomes for p in run.phases), [(p.name, len(p.outcomes)) for p in run.phases]
     # the faults bit: a killed Orchestrator replica had runs in flight, which its clients got as 503s
     assert any(o.status == 503 for o in faults[0].outcomes), [o.status for o in faults[0].outcomes]
 

@@ -7,7 +7,7 @@ import uuid
 
 import pytest
 
-from agentic_rag.catalog.vocabulary import entity_id
+from agentic_rag.catalog.ids import entity_id
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphLimits
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hydrate import hydrate

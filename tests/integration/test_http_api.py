@@ -19,7 +19,7 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from agentic_rag.catalog.vocabulary import entity_id
+from agentic_rag.catalog.ids import entity_id
 from agentic_rag.deployments.http import create_app
 from agentic_rag.deployments.service import LocalAgentService
 from agentic_rag.models.base import StructuredGenerator, schema_for
@@ -30,9 +30,8 @@ from agentic_rag.models.prompts import render
 from agentic_rag.models.roles import CardEntity, GradeInput, GradeItem, RewriteInput, SelectInput
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
-from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.sweep import sweep_abandoned
-from agentic_rag.protocol import EntityRef, GradeReport, NextStep, QueryRewrite
+from agentic_rag.protocol import EntityRef, GradeReport, Mode, NextStep, QueryRewrite
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool
 from agentic_rag.storage.qdrant import VectorStore

@@ -34,9 +34,8 @@ from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.factory import build_model
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
-from agentic_rag.orchestrator.state import Mode
 from agentic_rag.orchestrator.trajectory import Trajectory
-from agentic_rag.protocol import EntityRef
+from agentic_rag.protocol import EntityRef, Mode
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool

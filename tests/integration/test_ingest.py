@@ -9,12 +9,13 @@ import numpy as np
 import pytest
 from qdrant_client import models
 
+from agentic_rag.catalog.ids import entity_id
 from agentic_rag.catalog.ingest import IngestReport, index_catalog, ingest_demo
 from agentic_rag.catalog.load import load_rows
 from agentic_rag.catalog.records import DATA_DIR, CatalogError, load_catalog
 from agentic_rag.catalog.tables import ENTITY_TABLES, RELATION_TABLES, demo_rows
-from agentic_rag.catalog.vocabulary import ENTITY_TYPES, STORED_EDGE_TYPES, entity_id
 from agentic_rag.models.embeddings import Embedder
+from agentic_rag.protocol.vocabulary import ENTITY_TYPES, STORED_EDGE_TYPES
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import connect, migrate
 from agentic_rag.storage.qdrant import VectorStore, collection_name

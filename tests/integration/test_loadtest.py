@@ -56,7 +56,7 @@ async def loadtest(*args: str | Path, timeout_s: float = 120) -> tuple[int, str]
     return proc.returncode, out.decode()
 
 
-async def test_a_short_sweep_reports_and_gates(base_url: str, tmp_path: Path) -> None:
+async def test_a_short_sweep_reports_and_gates(base_url: str, tmp_path: Path, settings: Settings) -> None:
     out = tmp_path / "report"
     passing = tmp_path / "pass.yaml"
     passing.write_text("objectives:\n"
@@ -75,7 +75,13 @@ async def test_a_short_sweep_reports_and_gates(base_url: str, tmp_path: Path) ->
         assert step["errors"] == 0 and step["requests"] >= 3, step
         assert 0 < ai["latency"]["p50_ms"] <= ai["latency"]["p95_ms"] <= ai["latency"]["p99_ms"] < 30_000
         assert step["throughput_rps"] > 0.5 and step["warmup_requests"] >= 1
-        assert step["turns"]["mean"] >= 0 and "total_ms" in step["stages"]
+        # every answered run reported its turns, each within the turn budget, and some run retrieved
+        turns = step["turns"]
+        assert sum(turns["histogram"].values()) == ai["ok"], turns
+        assert 1 <= turns["max"] <= settings.agent_max_turns, turns
+        weighted = sum(int(k) * n for k, n in turns["histogram"].items()) / ai["ok"]
+        assert turns["mean"] == pytest.approx(weighted), turns
+        assert "total_ms" in step["stages"]
         assert step["lanes"]["search"]["requests"] >= 1  # the typeahead lane was loaded too
     assert report["knee"]["label"] in ("c1", "c4")
     assert report["replicas"]["available"] is False and "turned off" in report["replicas"]["reason"]

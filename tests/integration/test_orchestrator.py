@@ -11,7 +11,7 @@ import asyncio
 import pytest
 from ray.exceptions import RayActorError
 
-from agentic_rag.catalog.vocabulary import entity_id
+from agentic_rag.catalog.ids import entity_id
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.orchestrator.guards import load_policy
@@ -58,7 +58,7 @@ async def test_seed_trace_which_anime_is_luffy_in(orchestrator: Orchestrator) ->
     assert r.status == "answered" and r.evidence.termination_reason == "sufficient"
     assert ONE_PIECE in {e.id for e in r.result_entities}
     assert "One Piece" in r.answer
-    assert result.turns == 2  # seed 001 section 8: resolve the character, then fetch its anime by id
+    assert result.turns == 2  # resolve the character, then fetch its anime by id
 
     traj = await orchestrator.store.get(result.trajectory_id)
     assert traj is not None and traj.status == "answered" and traj.request_id == result.request_id

@@ -12,7 +12,7 @@ from hypothesis import settings as hypothesis_settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from agentic_rag.catalog.vocabulary import entity_id
+from agentic_rag.catalog.ids import entity_id
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.protocol import EntityRef, SearchFilters, SearchIntent
 from agentic_rag.retrievers.hybrid import HybridRetriever, rrf

@@ -22,7 +22,7 @@ import openai
 import pytest
 from ray.serve.schema import ServeDeploySchema
 
-from agentic_rag.catalog.vocabulary import entity_id
+from agentic_rag.catalog.ids import entity_id
 from agentic_rag.deployments import launch
 from agentic_rag.deployments.proto import searchai_pb2 as pb
 from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
@@ -128,7 +128,7 @@ def test_serve_app_answers_over_http(serve_url: tuple[str, float]) -> None:
         bad = http.post("/v1/search_ai", json={"question": ""})
         assert bad.status_code == 422 and "Traceback" not in bad.text
 
-        # seed 001's relation question: both characters, and the path as evidence
+        # a relation question: both characters, and the path as evidence
         rel = http.post("/v1/search_ai", json={"question": "How is Luffy related to Nami?"})
         assert rel.status_code == 200, rel.text
         response = rel.json()["response"]

@@ -8,10 +8,10 @@ from contextlib import AbstractContextManager
 
 import pytest
 
+from agentic_rag.catalog.ids import entity_id
 from agentic_rag.catalog.records import CatalogError
 from agentic_rag.catalog.synthetic import SyntheticCatalog, SyntheticReport, fingerprint, load_synthetic
 from agentic_rag.catalog.tables import ENTITY_TABLES, RELATION_TABLES, TABLES
-from agentic_rag.catalog.vocabulary import entity_id
 from agentic_rag.storage.postgres import connect, migrate
 from agentic_rag.storage.sql import Conn
 

@@ -131,7 +131,7 @@ async def test_history_is_append_only(
     store: TrajectoryStore, db: Conn, statement: str, refused: str
 ) -> None:
     rec = await store.start(query="keep me", request_id=rid())
-    await rec.event("draft", "thought", {"text": "first"})
+    await rec.event("draft", "decision", {"text": "first"})
     params = (rec.trajectory_id,) if "$1" in statement else ()
     with pytest.raises(asyncpg.RaiseError, match=f"trajectory history is append-only: {refused} refused"):
         await db.execute(statement, *params)
@@ -267,7 +267,7 @@ async def test_bad_arguments_are_refused_before_the_database(store: TrajectorySt
         await store.start(query="q", request_id=rid(), mode="loop")
     rec = await store.start(query="q", request_id=rid())
     with pytest.raises(ValueError, match="stage"):
-        await rec.event("s" * 41, "thought")
+        await rec.event("s" * 41, "decision")
     with pytest.raises(ValueError, match="final status 'running'"):
         await rec.finish(status="running", response=None, timings={})
     assert rec.last_seq == 0

@@ -8,7 +8,9 @@ constraints off it emits garbage, which exercises the correction retries end to 
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
+import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -180,13 +182,30 @@ async def test_a_cancelled_call_frees_the_model(backend: TransformersBackend) ->
         done.finish_reason == "stop" and 1 <= done.completion_tokens < 4)
 
 
-async def test_concurrent_calls_run_one_at_a_time(backend: TransformersBackend) -> None:
+async def test_concurrent_calls_run_one_at_a_time(backend: TransformersBackend,
+                                                   monkeypatch: pytest.MonkeyPatch) -> None:
+    # the torch model's generate, timed from inside its worker thread
+    spans: list[tuple[float, float]] = []
+    generate = backend.model.generate
+
+    def timed(*args: Any, **kwargs: Any) -> Any:
+        t0 = time.perf_counter()
+        try:
+            return generate(*args, **kwargs)
+        finally:
+            spans.append((t0, time.perf_counter()))
+
+    monkeypatch.setattr(backend.model, "generate", timed)
     schema = schema_for(SufficiencyReport)
     done = await asyncio.gather(*(
         backend.complete(_messages(SufficiencyReport, i), schema, max_tokens=512, temperature=0.0) for i in range(4)
     ))
     for d in done:
         SufficiencyReport.model_validate_json(d.text)
+    assert len(spans) == 4
+    spans.sort()
+    # every generation started after the one before it had ended
+    assert all(end <= start for (_, end), (start, _) in itertools.pairwise(spans)), spans
 
 
 def test_from_settings_loads_the_role_model(tiny_model_dir: Path) -> None:

@@ -22,7 +22,7 @@ import uuid
 from pathlib import Path
 
 # Bump when anything below changes what gets built: a new version is built beside the old one.
-VERSION = "1"
+VERSION = "2"  # 2: the validator report lost suggested_next_action
 EOS = "<|im_end|>"
 PAD = "<|endoftext|>"
 CHAT_TEMPLATE = (
@@ -114,8 +114,7 @@ def corpus() -> list[str]:
              "evidence": {"paths": [{"nodes": [ref, other], "rels": ["appears_in"]}], "ranked": [ref],
                           "facts": [f"{title} aired in {1990 + i}"]},
              "citations": [title], "confidence": round(0.05 * i, 2)},
-            {"sufficient": i % 2 == 0, "rationale": "the draft names the director", "missing": ["year"],
-             "suggested_next_action": "pg_graph"},
+            {"sufficient": i % 2 == 0, "rationale": "the draft names the director", "missing": ["year"]},
             {"grades": [{"index": j, "relevant": j % 2 == 0} for j in range(i % 5 + 1)]},
             {"answer": title, "status": "answered", "source_entities": [ref], "confidence": 0.5,
              "warnings": ["budget"], "clarification": None},

@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentic_rag.catalog.vocabulary import EDGE_TYPES
 from agentic_rag.models.forms import STEP_WORDS
 from agentic_rag.models.prompts import render, shaper
 from agentic_rag.models.roles import CardEntity, ContextCard, DraftInput, SelectInput
@@ -19,6 +18,7 @@ from agentic_rag.protocol import (
     NextStep,
     QueryRewrite,
 )
+from agentic_rag.protocol.vocabulary import EDGE_TYPES
 
 BEBOP = "1b62e624-1240-5f43-bbba-dfcca7b108d9"
 SUNRISE = "8d0c6bdf-63a9-55bc-af32-d1d8b200aa0d"

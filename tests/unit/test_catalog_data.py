@@ -9,7 +9,7 @@ import pytest
 
 from agentic_rag.catalog.records import Catalog, load_catalog
 from agentic_rag.catalog.tables import RELATION_TABLES, demo_rows
-from agentic_rag.catalog.vocabulary import EDGE_TYPE_BY_NAME, AnimeRelation, CharacterRelation
+from agentic_rag.protocol.vocabulary import EDGE_TYPE_BY_NAME, AnimeRelation, CharacterRelation
 
 
 @pytest.fixture(scope="module")

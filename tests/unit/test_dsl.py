@@ -13,9 +13,10 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from pydantic import ValidationError
 
-from agentic_rag.catalog.vocabulary import ENTITY_TYPES
 from agentic_rag.protocol import FIELDS, OPS_BY_KIND, Condition, StructuredQuery
-from agentic_rag.retrievers.dsl import QueryResult, _summarise, compile_query, describe, like_escape
+from agentic_rag.protocol.query import describe
+from agentic_rag.protocol.vocabulary import ENTITY_TYPES
+from agentic_rag.retrievers.dsl import QueryResult, _summarise, compile_query, like_escape
 
 
 def q(**kw: Any) -> StructuredQuery:

@@ -48,8 +48,7 @@ EXAMPLES: list[BaseModel] = [
                rewritten_query="q", termination_reason="sufficient"),
     p.DraftAnswer(answer="Luffy is in One Piece.", source_entities=[LUFFY], result_entities=[LUFFY],
                   citations=["One Piece"], confidence=0.9),
-    p.SufficiencyReport(sufficient=False, rationale="anime missing", missing=["anime title"],
-                        suggested_next_action="qdrant_search"),
+    p.SufficiencyReport(sufficient=False, rationale="anime missing", missing=["anime title"]),
     p.AgentResponse(answer="Which Naruto?", status="needs_clarification", confidence=0.2,
                     clarification=p.Clarification(question="Which one?", choices=[
                         p.ClarificationChoice(label="Naruto (anime)", entity=LUFFY),

@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import copy
-from typing import Any
+from typing import Any, Literal
 
 import pytest
 from openai.lib._pydantic import to_strict_json_schema
-from pydantic import BaseModel
+from pydantic import BaseModel, Field
 
 from agentic_rag.models.base import schema_for
 from agentic_rag.models.roles import ROLES
@@ -32,8 +32,14 @@ def test_canonical_form_leaves_its_input_alone() -> None:
     assert schema == before
 
 
+class _Hinted(SufficiencyReport):
+    """A validator's report with an optional closed field, for the spellings of a nullable enum."""
+
+    hint: Literal["qdrant_search", "pg_graph"] | None = Field(None, description="An optional hint.")
+
+
 def _sufficiency(**properties: Any) -> dict[str, Any]:
-    schema = copy.deepcopy(schema_for(SufficiencyReport))
+    schema = copy.deepcopy(schema_for(_Hinted))
     schema["properties"].update(properties)
     return schema
 
@@ -41,19 +47,18 @@ def _sufficiency(**properties: Any) -> dict[str, Any]:
 def test_other_spellings_of_the_same_schema_match() -> None:
     hint: dict[str, Any] = {"enum": ["qdrant_search", "pg_graph"], "type": "string"}
     reversed_hint = {**hint, "enum": hint["enum"][::-1]}
-    via_ref = _sufficiency(suggested_next_action={"anyOf": [{"$ref": "#/$defs/Hint"}, {"type": "null"}],
-                                                  "description": "another description"})
+    via_ref = _sufficiency(hint={"anyOf": [{"$ref": "#/$defs/Hint"}, {"type": "null"}],
+                                 "description": "another description"})
     via_ref["$defs"] = {"Hint": hint}
     variants = {
-        "type list": _sufficiency(suggested_next_action={"type": ["string", "null"],
-                                                         "enum": ["pg_graph", "qdrant_search", None]}),
-        "nullable": _sufficiency(suggested_next_action={**hint, "nullable": True}),
-        "reordered": {**_sufficiency(suggested_next_action={"anyOf": [{"type": "null"}, reversed_hint]}),
+        "type list": _sufficiency(hint={"type": ["string", "null"], "enum": ["pg_graph", "qdrant_search", None]}),
+        "nullable": _sufficiency(hint={**hint, "nullable": True}),
+        "reordered": {**_sufficiency(hint={"anyOf": [{"type": "null"}, reversed_hint]}),
                       "required": ["rationale", "sufficient"]},
         "allOf, 300.0": _sufficiency(rationale={"allOf": [{"type": "string", "maxLength": 300.0}], "title": "Why"}),
         "$ref beside a description": via_ref,
     }
-    want = schema_key(schema_for(SufficiencyReport))
+    want = schema_key(schema_for(_Hinted))
     assert {name: schema_key(v) == want for name, v in variants.items()} == dict.fromkeys(variants, True)
 
 

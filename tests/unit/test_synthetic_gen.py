@@ -7,6 +7,7 @@ from collections import Counter
 import numpy as np
 import pytest
 
+from agentic_rag.catalog.ids import entity_id
 from agentic_rag.catalog.synthetic import (
     ANIME_STAFF_ROLES,
     CHARACTER_RELATIONS,
@@ -18,7 +19,7 @@ from agentic_rag.catalog.synthetic import (
     uuid5_ids,
 )
 from agentic_rag.catalog.tables import ENTITY_TABLES, TABLE_BY_NAME, TABLES
-from agentic_rag.catalog.vocabulary import EDGE_TYPE_BY_NAME, ENTITY_TYPES, entity_id
+from agentic_rag.protocol.vocabulary import EDGE_TYPE_BY_NAME, ENTITY_TYPES
 
 
 @pytest.fixture(scope="module")

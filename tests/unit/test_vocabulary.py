@@ -1,4 +1,4 @@
-"""The closed vocabularies agree with each other and with the SQL migrations."""
+"""The closed vocabularies agree with each other and with the SQL migrations; entity ids are stable."""
 
 from __future__ import annotations
 
@@ -6,7 +6,8 @@ import re
 from importlib import resources
 from typing import get_args
 
-from agentic_rag.catalog import vocabulary as v
+from agentic_rag.catalog.ids import entity_id
+from agentic_rag.protocol import vocabulary as v
 
 MIGRATION = resources.files("agentic_rag.storage").joinpath("migrations/0001_catalog.sql").read_text()
 
@@ -44,9 +45,9 @@ def test_relation_checks_in_sql_match_the_python_literals() -> None:
 
 
 def test_ids_are_stable_uuid5_of_the_natural_key() -> None:
-    a = v.entity_id("character", "monkey-d-luffy")
-    assert a == v.entity_id("character", "monkey-d-luffy")
+    a = entity_id("character", "monkey-d-luffy")
+    assert a == entity_id("character", "monkey-d-luffy")
     assert a.version == 5
-    assert a != v.entity_id("anime", "monkey-d-luffy")
+    assert a != entity_id("anime", "monkey-d-luffy")
     # pinned: a changed namespace or key scheme would silently re-key every stored entity
     assert str(a) == "bbf3cd00-2f73-5e76-b929-4aae34b0c68e"

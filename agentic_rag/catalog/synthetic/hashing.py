@@ -10,8 +10,8 @@ import hashlib
 
 import numpy as np
 
+from agentic_rag.catalog.ids import ID_NAMESPACE
 from agentic_rag.catalog.synthetic.words import _EMPTY, _SYL_K, _SYL_R, _SYL_RC, _SYLLABLES, Arr
-from agentic_rag.catalog.vocabulary import ID_NAMESPACE
 
 _M64 = (1 << 64) - 1
 

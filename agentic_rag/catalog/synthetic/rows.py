@@ -5,7 +5,7 @@ table by table in fixed-size chunks, so a large catalog is never held in Python 
 
 Names, titles and synopses are built from syllable and word lists by hashing ``(seed, entity)``,
 so any entity's text can be produced independently of every other. Keys start with ``syn-`` and
-never collide with the demo catalog; ids are :func:`~agentic_rag.catalog.vocabulary.entity_id`.
+never collide with the demo catalog; ids are :func:`~agentic_rag.catalog.ids.entity_id`.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from functools import cached_property
 
 import numpy as np
 
+from agentic_rag.catalog.ids import episode_key
 from agentic_rag.catalog.synthetic.hashing import _hash, _pick, _unit, _word, uuid5_ids
 from agentic_rag.catalog.synthetic.structure import _SEGMENT, _build, entity_counts, fingerprint
 from agentic_rag.catalog.synthetic.words import (
@@ -42,7 +43,6 @@ from agentic_rag.catalog.synthetic.words import (
     _obj,
 )
 from agentic_rag.catalog.tables import ENTITY_TABLES, RELATION_TABLES, TABLES, Row
-from agentic_rag.catalog.vocabulary import episode_key
 
 SOURCE = "synthetic"
 CHUNK_ROWS = 50_000  # rows per generated chunk; fixed, though the rows do not depend on it

@@ -13,8 +13,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass
 
 from agentic_rag.catalog.records import Anime, Catalog, Manga
-from agentic_rag.catalog.vocabulary import EntityType
 from agentic_rag.eval.questions import GoldEntity
+from agentic_rag.protocol.vocabulary import EntityType
 
 STRICT_TYPES: frozenset[str] = frozenset({"character", "person", "studio"})
 KEY_WORDS = re.compile(r"\b(?:Studio|Animation|Production|Pictures)\b")

@@ -12,7 +12,6 @@ from typing import TypeVar, cast
 
 from pydantic import BaseModel
 
-from agentic_rag.catalog.vocabulary import EDGE_TYPE_BY_NAME
 from agentic_rag.models.base import Generation, Message, Usage
 from agentic_rag.models.heuristic.context import names_match, words
 from agentic_rag.models.heuristic.planner import select
@@ -20,6 +19,7 @@ from agentic_rag.models.heuristic.writer import draft
 from agentic_rag.models.prompts import read_state
 from agentic_rag.models.roles import ROLES, DraftInput, GradeInput, RewriteInput, SelectInput, ValidateInput
 from agentic_rag.protocol import DocumentGrade, GradeReport, QueryRewrite, RetrievalMode, SufficiencyReport
+from agentic_rag.protocol.vocabulary import EDGE_TYPE_BY_NAME
 from agentic_rag.understanding.plan import Analysis
 from agentic_rag.understanding.reading import read
 
@@ -66,8 +66,7 @@ def validate(inp: ValidateInput) -> SufficiencyReport:
     if wanted and d.result_entities and not any(e.entity_type in wanted
                                                 for e in (*d.result_entities, *d.source_entities)):
         return SufficiencyReport(sufficient=False, rationale="the draft's answer is not the kind of entity asked",
-                                 missing=[f"the {' or '.join(sorted(wanted))} the question asks for"],
-                                 suggested_next_action="pg_graph")
+                                 missing=[f"the {' or '.join(sorted(wanted))} the question asks for"])
     if d.result_entities and d.confidence >= 0.6:
         return SufficiencyReport(sufficient=True, rationale="the draft names its answer entities from context")
     if d.confidence >= 0.8 and d.evidence.facts:
@@ -78,8 +77,7 @@ def validate(inp: ValidateInput) -> SufficiencyReport:
     what = a.intent.replace("_", " ")
     missing = named or ([f"the {what} of {' and '.join(a.mentions)}"] if a.mentions else ["an answer to the question"])
     return SufficiencyReport(sufficient=False, rationale="the draft does not answer the question yet",
-                             missing=[m[:200] for m in missing][:8],
-                             suggested_next_action="pg_graph" if d.source_entities else "qdrant_search")
+                             missing=[m[:200] for m in missing][:8])
 
 
 class HeuristicModel:

@@ -102,8 +102,3 @@ def row_of(cards: list[ContextCard], entity_id: str) -> dict[str, Any]:
             if isinstance(row, dict) and row.get("id") == entity_id:
                 return row
     return {}
-
-
-def step_cards(cards: list[ContextCard], source: str, kind: str | None = None) -> list[ContextCard]:
-    """Cards of one step kind (``kind`` is the graph query_type or 'query' for pg_query)."""
-    return [c for c in cards if c.source == source and (kind is None or c.data.get("kind") == kind)]

@@ -11,7 +11,6 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentic_rag.catalog.vocabulary import EntityType
 from agentic_rag.models.heuristic.context import Resolution, qualifiers, resolve, row_of, year_of
 from agentic_rag.models.roles import CardEntity, ContextCard
 from agentic_rag.protocol import (
@@ -24,7 +23,8 @@ from agentic_rag.protocol import (
     SearchIntent,
     StructuredQuery,
 )
-from agentic_rag.retrievers.dsl import describe
+from agentic_rag.protocol.query import describe
+from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding.cues import CUES
 from agentic_rag.understanding.filters import FACETS, facet_matches
 from agentic_rag.understanding.linker import STOP

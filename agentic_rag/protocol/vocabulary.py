@@ -1,12 +1,12 @@
 """The closed vocabularies of the catalog: entity types, relation labels, graph edge types.
 
-Everything a model may name is listed here and nowhere else. The SQL migrations mirror these
-lists (a test keeps them in step), and the protocol builds its ``Literal`` types from them.
+Everything a model may name is listed here and nowhere else. The protocol builds its ``Literal``
+types from these lists, the catalog's data files are checked against them, and the SQL migrations
+mirror them (a test keeps them in step). A leaf: it imports nothing of ours.
 """
 
 from __future__ import annotations
 
-import uuid
 from dataclasses import dataclass
 from typing import Literal, get_args
 
@@ -92,17 +92,3 @@ EdgeTypeName = Literal[
     "shared_staff", "co_appears", "shares_franchise",
 ]
 STORED_EDGE_TYPES: tuple[str, ...] = tuple(e.name for e in EDGE_TYPES if e.derived_via is None)
-
-# Stable ids: uuid5 of "<entity type>:<natural key>" under the project's namespace, so re-ingesting
-# the same record always yields the same id, on any machine.
-ID_NAMESPACE = uuid.uuid5(uuid.NAMESPACE_URL, "https://github.com/agentic-rag/catalog")
-
-
-def entity_id(entity_type: str, key: str) -> uuid.UUID:
-    """The stable id of an entity from its natural key."""
-    return uuid.uuid5(ID_NAMESPACE, f"{entity_type}:{key}")
-
-
-def episode_key(anime_key: str, number: int) -> str:
-    """The natural key of an episode: its anime's key and its number."""
-    return f"{anime_key}#{number}"

@@ -1,0 +1,185 @@
+"""Every documented exit of the loop, driven by scripted models so that each run takes the same path.
+
+The planner and validator here follow a fixed script for the decision under test and leave every other
+call to the heuristic; retrieval, the trajectory store and PostgreSQL are real. Each test checks what a
+client reads (the response's termination reason, status and warnings) and what the trajectory keeps.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+from collections.abc import Callable
+from typing import Any, TypeVar, cast
+
+import pytest
+from pydantic import BaseModel
+
+from agentic_rag.catalog.ids import entity_id
+from agentic_rag.models.base import Generation, GenerationError, Message, StructuredModel, Usage
+from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.heuristic import HeuristicModel
+from agentic_rag.orchestrator.guards import load_policy
+from agentic_rag.orchestrator.loop import Orchestrator, RunResult
+from agentic_rag.orchestrator.retrieval import LocalRetrieval
+from agentic_rag.orchestrator.trajectory import Trajectory, TrajectoryStore
+from agentic_rag.protocol import NextStep, SearchFilters, SearchIntent, SufficiencyReport
+from agentic_rag.settings import Settings
+from agentic_rag.storage.qdrant import VectorStore
+from agentic_rag.storage.sql import Pool
+
+pytestmark = pytest.mark.integration
+
+T = TypeVar("T", bound=BaseModel)
+HEURISTIC = HeuristicModel()
+LUFFY, ONE_PIECE = str(entity_id("character", "monkey-d-luffy")), str(entity_id("anime", "one-piece"))
+QUESTION = "Which anime is Luffy in?"  # the heuristic answers it in two turns: find Luffy, fetch his anime
+ABOUT = "Tell me about Monkey D. Luffy"  # one search answers it
+
+
+class Scripted:
+    """A model that answers ``output_type`` from ``script`` (given how many such calls came before) and
+    leaves every other call to the heuristic."""
+
+    def __init__(self, name: str, output_type: type[BaseModel], script: Callable[[int], Any]) -> None:
+        self.name = name
+        self.output_type = output_type
+        self.script = script
+        self.calls = 0
+
+    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+                       temperature: float = 0.0) -> Generation[T]:
+        if output_type is not self.output_type:
+            return await HEURISTIC.generate(messages, output_type, max_tokens=max_tokens, temperature=temperature)
+        self.calls += 1
+        out = self.script(self.calls - 1)
+        if asyncio.iscoroutine(out):
+            out = await out
+        return Generation(cast(T, out), Usage(attempts=1))
+
+
+class Broken:
+    """A model that never gives valid output (a server that answers garbage every attempt)."""
+
+    name = "broken"
+
+    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+                       temperature: float = 0.0) -> Generation[T]:
+        raise GenerationError(output_type.__name__, attempts=3, errors=["not valid JSON"] * 3)
+
+
+class Hanging:
+    """A model that never answers."""
+
+    name = "hanging"
+
+    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+                       temperature: float = 0.0) -> Generation[T]:
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+
+def search(query: str | None = None, *, ids: list[str] | None = None) -> NextStep:
+    intent = SearchIntent(rationale="scripted", entity_type="character", query=query,
+                          filters=SearchFilters(id=ids or []))
+    return NextStep(action="qdrant_search", rationale="scripted", search_intent=intent)
+
+
+def never_sufficient(_: int) -> SufficiencyReport:
+    return SufficiencyReport(sufficient=False, rationale="scripted", missing=["the anime"])
+
+
+@pytest.fixture
+def build(pool: Pool, qdrant: VectorStore, embedder: Embedder,
+          settings: Settings) -> Callable[..., Orchestrator]:
+    def make(planner: StructuredModel = HEURISTIC, validator: StructuredModel = HEURISTIC,
+             **changes: object) -> Orchestrator:
+        s = settings.model_copy(update=changes)
+        return Orchestrator(s, planner=planner, validator=validator, fallback=HeuristicModel(),
+                            retrieval=LocalRetrieval(pool, qdrant, embedder.aembed, s),
+                            store=TrajectoryStore(pool, s), policy=load_policy())
+    return make
+
+
+async def trajectory(o: Orchestrator, result: RunResult) -> Trajectory:
+    traj = await o.store.get(result.trajectory_id)
+    assert traj is not None
+    final = traj.events[-1]
+    assert final.stage == "final" and final.payload["termination"] == result.response.evidence.termination_reason
+    assert traj.status == result.response.status
+    return traj
+
+
+async def test_failed_models_fall_back_to_the_heuristic_and_still_answer(build: Callable[..., Orchestrator]) -> None:
+    o = build(planner=Broken(), validator=Hanging(), generation_timeout_ms=200)
+    result = await o.run(QUESTION)
+    r = result.response
+    # the heuristic decided every stage, so the run is the heuristic's own
+    assert r.status == "answered" and r.evidence.termination_reason == "sufficient"
+    assert ONE_PIECE in {e.id for e in r.result_entities}
+    assert "rewrite: the planner model gave no valid output; used the heuristic" in r.warnings
+    assert "validate: the validator model did not answer in time; used the heuristic" in r.warnings
+    traj = await trajectory(o, result)
+    errors = {(e.stage, e.payload["model"], e.payload["fallback"]) for e in traj.events if e.type == "error"}
+    assert {("rewrite", "broken", "heuristic"), ("select", "broken", "heuristic"), ("draft", "broken", "heuristic"),
+            ("validate", "hanging", "heuristic")} <= errors
+    assert all("not valid JSON" in e.payload["error"] for e in traj.events
+               if e.type == "error" and e.payload["model"] == "broken")
+
+
+async def test_repeating_the_same_step_ends_as_loop_detected(build: Callable[..., Orchestrator]) -> None:
+    planner = Scripted("repeater", NextStep, lambda _: search("Monkey D. Luffy"))
+    validator = Scripted("doubter", SufficiencyReport, never_sufficient)
+    o = build(planner=planner, validator=validator, agent_fast_path=False, agent_max_turns=6)
+    result = await o.run(ABOUT)
+    r = result.response
+    assert r.evidence.termination_reason == "loop_detected"
+    assert result.turns == 3  # the step ran once, then was repeated twice
+    # answered from what the one step found, and marked as not validated
+    assert r.status == "best_effort" and LUFFY in {e.id for e in r.result_entities}
+    traj = await trajectory(o, result)
+    assert len([e for e in traj.events if e.stage == "retrieve" and e.type == "action"]) == 1
+    repeats = [e.payload["loop_detected"] for e in traj.events if "loop_detected" in e.payload]
+    assert len(repeats) == 2 and all(len(r) == 1 for r in repeats)
+
+
+async def test_steps_that_find_nothing_end_as_failed_steps(build: Callable[..., Orchestrator]) -> None:
+    # a fetch of an id no entity has: a new step every turn, and every one finds nothing
+    planner = Scripted("prober", NextStep, lambda _: search(ids=[str(uuid.uuid4())]))
+    validator = Scripted("doubter", SufficiencyReport, never_sufficient)
+    o = build(planner=planner, validator=validator, agent_max_failed_steps=2, agent_max_turns=6)
+    result = await o.run(QUESTION)
+    r = result.response
+    assert r.evidence.termination_reason == "failed_steps"
+    assert r.status == "not_found" and not r.result_entities
+    assert result.turns == 2 and "2 steps found nothing" in r.warnings
+    traj = await trajectory(o, result)
+    observed = [e.payload for e in traj.events if e.stage == "observe"]
+    assert [(p["status"], p["failed_steps"]) for p in observed] == [("empty", 1), ("empty", 2)]
+
+
+async def test_a_model_that_hangs_past_the_deadline_ends_the_run_with_what_was_found(
+        build: Callable[..., Orchestrator]) -> None:
+    async def first_then_hang(call: int) -> NextStep:
+        if call == 0:
+            return search("Monkey D. Luffy")
+        await asyncio.sleep(3600)
+        raise AssertionError("unreachable")
+
+    planner = Scripted("stalls", NextStep, first_then_hang)
+    validator = Scripted("doubter", SufficiencyReport, never_sufficient)
+    # time enough for the first turn on a busy machine; the second select then waits until the deadline
+    o = build(planner=planner, validator=validator, agent_fast_path=False, agent_deadline_ms=4000)
+    loop = asyncio.get_running_loop()
+    t0 = loop.time()
+    result = await o.run(ABOUT)
+    assert 4 <= loop.time() - t0 < 8
+    r = result.response
+    assert r.evidence.termination_reason == "deadline"
+    assert "deadline of 4000 ms reached; answered from what was found" in r.warnings
+    # no time is left for a model: the heuristic drafts from the card the first turn found
+    assert r.status == "best_effort" and LUFFY in {e.id for e in r.result_entities}
+    traj = await trajectory(o, result)
+    assert [e.payload for e in traj.events if e.stage == "budget"] == [{"rule": "deadline", "ms": 4000}]
+    assert planner.calls == 2  # the first turn ran whole; the deadline cut the second select
+    assert not [e for e in traj.events if e.type == "error"], "running out of time is not a model failure"

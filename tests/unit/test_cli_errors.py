@@ -1,0 +1,81 @@
+"""The CLI's error boundary: a failure a person can fix is one line on what to do and exit status 1."""
+
+from __future__ import annotations
+
+import socket
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from agentic_rag.cli import app
+from agentic_rag.cli._errors import explain
+from agentic_rag.settings import Settings
+from agentic_rag.storage.qdrant import QdrantUnavailable, open_qdrant
+
+runner = CliRunner()
+
+
+def _closed_port() -> int:
+    """A local port nothing listens on (bound, then released)."""
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return int(s.getsockname()[1])
+
+
+@pytest.fixture
+def no_database(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> str:
+    url = f"postgresql://agentic:secret@127.0.0.1:{_closed_port()}/agentic_rag"
+    monkeypatch.setenv("RAG_DATABASE_URL", url)
+    monkeypatch.setenv("RAG_DATA_DIR", str(tmp_path / "data"))
+    monkeypatch.setenv("RAG_QDRANT_PATH", str(tmp_path / "qdrant"))
+    return url
+
+
+def _one_error_line(output: str) -> str:
+    lines = [line for line in output.splitlines() if line.strip()]
+    assert len(lines) == 1, output
+    assert lines[0].startswith("error: ") and "Traceback" not in output, output
+    return lines[0]
+
+
+@pytest.mark.parametrize("argv", [["migrate"], ["search", "lufy"], ["trajectory", "abc"]])
+def test_an_unreachable_database_is_one_line_naming_the_fix(no_database: str, argv: list[str]) -> None:
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 1
+    line = _one_error_line(result.output)
+    assert "cannot reach PostgreSQL" in line and "RAG_DATABASE_URL" in line
+
+
+@pytest.fixture
+def store_in_use(no_database: str, tmp_path: Path) -> Iterator[Path]:
+    path = tmp_path / "qdrant"
+    held = open_qdrant(Settings(qdrant_path=path))  # the running service, say
+    try:
+        yield path
+    finally:
+        held.close()
+
+
+def test_a_qdrant_store_in_use_is_one_line_naming_the_fix(store_in_use: Path) -> None:
+    result = runner.invoke(app, ["reindex"])
+    assert result.exit_code == 1
+    line = _one_error_line(result.output)
+    assert str(store_in_use) in line and "in use by another process" in line and "RAG_QDRANT_URL" in line
+
+
+def test_a_usage_error_stays_clicks_own() -> None:
+    result = runner.invoke(app, ["search"])
+    assert result.exit_code == 2 and "Missing argument" in result.output
+
+
+def test_an_unknown_failure_is_not_explained_away() -> None:
+    assert explain(ZeroDivisionError("a bug")) is None
+    assert explain(ValueError("a bug")) is None
+
+
+def test_a_group_is_explained_only_when_all_of_it_is() -> None:
+    store = QdrantUnavailable("store busy: stop the other process")
+    assert explain(ExceptionGroup("both", [store, ConnectionRefusedError(111, "refused")])) == str(store)
+    assert explain(ExceptionGroup("mixed", [store, ZeroDivisionError()])) is None
