@@ -230,7 +230,7 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
     async def healthz() -> HealthResponse:
         return HealthResponse()
 
-    @app.get("/readyz", response_model=ReadyResponse, summary="PostgreSQL, Qdrant and the models answer",
+    @app.get("/readyz", response_model=ReadyResponse, summary="PostgreSQL, Qdrant, the models and the loop answer",
              responses={503: {"model": ReadyResponse, "description": "Not ready; the body says which check failed."}})
     async def readyz() -> JSONResponse:
         checks = await service.ready()

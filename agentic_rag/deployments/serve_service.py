@@ -109,13 +109,18 @@ class ServeAgentService:
         return await _available("hydration", call)
 
     async def ready(self) -> dict[str, bool]:
-        postgres, qdrant, models = await asyncio.gather(
+        postgres, qdrant, models, orchestrator = await asyncio.gather(
             self._check("postgres", "GraphRetriever.ready", lambda: self._graph.ready.remote()),
             self._check("qdrant", "VectorRetriever.ready", lambda: self._vector.ready.remote()),
             # the planner and validator fall back to the heuristic; the embedder has no fallback
             self._check("models", "Embedder.embed", lambda: self._embedder.embed.remote(["ready"])),
+            # a replica that can run the loop: it reads a trajectory that does not exist (one indexed lookup), so
+            # with every Orchestrator replica gone or restarting the service says so instead of queueing runs
+            self._check("orchestrator", "Orchestrator.trajectory",
+                        lambda: self._orchestrator.trajectory.remote(str(uuid.uuid4()), "readyz")),
         )
-        return self._degraded.apply({"postgres": postgres, "qdrant": qdrant, "models": models})
+        return self._degraded.apply({"postgres": postgres, "qdrant": qdrant, "models": models,
+                                     "orchestrator": orchestrator})
 
     def chat_models(self) -> Mapping[str, TextBackend]:
         return self._chat

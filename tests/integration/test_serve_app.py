@@ -23,7 +23,7 @@ import pytest
 from ray.serve.schema import ServeDeploySchema
 
 from agentic_rag.catalog.ids import entity_id
-from agentic_rag.deployments import launch
+from agentic_rag.deployments import costs, launch
 from agentic_rag.deployments.proto import searchai_pb2 as pb
 from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
 from agentic_rag.models.base import StructuredGenerator, schema_for
@@ -97,6 +97,10 @@ def test_serve_app_answers_over_http(serve_url: tuple[str, float]) -> None:
         assert body["status"] == "answered", (body["response"]["answer"], body["response"]["warnings"])
         assert ONE_PIECE in {e["id"] for e in body["response"]["result_entities"]}
         assert body["request_id"] == "serve-first" and body["timings"]["qdrant_ms"] > 0
+        # where the time went, through Serve's proxy: the app, the Orchestrator hop, and the hops it made
+        app_ms, hops = costs.parse_server_timing(first.headers["server-timing"])
+        assert hops["Orchestrator.run"].calls == 1 and 0 < hops["Orchestrator.run"].inside_ms < app_ms
+        assert {"GraphRetriever.link", "PlannerModel.generate", "ValidatorModel.generate"} <= set(hops)
         # Serve's proxy owns X-Request-ID: one header on every response, the id the run was recorded under
         assert first.headers.get_list("x-request-id") == ["serve-first"]
         unnamed = http.post("/v1/search_ai", json={"question": "Which anime is Luffy in?"})
@@ -124,7 +128,7 @@ def test_serve_app_answers_over_http(serve_url: tuple[str, float]) -> None:
 
         ready = http.get("/readyz")
         assert ready.status_code == 200 and ready.json()["checks"] == {"postgres": True, "qdrant": True,
-                                                                       "models": True}
+                                                                       "models": True, "orchestrator": True}
         bad = http.post("/v1/search_ai", json={"question": ""})
         assert bad.status_code == 422 and "Traceback" not in bad.text
 
