@@ -316,14 +316,17 @@ class RunContext:
                                                          "mention": mention_})
                 return clarifying(s, clarification_)
         no_retrieval = not s.rewrite.needs_external_context or s.rewrite.retrieval_mode == "none"
-        if no_retrieval and await self._judge():  # a direct answer, still validated
-            return response_from(s, self._draft_or_raise(), "answered", "no_retrieval_needed")
+        if no_retrieval and (direct := await self._judge()) is not None:  # a direct answer, still validated
+            return response_from(s, direct, "answered", "no_retrieval_needed")
         for turn in range(s.turn, s.max_turns):
             await self.flush()  # what the run decided before this turn, in one round trip
             s.turn, s.turns_used = turn, turn + 1
             step = await self._select()
             if step.action == "finish":
-                return await self._finish_now()
+                finished = await self._finish_now()
+                if finished is not None:
+                    return finished
+                continue
             if not await stages.run_step(self, step):
                 if s.repeats >= 2:
                     return await self._best_effort("loop_detected")
@@ -339,8 +342,8 @@ class RunContext:
                 if draft.result_entities:
                     await self.event("validate", "decision", {"fast_path": True})
                     return response_from(s, draft, "answered", "fast_path")
-            if await self._judge():
-                return response_from(s, self._draft_or_raise(), "answered", "sufficient")
+            if (sufficient := await self._judge()) is not None:
+                return response_from(s, sufficient, "answered", "sufficient")
         s.warn(f"turn budget of {s.max_turns} reached; this is the best answer from what was found")
         await self.event("budget", "guard", {"rule": "max_turns", "turns": s.max_turns})
         return await self._best_effort("max_turns")
@@ -361,6 +364,8 @@ class RunContext:
                 gen = await model.generate(messages, output_type, max_tokens=MAX_OUTPUT_TOKENS[role])
             usage = gen.usage
             output = gen.output
+            decided_by = model.name if model_ok else self.o.fallback.name
+            failed: str | None = None
         except (GenerationError, TimeoutError) as exc:
             if model_ok:
                 log.warning("%s: the %s model failed", stage, who, exc_info=exc)
@@ -370,10 +375,14 @@ class RunContext:
                                                   "fallback": self.o.fallback.name})
             gen = await self.o.fallback.generate(messages, output_type)
             usage, output = gen.usage, gen.output
+            # the usage names what decided: the heuristic, and which model failed before it
+            decided_by, failed = self.o.fallback.name, model.name if model_ok else None
         finally:
             self.s.timings[f"{who}_llm_ms"] += (time.perf_counter() - t0) * 1000
-        self._usage = {"model": model.name if model_ok else self.o.fallback.name, "attempts": usage.attempts,
+        self._usage = {"model": decided_by, "attempts": usage.attempts,
                        "prompt_tokens": usage.prompt_tokens, "completion_tokens": usage.completion_tokens}
+        if failed is not None:
+            self._usage["failed_model"] = failed
         return output
 
     async def _rewrite(self, history: list[str]) -> QueryRewrite:
@@ -434,12 +443,8 @@ class RunContext:
         }, latency_ms=(time.perf_counter() - t0) * 1000)
         return draft
 
-    def _draft_or_raise(self) -> DraftAnswer:
-        assert self.s.draft is not None
-        return self.s.draft
-
-    async def _judge(self) -> bool:
-        """Draft from the current cards, then let the validator judge sufficiency."""
+    async def _judge(self) -> DraftAnswer | None:
+        """Draft from the current cards, then let the validator judge it: the draft if sufficient, else None."""
         s = self.s
         assert s.rewrite is not None
         draft = await self._draft()
@@ -454,7 +459,8 @@ class RunContext:
             }, latency_ms=(time.perf_counter() - t0) * 1000)
         if not s.report.sufficient:
             s.missing = list(s.report.missing)
-        return s.report.sufficient
+            return None
+        return draft
 
     def _fast_path_applies(self) -> bool:
         """Seed 001 10.1: one name, looked up by vector search, found: no validator round trip needed."""
@@ -464,15 +470,16 @@ class RunContext:
                 and len(s.rewrite.mentions) <= 1 and len(s.cards) == 1 and s.cards[0].source == "qdrant_search"
                 and s.cards[0].count > 0)
 
-    async def _finish_now(self) -> AgentResponse:
-        """The planner says the context answers the question: validate that, else end as best we can."""
+    async def _finish_now(self) -> AgentResponse | None:
+        """The planner says the context answers the question: validate that. A rejected finish ends nothing:
+        the loop goes on with what the validator found missing, so the run ends for a reason that happened."""
         s = self.s
         if not any(c.count for c in s.cards):
             return not_found(s, "zero_results")
-        if await self._judge():
-            return response_from(s, self._draft_or_raise(), "answered", "sufficient")
-        return await self._best_effort("zero_results" if not s.draft or not s.draft.result_entities
-                                       else "max_turns")
+        if (draft := await self._judge()) is not None:
+            return response_from(s, draft, "answered", "sufficient")
+        await self.event("select", "decision", {"finish": "rejected by the validator", "missing": s.missing[:8]})
+        return None
 
     async def _best_effort(self, why: TerminationReason, *, model_ok: bool = True) -> AgentResponse:
         s = self.s

@@ -136,7 +136,11 @@ async def _grade(run: RunContext, done: list[tuple[BatchIntent, ContextCard]]) -
         drop_ids.setdefault(n, set()).add(e.ref.id)
     cards = [_without(card, drop_ids.get(n, set())) for n, (_, card) in enumerate(done)]
     graded = [c for n, c in enumerate(cards) if _graded(done[n][0], done[n][1])]
-    if any(c.count < run.settings.agent_min_relevant for c in graded):
+    short = [c.count for c in graded if c.count < run.settings.agent_min_relevant]
+    if short:
+        # documented (docs/architecture.md, "Grading drops"): too few relevant results rewrite the query
+        await run.event("grade", "decision", {"rewrite": "too few relevant results; rewriting the query",
+                                              "relevant": short, "min_relevant": run.settings.agent_min_relevant})
         await run.rewrite_again()
     return cards
 

@@ -23,7 +23,14 @@ from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.loop import Orchestrator, RunResult
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
 from agentic_rag.orchestrator.trajectory import Trajectory, TrajectoryStore
-from agentic_rag.protocol import NextStep, SearchFilters, SearchIntent, SufficiencyReport
+from agentic_rag.protocol import (
+    DocumentGrade,
+    GradeReport,
+    NextStep,
+    SearchFilters,
+    SearchIntent,
+    SufficiencyReport,
+)
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
@@ -125,6 +132,12 @@ async def test_failed_models_fall_back_to_the_heuristic_and_still_answer(build: 
             ("validate", "hanging", "heuristic")} <= errors
     assert all("not valid JSON" in e.payload["error"] for e in traj.events
                if e.type == "error" and e.payload["model"] == "broken")
+    # the usage of a stage names what decided it, the heuristic, and which model failed before it
+    used = {(e.stage, e.payload["usage"]["model"], e.payload["usage"].get("failed_model")) for e in traj.events
+            if e.type == "decision" and "usage" in e.payload}
+    assert {("rewrite", "heuristic", "broken"), ("select", "heuristic", "broken"),
+            ("validate", "heuristic", "hanging")} <= used
+    assert not any(model in {"broken", "hanging"} for _, model, _ in used)
 
 
 async def test_repeating_the_same_step_ends_as_loop_detected(build: Callable[..., Orchestrator]) -> None:
@@ -183,3 +196,35 @@ async def test_a_model_that_hangs_past_the_deadline_ends_the_run_with_what_was_f
     assert [e.payload for e in traj.events if e.stage == "budget"] == [{"rule": "deadline", "ms": 4000}]
     assert planner.calls == 2  # the first turn ran whole; the deadline cut the second select
     assert not [e for e in traj.events if e.type == "error"], "running out of time is not a model failure"
+
+
+async def test_a_finish_the_validator_rejects_goes_on_until_a_real_exit(build: Callable[..., Orchestrator]) -> None:
+    planner = Scripted("quitter", NextStep, lambda call: search("Monkey D. Luffy") if call == 0
+                       else NextStep(action="finish", rationale="scripted"))
+    validator = Scripted("doubter", SufficiencyReport, never_sufficient)
+    o = build(planner=planner, validator=validator, agent_fast_path=False, agent_max_turns=3)
+    result = await o.run(ABOUT)
+    r = result.response
+    # the rejected finishes did not end the run; the turn budget did, so max_turns is what happened
+    assert r.evidence.termination_reason == "max_turns" and result.turns == 3
+    assert "turn budget of 3 reached; this is the best answer from what was found" in r.warnings
+    assert r.status == "best_effort" and LUFFY in {e.id for e in r.result_entities}
+    traj = await trajectory(o, result)
+    rejected = [e.payload for e in traj.events if e.payload.get("finish") == "rejected by the validator"]
+    assert len(rejected) == 2 and all(p["missing"] == ["the anime"] for p in rejected)
+
+
+async def test_grading_that_leaves_too_few_results_records_the_rewrite_it_triggers(
+        build: Callable[..., Orchestrator]) -> None:
+    grader = Scripted("picky", GradeReport,
+                      lambda _: GradeReport(grades=[DocumentGrade(index=i, relevant=False) for i in range(50)]))
+    searcher = Scripted("searcher", NextStep, lambda _: search("Monkey D. Luffy"))
+    o = build(planner=searcher, validator=grader, agent_fast_path=False, agent_max_turns=1)
+    result = await o.run(ABOUT)
+    traj = await trajectory(o, result)
+    stages = [(e.stage, e.payload.get("rewrite")) for e in traj.events if e.type == "decision"]
+    why = ("grade", "too few relevant results; rewriting the query")
+    assert why in stages
+    # the rewrite comes right after the grade that asked for it
+    after = stages[stages.index(why) + 1]
+    assert after[0] == "rewrite"
