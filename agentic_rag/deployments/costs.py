@@ -59,8 +59,10 @@ def record(name: str, wall_ms: float, inside_ms: float, nested: Mapping[str, Seq
     if hops is None:
         return
     _add(hops, name, 1, wall_ms, inside_ms)
-    for inner, (calls, wall, inside) in (nested or {}).items():
-        if _NAME.match(inner):  # what a replica reports is data: only well-formed names are kept
+    for inner, entry in (nested or {}).items():
+        # what a replica reports is data: only well-formed names with [calls, wall_ms, inside_ms] are kept
+        if _NAME.match(inner) and len(entry) == 3:
+            calls, wall, inside = entry
             _add(hops, inner, int(calls), float(wall), float(inside))
 
 

@@ -32,7 +32,8 @@ def test_a_replica_reply_carries_its_time_inside_and_the_hops_it_made() -> None:
 
 def test_the_callers_ledger_adds_the_callees_hops_and_keeps_bad_names_out() -> None:
     with costs.ledger() as hops:
-        nested: dict[str, list[float]] = {"Embedder.embed": [2, 4.0, 3.0], "bad name;dur=1": [1, 1, 1]}
+        nested: dict[str, list[float]] = {"Embedder.embed": [2, 4.0, 3.0], "bad name;dur=1": [1, 1, 1],
+                                          "GraphRetriever.link": [1, 2.0]}
         costs.record("VectorRetriever.search", 10.0, 7.0, nested)
         costs.record("VectorRetriever.search", 5.0, 4.0)
     assert set(hops) == {"VectorRetriever.search", "Embedder.embed"}
