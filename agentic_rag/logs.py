@@ -24,6 +24,8 @@ trajectory_id_var: ContextVar[str | None] = ContextVar("trajectory_id", default=
 
 HANDLER_NAME = "agentic_rag"
 TEXT_FORMAT = "%(asctime)s %(levelname)s %(name)s [%(request_id)s] %(message)s"
+ERROR_TEXT_MAX = 500  # characters of an exception's message kept in a log line, an error event or a 503's log
+QUOTED_INPUT_MAX = 100  # characters of a caller's input (a name, an id, a schema title) an error message quotes
 
 
 class RequestContextFilter(logging.Filter):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Literal
+from typing import Literal, get_args
 
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agentic_rag.storage.dsn import conninfo
+
+ImageFormat = Literal["PNG", "JPEG", "WEBP", "GIF", "BMP"]  # as Pillow names them
 
 
 class Settings(BaseSettings):
@@ -119,6 +121,28 @@ class Settings(BaseSettings):
         2.0, ge=0, le=1000,
         description="How long in-process searches wait for others to share an embedding pass (0: never batch).")
 
+    # -- images: visual similarity search (SearchIntent.image_query) -----------------------------------
+    image_model: str | None = Field(
+        None, description="A sentence-transformers CLIP model directory. Unset: no image vectors are built and a "
+                          "search with an image is refused as not configured.")
+    image_device: str = Field("cpu", description="torch device for the image model.")
+    image_batch_size: int = Field(32, ge=1, le=1024, description="Images per embedding batch.")
+    image_max_bytes: int = Field(
+        4 * 2**20, ge=1024, le=10 * 2**20, description="Largest image accepted, encoded (a query's or a record's).")
+    image_max_pixels: int = Field(
+        40_000_000, ge=1024, le=100_000_000,
+        description="Most pixels (width x height) an image may declare; checked before its pixels are decoded "
+                    "(a small file may declare a huge image: a decompression bomb).")
+    image_formats: list[ImageFormat] = Field(
+        default_factory=lambda: list(get_args(ImageFormat)), min_length=1,
+        description="Image formats accepted (what Pillow reads the bytes as, whatever a name or a header claims).")
+    image_url_hosts: list[str] = Field(
+        default_factory=list,
+        description="Hosts an image_query URL may name (exact host names, or '.example.com' for its subdomains). "
+                    "Empty: a query's image must come as base64; the server fetches no URL a client gives.")
+    image_fetch_timeout_ms: int = Field(
+        5000, ge=100, le=60_000, description="Limit on fetching one image URL (a query's or a catalog record's).")
+
     # -- the agent loop ------------------------------------------------------------------------------
     agent_max_turns: int = Field(
         6, ge=1, le=32, validation_alias=AliasChoices("RAG_AGENT_MAX_TURNS", "AGENT_MAX_STEPS"),
@@ -153,6 +177,13 @@ class Settings(BaseSettings):
     )
     max_inflight_runs: int = Field(
         256, ge=1, le=100_000, description="Agent runs one API process serves at once; beyond it: 503 + Retry-After.",
+    )
+
+    # -- GraphQL backend -----------------------------------------------------------------------------
+    graphql_agent_target: str = Field(
+        "127.0.0.1:9000", pattern=r"^[A-Za-z0-9._\[\]:-]{1,253}:[0-9]{1,5}$",
+        description="host:port of the SearchAI gRPC service the GraphQL backend asks (Serve's gRPC proxy: on every "
+                    "node in a cluster, so the local one).",
     )
 
     # -- logging -------------------------------------------------------------------------------------

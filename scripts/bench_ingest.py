@@ -20,13 +20,14 @@ from agentic_rag.catalog.ingest import index_catalog, ingest_demo
 from agentic_rag.catalog.synthetic import load_synthetic
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
+from agentic_rag.storage.devcluster import dev_dsn
 from agentic_rag.storage.dsn import with_database
-from agentic_rag.storage.postgres import connect, resolve_dsn
+from agentic_rag.storage.postgres import connect
 from agentic_rag.storage.sql import ident
 
 
 async def fresh_database(settings: Settings, name: str) -> str:
-    server = await asyncio.to_thread(resolve_dsn, settings.model_copy(update={"database_name": "postgres"}))
+    server = await asyncio.to_thread(dev_dsn, settings.model_copy(update={"database_name": "postgres"}))
     conn = await connect(server)
     try:
         await conn.execute(f"DROP DATABASE IF EXISTS {ident(name)} WITH (FORCE)")

@@ -25,7 +25,8 @@ from bench_retrieval import database, latency_table, stats
 from agentic_rag.catalog.synthetic import load_synthetic
 from agentic_rag.eval.questions import load_questions
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import connect, migrate, resolve_dsn
+from agentic_rag.storage.devcluster import dev_dsn
+from agentic_rag.storage.postgres import connect, migrate
 from agentic_rag.understanding.linker import link
 from agentic_rag.understanding.text import link_key
 
@@ -75,7 +76,7 @@ async def main() -> None:
     rng = random.Random(args.seed)
     rows: list[tuple[str, int, dict[str, float], str]] = []
 
-    demo_dsn = resolve_dsn(settings)
+    demo_dsn = dev_dsn(settings)
     data = resources.files("agentic_rag.eval").joinpath("data")
     demo_qs = [q.question for s in SETS for q in load_questions(str(data.joinpath(s)))]
     demo, _ = await run(demo_dsn, demo_qs)

@@ -32,8 +32,9 @@ from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.settings import Settings
+from agentic_rag.storage.devcluster import dev_dsn
 from agentic_rag.storage.dsn import with_database
-from agentic_rag.storage.postgres import connect, create_database_if_missing, make_pool, migrate, resolve_dsn
+from agentic_rag.storage.postgres import connect, create_database_if_missing, make_pool, migrate
 from agentic_rag.storage.sql import Conn
 
 ILIKE_SQL = """
@@ -79,7 +80,7 @@ def latency_table(note: str, columns: tuple[str, str], rows: list[tuple[str, int
 
 
 def database(settings: Settings, name: str) -> str:
-    server = with_database(resolve_dsn(settings.model_copy(update={"database_name": "postgres"})), "postgres")
+    server = with_database(dev_dsn(settings.model_copy(update={"database_name": "postgres"})), "postgres")
     create_database_if_missing(server, name)
     return with_database(server, name)
 

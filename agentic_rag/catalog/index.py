@@ -4,6 +4,10 @@ Each point is one entity: its id is the entity's uuid, its vector embeds a short
 (name, aliases, what it is, synopsis), its payload carries the id, type, name, year and parent
 ids for filtering. A hash of text, payload and model is stored with the point, so a sync embeds
 only what changed and a second run does nothing.
+
+With an image model (``RAG_IMAGE_MODEL``) each collection also has an ``image`` vector, set on the points of
+entities that have an image (:mod:`agentic_rag.catalog.images`), which a sync re-embeds only when the image
+changed; a point rewritten for its text keeps its stored image vector. Without one, nothing of it exists.
 """
 
 from __future__ import annotations
@@ -11,17 +15,28 @@ from __future__ import annotations
 import asyncio
 import hashlib
 import json
+import logging
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from qdrant_client import models
 
+from agentic_rag.catalog.images import ImageIndexer, WantedImage
 from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.image_embeddings import ImageEmbedder
 from agentic_rag.protocol.vocabulary import ENTITY_TYPES
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import connect
-from agentic_rag.storage.qdrant import VectorStore, collection_name, drop_collections, ensure_collections
+from agentic_rag.storage.qdrant import (
+    IMAGE_VECTOR,
+    VectorStore,
+    collection_name,
+    drop_collections,
+    ensure_collections,
+)
+
+log = logging.getLogger(__name__)
 
 # One fixed query per entity type: (id, payload, text). Built in SQL so the same documents come out
 # whichever process rebuilds the index.
@@ -100,6 +115,7 @@ DOCUMENT_SQL: dict[str, str] = {
         ORDER BY p.id""",
 }
 TEXT_IN_PAYLOAD = 400  # the start of the embedded text, shown in search summaries
+HASH_CHARS = 32  # hex digits of a point's content hash (128 bits: a changed text or payload re-embeds it)
 COUNT_SQL = {t: f"SELECT count(*) FROM {t}" for t in ENTITY_TYPES}  # noqa: S608  fixed table names
 
 
@@ -111,25 +127,31 @@ class IndexChange:
     deleted: int = 0
     unchanged: int = 0
     embed_seconds: float = 0.0
+    images: int = 0  # image vectors embedded
+    image_errors: list[str] = field(default_factory=list)  # "<entity id>: why", one per bad image, skipped
 
 
 Progress = Callable[[str, int, int], None]  # (entity type, points done now, total)
+Stored = tuple[str, str | None]  # a point's text hash and image key (None: no image vector)
 
 
-def _existing_hashes(client: VectorStore, collection: str) -> dict[str, str]:
-    out: dict[str, str] = {}
+def _existing_hashes(client: VectorStore, collection: str) -> dict[str, Stored]:
+    out: dict[str, Stored] = {}
     offset = None
     while True:
-        points, offset = client.scroll(collection, limit=2048, offset=offset, with_payload=["_hash"],
+        points, offset = client.scroll(collection, limit=2048, offset=offset, with_payload=["_hash", "_image"],
                                        with_vectors=False)
-        out.update({str(p.id): str((p.payload or {}).get("_hash", "")) for p in points})
+        for p in points:
+            payload = p.payload or {}
+            image = payload.get("_image")
+            out[str(p.id)] = (str(payload.get("_hash", "")), None if image is None else str(image))
         if offset is None:
             return out
 
 
 def _hash(text: str, payload: dict[str, Any], model: str) -> str:
     blob = json.dumps([text, payload, model], sort_keys=True, ensure_ascii=False)
-    return hashlib.sha256(blob.encode()).hexdigest()[:32]
+    return hashlib.sha256(blob.encode()).hexdigest()[:HASH_CHARS]
 
 
 async def sync_index(
@@ -140,14 +162,22 @@ async def sync_index(
     *,
     rebuild: bool = False,
     progress: Progress | None = None,
+    image_embedder: ImageEmbedder | None = None,
 ) -> dict[str, IndexChange]:
-    """Make every collection mirror its PostgreSQL table. ``rebuild`` drops the collections first."""
+    """Make every collection mirror its PostgreSQL table. ``rebuild`` drops the collections first.
+
+    With ``settings.image_model`` the entities' images are embedded too (by ``image_embedder``, or one built
+    from the settings)."""
     import time
 
+    images = None
+    if settings.image_model is not None:
+        images = ImageIndexer(image_embedder or ImageEmbedder(settings), settings)
     dim = await asyncio.to_thread(lambda: embedder.dimension)
+    image_dim = None if images is None else await asyncio.to_thread(lambda: images.dimension)
     if rebuild:
         await asyncio.to_thread(drop_collections, client, settings)
-    await asyncio.to_thread(ensure_collections, client, settings, dim)
+    await asyncio.to_thread(ensure_collections, client, settings, dim, image_dim)
     report: dict[str, IndexChange] = {}
     batch = settings.ingest_batch_size
     conn = await connect(dsn)
@@ -157,24 +187,16 @@ async def sync_index(
             change = report[entity_type] = IndexChange()
             existing = await asyncio.to_thread(_existing_hashes, client, name)
             total = int(await conn.fetchval(COUNT_SQL[entity_type]) or 0)
+            locations = {} if images is None else await images.locations(conn, entity_type)
             seen: set[str] = set()
             async with conn.transaction():  # a server-side cursor lives in a transaction
                 cur = await conn.cursor(DOCUMENT_SQL[entity_type])
                 while rows := await cur.fetch(batch):
-                    todo = []
-                    for pid, payload, text in rows:
-                        seen.add(pid)
-                        h = _hash(text, payload, embedder.model_name)
-                        if existing.get(pid) == h:
-                            change.unchanged += 1
-                        else:
-                            todo.append((pid, {**payload, "text": text[:TEXT_IN_PAYLOAD], "_hash": h}, text))
-                    if todo:
-                        t0 = time.perf_counter()
-                        vectors = await embedder.aembed([t for _, _, t in todo])
-                        change.embed_seconds += time.perf_counter() - t0
-                        points = [models.PointStruct(id=pid, vector=vec.tolist(), payload=payload)
-                                  for (pid, payload, _), vec in zip(todo, vectors, strict=True)]
+                    seen.update(pid for pid, _, _ in rows)
+                    t0 = time.perf_counter()
+                    points = await _changed_points(rows, existing, embedder, images, locations, client, name, change)
+                    change.embed_seconds += time.perf_counter() - t0
+                    if points:
                         await asyncio.to_thread(client.upsert, name, points, wait=True)
                         change.upserted += len(points)
                     if progress:
@@ -188,3 +210,66 @@ async def sync_index(
     finally:
         await conn.close()
     return report
+
+
+async def _changed_points(rows: list[Any], existing: dict[str, Stored], embedder: Embedder,
+                          images: ImageIndexer | None, locations: dict[str, str], client: VectorStore, name: str,
+                          change: IndexChange) -> list[models.PointStruct]:
+    """The points of ``rows`` whose text or image changed, embedded; the unchanged ones are counted in ``change``.
+
+    Without ``images`` a point is its text vector alone, as it always was. With it, a point is the named
+    vectors: the text's (``""``) and, when its entity has a readable image, ``image``."""
+    wanted: dict[str, WantedImage] = {}
+    if images is not None:
+        wanted = await images.wanted({pid: locations[pid] for pid, _, _ in rows if pid in locations})
+    bad = {pid: w.error for pid, w in wanted.items() if w.error is not None}
+    todo: list[tuple[str, dict[str, Any], str, str, WantedImage | None]] = []
+    for pid, payload, text in rows:
+        h = _hash(text, payload, embedder.model_name)
+        want = wanted.get(pid)
+        if existing.get(pid) == (h, want.key if want else None):
+            change.unchanged += 1
+        else:
+            todo.append((pid, payload, text, h, want))
+    image_vectors: dict[str, list[float]] = {}
+    if images is not None and todo:
+        # a point rewritten for its text keeps the image vector it has; only a changed image is embedded
+        kept = [pid for pid, _, _, _, w in todo if w and w.key and existing.get(pid, ("", None))[1] == w.key]
+        image_vectors = await asyncio.to_thread(_stored_image_vectors, client, name, kept)
+        fresh = {pid: w for pid, _, _, _, w in todo if w and w.key and pid not in image_vectors}
+        vectors, failed = await images.embed(fresh)
+        image_vectors.update(vectors)
+        change.images += len(vectors)
+        bad.update(failed)
+    for pid, error in bad.items():
+        log.warning("image of %s (%s) skipped: %s", pid, wanted[pid].location, error)
+        change.image_errors.append(f"{pid}: {error}")
+    writes = []
+    for pid, payload, text, h, want in todo:
+        key = want.key if want and pid in image_vectors else None
+        if existing.get(pid) == (h, key):  # only an image that failed again: nothing to write
+            change.unchanged += 1
+            continue
+        stored = {**payload, "text": text[:TEXT_IN_PAYLOAD], "_hash": h, **({"_image": key} if key else {})}
+        writes.append((pid, stored, text, key))
+    if not writes:
+        return []
+    texts = await embedder.aembed([t for _, _, t, _ in writes])
+    points = []
+    for (pid, stored, _, key), vec in zip(writes, texts, strict=True):
+        vector: Any = vec.tolist()
+        if images is not None:
+            vector = {"": vector, **({IMAGE_VECTOR: image_vectors[pid]} if key else {})}
+        points.append(models.PointStruct(id=pid, vector=vector, payload=stored))
+    return points
+
+
+def _stored_image_vectors(client: VectorStore, name: str, ids: list[str]) -> dict[str, list[float]]:
+    if not ids:
+        return {}
+    out = {}
+    for record in client.retrieve(name, ids, with_payload=False, with_vectors=True):
+        vector = record.vector.get(IMAGE_VECTOR) if isinstance(record.vector, dict) else None
+        if isinstance(vector, list):
+            out[str(record.id)] = [float(x) for x in vector]  # type: ignore[arg-type]  # a dense vector
+    return out

@@ -14,6 +14,7 @@ from agentic_rag.catalog.load import Change, load_rows
 from agentic_rag.catalog.records import DATA_DIR, catalog_files, load_catalog
 from agentic_rag.catalog.tables import demo_rows
 from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.image_embeddings import ImageEmbedder
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import connect, migrate
 from agentic_rag.storage.qdrant import VectorStore, open_qdrant
@@ -72,6 +73,7 @@ async def ingest_demo(
     progress: Progress | None = None,
     embedder: Embedder | None = None,
     client: VectorStore | None = None,
+    image_embedder: ImageEmbedder | None = None,
 ) -> IngestReport:
     """Load the shipped catalog (validated first; one transaction), then sync Qdrant from PostgreSQL."""
     files = catalog_files(data_dir)
@@ -92,15 +94,17 @@ async def ingest_demo(
     await _record_load(dsn, "demo", files_fingerprint(files), {k: v.total for k, v in report.tables.items()})
     if index:
         report.index, report.index_seconds = await index_catalog(dsn, settings, progress=progress,
-                                                                 embedder=embedder, client=client)
+                                                                 embedder=embedder, client=client,
+                                                                 image_embedder=image_embedder)
     return report
 
 
 async def index_catalog(
     dsn: str, settings: Settings, *, rebuild: bool = False, progress: Progress | None = None,
-    embedder: Embedder | None = None, client: VectorStore | None = None,
+    embedder: Embedder | None = None, client: VectorStore | None = None, image_embedder: ImageEmbedder | None = None,
 ) -> tuple[dict[str, IndexChange], float]:
-    """Sync (or with ``rebuild``, recreate) every Qdrant collection from PostgreSQL alone.
+    """Sync (or with ``rebuild``, recreate) every Qdrant collection from PostgreSQL alone (and the entities'
+    image files or URLs, with an image model).
 
     Opens (and closes) its own client unless given one: an embedded store allows one per path.
     """
@@ -109,7 +113,7 @@ async def index_catalog(
     qdrant = open_qdrant(settings) if client is None else client
     try:
         changes = await sync_index(dsn, qdrant, embedder or Embedder(settings), settings, rebuild=rebuild,
-                                   progress=progress)
+                                   progress=progress, image_embedder=image_embedder)
     finally:
         if own:  # the edge engine builds its HNSW graph here, for what the sync wrote
             await asyncio.to_thread(qdrant.close)

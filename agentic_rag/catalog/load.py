@@ -14,7 +14,7 @@ from dataclasses import dataclass
 import asyncpg
 
 from agentic_rag.catalog.records import CatalogError
-from agentic_rag.catalog.tables import TABLES, Row, Table
+from agentic_rag.catalog.tables import IMAGE_TABLE, TABLES, Row, Table
 from agentic_rag.storage.sql import Conn, affected, ident, idents
 
 
@@ -104,11 +104,11 @@ async def load_rows(
     current = "?"
     try:
         async with conn.transaction():
-            for t in TABLES:
+            for t in (*TABLES, IMAGE_TABLE):
                 current = t.name
                 changes[t.name] = await _merge(conn, t, rows.get(t.name, []))
                 step(t.name)
-            for t in reversed(TABLES):
+            for t in (IMAGE_TABLE, *reversed(TABLES)):
                 current = t.name
                 changes[t.name].deleted = await _delete_stale(conn, t, source)
             current = "edge"

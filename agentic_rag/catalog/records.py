@@ -9,12 +9,14 @@ file fails before anything touches the database, with an error naming the file a
 from __future__ import annotations
 
 from collections.abc import Iterable
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from typing import Annotated, Any
+from urllib.parse import urlsplit
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from agentic_rag.errors import InvalidInput
 from agentic_rag.protocol.vocabulary import (
     AnimeFormat,
     AnimeRelation,
@@ -32,6 +34,23 @@ Prose = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, ma
 Year = Annotated[int, Field(ge=1900, le=2030)]
 
 
+def _image_ref(ref: str) -> str:
+    if ref.lower().startswith(("http://", "https://")):
+        if not urlsplit(ref).hostname:
+            raise ValueError("an image URL needs a host")
+        return ref
+    path = PurePosixPath(ref)
+    if "://" in ref or "\\" in ref or path.is_absolute() or ".." in path.parts:
+        raise ValueError("an image is an http(s) URL or a relative path under the data file's folder, "
+                         "without '..'")
+    return ref
+
+
+# An entity's picture (cover, portrait, logo): a file beside the data files, or a URL the ingest can reach.
+ImageRef = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000),
+                     AfterValidator(_image_ref)]
+
+
 class _Record(BaseModel):
     model_config = ConfigDict(extra="forbid", frozen=True)
 
@@ -40,6 +59,7 @@ class Studio(_Record):
     key: Key
     name: Name
     founded: Year | None = None
+    image: ImageRef | None = None
 
 
 class Person(_Record):
@@ -47,6 +67,7 @@ class Person(_Record):
     name: Name
     native_name: Name | None = None
     aliases: list[Name] = Field(default_factory=list)
+    image: ImageRef | None = None
 
 
 class Credit(_Record):
@@ -77,6 +98,7 @@ class Anime(_Record):
     synopsis: Prose
     adapted_from: list[Key] = Field(default_factory=list)
     relations: list[AnimeLink] = Field(default_factory=list)
+    image: ImageRef | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -100,6 +122,7 @@ class Manga(_Record):
     genres: list[Annotated[str, StringConstraints(pattern=r"^[a-z][a-z_ ]*$")]] = Field(default_factory=list)
     popularity: Annotated[int, Field(ge=0, le=100)]
     synopsis: Prose
+    image: ImageRef | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -124,6 +147,7 @@ class Character(_Record):
     appears_in: list[Appearance] = Field(min_length=1)
     manga: list[Key] = Field(default_factory=list)
     relations: list[CharacterLink] = Field(default_factory=list)
+    image: ImageRef | None = None
     extra: dict[str, Any] = Field(default_factory=dict)
 
 
@@ -133,6 +157,7 @@ class Episode(_Record):
     title: Name | None = None
     season: Annotated[int, Field(ge=1, le=50)] | None = None
     aired: Annotated[str, StringConstraints(pattern=r"^\d{4}-\d{2}-\d{2}$")] | None = None
+    image: ImageRef | None = None
 
 
 class FranchiseFile(_Record):
@@ -141,6 +166,7 @@ class FranchiseFile(_Record):
     franchise: Key
     name: Name
     description: Prose
+    image: ImageRef | None = None
     studios: list[Studio] = Field(default_factory=list)
     people: list[Person] = Field(default_factory=list)
     anime: list[Anime] = Field(default_factory=list)
@@ -153,9 +179,10 @@ class Franchise(_Record):
     key: Key
     name: Name
     description: Prose
+    image: ImageRef | None = None
 
 
-class CatalogError(ValueError):
+class CatalogError(InvalidInput):
     """A data file is malformed or inconsistent; the message names the file and the record."""
 
 
@@ -174,6 +201,10 @@ class Catalog(BaseModel):
     anime_franchise: dict[str, str] = Field(description="anime key -> franchise key")
     manga_franchise: dict[str, str] = Field(description="manga key -> franchise key")
     origin: dict[str, str] = Field(default_factory=dict, repr=False, description="'kind:key' -> file name")
+    images: dict[str, str] = Field(
+        default_factory=dict, repr=False,
+        description="'kind:key' -> where the entity's image is: an http(s) URL, or the absolute path of a file "
+                    "(a record's relative path, resolved against its data file's folder)")
 
 
 def _locate(loc: tuple[int | str, ...], data: Any) -> str:
@@ -226,6 +257,7 @@ def load_catalog(data_dir: Path = DATA_DIR, files: list[Path] | None = None) -> 
     """Read and cross-check the data files; raise :class:`CatalogError` on the first problem."""
     files = files if files is not None else catalog_files(data_dir)
     parsed = [(p.name, read_franchise_file(p)) for p in files]
+    folders = {p.name: p.resolve().parent for p in files}
 
     def gather(attr: str, keyf: Any) -> list[tuple[str, str, Any]]:
         return [(keyf(r), name, r) for name, f in parsed for r in getattr(f, attr)]
@@ -237,7 +269,7 @@ def load_catalog(data_dir: Path = DATA_DIR, files: list[Path] | None = None) -> 
     characters = _unique("character", gather("characters", lambda r: r.key))
     episodes = _unique("episode", gather("episodes", lambda r: f"{r.anime}#{r.number}"))
     franchises = _unique("franchise", [
-        (f.franchise, name, Franchise(key=f.franchise, name=f.name, description=f.description))
+        (f.franchise, name, Franchise(key=f.franchise, name=f.name, description=f.description, image=f.image))
         for name, f in parsed if f.anime or f.manga or f.characters
     ])
 
@@ -297,8 +329,29 @@ def load_catalog(data_dir: Path = DATA_DIR, files: list[Path] | None = None) -> 
         franchises=list(franchises.values()), studios=list(studios.values()), people=list(people.values()),
         anime=list(anime.values()), manga=list(manga.values()), characters=list(characters.values()),
         episodes=list(episodes.values()), anime_franchise=anime_franchise,
-        manga_franchise=manga_franchise, origin=origin,
+        manga_franchise=manga_franchise, origin=origin, images=_images(parsed, folders),
     )
+
+
+def _images(parsed: list[tuple[str, FranchiseFile]], folders: dict[str, Path]) -> dict[str, str]:
+    """'kind:key' -> each image's location, a relative path resolved against its own file's folder (the first
+    file that defines a record shared by several)."""
+    out: dict[str, str] = {}
+
+    def put(kind: str, key: str, file: str, ref: str | None) -> None:
+        if ref is not None:
+            location = ref if ref.lower().startswith(("http://", "https://")) else str(folders[file] / ref)
+            out.setdefault(f"{kind}:{key}", location)
+
+    for name, f in parsed:
+        put("franchise", f.franchise, name, f.image)
+        for kind, records in (("studio", f.studios), ("person", f.people), ("anime", f.anime), ("manga", f.manga),
+                              ("character", f.characters)):
+            for r in records:
+                put(kind, r.key, name, r.image)
+        for e in f.episodes:
+            put("episode", f"{e.anime}#{e.number}", name, e.image)
+    return out
 
 
 def main(argv: list[str] | None = None) -> int:

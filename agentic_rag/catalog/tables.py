@@ -48,6 +48,9 @@ TABLES: tuple[Table, ...] = (
     _t("anime_staff", "anime_id person_id role source", "anime_id person_id role"),
     _t("manga_author", "manga_id person_id role source", "manga_id person_id role"),
 )
+# Where an entity's image is (migration 0012): loaded with the demo catalog's tables, apart from TABLES (the
+# synthetic catalog has no images).
+IMAGE_TABLE = _t("entity_image", "entity_id entity_type location source", "entity_id")
 TABLE_BY_NAME = {t.name: t for t in TABLES}
 ENTITY_TABLES = ("franchise", "studio", "person", "anime", "manga", "character", "episode")
 RELATION_TABLES = tuple(t.name for t in TABLES if t.name not in ENTITY_TABLES)
@@ -79,6 +82,7 @@ def demo_rows(cat: Catalog, source: str = "demo") -> dict[str, list[Row]]:
         pop = anime_pop.get(key, manga_pop.get(key, 0))
         franchise_pop[fkey] = max(franchise_pop.get(fkey, 0), pop)
     rows: dict[str, list[Row]] = {t.name: [] for t in TABLES}
+    rows[IMAGE_TABLE.name] = []
     links: set[tuple[str, str, str]] = set()
 
     for f in cat.franchises:
@@ -152,4 +156,7 @@ def demo_rows(cat: Catalog, source: str = "demo") -> dict[str, list[Row]]:
             (eid("episode", key), key, source, eid("anime", e.anime), e.number, e.title, e.season,
              dt.date.fromisoformat(e.aired) if e.aired else None)
         )
+    for ref, location in sorted(cat.images.items()):
+        kind, key = ref.split(":", 1)
+        rows[IMAGE_TABLE.name].append((eid(kind, key), kind, location, source))
     return rows

@@ -14,6 +14,7 @@ from typer.core import TyperGroup
 
 from agentic_rag.cli._errors import explain
 from agentic_rag.settings import Settings
+from agentic_rag.storage.devcluster import dev_dsn
 
 console = Console()
 err = Console(stderr=True)
@@ -44,6 +45,15 @@ def load_settings() -> Settings:
     os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
     logging.basicConfig(level=logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
     return Settings()
+
+
+def with_dev_database(settings: Settings) -> Settings:
+    """``settings`` naming the database a development command uses: the configured one, else the server on
+    127.0.0.1:5432, else a private cluster in ``data_dir``, started if need be (the served application itself
+    never starts one)."""
+    if settings.database_url:
+        return settings
+    return settings.model_copy(update={"database_url": dev_dsn(settings)})
 
 
 def fail(problem: Exception | str) -> typer.Exit:

@@ -10,20 +10,8 @@ import socket
 
 import asyncpg
 
-from agentic_rag.catalog.records import CatalogError
-from agentic_rag.eval.questions import QuestionSetError
-from agentic_rag.models.packaged import FetchError
-from agentic_rag.orchestrator.loop import ClarificationError
-from agentic_rag.orchestrator.runtime import CatalogEmpty
-from agentic_rag.orchestrator.trajectory import TrajectoryError
-from agentic_rag.storage.postgres import DatabaseUnavailable
-from agentic_rag.storage.qdrant import QdrantUnavailable
+from agentic_rag.errors import AgenticRagError
 
-# Errors whose message already says what is wrong and what to do (a Qdrant store in use, no database, ...)
-SELF_EXPLAINED: tuple[type[Exception], ...] = (
-    QdrantUnavailable, DatabaseUnavailable, CatalogEmpty, CatalogError, TrajectoryError, ClarificationError,
-    FetchError, QuestionSetError,
-)
 # PostgreSQL out of reach. The CLI's only raw-socket client is asyncpg (HTTP and Ray commands catch their own).
 UNREACHABLE: tuple[type[Exception], ...] = (
     ConnectionError, socket.gaierror, asyncpg.PostgresConnectionError, asyncpg.CannotConnectNowError,
@@ -40,7 +28,7 @@ def explain(exc: BaseException) -> str | None:
     if isinstance(exc, BaseExceptionGroup):
         lines = [explain(e) for e in exc.exceptions]
         return lines[0] if all(lines) else None
-    if isinstance(exc, SELF_EXPLAINED):
+    if isinstance(exc, AgenticRagError):  # ours say what is wrong and what to do (a Qdrant store in use ...)
         return str(exc)
     if isinstance(exc, asyncpg.UndefinedTableError):
         return f"the database has no catalog tables ({exc}): run `agentic-rag ingest` first"

@@ -12,7 +12,7 @@ import typer
 from rich.panel import Panel
 from rich.table import Table
 
-from agentic_rag.cli._app import app, console, err, fail, load_settings
+from agentic_rag.cli._app import app, console, err, fail, load_settings, with_dev_database
 from agentic_rag.logs import configure_logging
 from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.orchestrator.runtime import Runtime, open_runtime
@@ -23,6 +23,8 @@ from agentic_rag.settings import Settings
 
 JsonOpt = Annotated[bool, typer.Option("--json", help="Print JSON instead of tables.")]
 VerboseOpt = Annotated[bool, typer.Option("--verbose", "-v", help="Log every stage (JSON lines on stderr).")]
+EVENT_CHARS = 110  # characters of an event's gist in the trace table
+FAILURES_SHOWN = 40  # incorrect questions an eval report lists under its table (--json has them all)
 
 
 def _mode(mode: str) -> Mode:
@@ -41,7 +43,7 @@ def _run(settings: Settings, work: Any) -> Any:
     """Run ``work(runtime)`` in a runtime (the failures a user can fix end at the CLI's error boundary)."""
 
     async def go() -> Any:
-        async with open_runtime(settings) as rt:
+        async with open_runtime(await asyncio.to_thread(with_dev_database, settings)) as rt:
             return await work(rt)
 
     return asyncio.run(go())
@@ -94,7 +96,7 @@ def _brief(payload: dict[str, Any]) -> str:
         i = payload["intent"]
         keep["intent"] = i.get("query") or i.get("query_type") or i.get("entity_type")
     text = json.dumps(keep, ensure_ascii=False, default=str)
-    return text if len(text) <= 110 else text[:107] + "..."
+    return text if len(text) <= EVENT_CHARS else text[: EVENT_CHARS - 3] + "..."
 
 
 def _print_trajectory(traj: Trajectory) -> None:
@@ -218,5 +220,5 @@ def evaluate(
         console.print(render_markdown(report), markup=False, highlight=False, soft_wrap=True)
     else:
         console.print(render_table(report))
-        for f in report.failures[:40]:
+        for f in report.failures[:FAILURES_SHOWN]:
             console.print(f"[red]x[/] {f.id} ({f.type}): {f.reason}", markup=True, highlight=False)

@@ -15,7 +15,7 @@ from agentic_rag.catalog.index import IndexChange
 from agentic_rag.catalog.load import Change
 from agentic_rag.catalog.records import DATA_DIR
 from agentic_rag.cli._app import app, console, fail, load_settings, progress_bar
-from agentic_rag.storage.postgres import resolve_dsn
+from agentic_rag.storage.devcluster import dev_dsn
 
 
 def _print_tables(changes: dict[str, Change], seconds: float) -> None:
@@ -60,7 +60,7 @@ def ingest(
     from agentic_rag.catalog.ingest import index_catalog, ingest_demo
 
     settings = load_settings()
-    dsn = resolve_dsn(settings)
+    dsn = dev_dsn(settings)
     with progress_bar() as progress:
         if synthetic is None:
             load_task = progress.add_task("postgres (demo)", total=16)
@@ -103,7 +103,7 @@ def reindex() -> None:
     from agentic_rag.catalog.ingest import index_catalog
 
     settings = load_settings()
-    dsn = resolve_dsn(settings)
+    dsn = dev_dsn(settings)
     with progress_bar() as progress:
         changes, seconds = asyncio.run(index_catalog(dsn, settings, rebuild=True, progress=_index_progress(progress)))
     _print_index(changes, seconds)
@@ -114,7 +114,7 @@ def migrate() -> None:
     """Apply pending schema migrations."""
     from agentic_rag.storage.postgres import migrate as run_migrations
 
-    applied = asyncio.run(run_migrations(resolve_dsn(load_settings())))
+    applied = asyncio.run(run_migrations(dev_dsn(load_settings())))
     console.print(f"applied: {', '.join(applied) or 'nothing (up to date)'}")
 
 
@@ -136,7 +136,7 @@ def search(
     except ValidationError as exc:
         problems = "; ".join(f"{'.'.join(map(str, e['loc']))}: {e['msg']}" for e in exc.errors())
         raise fail(ValueError(problems)) from None
-    dsn = resolve_dsn(settings)
+    dsn = dev_dsn(settings)
 
     async def run() -> list[TypeaheadHit]:
         conn = await connect(dsn)
@@ -157,13 +157,13 @@ def search(
 @app.command("db-url")
 def db_url() -> None:
     """Print the PostgreSQL DSN in use (starting the private cluster if that is what it takes)."""
-    console.print(resolve_dsn(load_settings()))
+    console.print(dev_dsn(load_settings()))
 
 
 @app.command("db-stop")
 def db_stop() -> None:
     """Stop the private PostgreSQL cluster under the data dir, if one runs (its data stays)."""
-    from agentic_rag.storage.postgres import stop_private_cluster
+    from agentic_rag.storage.devcluster import stop_private_cluster
 
     settings = load_settings()
     stop_private_cluster(settings.data_dir)

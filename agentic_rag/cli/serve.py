@@ -10,7 +10,9 @@ from typing import Annotated
 
 import typer
 
-from agentic_rag.cli._app import app, console, err, fail, load_settings
+from agentic_rag.cli._app import app, console, err, fail, load_settings, with_dev_database
+
+REPLY_CHARS = 500  # characters of a failed reply's body the smoke check prints
 
 
 @app.command()
@@ -29,9 +31,13 @@ def serve(
     # Ray is imported here: every other command starts without it
     from agentic_rag.deployments import launch
 
-    load_settings()  # the process environment replicas inherit: offline model loading, quiet tokenizers
+    settings = load_settings()  # the process environment replicas inherit: offline model loading, quiet tokenizers
     try:
         cfg = launch.load_config(config, port=port, grpc_port=grpc_port)
+        if not any("database_url" in a.args for a in cfg.applications):
+            # a development command: with no server configured or on 5432, a private cluster (the app never starts one)
+            cfg = launch.load_config(config, args={"database_url": with_dev_database(settings).database_url},
+                                     port=port, grpc_port=grpc_port)
     except (launch.DeployError, ValueError) as exc:  # a pydantic ValidationError is a ValueError
         raise fail(exc) from None
     t0 = time.monotonic()
@@ -46,6 +52,10 @@ def serve(
     url = launch.app_url(cfg)
     console.print(f"agentic-rag is serving at [bold]{url}[/] (ready in {time.monotonic() - t0:.1f} s); "
                   f"API docs at {url}/docs. Ctrl-C stops it.")
+    playground = launch.playground_url(cfg)
+    if playground is not None:
+        console.print(f"GraphQL at [bold]{playground.removesuffix('/playground/')}[/]; the web playground at "
+                      f"[bold]{playground}[/] (type a name, ask a question, watch the run).")
     target = launch.grpc_target(cfg)
     if target is not None:
         console.print(f"gRPC SearchAI at [bold]{target}[/] (metadata application={cfg.applications[0].name}).")
@@ -77,7 +87,7 @@ def _ask_over_http(url: str, question: str, *, since: float) -> bool:
         err.print(f"[red]asking failed:[/] {exc}")
         return False
     if reply.status_code != 200:
-        err.print(f"[red]{reply.status_code}:[/] {reply.text[:500]}")
+        err.print(f"[red]{reply.status_code}:[/] {reply.text[:REPLY_CHARS]}")
         return False
     body = reply.json()
     response = body["response"]

@@ -1,13 +1,16 @@
 """The SearchAI gRPC API (``proto/searchai.proto``) over an :class:`~agentic_rag.deployments.service.AgentService`.
 
 Ray-free, like the HTTP app: the Ingress deployment calls :class:`SearchAIApi` from the methods
-Serve's gRPC proxy invokes (``Ask``, ``Search``, ``Clarify``) with Serve's ``RayServegRPCContext``;
+Serve's gRPC proxy invokes (``Ask``, ``Search``, ``Clarify``, and the streamed ``AskStream`` and
+``ClarifyStream``) with Serve's ``RayServegRPCContext``;
 a plain ``grpc.aio`` server can call it with its own servicer context. Input is validated by the
-HTTP API's request models and failures go through :func:`~agentic_rag.deployments.http_errors.api_error`,
-so both APIs refuse the same requests and fail the same way: each HTTP status becomes its gRPC code.
+HTTP API's request models and failures go through :func:`~agentic_rag.deployments.errors.api_error`,
+so both APIs refuse the same requests and fail the same way: one table gives each kind of failure its HTTP
+status and its gRPC code.
 
 A failure is answered by setting the code and details on the context and returning an empty reply,
-not by raising: Serve's proxy passes the code through to the client as it is. Raising after setting
+not by raising (a stream ends after the messages sent so far): Serve's proxy passes the code through to the
+client as it is. Raising after setting
 the code would also work, but the proxy then logs a traceback for every client mistake. The price:
 Serve's own access log and request metrics count such a call as OK, so this module logs each refusal
 with its code and request id.
@@ -16,46 +19,42 @@ with its code and request id.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import uuid
-from collections.abc import Awaitable, Callable, Iterable, Mapping
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Mapping
 from typing import Any, Protocol, TypeVar
 
 import grpc
 from pydantic import ValidationError
+from pydantic_core import to_json
 
 from agentic_rag.auth import key_matches
+from agentic_rag.deployments.errors import ApiError, api_error
 from agentic_rag.deployments.http import TENANT_PATTERN
-from agentic_rag.deployments.http_errors import REQUEST_ID_PATTERN, ApiError, api_error
+from agentic_rag.deployments.http_errors import REQUEST_ID_PATTERN
 from agentic_rag.deployments.http_models import AskRequest, ClarifyRequest, SearchRequest
-from agentic_rag.deployments.http_runs import RUN_GRACE_S
+from agentic_rag.deployments.http_runs import RUN_GRACE_S, InOrder
 from agentic_rag.deployments.proto import searchai_pb2 as pb
+from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
 from agentic_rag.deployments.service import AgentService
 from agentic_rag.logs import request_context
-from agentic_rag.orchestrator.loop import RunResult
+from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.protocol import AgentResponse, EntityRef, Mode
 from agentic_rag.retrievers.typeahead import MatchTier, TypeaheadHit
 from agentic_rag.settings import Settings
 
-__all__ = ["GRPC_CODES", "SearchAIApi", "StatusContext", "ask_reply", "search_reply"]
+__all__ = ["SearchAIApi", "SearchAIServicer", "StatusContext", "ask_reply", "search_reply", "trajectory_event"]
 
 log = logging.getLogger(__name__)
 R = TypeVar("R")
+# how an RPC starts its run, once its request is checked: under a request id, with an event sink (streams) or not
+Start = Callable[[str, EventSink | None], Awaitable[RunResult]]
 
 TENANT = re.compile(TENANT_PATTERN)  # the HTTP API's X-Tenant header, the same rule
 MAX_DETAILS = 1000  # status details travel in HTTP/2 trailers, which are small
 INTERNAL_DETAILS = "an internal error occurred; it has been logged"
-# the HTTP statuses api_error and this module produce, as gRPC codes (anything else: INTERNAL)
-GRPC_CODES: dict[int, grpc.StatusCode] = {
-    400: grpc.StatusCode.INVALID_ARGUMENT,
-    401: grpc.StatusCode.UNAUTHENTICATED,
-    404: grpc.StatusCode.NOT_FOUND,
-    409: grpc.StatusCode.FAILED_PRECONDITION,
-    422: grpc.StatusCode.INVALID_ARGUMENT,
-    503: grpc.StatusCode.UNAVAILABLE,
-    504: grpc.StatusCode.DEADLINE_EXCEEDED,
-}
 MODES_IN: dict[int, Mode] = {pb.MODE_UNSPECIFIED: "agentic", pb.MODE_AGENTIC: "agentic", pb.MODE_LINEAR: "linear"}
 MODES_OUT: dict[str, pb.Mode] = {"agentic": pb.MODE_AGENTIC, "linear": pb.MODE_LINEAR}
 STATUSES: dict[str, pb.Status] = {
@@ -88,15 +87,15 @@ class SearchAIApi:
         self._runs = 0
 
     async def ask(self, request: pb.AskRequest, context: StatusContext) -> pb.AskReply:
-        async def call(request_id: str) -> pb.AskReply:
-            if request.mode not in MODES_IN:
-                raise ApiError(422, "validation_error", f"mode: unknown value {request.mode}")
-            body = AskRequest(question=request.question, mode=MODES_IN[request.mode])
-            tenant = _tenant(request.tenant)
-            return ask_reply(await self._run(lambda: self._service.ask(
-                body.question, mode=body.mode, tenant=tenant, request_id=request_id)))
+        start = self._asked(request)
+        return await self._answer(context, request.request_id,
+                                  lambda rid: self._reply(start(rid, None)), pb.AskReply)
 
-        return await self._answer(context, request.request_id, call, pb.AskReply)
+    async def ask_stream(self, request: pb.AskRequest, context: StatusContext) -> AsyncIterator[pb.RunUpdate]:
+        """Ask, as it happens: each trajectory event as it is written, then the reply; a failure ends the stream
+        with its status on ``context``, as Ask's would."""
+        async for update in self._stream(context, request.request_id, self._asked(request)):
+            yield update
 
     async def search(self, request: pb.SearchRequest, context: StatusContext) -> pb.SearchReply:
         async def call(_: str) -> pb.SearchReply:
@@ -107,20 +106,80 @@ class SearchAIApi:
         return await self._answer(context, "", call, pb.SearchReply)
 
     async def clarify(self, request: pb.ClarifyRequest, context: StatusContext) -> pb.AskReply:
-        async def call(request_id: str) -> pb.AskReply:
+        start = self._clarified(request)
+        return await self._answer(context, request.request_id,
+                                  lambda rid: self._reply(start(rid, None)), pb.AskReply)
+
+    async def clarify_stream(self, request: pb.ClarifyRequest,
+                             context: StatusContext) -> AsyncIterator[pb.RunUpdate]:
+        """Clarify, as it happens (as :meth:`ask_stream`)."""
+        async for update in self._stream(context, request.request_id, self._clarified(request)):
+            yield update
+
+    # -- runs ----------------------------------------------------------------------------------------
+
+    def _asked(self, request: pb.AskRequest) -> Start:
+        """How to start the run ``request`` asks for; validated when started, inside the call's status handling."""
+
+        def start(request_id: str, sink: EventSink | None) -> Awaitable[RunResult]:
+            if request.mode not in MODES_IN:
+                raise ApiError("validation_error", f"mode: unknown value {request.mode}")
+            body = AskRequest(question=request.question, mode=MODES_IN[request.mode])
+            tenant = _tenant(request.tenant)
+            return self._run(lambda: self._service.ask(body.question, mode=body.mode, tenant=tenant,
+                                                       request_id=request_id, sink=sink))
+
+        return start
+
+    def _clarified(self, request: pb.ClarifyRequest) -> Start:
+        def start(request_id: str, sink: EventSink | None) -> Awaitable[RunResult]:
             try:
                 trajectory_id = uuid.UUID(request.trajectory_id)
             except ValueError:
-                raise ApiError(422, "validation_error", "trajectory_id: not a UUID") from None
+                raise ApiError("validation_error", "trajectory_id: not a UUID") from None
             which = request.WhichOneof("choice")
             if which is None:
-                raise ApiError(422, "validation_error", "choice: give the index or the entity_id of a choice")
+                raise ApiError("validation_error", "choice: give the index or the entity_id of a choice")
             body = ClarifyRequest(choice=request.index if which == "index" else request.entity_id)
             tenant = _tenant(request.tenant)
-            return ask_reply(await self._run(lambda: self._service.resume(
-                trajectory_id, body.choice, tenant=tenant, request_id=request_id)))
+            return self._run(lambda: self._service.resume(trajectory_id, body.choice, tenant=tenant,
+                                                          request_id=request_id, sink=sink))
 
-        return await self._answer(context, request.request_id, call, pb.AskReply)
+        return start
+
+    @staticmethod
+    async def _reply(run: Awaitable[RunResult]) -> pb.AskReply:
+        return ask_reply(await run)
+
+    async def _stream(self, context: StatusContext, request_id: str, start: Start) -> AsyncIterator[pb.RunUpdate]:
+        """The run ``start`` begins, as updates: its events through a queue as the loop writes them, then the
+        reply. The run is a task of its own (with the request's context); a caller that goes away cancels it,
+        which the loop records as cancelled."""
+        updates: asyncio.Queue[dict[str, Any] | pb.RunUpdate | None] = asyncio.Queue()
+        in_order = InOrder(updates)  # concurrent branches may hand their events over out of seq order
+
+        async def call(rid: str) -> None:
+            reply = await self._reply(start(rid, in_order))
+            in_order.flush()
+            await updates.put(pb.RunUpdate(reply=reply))
+
+        async def produce() -> None:
+            try:
+                await self._answer(context, request_id, call, lambda: None)
+            finally:
+                in_order.flush()
+                await updates.put(None)
+
+        task = asyncio.create_task(produce())
+        try:
+            while (update := await updates.get()) is not None:
+                yield update if isinstance(update, pb.RunUpdate) else pb.RunUpdate(event=trajectory_event(update))
+            await task
+        finally:
+            if not task.done():
+                task.cancel()
+                with contextlib.suppress(asyncio.CancelledError):
+                    await task
 
     async def _answer(self, context: StatusContext, request_id: str, call: Callable[[str], Awaitable[R]],
                       empty: Callable[[], R]) -> R:
@@ -130,7 +189,7 @@ class SearchAIApi:
         with request_context(offered if REQUEST_ID_PATTERN.match(offered) else None) as rid:
             try:
                 if request_id and rid != request_id:
-                    raise ApiError(422, "validation_error", "request_id: 1 to 128 of A-Z a-z 0-9 . _ : -, "
+                    raise ApiError("validation_error", "request_id: 1 to 128 of A-Z a-z 0-9 . _ : -, "
                                                             "starting with a letter or digit")
                 self._authorize(metadata)
                 return await call(rid)
@@ -145,13 +204,13 @@ class SearchAIApi:
         # Beyond the limit the answer is UNAVAILABLE at once: a queue here would only turn overload into
         # timeouts. The HTTP app counts its own runs; Serve's max_ongoing_requests bounds both together.
         if self._runs >= self._max_runs:
-            raise ApiError(503, "overloaded", f"{self._runs} runs in flight, the limit; retry shortly")
+            raise ApiError("overloaded", f"{self._runs} runs in flight, the limit; retry shortly")
         self._runs += 1
         try:
             async with asyncio.timeout(self._timeout_s):
                 return await start()
         except TimeoutError:
-            raise ApiError(504, "timeout", f"the run did not finish within {self._timeout_s:g} s") from None
+            raise ApiError("timeout", f"the run did not finish within {self._timeout_s:g} s") from None
         finally:
             self._runs -= 1
 
@@ -160,15 +219,41 @@ class SearchAIApi:
             return
         scheme, _, token = metadata.get("authorization", "").partition(" ")
         if not key_matches((token if scheme.lower() == "bearer" else None, metadata.get("x-api-key")), self._keys):
-            raise ApiError(401, "unauthorized", "a valid API key is required (metadata authorization: Bearer "
+            raise ApiError("unauthorized", "a valid API key is required (metadata authorization: Bearer "
                                                 "<key>, or x-api-key)")
+
+
+class SearchAIServicer(pb_grpc.SearchAIServicer):
+    """SearchAI for a plain ``grpc.aio`` server, without Ray (Serve's proxy calls the Ingress's methods instead):
+    ``pb_grpc.add_SearchAIServicer_to_server(SearchAIServicer(api), server)``."""
+
+    def __init__(self, api: SearchAIApi) -> None:
+        self.api = api
+
+    async def Ask(self, request: pb.AskRequest, context: StatusContext) -> pb.AskReply:
+        return await self.api.ask(request, context)
+
+    async def Search(self, request: pb.SearchRequest, context: StatusContext) -> pb.SearchReply:
+        return await self.api.search(request, context)
+
+    async def Clarify(self, request: pb.ClarifyRequest, context: StatusContext) -> pb.AskReply:
+        return await self.api.clarify(request, context)
+
+    async def AskStream(self, request: pb.AskRequest, context: StatusContext) -> AsyncIterator[pb.RunUpdate]:
+        async for update in self.api.ask_stream(request, context):
+            yield update
+
+    async def ClarifyStream(self, request: pb.ClarifyRequest,
+                            context: StatusContext) -> AsyncIterator[pb.RunUpdate]:
+        async for update in self.api.clarify_stream(request, context):
+            yield update
 
 
 def _tenant(tenant: str) -> str:
     if not tenant:
         return "default"
     if not TENANT.match(tenant):
-        raise ApiError(422, "validation_error", "tenant: 1 to 64 of A-Z a-z 0-9 _ -")
+        raise ApiError("validation_error", "tenant: 1 to 64 of A-Z a-z 0-9 _ -")
     return tenant
 
 
@@ -177,10 +262,10 @@ def _status(exc: Exception) -> tuple[grpc.StatusCode, str]:
         problems = [f"{'.'.join(str(p) for p in e['loc']) or 'request'}: {e['msg']}" for e in exc.errors()[:5]]
         return grpc.StatusCode.INVALID_ARGUMENT, "; ".join(problems) or "invalid request"
     err = api_error(exc)
-    if err is None or err.status not in GRPC_CODES:
+    if err is None or err.kind == "internal_error":
         log.error("a SearchAI call failed", exc_info=exc)
         return grpc.StatusCode.INTERNAL, INTERNAL_DETAILS
-    return GRPC_CODES[err.status], err.message
+    return err.grpc_code, err.message
 
 
 def _ref(ref: EntityRef) -> pb.EntityRef:
@@ -194,6 +279,16 @@ def _evidence(response: AgentResponse) -> pb.Evidence:
         ranked=[_ref(r) for r in ev.ranked], facts=list(ev.facts), rewritten_query=ev.rewritten_query or "",
         termination_reason=ev.termination_reason or "",
     )
+
+
+def trajectory_event(event: Mapping[str, Any]) -> pb.TrajectoryEvent:
+    """A trajectory event as the sink receives it (``seq``, ``stage``, ``type``, ``payload``, ``latency_ms``,
+    ``trajectory_id``)."""
+    return pb.TrajectoryEvent(seq=int(event.get("seq") or 0), stage=str(event.get("stage", "")),
+                              type=str(event.get("type", "")),
+                              payload_json=to_json(event.get("payload") or {}).decode(),
+                              latency_ms=float(event.get("latency_ms") or 0.0),
+                              trajectory_id=str(event.get("trajectory_id") or ""))
 
 
 def ask_reply(result: RunResult) -> pb.AskReply:

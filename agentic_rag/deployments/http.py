@@ -21,13 +21,8 @@ from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import StringConstraints
 
 from agentic_rag.auth import key_matches
-from agentic_rag.deployments.http_errors import (
-    RETRY_AFTER,
-    ApiError,
-    ApiMiddleware,
-    install_error_handlers,
-    request_id_of,
-)
+from agentic_rag.deployments.errors import RETRY_AFTER, ApiError
+from agentic_rag.deployments.http_errors import ApiMiddleware, install_error_handlers, request_id_of
 from agentic_rag.deployments.http_metrics import ApiMetrics
 from agentic_rag.deployments.http_models import (
     MAX_ENTITY_REFS,
@@ -44,6 +39,7 @@ from agentic_rag.deployments.http_models import (
 )
 from agentic_rag.deployments.http_runs import RunExecutor
 from agentic_rag.deployments.service import AgentService
+from agentic_rag.logs import QUOTED_INPUT_MAX
 from agentic_rag.models import openai_server
 from agentic_rag.orchestrator.trajectory import Trajectory
 from agentic_rag.protocol import EntityRef
@@ -105,16 +101,16 @@ def _wants_stream(request: Request, stream: bool) -> bool:
 def _parse_refs(ids: str | None, refs: list[str]) -> list[EntityRef]:
     raw = [*(p for p in (ids or "").split(",") if p), *refs]
     if not raw:
-        raise ApiError(422, "validation_error", "give entity references as ids=type:uuid,... or ref=type:uuid")
+        raise ApiError("validation_error", "give entity references as ids=type:uuid,... or ref=type:uuid")
     if len(raw) > MAX_ENTITY_REFS:
-        raise ApiError(422, "validation_error", f"at most {MAX_ENTITY_REFS} entities per request, got {len(raw)}")
+        raise ApiError("validation_error", f"at most {MAX_ENTITY_REFS} entities per request, got {len(raw)}")
     out: list[EntityRef] = []
     for item in raw:
         entity_type, _, id_ = item.partition(":")
         try:
             out.append(EntityRef.model_validate({"entity_type": entity_type, "id": str(uuid.UUID(id_))}))
         except ValueError:
-            raise ApiError(422, "validation_error", f"{item[:80]!r} is not type:uuid with a type among "
+            raise ApiError("validation_error", f"{item[:QUOTED_INPUT_MAX]!r} is not type:uuid with a type among "
                                                     f"{', '.join(ENTITY_TYPES)}") from None
     return out
 
@@ -130,7 +126,7 @@ def _key_check(settings: Settings) -> list[params.Depends]:
     async def require_key(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
                           api_key: Annotated[str | None, Depends(header)]) -> None:
         if not key_matches((creds.credentials if creds else None, api_key), keys):
-            raise ApiError(401, "unauthorized", "a valid API key is required (Authorization: Bearer or X-API-Key)",
+            raise ApiError("unauthorized", "a valid API key is required (Authorization: Bearer or X-API-Key)",
                            headers={"WWW-Authenticate": "Bearer"})
 
     return [Depends(require_key)]
@@ -160,7 +156,7 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
         # immediate 503: a queue here would only turn overload into timeouts.
         nonlocal in_flight
         if in_flight >= settings.max_inflight_runs:
-            raise ApiError(503, "overloaded", f"{in_flight} runs in flight, the limit; retry shortly",
+            raise ApiError("overloaded", f"{in_flight} runs in flight, the limit; retry shortly",
                            headers=RETRY_AFTER)
         in_flight += 1
         metrics.runs_in_flight.inc()
@@ -182,7 +178,7 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
     async def search_ai(body: AskRequest, request: Request, caller: CallerDep, _: SlotDep) -> Response:
         return await runs.respond(
             request, lambda sink: service.ask(body.question, mode=body.mode, tenant=caller.tenant,
-                                              request_id=caller.request_id, sink=sink),
+                                              request_id=caller.request_id, sink=sink, budget=body.budget),
             mode=body.mode, stream=_wants_stream(request, body.stream), with_plan=False)
 
     @v1.post("/query", response_model=QueryResponse, responses=RUN_RESPONSES,
@@ -190,7 +186,7 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
     async def query(body: AskRequest, request: Request, caller: CallerDep, _: SlotDep) -> Response:
         return await runs.respond(
             request, lambda sink: service.ask(body.question, mode=body.mode, tenant=caller.tenant,
-                                              request_id=caller.request_id, sink=sink),
+                                              request_id=caller.request_id, sink=sink, budget=body.budget),
             mode=body.mode, stream=_wants_stream(request, body.stream), with_plan=True)
 
     @v1.post("/search_ai/{trajectory_id}/clarify", response_model=AskResponse, summary="Answer a clarification",
@@ -200,7 +196,7 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
                       _: SlotDep) -> Response:
         return await runs.respond(
             request, lambda sink: service.resume(trajectory_id, body.choice, tenant=caller.tenant,
-                                                 request_id=caller.request_id, sink=sink),
+                                                 request_id=caller.request_id, sink=sink, budget=body.budget),
             mode="agentic", stream=_wants_stream(request, body.stream), with_plan=False)
 
     @v1.get("/trajectories/{trajectory_id}", response_model=Trajectory, summary="A run's trajectory with events",
@@ -209,7 +205,7 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
                          caller: CallerDep) -> Trajectory:
         found = await service.trajectory(trajectory_id, tenant=caller.tenant)
         if found is None:
-            raise ApiError(404, "not_found", f"trajectory {trajectory_id} not found")
+            raise ApiError("not_found", f"trajectory {trajectory_id} not found")
         return found
 
     @v1.get("/entities", response_model=EntitiesResponse, summary="Hydrate entity records by reference")

@@ -1,7 +1,8 @@
 """Errors as the API shows them, and the outermost middleware: request ids, body limit, metrics, last-resort 500.
 
-Every error body is ``{"error": {"type", "message", "request_id"}}``. Known failures map to a status
-here in one place (:func:`api_error`); anything else is logged with its traceback and answered with
+Every error body is ``{"error": {"type", "message", "request_id"}}``. Known failures (every
+:class:`~agentic_rag.errors.AgenticRagError`) map to a status in one table (:mod:`agentic_rag.deployments.errors`);
+anything else is logged with its traceback and answered with
 a bare 500, so no stack trace or internal message ever reaches a client. The OpenAI route, mounted under
 ``/openai``, keeps OpenAI's error shape and its own body limit (:class:`ApiMiddleware`'s ``mounted``).
 """
@@ -13,7 +14,6 @@ import re
 import time
 import uuid
 from collections.abc import Callable, Mapping
-from typing import Any
 
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
@@ -22,67 +22,22 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentic_rag.deployments import costs
+from agentic_rag.deployments.errors import ApiError, api_error
 from agentic_rag.deployments.http_metrics import ApiMetrics
 from agentic_rag.deployments.http_models import ErrorDetail, ErrorResponse
-from agentic_rag.deployments.service import ServiceUnavailable
+from agentic_rag.errors import AgenticRagError
 from agentic_rag.logs import request_context
-from agentic_rag.orchestrator.loop import ClarificationError, NotAwaitingClarification
-from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
 
 log = logging.getLogger(__name__)
 
 REQUEST_ID_HEADER = "X-Request-ID"
 REQUEST_ID_PATTERN = re.compile(r"^[A-Za-z0-9][A-Za-z0-9._:-]{0,127}$")
 MAX_BODY_BYTES = 64 * 1024
-RETRY_AFTER = {"Retry-After": "1"}
-STATUS_TYPES = {
-    400: "bad_request", 401: "unauthorized", 403: "forbidden", 404: "not_found", 405: "method_not_allowed",
-    406: "not_acceptable", 409: "conflict", 413: "payload_too_large", 415: "unsupported_media_type",
-    422: "validation_error", 429: "too_many_requests", 500: "internal_error", 503: "unavailable", 504: "timeout",
-}
-
-
-class ApiError(Exception):
-    """A failure with its HTTP status, stable type and client-facing message."""
-
-    def __init__(self, status: int, type_: str, message: str, *, headers: Mapping[str, str] | None = None,
-                 details: list[dict[str, Any]] | None = None, trajectory_id: uuid.UUID | None = None) -> None:
-        super().__init__(message)
-        self.status = status
-        self.type = type_
-        self.message = message
-        self.headers = dict(headers or {})
-        self.details = details or []
-        self.trajectory_id = trajectory_id
-
-
-def api_error(exc: BaseException) -> ApiError | None:
-    """The client-facing form of a known failure; None for an unexpected one."""
-    if isinstance(exc, ApiError):
-        return exc
-    if isinstance(exc, TrajectoryNotFound):
-        return ApiError(404, "not_found", str(exc))
-    if isinstance(exc, NotAwaitingClarification):
-        return ApiError(409, "conflict", str(exc))
-    if isinstance(exc, ClarificationError):
-        return ApiError(422, "invalid_choice", str(exc))
-    if isinstance(exc, TrajectoryError | ServiceUnavailable):
-        # the detail names hosts and internals: it goes to the log, the client learns to retry
-        log.warning("a store is unavailable: %s", exc)
-        what = "the trajectory store" if isinstance(exc, TrajectoryError) else exc.component
-        tid = exc.trajectory_id if isinstance(exc, ServiceUnavailable) else None
-        # a run that may have been recorded is named: its trajectory says how it ended
-        run = f"; the run is trajectory {tid}" if tid else ""
-        return ApiError(503, "unavailable", f"{what} is unavailable right now; retry shortly{run}",
-                        headers=RETRY_AFTER, trajectory_id=tid)
-    if isinstance(exc, StarletteHTTPException):
-        return ApiError(exc.status_code, STATUS_TYPES.get(exc.status_code, "http_error"), str(exc.detail),
-                        headers=exc.headers)
-    return None
+MAX_DETAILS = 20  # validation problems listed in one error body (a huge bad request lists the first)
 
 
 def error_body(err: ApiError, request_id: str | None) -> ErrorResponse:
-    return ErrorResponse(error=ErrorDetail(type=err.type, message=err.message, request_id=request_id,
+    return ErrorResponse(error=ErrorDetail(type=err.kind, message=err.message, request_id=request_id,
                                            details=err.details, trajectory_id=err.trajectory_id))
 
 
@@ -103,11 +58,11 @@ def request_id_of(request: Request) -> str:
 
 def _validation_error(exc: RequestValidationError) -> ApiError:
     details = [{"loc": [str(p) for p in e.get("loc", ())], "msg": str(e.get("msg", "")), "type": str(e.get("type"))}
-               for e in exc.errors()[:20]]
+               for e in exc.errors()[:MAX_DETAILS]]
     if any(d["type"] == "json_invalid" for d in details):
-        return ApiError(400, "invalid_json", "the request body is not valid JSON", details=details)
+        return ApiError("invalid_json", "the request body is not valid JSON", details=details)
     summary = "; ".join(f"{'.'.join(d['loc'])}: {d['msg']}" for d in details[:5])
-    return ApiError(422, "validation_error", summary or "invalid request", details=details)
+    return ApiError("validation_error", summary or "invalid request", details=details)
 
 
 def install_error_handlers(app: FastAPI) -> None:
@@ -122,7 +77,7 @@ def install_error_handlers(app: FastAPI) -> None:
         assert isinstance(exc, RequestValidationError)
         return error_response(_validation_error(exc), request_id_of(request))
 
-    for cls in (ApiError, StarletteHTTPException, TrajectoryError, ServiceUnavailable, ClarificationError):
+    for cls in (AgenticRagError, StarletteHTTPException):
         app.add_exception_handler(cls, known)
     app.add_exception_handler(RequestValidationError, invalid)
 
@@ -194,10 +149,10 @@ class ApiMiddleware:
         with request_context(rid), costs.ledger() as hops:
             try:
                 if too_large:  # refused before a byte of it is read
-                    err = ApiError(413, "payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes")
+                    err = ApiError("payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes")
                     await shape(err, rid)(scope, receive, send_with_id)
                 elif offered and not valid and not echo:
-                    err = ApiError(422, "validation_error", "X-Request-ID: 1 to 128 of A-Z a-z 0-9 . _ : -, starting "
+                    err = ApiError("validation_error", "X-Request-ID: 1 to 128 of A-Z a-z 0-9 . _ : -, starting "
                                                             "with a letter or digit (or leave it out)")
                     await shape(err, None)(scope, receive, send_with_id)
                 else:
@@ -205,7 +160,7 @@ class ApiMiddleware:
             except Exception:
                 log.exception("unhandled error in %s %s", scope.get("method"), scope.get("path"))
                 if status == 0:  # nothing sent yet: the client still gets a JSON answer
-                    err = ApiError(500, "internal_error", "an internal error occurred; it has been logged")
+                    err = ApiError("internal_error", "an internal error occurred; it has been logged")
                     await shape(err, rid)(scope, receive, send_with_id)
             finally:
                 route = getattr(scope.get("route"), "path", None) or "unmatched"

@@ -12,7 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
 
 from agentic_rag.orchestrator.loop import RunResult
-from agentic_rag.protocol import AgentResponse, EntityRef, Mode, ResponseStatus, Uuid
+from agentic_rag.protocol import AgentResponse, EntityRef, Mode, ResponseStatus, RunBudget, Uuid
 from agentic_rag.protocol.vocabulary import ENTITY_TYPES, EntityType
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
 
@@ -70,6 +70,8 @@ class AskRequest(_Request):
         "agentic", description="agentic: the loop until the context suffices. linear: retrieve once, answer once.")
     stream: StrictBool = Field(
         False, description="Stream trajectory events as server-sent events (also: Accept: text/event-stream).")
+    budget: RunBudget | None = Field(
+        None, description="Lower limits for this run (turns, deadline_ms, max_failed_steps); over the server's: 422.")
 
 
 class ClarifyRequest(_Request):
@@ -78,6 +80,7 @@ class ClarifyRequest(_Request):
     choice: Annotated[StrictInt, Field(ge=0, le=9)] | Uuid = Field(
         description="The index of the offered choice, or the entity id of the choice.")
     stream: StrictBool = Field(False, description="Stream trajectory events as server-sent events.")
+    budget: RunBudget | None = Field(None, description="Lower limits for the resumed run, as for a question.")
 
 
 class AskResponse(BaseModel):

@@ -22,12 +22,14 @@ from sse_starlette import EventSourceResponse, ServerSentEvent
 from starlette.requests import Request
 from starlette.responses import JSONResponse, Response
 
-from agentic_rag.deployments.http_errors import ApiError, api_error, error_body, request_id_of
+from agentic_rag.deployments.errors import ApiError, api_error
+from agentic_rag.deployments.http_errors import error_body, request_id_of
 from agentic_rag.deployments.http_metrics import ApiMetrics
 from agentic_rag.deployments.http_models import AskResponse, PlanStep, QueryResponse
 from agentic_rag.orchestrator.loop import EventSink, RunResult
-from agentic_rag.orchestrator.state import describe
+from agentic_rag.orchestrator.state import DESCRIBED_INTENT_MAX, describe
 from agentic_rag.protocol import GraphIntent, SearchIntent, StructuredQuery
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -59,20 +61,20 @@ def plan_of(events: list[dict[str, Any]]) -> list[PlanStep]:
             try:
                 summary = describe(_INTENT_MODELS[payload["source"]].model_validate(intent))
             except ValidationError:  # recorded by a newer loop than this reader: show it raw
-                summary = json.dumps(intent, default=str)[:300]
+                summary = json.dumps(intent, default=str)[:DESCRIBED_INTENT_MAX]
             steps.append(PlanStep(turn=turn, action=payload["source"], intent=summary,
-                                  rationale=str(intent.get("rationale", ""))[:300]))
+                                  rationale=str(intent.get("rationale", ""))[:max_len(SearchIntent, "rationale")]))
     return steps
 
 
-class _InOrder:
+class InOrder:
     """Collects a run's events and releases them in seq order.
 
     Concurrent branches of a turn write their events in seq order but may hand them to the sink out of
     order; a client reading the stream should not have to sort.
     """
 
-    def __init__(self, out: asyncio.Queue[dict[str, Any] | None] | None = None) -> None:
+    def __init__(self, out: asyncio.Queue[Any] | None = None) -> None:  # a queue that takes event dicts
         self.events: list[dict[str, Any]] = []
         self._out = out
         self._held: list[tuple[int, int, dict[str, Any]]] = []
@@ -109,7 +111,7 @@ class RunExecutor:
                       with_plan: bool) -> Response:
         if stream:
             return await self._stream(start, mode=mode, with_plan=with_plan, request_id=request_id_of(request))
-        events = _InOrder() if with_plan else None
+        events = InOrder() if with_plan else None
         try:
             result = await self._bounded(_until_disconnect(request, self._bounded_run(start, events)), mode)
         except ClientGone:
@@ -117,7 +119,7 @@ class RunExecutor:
         body = self._body(result, events)
         return JSONResponse(body.model_dump(mode="json"))
 
-    async def _bounded_run(self, start: StartRun, events: _InOrder | None) -> RunResult:
+    async def _bounded_run(self, start: StartRun, events: InOrder | None) -> RunResult:
         async with asyncio.timeout(self.timeout_s):
             return await start(events)
 
@@ -127,7 +129,7 @@ class RunExecutor:
             result = await work
         except TimeoutError:
             self.metrics.run_failed("timeout", mode)
-            raise ApiError(504, "timeout", f"the run did not finish within {self.timeout_s:g} s") from None
+            raise ApiError("timeout", f"the run did not finish within {self.timeout_s:g} s") from None
         except ClientGone:
             self.metrics.run_failed("cancelled", mode)
             raise
@@ -138,7 +140,7 @@ class RunExecutor:
         self.metrics.run_finished(result)
         return result
 
-    def _body(self, result: RunResult, events: _InOrder | None) -> AskResponse:
+    def _body(self, result: RunResult, events: InOrder | None) -> AskResponse:
         if events is None:
             return AskResponse.of(result)
         events.flush()
@@ -146,7 +148,7 @@ class RunExecutor:
 
     async def _stream(self, start: StartRun, *, mode: str, with_plan: bool, request_id: str) -> Response:
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
-        events = _InOrder(queue)
+        events = InOrder(queue)
         task = asyncio.create_task(self._bounded(self._bounded_run(start, events), mode))
         task.add_done_callback(lambda _: queue.put_nowait(None))
         first = asyncio.ensure_future(queue.get())
@@ -169,7 +171,7 @@ class RunExecutor:
         return EventSourceResponse(stream, ping=10)
 
     async def _events(self, task: asyncio.Task[RunResult], queue: asyncio.Queue[dict[str, Any] | None],
-                      events: _InOrder, head: dict[str, Any] | None, *, mode: str, with_plan: bool,
+                      events: InOrder, head: dict[str, Any] | None, *, mode: str, with_plan: bool,
                       request_id: str) -> AsyncIterator[ServerSentEvent]:
         try:
             event = head if head is not None else await queue.get()
@@ -183,7 +185,7 @@ class RunExecutor:
             try:
                 result = task.result()
             except Exception as exc:
-                err = api_error(exc) or ApiError(500, "internal_error", "an internal error occurred; it was logged")
+                err = api_error(exc) or ApiError("internal_error", "an internal error occurred; it was logged")
                 if err.status == 500:
                     log.error("streamed run failed", exc_info=exc)
                 body = error_body(err, request_id).model_dump(mode="json")

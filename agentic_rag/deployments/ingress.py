@@ -11,14 +11,17 @@ The app is built in the replica, after the constructor, from a
 in-process under uvicorn and here.
 
 The same replica serves the SearchAI gRPC service (``proto/searchai.proto``) through Serve's gRPC
-proxy, which calls the method named like the RPC (``Ask``, ``Search``, ``Clarify``) with the request
+proxy, which calls the method named like the RPC (``Ask``, ``Search``, ``Clarify``, ``AskStream``,
+``ClarifyStream``) with the request
 message and, by the parameter name ``grpc_context``, the call's context.
 """
 
 from __future__ import annotations
 
+from collections.abc import AsyncIterator
 from typing import Any
 
+import grpc
 from fastapi import FastAPI
 from ray import serve
 from ray.serve.deployment import Deployment
@@ -58,6 +61,34 @@ class IngressReplica:
     async def Clarify(self, request: pb.ClarifyRequest, grpc_context: RayServegRPCContext) -> pb.AskReply:
         """SearchAI.Clarify: resume a run that asked for a clarification."""
         return await self._grpc.clarify(request, grpc_context)
+
+    async def AskStream(self, request: pb.AskRequest,
+                        grpc_context: RayServegRPCContext) -> AsyncIterator[pb.RunUpdate]:
+        """SearchAI.AskStream: a run's trajectory events as they are written, then its reply."""
+        async for update in _with_status(self._grpc.ask_stream(request, grpc_context), grpc_context):
+            yield update
+
+    async def ClarifyStream(self, request: pb.ClarifyRequest,
+                            grpc_context: RayServegRPCContext) -> AsyncIterator[pb.RunUpdate]:
+        """SearchAI.ClarifyStream: a resumed run as it happens."""
+        async for update in _with_status(self._grpc.clarify_stream(request, grpc_context), grpc_context):
+            yield update
+
+
+class StreamFailed(Exception):
+    """Ends a stream whose status the API set on the context (bad input, a store down, ...)."""
+
+
+async def _with_status(updates: AsyncIterator[pb.RunUpdate],
+                       grpc_context: RayServegRPCContext) -> AsyncIterator[pb.RunUpdate]:
+    """A stream's updates; when the API set an error status instead, raise after them. Serve's proxy sends a
+    streaming call's context along with each message only, so a status set after the last one (or with none at
+    all) would be lost and the stream would end OK; raised, it reaches the client with the code and details
+    that were set (the proxy logs it, with a traceback, as the price)."""
+    async for update in updates:
+        yield update
+    if grpc_context.code() not in (None, grpc.StatusCode.OK):
+        raise StreamFailed(grpc_context.details())
 
 
 Ingress: Deployment = serve.deployment(

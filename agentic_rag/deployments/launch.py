@@ -22,11 +22,13 @@ from ray.serve._private.constants import SERVE_NAMESPACE
 from ray.serve.config import gRPCOptions
 from ray.serve.schema import ApplicationStatus, ServeDeploySchema
 
+from agentic_rag.errors import AgenticRagError
+
 DEFAULT_CONFIG = Path("configs/local.yaml")
 FAILED = (ApplicationStatus.DEPLOY_FAILED, ApplicationStatus.UNHEALTHY)
 
 
-class DeployError(RuntimeError):
+class DeployError(AgenticRagError, RuntimeError):
     """The application did not reach RUNNING; the message carries Serve's reason."""
 
 
@@ -48,8 +50,17 @@ def load_config(path: Path, *, args: Mapping[str, Any] | None = None, port: int 
         config = config.model_copy(update={"http_options": config.http_options.model_copy(update={"port": port})})
     if grpc_port is not None:
         grpc = config.grpc_options.model_copy(update={"port": grpc_port})
-        config = config.model_copy(update={"grpc_options": grpc})
+        # an application that asks SearchAI through this proxy (the GraphQL backend) follows it to its new port
+        apps = [app.model_copy(update={"args": {**app.args, "graphql_agent_target": _with_port(
+                    str(app.args["graphql_agent_target"]), grpc_port)}}) if "graphql_agent_target" in app.args else app
+                for app in config.applications]
+        config = config.model_copy(update={"grpc_options": grpc, "applications": apps})
     return config
+
+
+def _with_port(target: str, port: int) -> str:
+    host = target.rsplit(":", 1)[0]
+    return f"{host}:{port}"
 
 
 # Ray Serve's throughput-optimized mode: replicas call each other over gRPC, and user code and the router
@@ -135,6 +146,16 @@ def app_url(config: ServeDeploySchema) -> str:
     host = "127.0.0.1" if host in ("0.0.0.0", "::") else host  # a listen-all address: connect locally
     prefix = (config.applications[0].route_prefix or "/") if config.applications else "/"
     return f"http://{host}:{config.http_options.port}{prefix.rstrip('/')}"
+
+
+def playground_url(config: ServeDeploySchema) -> str | None:
+    """Where the GraphQL backend's web playground answers; None when the config does not deploy the backend."""
+    for app in config.applications:
+        if app.import_path == "agentic_rag.deployments.graphql:build_graphql_app":
+            host = config.http_options.host
+            host = "127.0.0.1" if host in ("0.0.0.0", "::") else host
+            return f"http://{host}:{config.http_options.port}{(app.route_prefix or '').rstrip('/')}/playground/"
+    return None
 
 
 def grpc_target(config: ServeDeploySchema) -> str | None:

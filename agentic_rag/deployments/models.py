@@ -11,7 +11,7 @@ from dataclasses import asdict
 from typing import Any, ClassVar
 
 import numpy as np
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 from ray.serve.deployment import Deployment
 
@@ -20,19 +20,21 @@ from agentic_rag.deployments.wire import (
     MESSAGES,
     OUTPUT_TYPES,
     CompletionOutput,
-    Failure,
     ModelOutput,
     accounted,
-    failed,
-    failure_of,
+    invalid,
     ok,
+    parse,
 )
-from agentic_rag.models.base import GenerationError, Message, ModelRole
+from agentic_rag.errors import InvalidInput, Timeout
+from agentic_rag.logs import QUOTED_INPUT_MAX
+from agentic_rag.models.base import Message, ModelRole
 from agentic_rag.models.chat import text_backend_of
 from agentic_rag.models.embeddings import Embedder as SentenceEmbedder
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.models.factory import build_model
 from agentic_rag.models.openai_server import MAX_COMPLETION_TOKENS
+from agentic_rag.protocol.limits import clip
 
 EMBED_BATCH = 64  # texts per forward pass, gathered from concurrent runs (short queries: one pass costs little more)
 
@@ -78,44 +80,35 @@ class _ModelServer:
 
     @accounted
     async def generate(self, messages: Any, output_type_name: Any, max_tokens: Any, temperature: Any) -> dict[str, Any]:
-        """One validated generation: ``{"value": {"model", "output", "usage"}}`` or a typed failure."""
+        """One validated generation: ``{"value": {"model", "output", "usage"}}``; a model that gives no valid
+        output raises its GenerationError, which the caller's loop answers with the heuristic."""
         output_type = OUTPUT_TYPES.get(output_type_name) if isinstance(output_type_name, str) else None
         if output_type is None:
-            return failed(Failure(kind="invalid", message=f"{str(output_type_name)[:100]!r} is not an output type "
-                                                          f"of this model ({', '.join(OUTPUT_TYPES)})"))
-        try:
-            msgs = MESSAGES.validate_python(messages)
-            budget = Budget(max_tokens=max_tokens, temperature=temperature)
-        except ValidationError as exc:
-            return failed(Failure(kind="invalid", message=str(exc)[:4000]))
-        try:
-            gen = await self._model.generate(msgs, output_type, max_tokens=budget.max_tokens,
-                                             temperature=budget.temperature)
-        except GenerationError as exc:
-            failure = failure_of(exc)
-            assert failure is not None
-            return failed(failure)
-        return ok(ModelOutput(model=self._model.name[:200], output=gen.output.model_dump(mode="json"),
-                              usage=asdict(gen.usage)))
+            raise InvalidInput(f"{str(output_type_name)[:QUOTED_INPUT_MAX]!r} is not an output type of this model "
+                               f"({', '.join(OUTPUT_TYPES)})")
+        msgs = parse(MESSAGES, messages)
+        budget = parse(Budget, {"max_tokens": max_tokens, "temperature": temperature})
+        gen = await self._model.generate(msgs, output_type, max_tokens=budget.max_tokens,
+                                         temperature=budget.temperature)
+        return ok(ModelOutput(model=clip(self._model.name, ModelOutput, "model"),
+                              output=gen.output.model_dump(mode="json"), usage=asdict(gen.usage)))
 
     @accounted
     async def complete(self, messages: Any, schema: Any, max_tokens: Any, temperature: Any) -> dict[str, Any]:
         """One chat completion, constrained to ``schema`` when given: the OpenAI-compatible route's model call."""
-        try:
-            req = CompleteRequest.model_validate({"messages": messages, "schema": schema, "max_tokens": max_tokens,
-                                                  "temperature": temperature})
-        except ValidationError as exc:
-            return failed(Failure(kind="invalid", message=str(exc)[:4000]))
+        req = parse(CompleteRequest, {"messages": messages, "schema": schema, "max_tokens": max_tokens,
+                                      "temperature": temperature})
         try:
             done = await self._text.complete(req.messages, req.schema_, max_tokens=req.max_tokens,
                                              temperature=req.temperature)
         except TimeoutError as exc:
-            return failed(Failure(kind="timeout", message=str(exc)[:4000] or "the model did not finish in time"))
+            raise Timeout(str(exc) or "the model did not finish in time") from None
         except ValueError as exc:  # ValidationError included: a request this model cannot serve
-            return failed(Failure(kind="invalid", message=str(exc)[:4000]))
-        return ok(CompletionOutput(model=self._text.name[:200], text=done.text, prompt_tokens=done.prompt_tokens,
-                                   completion_tokens=done.completion_tokens,
-                                   finish_reason=done.finish_reason[:40] if done.finish_reason else None))
+            raise invalid(exc) from None
+        finish = clip(done.finish_reason, CompletionOutput, "finish_reason") if done.finish_reason else None
+        return ok(CompletionOutput(model=clip(self._text.name, CompletionOutput, "model"), text=done.text,
+                                   prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,
+                                   finish_reason=finish))
 
 
 # A heuristic call costs a millisecond of CPU or less on the replica's event loop, so one replica serves many runs; the
@@ -163,10 +156,7 @@ class EmbedderReplica:
     @accounted
     async def embed(self, texts: Any) -> dict[str, Any]:
         """``{"value": float32 array (len(texts), dimension)}``: arrays cross Ray without a JSON detour."""
-        try:
-            batch = Texts(texts=texts).texts
-        except ValidationError as exc:
-            return failed(Failure(kind="invalid", message=str(exc)[:4000]))
+        batch = parse(Texts, {"texts": texts}).texts
         rows = await asyncio.gather(*(self._embed_batch(t) for t in batch))
         return {"value": np.stack(rows) if rows else np.zeros((0, self._dimension), dtype=np.float32)}
 

@@ -16,7 +16,6 @@ import uuid
 from collections.abc import AsyncIterator, Awaitable, Callable
 from typing import Any
 
-from pydantic import ValidationError
 from pydantic_core import to_jsonable_python
 from ray import serve
 from ray.serve.deployment import Deployment
@@ -24,34 +23,25 @@ from ray.serve.handle import DeploymentHandle
 
 from agentic_rag.deployments.args import open_pool, replica_dsn, replica_settings
 from agentic_rag.deployments.wire import (
-    Failure,
     HandleModel,
     HandleRetrieval,
     ResumeRequest,
     RunReply,
     RunRequest,
     accounted,
-    failed,
-    failure_of,
+    invalid,
     ok,
+    parse,
 )
 from agentic_rag.models.factory import build_fallback
 from agentic_rag.orchestrator import loop
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.runtime import CATALOG_COUNT_SQL, CatalogEmpty
 from agentic_rag.orchestrator.sweep import sweep_abandoned
-from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryStore
+from agentic_rag.orchestrator.trajectory import MAX_LABEL_CHARS, TrajectoryStore
 from agentic_rag.storage.postgres import migrate
 
 Work = Callable[[loop.EventSink | None], Awaitable[loop.RunResult]]
-# Failures a run reports to its caller as such; a ValueError here is bad input (a tenant too long).
-EXPECTED = (loop.ClarificationError, TrajectoryError, ValueError)
-
-
-def _failure(exc: Exception) -> dict[str, Any]:
-    failure = failure_of(exc, invalid=(ValueError,))
-    assert failure is not None  # every EXPECTED type has a wire form
-    return failed(failure)
 
 
 class OrchestratorReplica:
@@ -81,54 +71,38 @@ class OrchestratorReplica:
 
     # -- unary ---------------------------------------------------------------------------------------
 
+    # A failure of the run (a choice not offered, the trajectory store down ...) is raised as the loop raised it:
+    # Ray carries it to the caller (agentic_rag.deployments.wire.settle).
+
     @accounted
     async def run(self, request: Any) -> dict[str, Any]:
-        """Answer one question: a :class:`RunReply` as JSON, or a typed failure."""
-        try:
-            work = self._run_work(RunRequest.model_validate(request))
-        except ValidationError as exc:
-            return failed(Failure(kind="invalid", message=str(exc)[:4000]))
-        return await self._unary(work)
+        """Answer one question: a :class:`RunReply` as JSON."""
+        return ok(RunReply.of(await self._run_work(parse(RunRequest, request))(None)))
 
     @accounted
     async def resume(self, request: Any) -> dict[str, Any]:
         """Continue a run that asked for clarification."""
-        try:
-            work = self._resume_work(ResumeRequest.model_validate(request))
-        except ValidationError as exc:
-            return failed(Failure(kind="invalid", message=str(exc)[:4000]))
-        return await self._unary(work)
+        return ok(RunReply.of(await self._resume_work(parse(ResumeRequest, request))(None)))
 
     @accounted
     async def trajectory(self, trajectory_id: Any, tenant: Any) -> dict[str, Any]:
         """The tenant's trajectory with its events, or None."""
         try:
             tid = uuid.UUID(str(trajectory_id))
-            traj = await self._store.get(tid, tenant=str(tenant)[:200])
-        except EXPECTED as exc:
-            return _failure(exc)
-        return ok(traj)
+        except ValueError as exc:
+            raise invalid(exc) from None
+        return ok(await self._store.get(tid, tenant=str(tenant)[:MAX_LABEL_CHARS]))
 
     # -- streamed ------------------------------------------------------------------------------------
 
     async def run_stream(self, request: Any) -> AsyncIterator[dict[str, Any]]:
         """A run as it happens: one ``{"kind": "event"}`` item per trajectory event, then ``{"kind": "reply"}``."""
-        try:
-            work = self._run_work(RunRequest.model_validate(request))
-        except ValidationError as exc:
-            yield {"kind": "reply", "data": failed(Failure(kind="invalid", message=str(exc)[:4000]))}
-            return
-        async for item in self._streamed(work):
+        async for item in self._streamed(self._run_work(parse(RunRequest, request))):
             yield item
 
     async def resume_stream(self, request: Any) -> AsyncIterator[dict[str, Any]]:
         """A resumed run as it happens (as :meth:`run_stream`)."""
-        try:
-            work = self._resume_work(ResumeRequest.model_validate(request))
-        except ValidationError as exc:
-            yield {"kind": "reply", "data": failed(Failure(kind="invalid", message=str(exc)[:4000]))}
-            return
-        async for item in self._streamed(work):
+        async for item in self._streamed(self._resume_work(parse(ResumeRequest, request))):
             yield item
 
     # -- shared --------------------------------------------------------------------------------------
@@ -136,18 +110,12 @@ class OrchestratorReplica:
     def _run_work(self, r: RunRequest) -> Work:
         return lambda sink: self._loop.run(r.question, mode=r.mode, request_id=r.request_id,
                                            session_id=r.session_id, tenant=r.tenant, sink=sink,
-                                           trajectory_id=r.trajectory_id)
+                                           trajectory_id=r.trajectory_id, budget=r.budget)
 
     def _resume_work(self, r: ResumeRequest) -> Work:
         # one resume per clarification on any number of replicas: the loop claims the run in PostgreSQL
         return lambda sink: self._loop.resume(r.trajectory_id, r.choice, tenant=r.tenant, request_id=r.request_id,
-                                              sink=sink)
-
-    async def _unary(self, work: Work, sink: loop.EventSink | None = None) -> dict[str, Any]:
-        try:
-            return ok(RunReply.of(await work(sink)))
-        except EXPECTED as exc:
-            return _failure(exc)
+                                              sink=sink, budget=r.budget)
 
     async def _streamed(self, work: Work) -> AsyncIterator[dict[str, Any]]:
         queue: asyncio.Queue[dict[str, Any] | None] = asyncio.Queue()
@@ -158,7 +126,7 @@ class OrchestratorReplica:
 
         async def produce() -> None:
             try:
-                await queue.put({"kind": "reply", "data": await self._unary(work, sink)})
+                await queue.put({"kind": "reply", "data": ok(RunReply.of(await work(sink)))})
             finally:
                 await queue.put(None)
 
@@ -166,7 +134,7 @@ class OrchestratorReplica:
         try:
             while (item := await queue.get()) is not None:
                 yield item
-            await task  # surfaces an unexpected failure as the stream's error
+            await task  # the run's failure, raised as the stream's error
         finally:
             # the caller went away (client disconnect, deadline): stop the run; the loop records it as cancelled
             if not task.done():

@@ -13,17 +13,19 @@ import time
 from collections.abc import Awaitable, Callable
 from typing import Annotated, Any, TypeVar
 
-from pydantic import Field, TypeAdapter, ValidationError
+import asyncpg
+from pydantic import Field, TypeAdapter
 from ray import serve
 from ray.serve.deployment import Deployment
 from ray.serve.handle import DeploymentHandle
 
 from agentic_rag.deployments.args import open_pool, replica_settings
-from agentic_rag.deployments.wire import Failure, GraphOutput, accounted, failed, failure_of, handle_embed, ok
+from agentic_rag.deployments.wire import MAX_MESSAGE, GraphOutput, accounted, handle_embed, ok, parse
 from agentic_rag.orchestrator.retrieval import with_asks
+from agentic_rag.orchestrator.state import QUESTION_MAX
 from agentic_rag.protocol import EntityLinks, EntityRef, GraphIntent, SearchIntent, StructuredQuery
 from agentic_rag.retrievers.dsl import run_query
-from agentic_rag.retrievers.errors import RetrievalError, on_pool
+from agentic_rag.retrievers.errors import FailureKind, RetrievalError, on_pool
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.hydrate import MAX_HYDRATE, hydrate, labels
@@ -35,24 +37,20 @@ from agentic_rag.storage.retry import DATABASE_FAILURES, Conn
 from agentic_rag.understanding.asks import AskClassifier
 from agentic_rag.understanding.linker import link
 
-# What a retriever turns into a typed failure; anything else is a bug and travels as a Ray error.
-EXPECTED: tuple[type[BaseException], ...] = (RetrievalError, *DATABASE_FAILURES)
 T = TypeVar("T")
 REFS = TypeAdapter(Annotated[list[EntityRef], Field(max_length=MAX_HYDRATE)])
 STORE_WAIT_S = 60.0  # how long a new VectorRetriever replica waits for its dead predecessor to let go of the store
 
 
 async def _answer(source: str, work: Awaitable[Any]) -> dict[str, Any]:
+    """``work``'s value as a reply. A store's failure is raised as the RetrievalError the in-process executors
+    raise (a driver's own exception, which may not even pickle, never crosses the handle); anything else that is
+    not ours is a bug and travels as Ray's error."""
     try:
         return ok(await work)
-    except EXPECTED as exc:
-        failure = failure_of(exc, source=source) or Failure(kind="retrieval", message=str(exc)[:4000],
-                                                            source=source, cause="unavailable")
-        return failed(failure)
-
-
-def _invalid(exc: ValidationError) -> dict[str, Any]:
-    return failed(Failure(kind="invalid", message=str(exc)[:4000]))
+    except DATABASE_FAILURES as exc:
+        reason: FailureKind = "timeout" if isinstance(exc, TimeoutError | asyncpg.QueryCanceledError) else "unavailable"
+        raise RetrievalError(source, reason, str(exc)[:MAX_MESSAGE] or f"{source} ran past its time limit") from None
 
 
 async def _open_store(settings: Settings) -> VectorStore:
@@ -84,10 +82,7 @@ class VectorReplica:
 
     @accounted
     async def search(self, intent: Any) -> dict[str, Any]:
-        try:
-            parsed = SearchIntent.model_validate(intent)
-        except ValidationError as exc:
-            return _invalid(exc)
+        parsed = parse(SearchIntent, intent)
         return await _answer("qdrant", self._hybrid.execute(parsed))
 
     @accounted
@@ -121,10 +116,7 @@ class GraphReplica:
 
     @accounted
     async def graph(self, intent: Any) -> dict[str, Any]:
-        try:
-            parsed = GraphIntent.model_validate(intent)
-        except ValidationError as exc:
-            return _invalid(exc)
+        parsed = parse(GraphIntent, intent)
 
         async def run() -> GraphOutput:
             result = await self._graph.execute(parsed)
@@ -135,10 +127,7 @@ class GraphReplica:
 
     @accounted
     async def query(self, query: Any) -> dict[str, Any]:
-        try:
-            parsed = StructuredQuery.model_validate(query)
-        except ValidationError as exc:
-            return _invalid(exc)
+        parsed = parse(StructuredQuery, query)
 
         return await _answer("pg_query", self._db("pg_query",
                                                   lambda conn: run_query(conn, parsed, timeout_s=self._timeout_s)))
@@ -146,7 +135,7 @@ class GraphReplica:
     @accounted
     async def link(self, question: Any) -> dict[str, Any]:
         """The catalog names a question mentions and what it asks by meaning (entity linking, before the planner)."""
-        text = str(question)[:2000]
+        text = str(question)[:QUESTION_MAX]
 
         async def run() -> EntityLinks:
             links = await self._db("postgres", lambda conn: link(conn, text, timeout_s=self._timeout_s))
@@ -157,10 +146,7 @@ class GraphReplica:
     @accounted
     async def typeahead(self, query: Any) -> dict[str, Any]:
         """The search lane: typeahead over every entity type (no model, no agent)."""
-        try:
-            parsed = TypeaheadQuery.model_validate(query)
-        except ValidationError as exc:
-            return _invalid(exc)
+        parsed = parse(TypeaheadQuery, query)
 
         return await _answer("postgres", self._db("postgres",
                                                   lambda conn: typeahead(conn, parsed, timeout_s=self._timeout_s)))
@@ -168,10 +154,7 @@ class GraphReplica:
     @accounted
     async def entities(self, refs: Any) -> dict[str, Any]:
         """Full records for ``refs`` in the order given (unknown ids left out)."""
-        try:
-            parsed = REFS.validate_python(refs)
-        except ValidationError as exc:
-            return _invalid(exc)
+        parsed = parse(REFS, refs)
 
         async def run(conn: Conn) -> Any:
             async with asyncio.timeout(self._timeout_s):

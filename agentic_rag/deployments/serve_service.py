@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable, Mapping
 from typing import Any, TypeVar
 
 from pydantic import TypeAdapter
-from ray.exceptions import RayActorError
+from ray.exceptions import RayActorError, RayTaskError
 from ray.serve.exceptions import BackPressureError, RayServeException
 from ray.serve.handle import DeploymentHandle, DeploymentResponseGenerator
 
@@ -26,13 +26,15 @@ from agentic_rag.deployments.wire import (
     RunReply,
     RunRequest,
     StreamItem,
+    reraise_ours,
     settle,
     unwrap,
 )
+from agentic_rag.logs import ERROR_TEXT_MAX
 from agentic_rag.models.base import TextBackend
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.trajectory import Trajectory
-from agentic_rag.protocol import EntityRef, Mode
+from agentic_rag.protocol import EntityRef, Mode, RunBudget
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
 
@@ -55,7 +57,7 @@ async def _available(what: str, call: Callable[[], Awaitable[T]], component: str
     except (*UNAVAILABLE, RetrievalError) as exc:
         # over the queue limit (BackPressureError) the call never reached a replica: no run was started
         tid = None if isinstance(exc, BackPressureError) else trajectory_id
-        raise ServiceUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:500], component=component,
+        raise ServiceUnavailable(f"{what}: {type(exc).__name__}: {exc}"[:ERROR_TEXT_MAX], component=component,
                                  trajectory_id=tid) from exc
 
 
@@ -81,15 +83,17 @@ class ServeAgentService:
         return await _available("typeahead", call)
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
-                  sink: EventSink | None = None) -> RunResult:
+                  sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
         # the run's id is given here, so a 503 for a replica that died mid-run can still name it
         tid = uuid.uuid4()
-        request = RunRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, trajectory_id=tid)
+        request = RunRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, trajectory_id=tid,
+                             budget=budget)
         return await self._run("run", request.model_dump(mode="json"), sink, tid)
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
-                     sink: EventSink | None = None) -> RunResult:
-        request = ResumeRequest(trajectory_id=trajectory_id, choice=choice, tenant=tenant, request_id=request_id)
+                     sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
+        request = ResumeRequest(trajectory_id=trajectory_id, choice=choice, tenant=tenant, request_id=request_id,
+                                budget=budget)
         return await self._run("resume", request.model_dump(mode="json"), sink, trajectory_id)
 
     async def trajectory(self, trajectory_id: uuid.UUID, *, tenant: str) -> Trajectory | None:
@@ -137,7 +141,8 @@ class ServeAgentService:
 
         if sink is None:
             return self._degraded.saw(await recorded_as(trajectory_id, unary()))
-        response = getattr(self._orchestrator_stream, f"{method}_stream").remote(request)
+        stream = self._orchestrator_stream
+        response = (stream.run_stream if method == "run" else stream.resume_stream).remote(request)
         if not isinstance(response, DeploymentResponseGenerator):
             raise TypeError(f"expected a streaming response, got {type(response).__name__}")
         try:
@@ -149,12 +154,15 @@ class ServeAgentService:
 
     @staticmethod
     async def _drain(response: DeploymentResponseGenerator[Any], sink: EventSink) -> RunResult:
-        async for raw in response:
-            item = StreamItem.model_validate(raw)
-            if item.kind == "event":
-                await sink(item.data)
-            else:
-                return RunReply.model_validate(unwrap(item.data)).result()
+        try:
+            async for raw in response:
+                item = StreamItem.model_validate(raw)
+                if item.kind == "event":
+                    await sink(item.data)
+                else:
+                    return RunReply.model_validate(unwrap(item.data)).result()
+        except RayTaskError as exc:  # the run failed in the replica: its own error, as in-process
+            reraise_ours(exc)
         raise ServiceUnavailable("the orchestrator ended the stream without a reply", component="the orchestrator")
 
     @staticmethod

@@ -25,12 +25,13 @@ from collections.abc import AsyncIterator, Awaitable, Callable, Mapping
 from contextlib import asynccontextmanager
 from typing import Any, Protocol, TypeVar
 
+from agentic_rag.errors import Unavailable
 from agentic_rag.models.base import TextBackend
 from agentic_rag.models.chat import text_backend_of
 from agentic_rag.orchestrator.loop import EventSink, NotAwaitingClarification, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, open_runtime
 from agentic_rag.orchestrator.trajectory import Trajectory, TrajectoryError, TrajectoryNotFound
-from agentic_rag.protocol import EntityRef, Mode
+from agentic_rag.protocol import EntityRef, Mode, RunBudget
 from agentic_rag.retrievers.hydrate import hydrate
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, typeahead
 from agentic_rag.settings import Settings
@@ -56,7 +57,7 @@ READY_SQL = "SELECT 1"
 DEGRADED_HOLD_S = 5.0
 
 
-class ServiceUnavailable(RuntimeError):
+class ServiceUnavailable(Unavailable, RuntimeError):
     """A backing store (PostgreSQL, Qdrant) or a deployment did not answer; the request may be retried.
 
     The message is for the log; ``component`` ("the catalog", "the orchestrator") is what the client is told,
@@ -115,12 +116,13 @@ class AgentService(Protocol):
         ...
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
-                  sink: EventSink | None = None) -> RunResult:
-        """The search_ai lane: one run of the agent loop; ``sink`` receives each trajectory event as it is written."""
+                  sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
+        """The search_ai lane: one run of the agent loop; ``sink`` receives each trajectory event as it is written;
+        ``budget`` lowers the run's limits."""
         ...
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
-                     sink: EventSink | None = None) -> RunResult:
+                     sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
         """Continue a run that asked for a clarification, with the index or entity id the user chose."""
         ...
 
@@ -153,16 +155,16 @@ class LocalAgentService:
         return await self._db("typeahead", lambda conn: typeahead(conn, q, timeout_s=self._timeout_s))
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
-                  sink: EventSink | None = None) -> RunResult:
+                  sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
         tid = uuid.uuid4()
         return self._degraded.saw(await recorded_as(tid, self._rt.orchestrator.run(
-            question, mode=mode, tenant=tenant, request_id=request_id, sink=sink, trajectory_id=tid)))
+            question, mode=mode, tenant=tenant, request_id=request_id, sink=sink, trajectory_id=tid, budget=budget)))
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
-                     sink: EventSink | None = None) -> RunResult:
+                     sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
         # one resume per clarification: the orchestrator claims the run in PostgreSQL
         return self._degraded.saw(await recorded_as(trajectory_id, self._rt.orchestrator.resume(
-            trajectory_id, choice, tenant=tenant, request_id=request_id, sink=sink)))
+            trajectory_id, choice, tenant=tenant, request_id=request_id, sink=sink, budget=budget)))
 
     async def trajectory(self, trajectory_id: uuid.UUID, *, tenant: str) -> Trajectory | None:
         return await self._rt.store.get(trajectory_id, tenant=tenant)

@@ -1,9 +1,11 @@
 """What crosses a deployment handle, and the caller-side objects that hide the handles from the loop.
 
-Every deployment method answers with a :class:`Reply`: a JSON-able value (``model_dump(mode="json")``)
-or a typed :class:`Failure`. The caller validates the reply with the pydantic contracts (the other
-side is never trusted) and re-raises a failure as the exception the in-process code raises, so the
-loop cannot tell a handle from a local object: :class:`HandleModel` is a
+Every deployment method answers with a :class:`Reply`: a JSON-able value (``model_dump(mode="json")``;
+measured cheaper to cross a handle than a pickled pydantic object, ``scripts/bench_wire.py``), which the
+caller validates with the pydantic contracts (the other side is never trusted). A failure is not a value:
+the replica raises the :class:`~agentic_rag.errors.AgenticRagError` the in-process code raises, Ray carries
+it, and :func:`settle` re-raises it in the caller, so the loop cannot tell a handle from a local object:
+:class:`HandleModel` is a
 :class:`~agentic_rag.models.base.StructuredModel`, :class:`HandleRetrieval` a
 :class:`~agentic_rag.orchestrator.retrieval.Retrieval`.
 """
@@ -16,22 +18,23 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, MutableMapping, Sequence
-from typing import Any, Literal, NoReturn, ParamSpec, TypeVar
+from typing import Any, Literal, NoReturn, ParamSpec, TypeVar, overload
 
-import asyncpg
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
 from pydantic_core import to_jsonable_python
-from ray.exceptions import RayError
+from ray.exceptions import RayError, RayTaskError
 from ray.serve.exceptions import RayServeException
 from ray.serve.handle import DeploymentHandle, DeploymentResponse
 
 from agentic_rag.deployments import costs
+from agentic_rag.errors import AgenticRagError, InvalidInput
+from agentic_rag.logs import ERROR_TEXT_MAX
 from agentic_rag.models.base import Completion, Generation, GenerationError, Message, Usage
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.models.roles import ROLES
-from agentic_rag.orchestrator.loop import ClarificationError, NotAwaitingClarification, RunResult
-from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
+from agentic_rag.orchestrator.loop import RunResult
+from agentic_rag.orchestrator.state import QUESTION_MAX
 from agentic_rag.protocol import (
     AgentResponse,
     EntityLinks,
@@ -39,18 +42,19 @@ from agentic_rag.protocol import (
     GraphResult,
     Mode,
     RetrievalResult,
+    RunBudget,
     SearchIntent,
     StructuredQuery,
 )
 from agentic_rag.retrievers.dsl import QueryResult
-from agentic_rag.retrievers.errors import FailureKind, RetrievalError
+from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.typeahead import TypeaheadHit
 from agentic_rag.retrievers.vector import EmbedFn
 from agentic_rag.settings import Settings
-from agentic_rag.storage.retry import DATABASE_FAILURES
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
+M = TypeVar("M")
 P = ParamSpec("P")
 
 # The only output types a model deployment builds: the contracts the loop's roles produce. A name
@@ -58,35 +62,16 @@ P = ParamSpec("P")
 OUTPUT_TYPES: dict[str, type[BaseModel]] = {t.__name__: t for t in ROLES}
 MESSAGES = TypeAdapter(list[Message])
 HITS = TypeAdapter(list[TypeaheadHit])
+MAX_MESSAGE = 4000  # the longest error message a replica sends back (pydantic's can run to pages)
 # Transport failures: the deployment is gone, overloaded (BackPressureError) or raised something unexpected.
 TRANSPORT_ERRORS = (RayError, RayServeException)
 
-FailureType = Literal["generation", "retrieval", "clarification", "not_awaiting", "not_found", "trajectory", "invalid",
-                      "timeout"]
-
-
-class Failure(BaseModel):
-    """A failure the caller re-raises as its in-process exception."""
-
-    model_config = ConfigDict(extra="forbid")
-
-    kind: FailureType
-    message: str = Field(max_length=4000)
-    source: str = Field("", max_length=40, description="retrieval: the store that failed.")
-    cause: FailureKind | None = Field(None, description="retrieval: timeout or unavailable.")
-    output_type: str = Field("", max_length=100, description="generation: the contract asked for.")
-    attempts: int = Field(0, ge=0)
-    errors: list[str] = Field(default_factory=list, max_length=20)
-    last_text: str = Field("", max_length=8000)
-
-
 class Reply(BaseModel):
-    """What every deployment method returns: a value or a failure, and what the call cost inside the replica."""
+    """What every deployment method returns: its value, and what the call cost inside the replica."""
 
     model_config = ConfigDict(extra="forbid")
 
     value: Any = None
-    error: Failure | None = None
     ms: float = Field(0.0, ge=0, description="Time inside the replica's method (set by :func:`accounted`).")
     hops: dict[str, list[float]] = Field(default_factory=dict, max_length=64,
                                          description="The handle calls the replica made for it (costs.dump).")
@@ -124,6 +109,7 @@ class RunRequest(BaseModel):
     trajectory_id: uuid.UUID | None = Field(
         None, description="The id to record the run under: the Ingress's, so a 503 for a replica that died "
                           "mid-run can name the run.")
+    budget: RunBudget | None = None
 
 
 class ResumeRequest(BaseModel):
@@ -135,6 +121,7 @@ class ResumeRequest(BaseModel):
     choice: int | str
     tenant: str = Field("default", max_length=200)
     request_id: str | None = Field(None, max_length=200)
+    budget: RunBudget | None = None
 
 
 class RunReply(BaseModel):
@@ -164,7 +151,7 @@ class RunReply(BaseModel):
 
 
 class StreamItem(BaseModel):
-    """One item of a streamed run: a trajectory event as written, then the run's reply (or its failure)."""
+    """One item of a streamed run: a trajectory event as written, then the run's reply (a failure is raised)."""
 
     model_config = ConfigDict(extra="forbid")
 
@@ -174,29 +161,25 @@ class StreamItem(BaseModel):
 
 # -- the replica side ---------------------------------------------------------------------------------
 
-def failure_of(exc: BaseException, *, source: str = "", invalid: tuple[type[Exception], ...] = ()) -> Failure | None:
-    """The wire form of an expected failure; None for anything else (it travels as a Ray error)."""
-    text = str(exc)[:4000]
-    if isinstance(exc, GenerationError):
-        return Failure(kind="generation", message=text, output_type=exc.output_type[:100], attempts=exc.attempts,
-                       errors=[e[:500] for e in exc.errors[-20:]], last_text=exc.last_text[:8000])
-    if isinstance(exc, RetrievalError):
-        return Failure(kind="retrieval", message=text, source=exc.source[:40], cause=exc.kind)
-    if isinstance(exc, DATABASE_FAILURES) and source:
-        cause: FailureKind = "timeout" if isinstance(exc, TimeoutError | asyncpg.QueryCanceledError) else "unavailable"
-        return Failure(kind="retrieval", message=text or f"{source} ran past its time limit", source=source,
-                       cause=cause)
-    if isinstance(exc, NotAwaitingClarification):
-        return Failure(kind="not_awaiting", message=text)
-    if isinstance(exc, ClarificationError):
-        return Failure(kind="clarification", message=text)
-    if isinstance(exc, TrajectoryNotFound):
-        return Failure(kind="not_found", message=text)
-    if isinstance(exc, TrajectoryError):
-        return Failure(kind="trajectory", message=text)
-    if isinstance(exc, (ValidationError, *invalid)):
-        return Failure(kind="invalid", message=text)
-    return None
+def invalid(exc: ValidationError | ValueError) -> InvalidInput:
+    """A request a replica refuses, as the error the caller sees (pydantic's own errors do not pickle)."""
+    return InvalidInput(str(exc)[:MAX_MESSAGE])
+
+
+@overload
+def parse(schema: type[T], raw: Any) -> T: ...
+
+
+@overload
+def parse(schema: TypeAdapter[M], raw: Any) -> M: ...
+
+
+def parse(schema: type[BaseModel] | TypeAdapter[Any], raw: Any) -> Any:
+    """What a replica method was sent, validated (the caller is not trusted), or refused as :class:`InvalidInput`."""
+    try:
+        return schema.validate_python(raw) if isinstance(schema, TypeAdapter) else schema.model_validate(raw)
+    except ValidationError as exc:
+        raise invalid(exc) from None
 
 
 def accounted(method: Callable[P, Awaitable[dict[str, Any]]]) -> Callable[P, Coroutine[Any, Any, dict[str, Any]]]:
@@ -221,10 +204,6 @@ def ok(value: Any) -> dict[str, Any]:
     return {"value": to_jsonable_python(value)}
 
 
-def failed(failure: Failure) -> dict[str, Any]:
-    return {"error": failure.model_dump(mode="json")}
-
-
 # -- the caller side ----------------------------------------------------------------------------------
 
 def _unreachable(deployment: str, exc: BaseException) -> str:
@@ -234,36 +213,23 @@ def _unreachable(deployment: str, exc: BaseException) -> str:
     return f"the {deployment} deployment is unavailable (its replica stopped, is restarting or is overloaded)"
 
 
-def raise_failure(f: Failure) -> NoReturn:
-    """Re-raise a failure as the exception the in-process code would have raised."""
-    if f.kind == "generation":
-        raise GenerationError(f.output_type, f.attempts, list(f.errors), f.last_text)
-    if f.kind == "retrieval":
-        raise RetrievalError(f.source or "retrieval", f.cause or "unavailable", f.message)
-    if f.kind == "not_awaiting":
-        raise NotAwaitingClarification(f.message)
-    if f.kind == "clarification":
-        raise ClarificationError(f.message)
-    if f.kind == "not_found":
-        raise TrajectoryNotFound(f.message)
-    if f.kind == "trajectory":
-        raise TrajectoryError(f.message)
-    if f.kind == "timeout":
-        raise TimeoutError(f.message)
-    raise ValueError(f.message)
-
-
 def unwrap(raw: Any) -> Any:
-    """The value of a reply, validated as an envelope; a failure is raised."""
-    reply = Reply.model_validate(raw)
-    if reply.error is not None:
-        raise_failure(reply.error)
-    return reply.value
+    """The value of a reply, validated as an envelope."""
+    return Reply.model_validate(raw).value
+
+
+def reraise_ours(exc: RayTaskError) -> NoReturn:
+    """An exception a replica raised: ours is raised again as itself (the caller catches it by its class; Ray's
+    text with its traceback and addresses goes nowhere), anything else is a bug and stays Ray's error."""
+    if isinstance(exc.cause, AgenticRagError):
+        raise exc.cause from None
+    raise exc
 
 
 async def settle(response: Any, hop: str) -> Any:
     """Await a unary handle call to ``hop`` (``Deployment.method``) and enter it in the request's ledger; a
-    caller that stops waiting (deadline, client gone) cancels it downstream."""
+    caller that stops waiting (deadline, client gone) cancels it downstream. What the replica raised of ours is
+    raised here as itself (:func:`reraise_ours`)."""
     if not isinstance(response, DeploymentResponse):
         raise TypeError(f"expected a unary DeploymentResponse, got {type(response).__name__}")
     t0 = time.perf_counter()
@@ -272,6 +238,9 @@ async def settle(response: Any, hop: str) -> Any:
     except asyncio.CancelledError:
         response.cancel()
         raise
+    except RayTaskError as exc:  # the replica raised: the hop still cost its time
+        costs.record(hop, (time.perf_counter() - t0) * 1000, 0.0, None)
+        reraise_ours(exc)
     wall_ms = (time.perf_counter() - t0) * 1000
     if isinstance(raw, dict):
         inside, nested = raw.get("ms"), raw.get("hops")
@@ -308,7 +277,7 @@ class HandleModel:
                           attempts=int(reply.usage.get("attempts", 0)),
                           latency_ms=float(reply.usage.get("latency_ms", 0.0)))
         except ValidationError as exc:
-            raise GenerationError(type_name, 1, [f"invalid reply from {self.name}: {exc}"[:500]]) from exc
+            raise GenerationError(type_name, 1, [f"invalid reply from {self.name}: {exc}"[:ERROR_TEXT_MAX]]) from exc
         self.name = reply.model
         return Generation(output=output, usage=usage)
 
@@ -348,7 +317,7 @@ class HandleTextBackend:
         try:
             out = CompletionOutput.model_validate(unwrap(raw))
         except ValidationError as exc:
-            raise RuntimeError(f"invalid reply from {self.name}: {exc}"[:500]) from exc
+            raise RuntimeError(f"invalid reply from {self.name}: {exc}"[:ERROR_TEXT_MAX]) from exc
         return Completion(text=out.text, prompt_tokens=out.prompt_tokens, completion_tokens=out.completion_tokens,
                           finish_reason=out.finish_reason)
 
@@ -389,7 +358,7 @@ class HandleRetrieval:
         # asks_ms stays 0 here: the question is embedded in the GraphRetriever, whose Embedder call the
         # request's cost account (Server-Timing, Embedder.embed) shows
         # the names and what is asked by meaning, in one call (the GraphRetriever asks the Embedder itself)
-        raw = await self._call("postgres", "link", self._graph.link.remote(question[:2000]))
+        raw = await self._call("postgres", "link", self._graph.link.remote(question[:QUESTION_MAX]))
         return EntityLinks.model_validate(raw)
 
 

@@ -14,6 +14,7 @@ from typing import Annotated, Literal, get_args
 
 from pydantic import BaseModel, ConfigDict, Field, StringConstraints, ValidationError
 
+from agentic_rag.errors import InvalidInput, NotFound
 from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.storage.sql import Conn, Query
 
@@ -32,11 +33,11 @@ DEMO_QUESTIONS = "demo.jsonl"
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 
 
-class QuestionSetError(ValueError):
+class QuestionSetError(InvalidInput):
     """A question file is malformed; the message names the file and the line."""
 
 
-class GoldResolutionError(LookupError):
+class GoldResolutionError(NotFound):
     """Some gold entity names match no catalog entity; the message lists them."""
 
     def __init__(self, missing: list[GoldKey]) -> None:

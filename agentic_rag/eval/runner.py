@@ -18,6 +18,8 @@ from agentic_rag.eval.metrics import QuestionOutcome
 from agentic_rag.eval.questions import EvalQuestion
 from agentic_rag.protocol import AgentResponse
 
+ERROR_CHARS = 2000  # characters of a failed question's error its outcome keeps
+
 
 class RunLike(Protocol):
     """What one answered question must expose (the orchestrator's ``RunResult`` does)."""
@@ -59,7 +61,7 @@ async def ask_one(question: EvalQuestion, ask: Ask) -> QuestionOutcome:
         return QuestionOutcome(
             question=question,
             status="error",
-            error=f"{type(exc).__name__}: {exc}"[:2000],
+            error=f"{type(exc).__name__}: {exc}"[:ERROR_CHARS],
             latency_ms=(time.perf_counter() - start) * 1000,
         )
 

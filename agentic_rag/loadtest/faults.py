@@ -39,6 +39,10 @@ DEPENDENCY_FAILED = re.compile(r"unavailable|did not answer in time|could not be
 LEAKED = re.compile(r"Traceback|[a-z][A-Za-z]*Error\b|Exception\b|actor[ _]?id|SERVE_|\bray\.|psycopg|asyncpg|"
                     r"qdrant_client|127\.0\.0\.1|port=|pid=")
 READY_LAG_S = 1.0  # how soon after a degraded answer /readyz must say so (probes go every 0.5 s)
+MESSAGE_CHARS = 300  # characters of a transport error's message an outcome keeps
+QUOTED_CHARS = 200  # characters of a leaked text a failure quotes
+SEQS_SHOWN = 10  # event seqs a failure about gaps shows
+LIES_REPORTED = 10  # degraded answers under a ready /readyz reported one by one
 CLARIFY_QUESTION = "Tell me about Naruto"  # two strong readings in the demo catalog: the anime and the character
 RUNNING_SQL = "SELECT id::text FROM trajectories WHERE tenant = $1 AND status = 'running'"
 BY_REQUEST_SQL = "SELECT request_id, id::text, status FROM trajectories WHERE tenant = $1"
@@ -207,7 +211,8 @@ class FaultRun:
         try:
             r = await self._http.post(path, json=body, headers={"X-Request-ID": rid})
         except httpx.HTTPError as exc:
-            o = Outcome(kind, rid, t0, time.time(), 0, error={"type": type(exc).__name__, "message": str(exc)[:300]})
+            error = {"type": type(exc).__name__, "message": str(exc)[:MESSAGE_CHARS]}
+            o = Outcome(kind, rid, t0, time.time(), 0, error=error)
         else:
             payload = _json(r)
             o = Outcome(kind, rid, t0, time.time(), r.status_code, r.headers.get("retry-after"),
@@ -359,7 +364,7 @@ async def judge(run: FaultRun, dsn: str, *, sweep_limit_s: float, read_concurren
         texts = [*(o.body or {}).get("response", {}).get("warnings", []), str((o.error or {}).get("message", ""))]
         for text in texts:
             if LEAKED.search(text):
-                v.fail("leak", f"{o.request_id}: library text reached the client: {text[:200]!r}")
+                v.fail("leak", f"{o.request_id}: library text reached the client: {text[:QUOTED_CHARS]!r}")
 
     gate = asyncio.Semaphore(read_concurrency)
 
@@ -377,7 +382,7 @@ async def judge(run: FaultRun, dsn: str, *, sweep_limit_s: float, read_concurren
                    f"what the client got ({body.get('status')}), or its final response differs")
         seqs = [e.get("seq") for e in traj.get("events", [])]
         if seqs != list(range(1, len(seqs) + 1)) or not seqs:
-            v.fail("stored", f"{o.request_id}: trajectory events are not 1..n: {seqs[:10]}")
+            v.fail("stored", f"{o.request_id}: trajectory events are not 1..n: {seqs[:SEQS_SHOWN]}")
         failed = [e for e in traj.get("events", []) if e.get("type") == "error"]
         if failed and not o.degraded:
             v.fail("degraded", f"{o.request_id}: {len(failed)} step(s) failed but the answer does not say so: "
@@ -391,7 +396,7 @@ async def judge(run: FaultRun, dsn: str, *, sweep_limit_s: float, read_concurren
     probes = [p for phase in run.phases for p in phase.probes]
     lied = [o for o in outcomes if o.degraded and not any(
         not p.ready and p.sent <= o.ended + READY_LAG_S and p.received >= o.started for p in probes)]
-    for o in lied[:10]:
+    for o in lied[:LIES_REPORTED]:
         warnings = (o.body or {}).get("response", {}).get("warnings")
         v.fail("readiness", f"{o.request_id}: degraded answer ({warnings}) while /readyz said ready")
 

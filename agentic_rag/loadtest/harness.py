@@ -15,6 +15,7 @@ import time
 from collections.abc import Callable
 from pathlib import Path
 
+from agentic_rag.errors import AgenticRagError
 from agentic_rag.loadtest.plan import LoadPlan
 from agentic_rag.loadtest.records import LoadTestRun, ReplicaSample, ReplicaTimeline, StepRecord, read_jsonl
 from agentic_rag.loadtest.serve_sampler import REPLICAS_FILE, STATUS_FILE
@@ -26,7 +27,7 @@ SAMPLER_START_S = 30.0  # joining a Ray cluster takes a few seconds; longer than
 LEAD_IN_S = 3.0  # samples of the service at rest before the load starts
 
 
-class HarnessError(RuntimeError):
+class HarnessError(AgenticRagError, RuntimeError):
     """The load could not be generated (the worker failed or overran its time bound)."""
 
 

@@ -36,6 +36,7 @@ STATUS_FILE = "sampler.json"
 RUNS_IN_FLIGHT = "agentic_rag_runs_in_flight"  # the gauge of deployments/http_metrics.py
 SERVE_LATENCY = "ray_serve_deployment_processing_latency_ms"  # a histogram, per replica and route
 NO_RAY = ("", "none", "off")
+ERROR_CHARS = 200  # characters of the error a status line gives when no Ray cluster answers
 
 ReadReplicas = Callable[[], dict[str, dict[str, int]]]
 ReadUrls = Callable[[], list[str]]
@@ -55,7 +56,7 @@ def connect_serve(address: str) -> tuple[ReadReplicas | None, ReadUrls, str | No
 
         ray.init(address=address, logging_level=logging.ERROR, log_to_driver=False)
     except Exception as exc:  # ConnectionError for no cluster; anything else is as fatal to sampling
-        return None, list, f"no Ray cluster at {address!r}: {type(exc).__name__}: {str(exc)[:200]}"
+        return None, list, f"no Ray cluster at {address!r}: {type(exc).__name__}: {str(exc)[:ERROR_CHARS]}"
 
     def read() -> dict[str, dict[str, int]]:
         apps = serve.status().applications

@@ -14,25 +14,16 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar
 
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypedDict
 
-if TYPE_CHECKING:
-    from agentic_rag.settings import Settings
+from agentic_rag.errors import AgenticRagError
 
 T = TypeVar("T", bound=BaseModel)
+ECHOED_CHARS = 4000  # characters of a rejected output a correction echoes back to the model
 ModelRole = Literal["planner", "validator"]
-
-
-def role_model(settings: Settings, role: ModelRole, *, backend: str, names: str) -> str:
-    """What ``RAG_PLANNER_MODEL`` / ``RAG_VALIDATOR_MODEL`` names for ``role``. Unset, a ``ValueError`` says
-    what ``backend`` needs it to name (``names``)."""
-    value = settings.planner_model if role == "planner" else settings.validator_model
-    if not value:
-        raise ValueError(f"RAG_{role.upper()}_MODEL must name {names} for the {backend} backend")
-    return value
 
 
 class Message(TypedDict):
@@ -70,9 +61,11 @@ class Completion:
     finish_reason: str | None = None
 
 
-@dataclass(slots=True)
-class GenerationError(Exception):
+@dataclass(eq=False)  # no slots: the fields live in __dict__, which AgenticRagError pickles
+class GenerationError(AgenticRagError):
     """No valid instance after every attempt. Carries what each attempt said, for the trajectory."""
+
+    kind = "model_error"
 
     output_type: str
     attempts: int
@@ -95,6 +88,12 @@ class StructuredModel(Protocol):
 
 class TextBackend(Protocol):
     """A model that completes chat messages, constrained to a JSON schema when ``schema`` is given.
+
+    What every backend does (tests/models/conformance.py checks it): a completion that ends (``finish_reason``
+    ``"stop"``) is valid under ``schema``; ``"length"`` means it was cut at ``max_tokens``; the token counts are
+    the model tokenizer's (the prompt as its chat template renders it); a request the backend cannot serve (a
+    schema it cannot compile) raises ``ValueError``; a call its caller cancels leaves the backend free for the
+    next. Backends that bound a call in time raise ``TimeoutError`` past the bound.
 
     ``calibration``: the same call with its query left out. A backend that fills a closed schema by scoring
     its options (see :func:`~agentic_rag.models.schemas.closed_options`) may score them against it too, and
@@ -125,7 +124,7 @@ def _first_error(exc: ValidationError | ValueError) -> str:
 def correction(output_type: type[BaseModel], text: str, error: str) -> list[Message]:
     """The messages that tell a model what was wrong with its last answer."""
     return [
-        {"role": "assistant", "content": text[:4000]},
+        {"role": "assistant", "content": text[:ECHOED_CHARS]},
         {"role": "user", "content": (
             f"That output is not a valid {output_type.__name__}: {error}. Reply again with only a JSON object "
             f"that matches the schema exactly."

@@ -29,6 +29,7 @@ from typing import Any
 
 from pydantic import BaseModel
 
+from agentic_rag.logs import QUOTED_INPUT_MAX
 from agentic_rag.models.base import Completion, Message, StructuredGenerator, StructuredModel, TextBackend, schema_for
 from agentic_rag.models.roles import ROLES
 from agentic_rag.models.schema_match import schema_key
@@ -71,7 +72,7 @@ class StructuredTextBackend:
                              f"of one of: {self._names}")
         output_type = await self.output_type(schema)
         if output_type is None:
-            title = str(schema.get("title", "(untitled)"))[:100]
+            title = str(schema.get("title", "(untitled)"))[:QUOTED_INPUT_MAX]
             raise ValueError(f"the {self.name} model cannot produce the schema {title!r}: it answers only with the "
                              f"schema of one of: {self._names} (as pydantic writes it, or its strict form)")
         gen = await self.model.generate(messages, output_type, max_tokens=max_tokens, temperature=temperature)

@@ -43,7 +43,17 @@ from agentic_rag.models.roles import (
     SelectInput,
     ValidateInput,
 )
-from agentic_rag.protocol import EntityLinks
+from agentic_rag.protocol import (
+    DraftAnswer,
+    EntityLinks,
+    Evidence,
+    GraphIntent,
+    NextStep,
+    QueryRewrite,
+    SearchIntent,
+    SufficiencyReport,
+)
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.vocabulary import EDGE_TYPES
 
 MAX_ENTRIES = 40  # entities one form may name (linked candidates first, then the cards' entities)
@@ -51,6 +61,19 @@ MAX_LINKED = 4  # readings of one mention shown
 MAX_ANSWER_PICKS = 6
 LINE_CHARS = 220  # a context line as a form shows it
 MAX_LINES = 14  # lines of one card shown
+LABEL_NAME_CHARS = 80  # characters of an entity's name in its label
+SNIPPET_CHARS = 150  # characters of an item's snippet a grade form shows
+# the limits of the contracts the forms expand into, read from them
+_REWRITE_MENTIONS = max_len(QueryRewrite, "mentions")
+_REWRITE_MENTION = max_len(QueryRewrite, "mentions", item=True)
+_REWRITTEN = max_len(QueryRewrite, "rewritten_query")
+_RATIONALE = min(max_len(model, "rationale") for model in (NextStep, GraphIntent, SearchIntent))
+_QUERY = max_len(SearchIntent, "query")
+_ANSWER = max_len(DraftAnswer, "answer")
+_FACT = max_len(Evidence, "facts", item=True)
+_CITATION = max_len(DraftAnswer, "citations", item=True)
+_MISSING = max_len(SufficiencyReport, "missing", item=True)
+
 SEARCHABLE = ("anime", "manga", "character", "person", "studio", "franchise")
 # The relations each entity type has (its outgoing edges), in vocabulary order.
 RELATIONS: dict[str, list[str]] = {}
@@ -92,9 +115,9 @@ def entries(inp: RoleInput, refs: list[tuple[str, str]]) -> dict[str, Entry]:
             names.setdefault(item.entity.ref.id, _TAIL.sub("", item.entity.name) or item.entity.name)
     book: dict[str, Entry] = {}
     for n, (t, i) in enumerate(refs[:MAX_ENTRIES], start=1):
-        label = f"{names.get(i, t)[:80]} ({t})"
+        label = f"{names.get(i, t)[:LABEL_NAME_CHARS]} ({t})"
         if label in book:  # two of one name and type: the year tells them apart, else its place in the list
-            label = f"{names.get(i, t)[:80]} ({t}, {years[i]})" if i in years else f"{label} #{n}"
+            label = f"{names.get(i, t)[:LABEL_NAME_CHARS]} ({t}, {years[i]})" if i in years else f"{label} #{n}"
             if label in book:
                 label = f"{label} #{n}"
         book[label] = Entry(t, i, label)
@@ -187,10 +210,10 @@ class Form:
 def rewrite_form(inp: RewriteInput) -> tuple[dict[str, Any], Expand]:
     modes = ["graph", "vector", "hybrid"] + ([] if inp.links and inp.links.mentions else ["none"])
     schema = _obj({"mode": _choice(modes)})
-    mentions = [m.text[:200] for m in inp.links.mentions][:6] if inp.links else []
+    mentions = [m.text[:_REWRITE_MENTION] for m in inp.links.mentions][:_REWRITE_MENTIONS] if inp.links else []
 
     def expand(f: dict[str, Any]) -> dict[str, Any]:
-        return {"rewritten_query": " ".join(inp.question.split())[:500] or "?",
+        return {"rewritten_query": " ".join(inp.question.split())[:_REWRITTEN] or "?",
                 "needs_external_context": f["mode"] != "none", "retrieval_mode": f["mode"],
                 "mentions": mentions, "rationale": "retrieval mode chosen by the model"}
 
@@ -287,8 +310,8 @@ def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any
 
     def graph(kind: str, why: str, start: str, end: str | None = None, edges: list[str] | None = None,
               hops: int = 1) -> dict[str, Any]:
-        return {"action": "pg_graph", "rationale": why[:300], "graph_intent": {
-            "rationale": why[:300], "query_type": kind, "start": ref(start), "end": ref(end) if end else None,
+        return {"action": "pg_graph", "rationale": why[:_RATIONALE], "graph_intent": {
+            "rationale": why[:_RATIONALE], "query_type": kind, "start": ref(start), "end": ref(end) if end else None,
             "max_hops": hops, "edge_types": edges or [], "limits": {"max_results": 50}}}
 
     def expand(filled: dict[str, Any]) -> dict[str, Any]:
@@ -301,14 +324,14 @@ def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any
             return graph("compare" if step == "compare" else "path", f"{step} {f['of']} and {other}", f["of"],
                          other, hops=1 if step == "compare" else 3)
         if step == "details":
-            e, why = book[f["of"]], f"details of {f['of']}"[:300]
+            e, why = book[f["of"]], f"details of {f['of']}"[:_RATIONALE]
             return {"action": "qdrant_search", "rationale": why, "search_intent": {
-                "rationale": why, "entity_type": e.entity_type, "query": _TAIL.sub("", e.label)[:500] or e.label,
+                "rationale": why, "entity_type": e.entity_type, "query": _TAIL.sub("", e.label)[:_QUERY] or e.label,
                 "filters": {"id": [e.id]}, "limit": 1}}
         if step == "search":
             why = f"search {f['type']} by meaning"
             return {"action": "qdrant_search", "rationale": why, "search_intent": {
-                "rationale": why, "entity_type": f["type"], "query": " ".join(f["text"].split())[:500], "limit": 5}}
+                "rationale": why, "entity_type": f["type"], "query": " ".join(f["text"].split())[:_QUERY], "limit": 5}}
         return {"action": "finish", "rationale": "the model judged the context enough"}
 
     return schema, expand
@@ -352,8 +375,8 @@ def draft_form(inp: DraftInput, book: dict[str, Entry]) -> tuple[dict[str, Any],
                  for c in sources if c.count > 1 and c.data.get("kind") == "neighbors"]
         whole += [text.lstrip("- ") for c in sources for i, text in card_lines(c, labels, ANSWER_LINE_CHARS)
                   if i is None]
-        return {"answer": "; ".join([*whole, *quoted])[:2000], "result_entities": refs, "source_entities": refs,
-                "evidence": {"facts": [q[:200] for q in quoted]}, "citations": [e.label[:200] for e in picks],
+        return {"answer": "; ".join([*whole, *quoted])[:_ANSWER], "result_entities": refs, "source_entities": refs,
+                "evidence": {"facts": [q[:_FACT] for q in quoted]}, "citations": [e.label[:_CITATION] for e in picks],
                 "confidence": 0.8}
 
     return schema, expand
@@ -373,13 +396,13 @@ def grade_form(inp: GradeInput) -> tuple[dict[str, Any], Expand]:
 
 def validate_form(inp: ValidateInput) -> tuple[dict[str, Any], Expand]:
     schema = _obj({"sufficient": {"type": "boolean"}})
-    mentions = [m.text[:200] for m in inp.links.mentions][:8] if inp.links else []
+    mentions = [m.text for m in inp.links.mentions] if inp.links else []
 
     def expand(f: dict[str, Any]) -> dict[str, Any]:
         if f["sufficient"]:
             return {"sufficient": True, "rationale": "the model judged the draft sufficient", "missing": []}
         return {"sufficient": False, "rationale": "the model judged the draft insufficient",
-                "missing": [f"what the question asks of {' and '.join(mentions)}"[:200]] if mentions
+                "missing": [f"what the question asks of {' and '.join(mentions)}"[:_MISSING]] if mentions
                 else ["an answer to the question"]}
 
     return schema, expand
@@ -395,8 +418,9 @@ def user_text(inp: RoleInput, book: dict[str, Entry]) -> str:
     if isinstance(inp, ValidateInput):
         parts.append(f"Draft answer: {inp.draft.answer}")
     if isinstance(inp, GradeInput):
-        parts.append("Items:\n" + "\n".join(f"{i.index}: {i.entity.name}"
-                                            + (f" - {i.snippet[:150]}" if i.snippet else "") for i in inp.items))
+        shown = [f"{i.index}: {i.entity.name}" + (f" - {i.snippet[:SNIPPET_CHARS]}" if i.snippet else "")
+                 for i in inp.items]
+        parts.append("Items:\n" + "\n".join(shown))
     return "\n\n".join(parts)
 
 

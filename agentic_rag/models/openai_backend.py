@@ -15,13 +15,15 @@ from openai import APITimeoutError, AsyncOpenAI, BadRequestError, omit
 from openai.types.chat import ChatCompletionMessageParam
 from openai.types.shared_params import ResponseFormatJSONSchema
 
-from agentic_rag.models.base import Completion, Message, ModelRole, role_model
+from agentic_rag.models.base import Completion, Message
 from agentic_rag.settings import Settings
+
+SCHEMA_NAME_MAX = 64  # the OpenAI API's limit on a response_format name
 
 
 def response_format(schema: dict[str, Any]) -> ResponseFormatJSONSchema:
     """The ``response_format`` that constrains a completion to ``schema``, named after its title."""
-    name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "output"))[:64]
+    name = re.sub(r"[^A-Za-z0-9_-]", "_", str(schema.get("title") or "output"))[:SCHEMA_NAME_MAX]
     return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": True}}
 
 
@@ -50,11 +52,6 @@ class OpenAIBackend:
         self._client = client or AsyncOpenAI(
             base_url=settings.openai_base_url, api_key=settings.openai_api_key, timeout=self._timeout_s,
         )
-
-    @classmethod
-    def from_settings(cls, settings: Settings, role: ModelRole) -> OpenAIBackend:
-        """The planner's or the validator's served model, from ``RAG_PLANNER_MODEL`` / ``RAG_VALIDATOR_MODEL``."""
-        return cls(settings, role_model(settings, role, backend="openai", names="the served model"))
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
                        temperature: float, calibration: list[Message] | None = None) -> Completion:

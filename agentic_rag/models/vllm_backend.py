@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from agentic_rag.models.base import Completion, Message, ModelRole, role_model
+from agentic_rag.models.base import Completion, Message
 from agentic_rag.models.schemas import xgrammar_schema
 from agentic_rag.settings import Settings
 
@@ -96,11 +96,6 @@ class VLLMBackend:
         })
         self._tokenizer: Any = AutoTokenizer.from_pretrained(model_dir, local_files_only=True)
         self._engine: Any = vllm.AsyncLLM.from_engine_args(args)
-
-    @classmethod
-    def from_settings(cls, settings: Settings, role: ModelRole) -> VLLMBackend:
-        """The planner's or the validator's model, from ``RAG_PLANNER_MODEL`` / ``RAG_VALIDATOR_MODEL``."""
-        return cls(settings, role_model(settings, role, backend="vllm", names="a local model directory"))
 
     def render(self, messages: list[Message]) -> tuple[str, list[int]]:
         """The prompt text (chat template, generation prompt added) and its token ids."""

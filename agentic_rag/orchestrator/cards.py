@@ -15,8 +15,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentic_rag.models.roles import CardEntity, ContextCard
+from agentic_rag.models.roles import CardEntity, ContextCard, GradeItem
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphResult, RetrievalResult, SearchIntent, StructuredQuery
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.query import describe
 from agentic_rag.retrievers.dsl import QueryResult
 
@@ -24,15 +25,21 @@ ROW_FIELDS = ("id", "entity_type", "name", "year", "format", "anime_ids", "anime
               "snippet", "matched_by", "value", "group_key", "n", "episode_count", "end_year", "status",
               "aliases", "volumes", "magazine", "founded", "genres", "aired", "score", "text_score", "text_words")
 MAX_ROWS = 50
+ROW_LIST_MAX = 50  # items kept of a row's list field (anime_ids, aliases, genres, text_words)
+_ENTITIES = max_len(ContextCard, "entities")
+_REQUEST = max_len(ContextCard, "request")
+_NAME = max_len(CardEntity, "name")
+_SNIPPET = max_len(GradeItem, "snippet")  # a row's snippet is what the grader reads of it
+_PATHS = max_len(ContextCard, "paths")
 
 
 def _trim(row: dict[str, Any]) -> dict[str, Any]:
     out = {k: row[k] for k in ROW_FIELDS if k in row and row[k] not in (None, [], "")}
     for key in ("anime_ids", "aliases", "genres", "text_words"):
         if isinstance(out.get(key), list):
-            out[key] = out[key][:50]
+            out[key] = out[key][:ROW_LIST_MAX]
     if isinstance(out.get("snippet"), str):
-        out["snippet"] = out["snippet"][:400]
+        out["snippet"] = out["snippet"][:_SNIPPET]
     return out
 
 
@@ -45,24 +52,24 @@ def _detail(row: dict[str, Any]) -> str | None:
 
 def from_search(turn: int, intent: SearchIntent, result: RetrievalResult) -> ContextCard:
     rows = [_trim(r) for r in result.raw_data[:MAX_ROWS]]
-    entities = [CardEntity(ref=EntityRef(entity_type=r["entity_type"], id=r["id"]), name=str(r.get("name", ""))[:300],
+    entities = [CardEntity(ref=EntityRef(entity_type=r["entity_type"], id=r["id"]), name=str(r.get("name", ""))[:_NAME],
                            detail=_detail(r)) for r in rows if r.get("id") and r.get("entity_type")]
     what = f"ids {', '.join(intent.filters.id[:3])}" if intent.filters.id else repr(intent.query)
-    return ContextCard(turn=turn, source="qdrant_search", request=f"{intent.entity_type} search for {what}"[:500],
+    return ContextCard(turn=turn, source="qdrant_search", request=f"{intent.entity_type} search for {what}"[:_REQUEST],
                        summary=result.summary, count=result.count, entities=entities,
                        data={"query": intent.query, "entity_type": intent.entity_type,
                              "ids": list(intent.filters.id), "rows": rows, "match": intent.match})
 
 
 def from_graph(turn: int, intent: GraphIntent, result: GraphResult, names: dict[str, str]) -> ContextCard:
-    entities = [CardEntity(ref=ref, name=names.get(ref.id, ref.id)[:300]) for ref in result.node_ids[:100]]
+    entities = [CardEntity(ref=ref, name=names.get(ref.id, ref.id)[:_NAME]) for ref in result.node_ids[:_ENTITIES]]
     target = f" and {names.get(intent.end.id, intent.end.id)}" if intent.end else ""
     request = f"{intent.query_type} from {names.get(intent.start.id, intent.start.id)}{target}"
     if intent.edge_types:
         request += f" via {', '.join(intent.edge_types)}"
     meta = {k: v for k, v in result.meta.items() if k not in ("depths",)}
-    return ContextCard(turn=turn, source="pg_graph", request=request[:500], summary=result.summary,
-                       count=result.count, entities=entities, paths=result.paths[:20],
+    return ContextCard(turn=turn, source="pg_graph", request=request[:_REQUEST], summary=result.summary,
+                       count=result.count, entities=entities, paths=result.paths[:_PATHS],
                        data={"kind": intent.query_type, "start": intent.start.id,
                              "end": intent.end.id if intent.end else None, "edge_types": list(intent.edge_types),
                              "meta": meta})
@@ -70,8 +77,8 @@ def from_graph(turn: int, intent: GraphIntent, result: GraphResult, names: dict[
 
 def from_query(turn: int, query: StructuredQuery, result: QueryResult) -> ContextCard:
     rows = [_trim(r) for r in result.rows[:MAX_ROWS]]
-    entities = [CardEntity(ref=EntityRef(entity_type=r["entity_type"], id=r["id"]), name=str(r.get("name", ""))[:300],
+    entities = [CardEntity(ref=EntityRef(entity_type=r["entity_type"], id=r["id"]), name=str(r.get("name", ""))[:_NAME],
                            detail=_detail(r)) for r in rows if r.get("id") and r.get("entity_type")]
-    return ContextCard(turn=turn, source="pg_query", request=describe(query)[:500], summary=result.summary,
+    return ContextCard(turn=turn, source="pg_query", request=describe(query)[:_REQUEST], summary=result.summary,
                        count=result.count, entities=entities,
                        data={"kind": "query", "rows": rows, "total": result.total})

@@ -10,14 +10,17 @@ decision: it is cheap, deterministic, and the same whichever planner runs.
 from __future__ import annotations
 
 from agentic_rag.protocol import Clarification, ClarificationChoice, EntityLinks, LinkCandidate
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.understanding.reading import open_types, read
 
-MAX_CHOICES = 10
+MAX_CHOICES = max_len(Clarification, "choices")
+_LABEL = max_len(ClarificationChoice, "label")
+_QUESTION = max_len(Clarification, "question")
 
 
 def _label(c: LinkCandidate) -> str:
     year = f", {c.year}" if c.year and c.entity.entity_type in ("anime", "manga") else ""
-    return f"{c.name} ({c.entity.entity_type}{year})"[:200]
+    return f"{c.name} ({c.entity.entity_type}{year})"[:_LABEL]
 
 
 def clarification(question: str, links: EntityLinks) -> tuple[Clarification, str] | None:
@@ -42,5 +45,5 @@ def clarification(question: str, links: EntityLinks) -> tuple[Clarification, str
         if len({c.entity.id for c in strong}) < 2:
             continue
         choices = [ClarificationChoice(label=_label(c), entity=c.entity) for c in strong[:MAX_CHOICES]]
-        return Clarification(question=f"Which {m.text!r} do you mean?"[:200], choices=choices), m.text
+        return Clarification(question=f"Which {m.text!r} do you mean?"[:_QUESTION], choices=choices), m.text
     return None

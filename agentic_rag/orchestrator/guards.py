@@ -20,7 +20,9 @@ from typing import Annotated, Any, Literal
 import yaml
 from pydantic import AfterValidator, BaseModel, ConfigDict, Field, PrivateAttr, ValidationError, model_validator
 
+from agentic_rag.errors import InvalidInput
 from agentic_rag.protocol import AgentResponse
+from agentic_rag.protocol.limits import max_len
 
 DEFAULT_POLICY = "policy.yaml"  # inside this package
 MAX_RULES = 100
@@ -31,7 +33,7 @@ GuardAction = Literal["allow", "redact", "block", "flag", "drop"]
 _Decide = Callable[[str, GuardAction, str, int], None]  # (rule, action, detail, count)
 
 
-class GuardPolicyError(ValueError):
+class GuardPolicyError(InvalidInput):
     """A guard policy file that cannot be read or does not validate; the message names the file and field."""
 
 
@@ -251,10 +253,10 @@ def check_input(policy: GuardPolicy, question: str) -> InputVerdict:
 
 @functools.cache
 def _response_limits() -> tuple[int, int, int]:
-    """The answer, warning and warning-list lengths the protocol allows, read from its JSON schema so that the
+    """The answer, warning and warning-list lengths the protocol allows, read from its fields so that the
     guard never builds a response the protocol would reject."""
-    props = AgentResponse.model_json_schema()["properties"]
-    return props["answer"]["maxLength"], props["warnings"]["items"]["maxLength"], props["warnings"]["maxItems"]
+    return (max_len(AgentResponse, "answer"), max_len(AgentResponse, "warnings", item=True),
+            max_len(AgentResponse, "warnings"))
 
 
 def _unknown_ids(

@@ -18,7 +18,8 @@ from typing import Any, Literal, TypeVar
 
 from pydantic import BaseModel
 
-from agentic_rag.logs import request_context
+from agentic_rag.errors import ErrorKind, InvalidInput
+from agentic_rag.logs import ERROR_TEXT_MAX, request_context
 from agentic_rag.models.base import GenerationError, StructuredModel
 from agentic_rag.models.prompts import MAX_OUTPUT_TOKENS, render
 from agentic_rag.models.roles import (
@@ -36,7 +37,9 @@ from agentic_rag.orchestrator.clarify import clarification
 from agentic_rag.orchestrator.guards import GuardPolicy, check_input, check_output
 from agentic_rag.orchestrator.retrieval import Retrieval
 from agentic_rag.orchestrator.state import (
+    QUESTION_MAX,
     TIMING_KEYS,
+    Budget,
     RunState,
     blocked,
     clarifying,
@@ -47,6 +50,7 @@ from agentic_rag.orchestrator.state import (
     response_from,
 )
 from agentic_rag.orchestrator.trajectory import (
+    MAX_QUERY_CHARS,
     EventType,
     Recorder,
     TrajectoryError,
@@ -62,11 +66,13 @@ from agentic_rag.protocol import (
     Mode,
     NextStep,
     QueryRewrite,
+    RunBudget,
     SearchFilters,
     SearchIntent,
     SufficiencyReport,
     TerminationReason,
 )
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
 
@@ -75,13 +81,17 @@ T = TypeVar("T", bound=BaseModel)
 EventSink = Callable[[dict[str, Any]], Awaitable[None]]
 
 
-class ClarificationError(ValueError):
+class ClarificationError(InvalidInput):
     """A resume that cannot proceed: the trajectory is not waiting, or the choice is not one offered."""
+
+    kind: ErrorKind = "invalid_choice"
 
 
 class NotAwaitingClarification(ClarificationError):
     """The trajectory exists but is not waiting for a clarification: it ended otherwise (abandoned included),
     or another resume claimed it first."""
+
+    kind: ErrorKind = "conflict"
 
 
 def _not_waiting(trajectory_id: uuid.UUID, status: str) -> NotAwaitingClarification:
@@ -121,20 +131,23 @@ class Orchestrator:
 
     async def run(self, question: str, *, mode: Mode = "agentic", request_id: str | None = None,
                   session_id: str | None = None, tenant: str = "default", sink: EventSink | None = None,
-                  trajectory_id: uuid.UUID | None = None) -> RunResult:
-        """Answer one question. Raises only when the trajectory cannot be persisted (or on cancellation).
+                  trajectory_id: uuid.UUID | None = None, budget: RunBudget | None = None) -> RunResult:
+        """Answer one question. Raises only when the trajectory cannot be persisted (or on cancellation), or for
+        a ``budget`` over the server's limits (``InvalidInput``, before anything is recorded).
 
         ``trajectory_id``: the id to record the run under, when the caller has given it one already (the
-        Ingress does, so that a client whose run's process died still learns which run to read)."""
+        Ingress does, so that a client whose run's process died still learns which run to read). ``budget``:
+        limits lower than the settings' for this run (turns, deadline, failed steps)."""
         request_id = request_id or new_request_id()
+        limits = Budget.of(self.settings, budget)
         with request_context(request_id):
             t0 = time.perf_counter()
             verdict = check_input(self.policy, question)
             guard_ms = (time.perf_counter() - t0) * 1000
             # the trajectory keeps the redacted question: PII never reaches the database
-            rec = await self.store.start(query=verdict.text[:4000], request_id=request_id, tenant=tenant,
+            rec = await self.store.start(query=verdict.text[:MAX_QUERY_CHARS], request_id=request_id, tenant=tenant,
                                          session_id=session_id, mode=mode, trajectory_id=trajectory_id)
-            state = RunState(question=verdict.text[:2000], mode=mode, max_turns=self.settings.agent_max_turns)
+            state = RunState(question=verdict.text[:QUESTION_MAX], mode=mode, budget=limits)
             state.timings["guard_ms"] += guard_ms
             run = RunContext(self, rec, state, sink)
             for d in verdict.decisions:
@@ -147,12 +160,14 @@ class Orchestrator:
             return await run.execute(None)
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str = "default",
-                     request_id: str | None = None, sink: EventSink | None = None) -> RunResult:
+                     request_id: str | None = None, sink: EventSink | None = None,
+                     budget: RunBudget | None = None) -> RunResult:
         """Continue a run that asked for clarification, with the user's choice (an index or an entity id).
 
         Raises ``TrajectoryNotFound``, ``NotAwaitingClarification`` (of concurrent resumes, on any number of
         processes, all but one), or ``ClarificationError`` for a choice that was not offered."""
         request_id = request_id or new_request_id()
+        limits = Budget.of(self.settings, budget)
         with request_context(request_id, str(trajectory_id)):
             traj = await self.store.get(trajectory_id, tenant=tenant)
             if traj is None:
@@ -162,7 +177,7 @@ class Orchestrator:
             offered = AgentResponse.model_validate(traj.final_response).clarification
             assert offered is not None  # a needs_clarification response always carries one
             picked = _pick(offered.choices, choice)
-            state = RunState(question=traj.query[:2000], mode="agentic", max_turns=self.settings.agent_max_turns)
+            state = RunState(question=traj.query[:QUESTION_MAX], mode="agentic", budget=limits)
             mention: str | None = None
             for e in traj.events:
                 if e.stage == "rewrite" and e.type == "decision" and "rewrite" in e.payload:
@@ -217,7 +232,7 @@ class RunContext:
         log.debug("%s %s", stage, type_, extra={"stage": stage, "event": type_, "seq": seq})
         if self.sink is not None:
             await self.sink({"seq": seq, "stage": stage, "type": type_, "payload": payload,
-                             "latency_ms": latency_ms})
+                             "latency_ms": latency_ms, "trajectory_id": self.rec.trajectory_id})
 
     async def flush(self) -> None:
         t0 = time.perf_counter()
@@ -244,7 +259,8 @@ class RunContext:
 
     async def execute(self, chosen: ClarificationChoice | None, mention: str | None = None) -> RunResult:
         s = self.s
-        deadline = asyncio.timeout(self.settings.agent_deadline_ms / 1000)
+        deadline_ms = s.budget.deadline_ms
+        deadline = asyncio.timeout(deadline_ms / 1000)
         try:
             try:
                 async with deadline:
@@ -252,8 +268,8 @@ class RunContext:
             except TimeoutError:
                 if not deadline.expired():
                     raise
-                s.warn(f"deadline of {self.settings.agent_deadline_ms} ms reached; answered from what was found")
-                await self.event("budget", "guard", {"rule": "deadline", "ms": self.settings.agent_deadline_ms})
+                s.warn(f"deadline of {deadline_ms} ms reached; answered from what was found")
+                await self.event("budget", "guard", {"rule": "deadline", "ms": deadline_ms})
                 response = await self._best_effort("deadline", model_ok=False)
             response = await self._guard_output(response)
             return await self.finish(response)
@@ -303,7 +319,7 @@ class RunContext:
         if chosen is not None:
             # fetched under the ambiguous name itself, so the planner reads it as what that name means
             intent = SearchIntent(rationale="the entity the user chose", entity_type=chosen.entity.entity_type,
-                                  query=mention[:500] if mention else None,
+                                  query=mention[:max_len(SearchIntent, "query")] if mention else None,
                                   filters=SearchFilters(id=[chosen.entity.id]), limit=1)
             await stages.retrieve(self, [intent])
         elif s.mode == "agentic" and self.settings.agent_clarify and s.rewrite.needs_external_context:
@@ -331,7 +347,7 @@ class RunContext:
                 if s.repeats >= 2:
                     return await self._best_effort("loop_detected")
                 continue
-            if s.failed_steps >= self.settings.agent_max_failed_steps:
+            if s.failed_steps >= s.budget.max_failed_steps:
                 s.warn(f"{s.failed_steps} steps found nothing")
                 return await self._best_effort("failed_steps")
             if s.mode == "linear":
@@ -371,7 +387,7 @@ class RunContext:
                 log.warning("%s: the %s model failed", stage, who, exc_info=exc)
                 self.s.warn(f"{stage}: the {who} model {_model_failure(exc)}; used the heuristic")
                 # what each attempt said is the trajectory's to keep (GenerationError carries it for that)
-                await self.event(stage, "error", {"model": model.name, "error": str(exc)[:500],
+                await self.event(stage, "error", {"model": model.name, "error": str(exc)[:ERROR_TEXT_MAX],
                                                   "fallback": self.o.fallback.name})
             gen = await self.o.fallback.generate(messages, output_type)
             usage, output = gen.usage, gen.output
@@ -409,8 +425,8 @@ class RunContext:
         assert s.rewrite is not None
         t0 = time.perf_counter()
         inp = SelectInput(question=s.question, links=s.links, rewrite=s.rewrite, cards=s.cards,
-                          last_step=s.last_step,
-                          missing=s.missing[:8], tried=s.tried[-20:], turn=s.turn, max_turns=s.max_turns)
+                          last_step=s.last_step, missing=s.missing[:max_len(SelectInput, "missing")],
+                          tried=s.tried[-20:], turn=s.turn, max_turns=s.max_turns)
         step = await self.call("planner", inp, NextStep, "select")
         await self.event("select", "decision", {
             "turn": s.turn, "action": step.action, "rationale": step.rationale,
@@ -421,7 +437,7 @@ class RunContext:
     async def grade(self, items: list[GradeItem]) -> GradeReport:
         s = self.s
         t0 = time.perf_counter()
-        inp = GradeInput(question=s.question, links=s.links, items=items[:50])
+        inp = GradeInput(question=s.question, links=s.links, items=items[:stages.GRADE_ITEMS])
         report = await self.call("validator", inp, GradeReport, "grade")
         await self.event("grade", "decision", {
             "items": len(items), "relevant": [g.index for g in report.grades if g.relevant], "usage": self._usage,

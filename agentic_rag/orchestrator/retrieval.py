@@ -26,7 +26,7 @@ from agentic_rag.retrievers.errors import RetrievalError, on_pool
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.hydrate import labels
-from agentic_rag.retrievers.vector import EmbedFn, QdrantExecutor
+from agentic_rag.retrievers.vector import EmbedFn, ImageEmbedFn, QdrantExecutor
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
@@ -61,11 +61,12 @@ class LocalRetrieval:
     """:class:`Retrieval` in-process: the shipped executors over one pool and one Qdrant client."""
 
     def __init__(self, pool: Pool, client: VectorStore, embed: EmbedFn, settings: Settings, *,
-                 graph: PostgresGraphExecutor | None = None) -> None:
+                 graph: PostgresGraphExecutor | None = None, embed_image: ImageEmbedFn | None = None) -> None:
         self._pool = pool
         self._timeout_s = settings.query_timeout_ms / 1000
         self._attempts = settings.retry_attempts
-        self._hybrid = HybridRetriever(pool, QdrantExecutor(client, embed, settings))
+        # without embed_image (no image model) a search with an image is refused as not configured
+        self._hybrid = HybridRetriever(pool, QdrantExecutor(client, embed, settings, embed_image))
         self._asks = AskClassifier(embed)
         # the graph primitives may run on a pool of their own (sized for traversal, or a replica)
         self._graph = graph or PostgresGraphExecutor(pool, settings)

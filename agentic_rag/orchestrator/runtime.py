@@ -12,8 +12,10 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from agentic_rag.errors import Unavailable
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.factory import build_fallback, build_model
+from agentic_rag.models.image_embeddings import ImageEmbedder
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.loop import Orchestrator
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
@@ -27,7 +29,7 @@ from agentic_rag.storage.sql import Pool
 CATALOG_COUNT_SQL = "SELECT count(*) FROM entity_name"
 
 
-class CatalogEmpty(RuntimeError):
+class CatalogEmpty(Unavailable, RuntimeError):
     """The catalog has not been ingested yet."""
 
 
@@ -41,14 +43,17 @@ class Runtime:
     orchestrator: Orchestrator
 
 
-def build_orchestrator(settings: Settings, pool: Pool, client: VectorStore,
-                       embedder: Embedder) -> tuple[Orchestrator, TrajectoryStore]:
-    """The orchestrator over in-process retrieval, with the configured models and guard policy."""
+def build_orchestrator(settings: Settings, pool: Pool, client: VectorStore, embedder: Embedder, *,
+                       image_embedder: ImageEmbedder | None = None) -> tuple[Orchestrator, TrajectoryStore]:
+    """The orchestrator over in-process retrieval, with the configured models and guard policy (and image search
+    when given the image embedder)."""
     store = TrajectoryStore(pool, settings)
     orchestrator = Orchestrator(
         settings, planner=build_model(settings, "planner"), validator=build_model(settings, "validator"),
         fallback=build_fallback(settings),
-        retrieval=LocalRetrieval(pool, client, embedder.aembed, settings), store=store,
+        retrieval=LocalRetrieval(pool, client, embedder.aembed, settings,
+                                 embed_image=image_embedder.aembed if image_embedder is not None else None),
+        store=store,
         policy=load_policy(settings.guard_policy),
     )
     return orchestrator, store
@@ -69,7 +74,10 @@ async def open_runtime(settings: Settings, *, require_catalog: bool = True) -> A
         embedder = Embedder(settings)
         # load the model now: a first query must not pay for it inside its time limit
         await asyncio.to_thread(embedder.embed, ["warm up"])
-        orchestrator, store = build_orchestrator(settings, pool, client, embedder)
+        image_embedder = ImageEmbedder(settings) if settings.image_model is not None else None
+        if image_embedder is not None:  # loaded now too, and refused now if it is no image model
+            await asyncio.to_thread(lambda: image_embedder.dimension)
+        orchestrator, store = build_orchestrator(settings, pool, client, embedder, image_embedder=image_embedder)
         # runs left running by a process that died are closed now, and then every sweep interval
         sweeper = asyncio.create_task(sweep_abandoned(store, settings))
         try:

@@ -15,10 +15,11 @@ import logging
 import time
 from typing import TYPE_CHECKING
 
-from agentic_rag.models.roles import CardEntity, ContextCard, GradeItem, StepStatus
+from agentic_rag.models.roles import CardEntity, ContextCard, GradeInput, GradeItem, StepStatus
 from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
 from agentic_rag.orchestrator.state import dependency_of, describe, failure_text, source_of, step_key
 from agentic_rag.protocol import MAX_BATCH, BatchIntent, GraphIntent, NextStep, SearchIntent
+from agentic_rag.protocol.limits import max_len
 
 if TYPE_CHECKING:
     from agentic_rag.orchestrator.loop import RunContext
@@ -27,6 +28,11 @@ log = logging.getLogger(__name__)
 
 TIMING = {"qdrant_search": "qdrant_ms", "pg_graph": "pg_graph_ms", "pg_query": "pg_query_ms"}
 EXECUTORS = {"qdrant_search": "the vector search", "pg_graph": "the graph retriever", "pg_query": "the catalog query"}
+LOGGED_IDS = 20  # entity ids an observation event lists per card (its count says how many there were)
+INTENT_IN_WARNING = 100  # characters of an intent's description in a failure warning, leaving room for why
+GRADE_ITEMS = max_len(GradeInput, "items")
+_SNIPPET = max_len(GradeItem, "snippet")
+_SUMMARY = max_len(ContextCard, "summary")
 
 
 async def run_step(run: RunContext, step: NextStep) -> bool:
@@ -71,7 +77,7 @@ async def retrieve(run: RunContext, intents: list[BatchIntent]) -> list[ContextC
         s.failed_steps += 1
     await run.event("observe", "observation", {
         "cards": [{"source": c.source, "request": c.request, "count": c.count,
-                   "ids": [e.ref.id for e in c.entities[:20]]} for c in cards],
+                   "ids": [e.ref.id for e in c.entities[:LOGGED_IDS]]} for c in cards],
         "status": status, "failed_steps": s.failed_steps,
     })
     return cards
@@ -98,14 +104,14 @@ async def _execute(run: RunContext, intent: BatchIntent) -> ContextCard | None:
         s.degraded.add(dependency_of(source, exc))
         what = failure_text(EXECUTORS[source], exc)
         log.warning("%s failed (%s)", describe(intent), what, exc_info=exc)
-        s.warn(f"{describe(intent)[:100]} failed: {what}")
+        s.warn(f"{describe(intent)[:INTENT_IN_WARNING]} failed: {what}")
         await run.event("retrieve", "error", {"source": source, "error": what, "exception": type(exc).__name__},
                         latency_ms=ms)
         return None
     ms = (time.perf_counter() - t0) * 1000
     s.timings[TIMING[source]] += ms
     await run.event("retrieve", "observation", {"source": source, "count": card.count,
-                                                "ids": [e.ref.id for e in card.entities[:20]]}, latency_ms=ms)
+                                                "ids": [e.ref.id for e in card.entities[:LOGGED_IDS]]}, latency_ms=ms)
     return card
 
 
@@ -122,8 +128,8 @@ async def _grade(run: RunContext, done: list[tuple[BatchIntent, ContextCard]]) -
             continue
         snippets = {r.get("id"): str(r.get("snippet", "")) for r in card.data.get("rows", []) if isinstance(r, dict)}
         for e in card.entities:
-            if len(items) < 50:
-                items.append(GradeItem(index=len(items), entity=e, snippet=snippets.get(e.ref.id, "")[:400]))
+            if len(items) < GRADE_ITEMS:
+                items.append(GradeItem(index=len(items), entity=e, snippet=snippets.get(e.ref.id, "")[:_SNIPPET]))
                 owner.append((n, e))
     if not items:
         return [c for _, c in done]
@@ -155,5 +161,5 @@ def _without(card: ContextCard, ids: set[str]) -> ContextCard:
     body = [line for line in lines[1:] if not any(i in line for i in ids)]
     head = f"{len(kept)} relevant of {card.count} result(s) ({card.request}):" if kept else \
         f"No relevant result for {card.request} ({card.count} found, none relevant)."
-    return card.model_copy(update={"entities": kept, "count": len(kept), "summary": "\n".join([head, *body])[:8000],
+    return card.model_copy(update={"entities": kept, "count": len(kept), "summary": "\n".join([head, *body])[:_SUMMARY],
                                    "data": {**card.data, "rows": rows, "dropped": len(ids)}})

@@ -10,10 +10,11 @@ import json
 import time
 import uuid
 from collections import defaultdict
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Literal
 
-from agentic_rag.models.roles import ContextCard, StepStatus
+from agentic_rag.errors import InvalidInput
+from agentic_rag.models.roles import ContextCard, RewriteInput, StepStatus
 from agentic_rag.protocol import (
     AgentResponse,
     BatchIntent,
@@ -25,16 +26,26 @@ from agentic_rag.protocol import (
     Mode,
     QueryRewrite,
     ResponseStatus,
+    RunBudget,
     SearchIntent,
     SufficiencyReport,
     TerminationReason,
 )
 from agentic_rag.protocol.base import SHORT_TEXT_MAX
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.retrievers.errors import RetrievalError
+from agentic_rag.settings import Settings
 
 # link_ms is all of linking; asks_ms the part of it that embedded the question (what is asked by meaning)
 TIMING_KEYS = ("link_ms", "asks_ms", "planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms",
                "clarify_ms", "guard_ms", "trajectory_ms", "total_ms")
+DESCRIBED_INTENT_MAX = 300  # characters of an intent described in words (the planner's tried list, logs, warnings)
+QUOTED_QUESTION = 300  # characters of the question a not-found answer quotes back
+REASONS_SHOWN = 500  # characters of the policy reasons a blocked answer gives
+QUESTION_MAX = max_len(RewriteInput, "question")  # the question every role's input carries
+_ANSWER = max_len(AgentResponse, "answer")
+_WARNINGS = max_len(AgentResponse, "warnings")
+_FACT = max_len(Evidence, "facts", item=True)
 
 
 def failure_text(who: str, exc: BaseException) -> str:
@@ -42,7 +53,7 @@ def failure_text(who: str, exc: BaseException) -> str:
     which goes to the server's log instead."""
     if isinstance(exc, RetrievalError) and exc.source == "embedder":
         who = "the embedding model"
-    if isinstance(exc, TimeoutError) or (isinstance(exc, RetrievalError) and exc.kind == "timeout"):
+    if isinstance(exc, TimeoutError) or (isinstance(exc, RetrievalError) and exc.reason == "timeout"):
         return f"{who} did not answer in time"
     if isinstance(exc, RetrievalError):
         return f"{who} is unavailable"
@@ -71,12 +82,12 @@ def describe(intent: BatchIntent) -> str:
     """A short readable form of an intent, for the planner's ``tried`` list and for logs."""
     if isinstance(intent, SearchIntent):
         what = f"ids {','.join(i[:8] for i in intent.filters.id[:3])}" if intent.filters.id else repr(intent.query)
-        return f"qdrant_search {intent.entity_type} {what}"[:300]
+        return f"qdrant_search {intent.entity_type} {what}"[:DESCRIBED_INTENT_MAX]
     if isinstance(intent, GraphIntent):
         end = f" -> {intent.end.id[:8]}" if intent.end else ""
         edges = f" via {','.join(intent.edge_types)}" if intent.edge_types else ""
-        return f"pg_graph {intent.query_type} {intent.start.id[:8]}{end}{edges}"[:300]
-    return f"pg_query {intent.entity_type} {len(intent.where)} condition(s)"[:300]
+        return f"pg_graph {intent.query_type} {intent.start.id[:8]}{end}{edges}"[:DESCRIBED_INTENT_MAX]
+    return f"pg_query {intent.entity_type} {len(intent.where)} condition(s)"[:DESCRIBED_INTENT_MAX]
 
 
 def source_of(intent: BatchIntent) -> Literal["qdrant_search", "pg_graph", "pg_query"]:
@@ -85,13 +96,33 @@ def source_of(intent: BatchIntent) -> Literal["qdrant_search", "pg_graph", "pg_q
     return "pg_graph" if isinstance(intent, GraphIntent) else "pg_query"
 
 
+@dataclass(frozen=True, slots=True)
+class Budget:
+    """The limits one run keeps: the server's settings, lowered where the request asked (:class:`RunBudget`)."""
+
+    max_turns: int
+    deadline_ms: int
+    max_failed_steps: int
+
+    @classmethod
+    def of(cls, settings: Settings, asked: RunBudget | None = None) -> Budget:
+        """The server's limits, or lower ones asked for; asking for more than the server allows is refused."""
+        ceiling = cls(settings.agent_max_turns, settings.agent_deadline_ms, settings.agent_max_failed_steps)
+        wanted: dict[str, int] = asked.model_dump(exclude_none=True) if asked is not None else {}
+        over = [f"{name} {value} is over this server's {getattr(ceiling, name)}" for name, value in wanted.items()
+                if value > getattr(ceiling, name)]
+        if over:
+            raise InvalidInput(f"budget: {'; '.join(over)}")
+        return replace(ceiling, **wanted)
+
+
 @dataclass(slots=True)
 class RunState:
     """Everything one run has learned so far."""
 
     question: str
     mode: Mode
-    max_turns: int
+    budget: Budget
     started: float = field(default_factory=time.perf_counter)
     links: EntityLinks | None = None  # the names the question mentions (entity linking, before any model)
     rewrite: QueryRewrite | None = None
@@ -112,6 +143,10 @@ class RunState:
     report: SufficiencyReport | None = None
     warnings: list[str] = field(default_factory=list)
     timings: defaultdict[str, float] = field(default_factory=lambda: defaultdict(float))
+
+    @property
+    def max_turns(self) -> int:
+        return self.budget.max_turns
 
     def warn(self, text: str) -> None:
         # cut to the response's bound here: one long warning must not fail the whole run's response
@@ -137,7 +172,7 @@ def response_from(state: RunState, draft: DraftAnswer, status: ResponseStatus, w
         answer=draft.answer, status=status, source_entities=draft.source_entities,
         result_entities=draft.result_entities, evidence=evidence, citations=draft.citations,
         confidence=draft.confidence if status == "answered" else min(draft.confidence, 0.5),
-        warnings=state.warnings[:50],
+        warnings=state.warnings[:_WARNINGS],
     )
 
 
@@ -150,7 +185,7 @@ def not_found(state: RunState, why: TerminationReason) -> AgentResponse:
         return AgentResponse(
             answer=(f"I could not search the catalog just now ({state.errors} retrieval step(s) failed), so I "
                     f"cannot answer this yet. Please try again."), status="best_effort", confidence=0.0,
-            warnings=state.warnings[:50],
+            warnings=state.warnings[:_WARNINGS],
             evidence=Evidence(rewritten_query=state.rewrite.rewritten_query if state.rewrite else None,
                               termination_reason=why),
         )
@@ -159,21 +194,21 @@ def not_found(state: RunState, why: TerminationReason) -> AgentResponse:
     if missing:
         text = f"I could not find {', '.join(missing[:4])} in the catalog."
     else:  # no name in the question matched any name in the catalog
-        text = f"I could not find anything in the catalog matching \"{state.question[:300]}\"."
+        text = f"I could not find anything in the catalog matching \"{state.question[:QUOTED_QUESTION]}\"."
     if state.tried:
         text += f" I tried: {'; '.join(state.tried[-4:])}."
     return AgentResponse(
-        answer=text[:2000], status="not_found", confidence=0.0, warnings=state.warnings[:50],
+        answer=text[:_ANSWER], status="not_found", confidence=0.0, warnings=state.warnings[:_WARNINGS],
         evidence=Evidence(rewritten_query=state.rewrite.rewritten_query if state.rewrite else None,
-                          termination_reason=why, facts=[f"not found: {m}"[:200] for m in missing[:4]]),
+                          termination_reason=why, facts=[f"not found: {m}"[:_FACT] for m in missing[:4]]),
     )
 
 
 def clarifying(state: RunState, clarification: Clarification) -> AgentResponse:
     names = "; ".join(c.label for c in clarification.choices)
     return AgentResponse(
-        answer=f"{clarification.question} {names}"[:2000], status="needs_clarification", confidence=0.0,
-        clarification=clarification, warnings=state.warnings[:50],
+        answer=f"{clarification.question} {names}"[:_ANSWER], status="needs_clarification", confidence=0.0,
+        clarification=clarification, warnings=state.warnings[:_WARNINGS],
         evidence=Evidence(rewritten_query=state.rewrite.rewritten_query if state.rewrite else None,
                           termination_reason="clarification"),
     )
@@ -181,8 +216,8 @@ def clarifying(state: RunState, clarification: Clarification) -> AgentResponse:
 
 def blocked(state: RunState, reasons: list[str]) -> AgentResponse:
     return AgentResponse(
-        answer=f"This request was blocked by policy: {'; '.join(reasons)[:500]}.", status="blocked",
-        confidence=0.0, warnings=state.warnings[:50], evidence=Evidence(termination_reason="blocked"),
+        answer=f"This request was blocked by policy: {'; '.join(reasons)[:REASONS_SHOWN]}.", status="blocked",
+        confidence=0.0, warnings=state.warnings[:_WARNINGS], evidence=Evidence(termination_reason="blocked"),
     )
 
 

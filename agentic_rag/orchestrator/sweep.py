@@ -18,6 +18,7 @@ from agentic_rag.settings import Settings
 __all__ = ["idle_limit_s", "sweep_abandoned"]
 
 log = logging.getLogger(__name__)
+LOGGED_RUNS = 20  # run ids the abandoned-runs warning lists (it says how many there were)
 
 
 def idle_limit_s(settings: Settings) -> float:
@@ -36,5 +37,5 @@ async def sweep_abandoned(store: TrajectoryStore, settings: Settings) -> None:
         else:
             if closed:
                 log.warning("marked %d run(s) abandoned after %g s without progress: %s", len(closed), idle_s,
-                            ", ".join(str(i) for i in closed[:20]))
+                            ", ".join(str(i) for i in closed[:LOGGED_RUNS]))
         await asyncio.sleep(settings.run_sweep_interval_ms / 1000)

@@ -33,6 +33,7 @@ from typing import Any, Literal, TypeVar, get_args
 import asyncpg
 from pydantic import BaseModel, ConfigDict, Field
 
+from agentic_rag.errors import Conflict, InvalidInput, NotFound, Unavailable
 from agentic_rag.protocol import Mode
 from agentic_rag.settings import Settings
 from agentic_rag.storage.retry import CONNECTION_ERRORS, with_connection
@@ -143,15 +144,15 @@ EVENTS_SQL = Query("""
     FROM trajectory_events WHERE trajectory_id = :id ORDER BY seq""")
 
 
-class TrajectoryError(Exception):
+class TrajectoryError(Unavailable):
     """The trajectory store could not persist or read a trajectory; the message says what and why."""
 
 
-class TrajectoryNotFound(TrajectoryError, LookupError):
+class TrajectoryNotFound(NotFound, TrajectoryError):
     """No trajectory with that id (visible to that tenant)."""
 
 
-class TrajectoryNotWaiting(Exception):
+class TrajectoryNotWaiting(Conflict):
     """A resume of a run that is not waiting for a clarification: it ended otherwise, or another caller claimed
     it first (then its status is ``running``)."""
 
@@ -233,7 +234,7 @@ def _payload(payload: dict[str, Any] | None) -> str:
 
 def _bounded(name: str, value: str | None, limit: int) -> None:
     if value is not None and len(value) > limit:
-        raise ValueError(f"{name} is {len(value)} characters; the trajectory store keeps at most {limit}")
+        raise InvalidInput(f"{name} is {len(value)} characters; the trajectory store keeps at most {limit}")
 
 
 class Recorder:

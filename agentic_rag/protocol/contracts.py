@@ -34,6 +34,9 @@ from agentic_rag.protocol.base import (
 from agentic_rag.protocol.query import StructuredQuery
 from agentic_rag.protocol.vocabulary import AnimeFormat, EdgeTypeName, EntityType
 
+# An image_query's bound: about 10 MiB of base64 (settings.image_max_bytes bounds the decoded image below it).
+IMAGE_QUERY_MAX = 14 * 2**20
+
 # agentic: the loop; linear: retrieve once, answer once (the baseline the loop is evaluated against)
 Mode = Literal["agentic", "linear"]
 RetrievalMode = Literal["vector", "graph", "hybrid", "none"]
@@ -92,6 +95,10 @@ class SearchIntent(ProtocolModel):
     query: QueryText | None = Field(
         None, description="Text to search for semantically. May be omitted only when filters.id is set."
     )
+    image_query: str | None = Field(
+        None, min_length=1, max_length=IMAGE_QUERY_MAX,
+        description="URL or base64 of an image. If provided, triggers visual similarity search (hybrid with the "
+                    "text if query is also present, or image-only).")
     filters: SearchFilters = Field(default_factory=SearchFilters, description="Structured constraints.")
     limit: int = Field(10, ge=1, le=50, description="How many results to return.")
     match: Literal["hybrid", "semantic"] = Field(
@@ -101,8 +108,9 @@ class SearchIntent(ProtocolModel):
 
     @model_validator(mode="after")
     def _query_or_ids(self) -> SearchIntent:
-        if self.query is None and not self.filters.id:
-            raise ValueError("a search needs a query, or filters.id to fetch entities by id")
+        if self.query is None and self.image_query is None and not self.filters.id:
+            raise ValueError("a search needs a query, or filters.id to fetch entities by id (or an image_query to "
+                             "search by picture)")
         for name, types in FILTER_APPLIES_TO.items():
             if getattr(self.filters, name) not in (None, []) and self.entity_type not in types:
                 raise ValueError(f"filters.{name} applies to {' and '.join(types)} searches, "
@@ -114,11 +122,14 @@ class SearchIntent(ProtocolModel):
         # "a query, or filters.id" as schema: a model always writes a query (fetching by id it still
         # says what it looks for; code may omit it). Which filters apply to which entity type stays a
         # validator rule: one schema variant per type made regex-compiled decoders (outlines) several
-        # times slower to prepare, for a mistake the correction retry fixes.
+        # times slower to prepare, for a mistake the correction retry fixes. A model never writes an image:
+        # the image comes with the request, so image_query is null in what a model may emit (a string of
+        # megabytes would also be a regex no decoder compiles).
         flat = dict(handler.resolve_ref_schema(handler(core_schema)))
         props = dict(flat["properties"])
         query = next(s for s in props["query"]["anyOf"] if s.get("type") != "null")
         props["query"] = {**query, "description": props["query"]["description"]}
+        props["image_query"] = {"type": "null", "description": "Always null: an image comes with the request."}
         return {**flat, "properties": props, "required": [*flat.get("required", []), "query"]}
 
 
@@ -393,6 +404,17 @@ class Clarification(ProtocolModel):
 
     question: ShortText = Field(description="What to ask the user.")
     choices: list[ClarificationChoice] = Field(min_length=2, max_length=10)
+
+
+class RunBudget(ProtocolModel):
+    """What one run may spend, as a caller asks for it: turns, wall-clock time, and steps that find nothing (the
+    loop's counterpart of pydantic-ai's ``UsageLimits``). A limit left out is the server's setting; a request may
+    lower a limit, never raise it past the server's (:meth:`agentic_rag.orchestrator.state.Budget.of`)."""
+
+    max_turns: int | None = Field(None, ge=1, le=32, description="Turns (select, retrieve, draft, validate).")
+    deadline_ms: int | None = Field(None, ge=100, le=600_000, description="Wall-clock limit of the run.")
+    max_failed_steps: int | None = Field(None, ge=1, le=16,
+                                         description="Steps that find nothing before the run ends as not found.")
 
 
 class AgentResponse(ProtocolModel):

@@ -213,13 +213,17 @@ def _check_condition(entity_type: EntityType, i: int, c: Condition) -> None:
                 raise ValueError(f"{at}: dates are written YYYY-MM-DD, got {v!r}") from None
 
 
+VALUE_SHOWN = 60  # characters of a string value a described query shows
+DESCRIBED_MAX = 2000  # characters of a query described in words (the callers cut it again to their own field)
+
+
 def fmt_value(v: Any) -> str:
     """A condition's value as a short readable literal (a long list or string is cut)."""
     if isinstance(v, list):
         more = f", ... {len(v) - 5} more" if len(v) > 5 else ""
         return "[" + ", ".join(fmt_value(x) for x in v[:5]) + more + "]"
     if isinstance(v, str):
-        return repr(v if len(v) <= 60 else v[:57] + "...")
+        return repr(v if len(v) <= VALUE_SHOWN else v[: VALUE_SHOWN - 3] + "...")
     return str(v)
 
 
@@ -232,4 +236,4 @@ def describe(q: StructuredQuery) -> str:
         out += f" per {q.group_by}" if q.group_by else ""
     if q.where:
         out += " where " + " and ".join(f"{c.field} {c.op} {fmt_value(c.value)}" for c in q.where)
-    return out if len(out) <= 2000 else out[:1997] + "..."
+    return out if len(out) <= DESCRIBED_MAX else out[: DESCRIBED_MAX - 3] + "..."

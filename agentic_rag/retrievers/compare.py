@@ -9,6 +9,7 @@ import asyncpg
 
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
 from agentic_rag.protocol.base import clip_lines
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.retrievers.hydrate import hydrate, labels
 from agentic_rag.storage.sql import Conn, Query
 
@@ -31,6 +32,8 @@ SHARED_BY: dict[str, str] = {
     "includes": "works",
 }
 NEIGHBOR_CAP = 1000  # per entity and relation; a hub cannot make compare unbounded
+SHARED_SHOWN = 15  # names a comparison's line of shared neighbors lists
+_NODES = max_len(GraphResult, "node_ids")
 
 SHARED_SQL = Query("""
     SELECT f.src::text, e.rel, e.dst_id::text, e.dst_type
@@ -80,7 +83,7 @@ async def compare_entities(conn: Conn, intent: GraphIntent, meta: dict[str, Any]
     lines = [f"Comparison of {an} [id {a_ref.id}] and {bn} [id {b_ref.id}]:"]
     lines += [f"- {f}: {_fmt(d['a'])} vs {_fmt(d['b'])}" for f, d in differences.items()]
     lines += [f"- both {f}: {_fmt(v)}" for f, v in same.items()]
-    lines += [f"- shared {g} ({len(v)}): {', '.join(v[:15])}{' ...' if len(v) > 15 else ''}"
+    lines += [f"- shared {g} ({len(v)}): {', '.join(v[:SHARED_SHOWN])}{' ...' if len(v) > SHARED_SHOWN else ''}"
               for g, v in shared.items()]
     lines += [f"- directly related: {an} --{rel}--> {bn}{f' ({detail})' if detail else ''}" for rel, detail in direct]
     if not (differences or same or shared or direct):
@@ -91,7 +94,7 @@ async def compare_entities(conn: Conn, intent: GraphIntent, meta: dict[str, Any]
         "b": {f: b.get(f) for f in fields} | {"name": b["name"], "id": b_ref.id},
         "differences": differences, "same": same, "shared": shared, "direct": [r for r, _ in direct],
     })
-    nodes = list(dict.fromkeys(all_refs))[:500]
+    nodes = list(dict.fromkeys(all_refs))[:_NODES]
     return GraphResult(summary=clip_lines(lines), paths=paths, node_ids=nodes, count=2, meta=_jsonable(meta))
 
 

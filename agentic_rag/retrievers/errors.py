@@ -7,6 +7,7 @@ from typing import Literal, TypeVar
 
 import asyncpg
 
+from agentic_rag.errors import Unavailable
 from agentic_rag.storage.retry import CONNECTION_ERRORS, Conn, with_connection
 from agentic_rag.storage.sql import Pool
 
@@ -14,13 +15,14 @@ T = TypeVar("T")
 FailureKind = Literal["timeout", "unavailable"]
 
 
-class RetrievalError(RuntimeError):
-    """A retrieval step could not complete: it ran past its time limit, or its store stayed unavailable."""
+class RetrievalError(Unavailable, RuntimeError):
+    """A retrieval step could not complete: it ran past its time limit, or its store stayed unavailable
+    (``reason``); ``source`` names the store."""
 
-    def __init__(self, source: str, kind: FailureKind, message: str) -> None:
+    def __init__(self, source: str, reason: FailureKind, message: str) -> None:
         super().__init__(message)
         self.source = source
-        self.kind = kind
+        self.reason = reason
 
 
 async def on_pool(pool: Pool, source: str, op: Callable[[Conn], Awaitable[T]], *, attempts: int) -> T:

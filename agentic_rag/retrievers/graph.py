@@ -21,6 +21,7 @@ import asyncpg
 
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
 from agentic_rag.protocol.base import clip_lines
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.vocabulary import EDGE_TYPE_BY_NAME, STORED_EDGE_TYPES
 from agentic_rag.retrievers.compare import compare_entities
 from agentic_rag.retrievers.errors import RetrievalError
@@ -28,6 +29,10 @@ from agentic_rag.retrievers.hydrate import exists, labels
 from agentic_rag.settings import Settings
 from agentic_rag.storage.retry import CONNECTION_ERRORS, with_connection
 from agentic_rag.storage.sql import Conn, Pool, Query
+
+HOP_FACTS = 20  # edge qualifiers a path result states
+_PATHS = max_len(GraphResult, "paths")
+_NODES = max_len(GraphResult, "node_ids")
 
 # Derived edges are two stored hops through an intermediate node.
 DERIVED_HOPS: dict[str, tuple[str, str]] = {
@@ -201,7 +206,7 @@ class PostgresGraphExecutor:
         meta["details"] = {p.nodes[-1].id: details[p.nodes[-1].id] for p in paths
                            if len(p.rels) == 1 and p.nodes[-1].id in details}
         nodes = _unique([start, *(p.nodes[-1] for p in paths)])
-        return GraphResult(summary=clip_lines(lines), paths=paths[:50], node_ids=nodes, count=len(paths), meta=meta)
+        return GraphResult(summary=clip_lines(lines), paths=paths[:_PATHS], node_ids=nodes, count=len(paths), meta=meta)
 
     async def _k_hop(self, conn: Conn, intent: GraphIntent, hops: int, results: int, fanout: int,
                      meta: dict[str, Any]) -> GraphResult:
@@ -226,7 +231,7 @@ class PostgresGraphExecutor:
                 break
         reached = await self._keep(conn, intent, [refs[n] for n in parent if n != start.id])
         reached = sorted(reached, key=lambda r: depth[r.id])[:results]
-        paths = [_chain(r.id, parent, refs) for r in reached[:50]]
+        paths = [_chain(r.id, parent, refs) for r in reached[:_PATHS]]
         names = await labels(conn, [start, *(n for p in paths for n in p.nodes)])
         who = names.get(start.id, start.id)
         if not reached:
@@ -316,7 +321,7 @@ class PostgresGraphExecutor:
                     continue
                 if fact not in out:
                     out.append(fact)
-        return out[:20]
+        return out[:HOP_FACTS]
 
 
 def _bare(label: str) -> str:
@@ -362,4 +367,4 @@ def _year(label: str) -> str | None:
 
 
 def _unique(refs: Sequence[EntityRef]) -> list[EntityRef]:
-    return list(dict.fromkeys(refs))[:500]
+    return list(dict.fromkeys(refs))[:_NODES]

@@ -8,6 +8,10 @@ A search by meaning (``match="semantic"``: a description, never a name) fuses th
 a full-text search over the entries' prose (:mod:`agentic_rag.retrievers.prose`) the same way; each
 row keeps its cosine ``score`` and its ``text_score`` and ``text_words``, so the reader can tell an
 entry the description's own words pick out from one that is merely nearest.
+
+A search with an image (``image_query``) searches the ``image`` vectors; with a query too, the text search
+above and the image search are fused the same way, each row keeping its ``image_score`` (the cosine of the
+images) beside what matched it.
 """
 
 from __future__ import annotations
@@ -19,6 +23,7 @@ from typing import Any
 from qdrant_client import models
 
 from agentic_rag.protocol import RetrievalResult, SearchIntent
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.retrievers.errors import on_pool
 from agentic_rag.retrievers.prose import ProseHit, prose_search
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
@@ -27,8 +32,12 @@ from agentic_rag.storage.qdrant import collection_name
 from agentic_rag.storage.sql import Pool
 
 RRF_K = 60
+_TYPEAHEAD = max_len(TypeaheadQuery, "q")
 # A name typed exactly is stronger evidence than any embedding neighbour; a typo match is not.
 TIER_WEIGHT = {"exact": 3.0, "prefix": 2.0, "fuzzy": 1.5}
+# The text search's ranking (itself fused) and the image neighbours weigh the same: neither modality is
+# known to be the stronger evidence for a question that gives both.
+TEXT_WEIGHT = IMAGE_WEIGHT = 1.0
 
 
 def rrf(rankings: Sequence[Sequence[tuple[str, float]]], k: int = RRF_K) -> list[tuple[str, float]]:
@@ -51,12 +60,41 @@ class HybridRetriever:
         self._vector = vector
 
     async def execute(self, intent: SearchIntent) -> RetrievalResult:
+        if intent.image_query is not None and not intent.filters.id:
+            return await self._with_image(intent)
         if intent.filters.id or intent.query is None:
             return await self._vector.execute(intent)  # a fetch by id: nothing to fuse
         if intent.match == "semantic":
             return await self._described(intent)
         lexical, semantic = await asyncio.gather(self._lexical(intent), self._vector.execute(intent))
         return await self._fused(intent, lexical, "name", semantic)
+
+    async def _with_image(self, intent: SearchIntent) -> RetrievalResult:
+        """By the image alone, or (with a query) the text search and the image search fused by RRF. The image is
+        read and verified before either search starts."""
+        assert intent.image_query is not None
+        image = await self._vector.image(intent.image_query)
+        by_image = intent.model_copy(update={"query": None})
+        if intent.query is None:
+            return await self._vector.execute(by_image, image=image)
+        by_text = intent.model_copy(update={"image_query": None})
+        text, seen = await asyncio.gather(self.execute(by_text), self._vector.execute(by_image, image=image))
+        text_rows = {str(r["id"]): r for r in text.raw_data}
+        image_rows = {str(r["id"]): r for r in seen.raw_data}
+        fused = rrf([[(i, TEXT_WEIGHT) for i in text_rows], [(i, IMAGE_WEIGHT) for i in image_rows]])
+        rows = []
+        for item, score in fused[: intent.limit]:
+            by_words = text_rows.get(item)
+            row = dict(by_words) if by_words is not None else {
+                k: v for k, v in image_rows[item].items() if k != "score"}
+            matched = list(by_words.get("matched_by", ["vector"])) if by_words is not None else []
+            if item in image_rows:
+                row["image_score"] = image_rows[item].get("score")
+                matched.append("image")
+            row["rrf"] = round(score, 5)
+            row["matched_by"] = matched
+            rows.append(row)
+        return RetrievalResult(summary=summarize(intent, rows), raw_data=rows, count=len(rows))
 
     async def _described(self, intent: SearchIntent) -> RetrievalResult:
         """A description: the vector neighbours and the prose that shares its words, fused by RRF; each row
@@ -95,7 +133,7 @@ class HybridRetriever:
 
     async def _lexical(self, intent: SearchIntent) -> list[tuple[str, float]]:
         assert intent.query is not None
-        asked = TypeaheadQuery(q=intent.query[:100], types=[intent.entity_type], limit=intent.limit)
+        asked = TypeaheadQuery(q=intent.query[:_TYPEAHEAD], types=[intent.entity_type], limit=intent.limit)
         hits = await on_pool(self._pool, "postgres", lambda conn: typeahead(conn, asked),
                              attempts=self._vector.settings.retry_attempts)
         return [(h.entity.id, TIER_WEIGHT[h.match]) for h in hits]

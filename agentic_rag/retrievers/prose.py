@@ -18,6 +18,7 @@ from agentic_rag.storage.sql import Conn, Query
 
 PROSE_TYPES = ("anime", "manga", "character")
 MAX_WORDS = 12  # the rarest words of the question that the prose uses: at most 66 pairs probed
+MAX_TEXT = 2000  # characters of the text whose words are looked up (a question is at most this long)
 MAX_CANDIDATES = 2000  # entries sharing a pair of them, scored; a bound, met only on huge catalogs
 
 # The question's words, stemmed by the same configuration as the prose, those the prose of this type
@@ -63,6 +64,6 @@ async def prose_search(conn: Conn, text: str, entity_type: str, *,
     """
     if entity_type not in PROSE_TYPES or not text.strip():
         return []
-    rows = await PROSE_SQL.fetch(conn, {"q": text[:2000], "t": entity_type, "limit": max(1, min(limit, 50)),
+    rows = await PROSE_SQL.fetch(conn, {"q": text[:MAX_TEXT], "t": entity_type, "limit": max(1, min(limit, 50)),
                                         "words": MAX_WORDS, "candidates": MAX_CANDIDATES})
     return [ProseHit(id=str(i), score=round(float(s), 3), words=tuple(w)) for i, s, w in rows]

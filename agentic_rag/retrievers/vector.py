@@ -1,4 +1,9 @@
-"""Qdrant retrieval: fetch by id, or embed and search with structured filters."""
+"""Qdrant retrieval: fetch by id, or embed and search with structured filters.
+
+A search with an ``image_query`` searches the ``image`` vector by the image alone (after the image passed
+every bound of :mod:`agentic_rag.models.images`); :class:`~agentic_rag.retrievers.hybrid.HybridRetriever`
+fuses it with the text search when the intent has a query too.
+"""
 
 from __future__ import annotations
 
@@ -11,15 +16,18 @@ import numpy as np
 import numpy.typing as npt
 from qdrant_client import models
 
+from agentic_rag.errors import InvalidInput
+from agentic_rag.models.images import IMAGE_SEARCH_OFF, ImageBounds, read_image_query
 from agentic_rag.protocol import RetrievalResult, SearchFilters, SearchIntent
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
-from agentic_rag.storage.qdrant import VectorStore, collection_name
+from agentic_rag.storage.qdrant import IMAGE_VECTOR, VectorStore, collection_name
 from agentic_rag.storage.retry import QDRANT_FAILURES, qdrant_transient, retrying
 
 T = TypeVar("T")
 EmbedFn = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
+ImageEmbedFn = Callable[[Sequence[bytes]], Awaitable[npt.NDArray[np.float32]]]  # encoded images, verified
 SNIPPET_CHARS = 400  # the whole stored start of the text: a lookup answers from it
 
 
@@ -44,7 +52,7 @@ def compile_filter(filters: SearchFilters) -> models.Filter | None:
 
 
 def _row(payload: dict[str, Any], score: float | None) -> dict[str, Any]:
-    row = {k: v for k, v in payload.items() if k not in ("_hash", "text")}
+    row = {k: v for k, v in payload.items() if k not in ("_hash", "_image", "text")}
     row["entity_type"] = row.pop("type", None)
     row["snippet"] = str(payload.get("text", ""))[:SNIPPET_CHARS]
     if score is not None:
@@ -53,7 +61,12 @@ def _row(payload: dict[str, Any], score: float | None) -> dict[str, Any]:
 
 
 def summarize(intent: SearchIntent, rows: list[dict[str, Any]]) -> str:
-    what = f"ids {', '.join(intent.filters.id[:5])}" if intent.filters.id else repr(intent.query)
+    if intent.filters.id:
+        what = f"ids {', '.join(intent.filters.id[:5])}"
+    elif intent.image_query is not None:
+        what = "the image" + (f" and {intent.query!r}" if intent.query is not None else "")
+    else:
+        what = repr(intent.query)
     if not rows:
         return f"No {intent.entity_type} found for {what}."
     lines = [f"{len(rows)} {intent.entity_type} result(s) for {what}:"]
@@ -64,12 +77,18 @@ def summarize(intent: SearchIntent, rows: list[dict[str, Any]]) -> str:
 
 
 class QdrantExecutor:
-    """Runs :class:`SearchIntent` against one collection per entity type. Never blocks the event loop."""
+    """Runs :class:`SearchIntent` against one collection per entity type. Never blocks the event loop.
 
-    def __init__(self, client: VectorStore, embed: EmbedFn, settings: Settings) -> None:
+    ``embed_image`` embeds a search's image; without it (no image model configured) a search with an image is
+    refused as :class:`~agentic_rag.errors.InvalidInput`."""
+
+    def __init__(self, client: VectorStore, embed: EmbedFn, settings: Settings,
+                 embed_image: ImageEmbedFn | None = None) -> None:
         self.client = client
         self.settings = settings
         self._embed = embed
+        self._embed_image = embed_image
+        self._image_bounds = ImageBounds.of(settings)
         self._timeout = settings.query_timeout_ms / 1000
         self._attempts = settings.retry_attempts
         # an embedded store (edge or local mode) lives in this process: one call at a time
@@ -81,21 +100,36 @@ class QdrantExecutor:
         with self._lock:
             return fn(*args, **kwargs)
 
-    async def execute(self, intent: SearchIntent) -> RetrievalResult:
-        """Fetch by ``filters.id`` (no embedding) or search semantically; 0 results is a result.
+    async def image(self, image_query: str) -> bytes:
+        """A search's image, fetched or decoded and verified (:func:`~agentic_rag.models.images.read_image_query`);
+        ``InvalidInput`` when it is refused or when no image model is configured."""
+        if self._embed_image is None:
+            raise InvalidInput(IMAGE_SEARCH_OFF)
+        return await read_image_query(image_query, self._image_bounds)
 
-        The time limit covers embedding the query and the search; running out while embedding is the
-        embedder's failure (``RetrievalError`` of ``embedder``), not Qdrant's."""
+    async def execute(self, intent: SearchIntent, *, image: bytes | None = None) -> RetrievalResult:
+        """Fetch by ``filters.id`` (no embedding), or search by the image (``image_query``, or ``image`` already
+        read by :meth:`image`), else by the query's meaning; 0 results is a result.
+
+        The image is read and verified before anything else, within its own fetch limit. The time limit covers
+        embedding the query and the search; running out while embedding is the embedder's failure
+        (``RetrievalError`` of ``embedder``), not Qdrant's."""
         name = collection_name(self.settings, intent.entity_type)
+        if image is None and intent.image_query is not None and not intent.filters.id:
+            image = await self.image(intent.image_query)
         vector: list[float] | None = None
+        using: str | None = None
         try:
             async with asyncio.timeout(self._timeout):
-                if not intent.filters.id:
-                    assert intent.query is not None  # SearchIntent guarantees a query or ids
+                if not intent.filters.id and image is not None:
+                    assert self._embed_image is not None  # self.image() refused it otherwise
+                    vector, using = (await self._embed_image([image]))[0].tolist(), IMAGE_VECTOR
+                elif not intent.filters.id:
+                    assert intent.query is not None  # SearchIntent guarantees a query, an image or ids
                     vector = (await self._embed([intent.query]))[0].tolist()
                 async for attempt in retrying(self._attempts, qdrant_transient):  # the one policy, Qdrant's transient
                     with attempt:
-                        return await self._run(name, intent, vector)
+                        return await self._run(name, intent, vector, using)
         except TimeoutError as exc:
             if vector is None and not intent.filters.id:
                 raise RetrievalError("embedder", "timeout", "the query was not embedded within the time limit") \
@@ -105,7 +139,8 @@ class QdrantExecutor:
             raise RetrievalError("qdrant", "unavailable", f"qdrant search in {name} failed: {exc}") from exc
         raise AssertionError("unreachable")  # pragma: no cover
 
-    async def _run(self, name: str, intent: SearchIntent, vector: list[float] | None) -> RetrievalResult:
+    async def _run(self, name: str, intent: SearchIntent, vector: list[float] | None,
+                   using: str | None) -> RetrievalResult:
         if vector is None:
             points = await asyncio.to_thread(self.call, self.client.retrieve, name, list(intent.filters.id),
                                              with_payload=True, with_vectors=False)
@@ -114,7 +149,7 @@ class QdrantExecutor:
             payloads: list[tuple[dict[str, Any], float | None]] = [(p.payload or {}, None) for p in points]
         else:
             response = await asyncio.to_thread(
-                self.call, self.client.query_points, name, query=vector,
+                self.call, self.client.query_points, name, query=vector, using=using,
                 query_filter=compile_filter(intent.filters), limit=intent.limit, with_payload=True,
             )
             payloads = [(p.payload or {}, p.score) for p in response.points]

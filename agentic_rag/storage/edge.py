@@ -32,21 +32,28 @@ import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, cast
 
 import qdrant_edge as edge
+from pydantic import TypeAdapter
 from qdrant_client import models
 from qdrant_client.http import models as rest  # models.QueryResponse is fastembed's, not query_points'
 
+from agentic_rag.errors import Unavailable
+
 PARAMS_FILE = "params.json"
 SHARD_DIR = "shard"
+
+# A collection's vectors: one unnamed vector, or named ones ("" for the unnamed one beside others).
+VectorsConfig = models.VectorParams | dict[str, models.VectorParams]
+_VECTORS_CONFIG: TypeAdapter[VectorsConfig] = TypeAdapter(VectorsConfig)
 
 
 # qdrant-client's payload index types beside edge's (same names; edge's enum has no .name or hash)
 _SCHEMA_TYPES = tuple((t, getattr(edge.PayloadSchemaType, t.value.title())) for t in models.PayloadSchemaType)
 
 
-class EdgeStoreLocked(RuntimeError):
+class EdgeStoreLocked(Unavailable, RuntimeError):
     """Another opener (this process or another) holds the store."""
 
 
@@ -88,8 +95,12 @@ def _payload_selector(with_payload: bool | list[str]) -> bool | list[str]:
     return list(with_payload) if isinstance(with_payload, list) else bool(with_payload)
 
 
-def _vector(value: Any) -> list[float] | None:
-    return value if isinstance(value, list) else None
+def _vector(value: Any) -> list[float] | dict[str, list[float]] | None:
+    return value if isinstance(value, list | dict) else None
+
+
+def _edge_params(params: models.VectorParams) -> edge.EdgeVectorParams:
+    return edge.EdgeVectorParams(size=params.size, distance=getattr(edge.Distance, params.distance.name.title()))
 
 
 class EdgeStore:
@@ -110,7 +121,7 @@ class EdgeStore:
         self._hnsw_ef = hnsw_ef
         self._mutex = threading.RLock()
         self._shards: dict[str, edge.EdgeShard] = {}
-        self._params: dict[str, models.VectorParams] = {}
+        self._params: dict[str, VectorsConfig] = {}
         self._written: set[str] = set()
         root.mkdir(parents=True, exist_ok=True)
         self._lock_file: IO[str] | None = (root / ".lock").open("a")
@@ -123,7 +134,7 @@ class EdgeStore:
         try:
             for params_file in sorted(root.glob(f"*/{PARAMS_FILE}")):
                 name = params_file.parent.name
-                self._params[name] = models.VectorParams.model_validate_json(params_file.read_text())
+                self._params[name] = _VECTORS_CONFIG.validate_json(params_file.read_text())
                 self._shards[name] = edge.EdgeShard.load(str(params_file.parent / SHARD_DIR))
         except BaseException:
             self.close()
@@ -165,19 +176,19 @@ class EdgeStore:
                 ),
             )
 
-    def create_collection(self, collection_name: str, vectors_config: models.VectorParams) -> bool:
-        """A new collection of one unnamed vector (the only kind the catalog has)."""
-        distance = getattr(edge.Distance, vectors_config.distance.name.title())
+    def create_collection(self, collection_name: str, vectors_config: VectorsConfig) -> bool:
+        """A new collection of one unnamed dense vector, or of named dense ones (``""`` names the unnamed one)."""
+        vectors = (_edge_params(vectors_config) if isinstance(vectors_config, models.VectorParams)
+                   else {name: _edge_params(p) for name, p in vectors_config.items()})
         with self._mutex:
             if collection_name in self._shards:
                 raise ValueError(f"Collection {collection_name} already exists")
             folder = self.root / collection_name
             shutil.rmtree(folder, ignore_errors=True)  # a creation that died half way
-            config = edge.EdgeConfig(vectors=edge.EdgeVectorParams(size=vectors_config.size, distance=distance),
-                                     hnsw_config=self._hnsw, optimizers=self._optimizers)
+            config = edge.EdgeConfig(vectors=vectors, hnsw_config=self._hnsw, optimizers=self._optimizers)
             self._shards[collection_name] = edge.EdgeShard.create(str(folder / SHARD_DIR), config)
             # written last: a folder without it is a creation that did not finish
-            (folder / PARAMS_FILE).write_text(vectors_config.model_dump_json())
+            (folder / PARAMS_FILE).write_bytes(_VECTORS_CONFIG.dump_json(vectors_config))
             self._params[collection_name] = vectors_config
             return True
 
@@ -205,9 +216,11 @@ class EdgeStore:
                wait: bool = True) -> models.UpdateResult:
         batch = []
         for p in points:
-            if not isinstance(p.vector, list):
-                raise TypeError("the edge store keeps one unnamed dense vector per point")
-            batch.append(edge.Point(id=p.id, vector=p.vector, payload=p.payload))
+            dense = isinstance(p.vector, list) or (
+                isinstance(p.vector, dict) and all(isinstance(v, list) for v in p.vector.values()))
+            if not dense:
+                raise TypeError("the edge store keeps dense vectors: one unnamed, or named ones")
+            batch.append(edge.Point(id=p.id, vector=cast(Any, p.vector), payload=p.payload))
         with self._mutex:
             self._shard(collection_name).update(edge.UpdateOperation.upsert_points(batch))
             self._written.add(collection_name)
@@ -238,14 +251,16 @@ class EdgeStore:
         return ([models.Record(id=_out_id(r.id), payload=r.payload, vector=_vector(r.vector)) for r in records],
                 None if next_id is None else _out_id(next_id))
 
-    def query_points(self, collection_name: str, query: list[float], *, query_filter: models.Filter | None = None,
-                     search_params: models.SearchParams | None = None, limit: int = 10,
-                     with_payload: bool | list[str] = True, with_vectors: bool = False) -> rest.QueryResponse:
-        """Nearest neighbours of ``query`` (HNSW where the graph is built, exact where not, or ``exact=True``)."""
+    def query_points(self, collection_name: str, query: list[float], *, using: str | None = None,
+                     query_filter: models.Filter | None = None, search_params: models.SearchParams | None = None,
+                     limit: int = 10, with_payload: bool | list[str] = True,
+                     with_vectors: bool = False) -> rest.QueryResponse:
+        """Nearest neighbours of ``query`` in the vector ``using`` (None: the unnamed one); HNSW where the graph is
+        built, exact where not, or ``exact=True``."""
         ef = search_params.hnsw_ef if search_params is not None and search_params.hnsw_ef else self._hnsw_ef
         exact = bool(search_params is not None and search_params.exact)
         request = edge.QueryRequest(
-            limit=limit, query=edge.Query.Nearest(query),
+            limit=limit, query=edge.Query.Nearest(query, using=using),
             filter=None if query_filter is None else edge_filter(query_filter),
             params=edge.SearchParams(hnsw_ef=ef, exact=exact),
             with_payload=_payload_selector(with_payload), with_vector=with_vectors)

@@ -1,30 +1,25 @@
-"""PostgreSQL: finding (or starting) a server, the connection pool, and versioned migrations.
+"""PostgreSQL: finding the server, the connection pool, and versioned migrations.
 
-Resolution order for the DSN, so the same commands work on a laptop, in CI and in a cluster:
-``RAG_DATABASE_URL``/``DATABASE_URL`` if set; else the server on 127.0.0.1:5432 if one answers;
-else a private cluster under ``<data_dir>/pg`` started with the installed PostgreSQL binaries
-(as an unprivileged user when we are root, since postgres refuses to run as root).
+The DSN is ``RAG_DATABASE_URL``/``DATABASE_URL`` if set, else the server on 127.0.0.1:5432 if one answers
+(:func:`resolve_dsn`). The development commands go one step further and start a private cluster under
+``<data_dir>/pg`` when neither is there (:mod:`agentic_rag.storage.devcluster`); the served application never
+does.
 """
 
 from __future__ import annotations
 
 import asyncio
-import glob
 import hashlib
 import json
 import logging
-import os
-import pwd
-import shutil
-import subprocess
 from collections.abc import Callable, Coroutine
 from concurrent.futures import ThreadPoolExecutor
 from importlib import resources
-from pathlib import Path
 from typing import Any, TypeVar
 
 import asyncpg
 
+from agentic_rag.errors import Unavailable
 from agentic_rag.settings import Settings
 from agentic_rag.storage.dsn import asyncpg_args, with_database
 from agentic_rag.storage.sql import Conn, Pool, ident
@@ -38,7 +33,7 @@ MAX_CACHED_STATEMENT = 64 * 1024
 T = TypeVar("T")
 
 
-class DatabaseUnavailable(RuntimeError):
+class DatabaseUnavailable(Unavailable, RuntimeError):
     """No PostgreSQL could be reached or started; the message says what was tried."""
 
 
@@ -66,7 +61,7 @@ async def connect(dsn: str) -> asyncpg.Connection[asyncpg.Record]:
     return conn
 
 
-def _answers(dsn: str) -> bool:
+def answers(dsn: str) -> bool:
     url, _ = asyncpg_args(dsn)
 
     async def probe() -> bool:
@@ -97,78 +92,20 @@ def create_database_if_missing(server_dsn: str, database: str) -> None:
     _blocking(create)
 
 
-def _pg_bin(name: str) -> str:
-    found = shutil.which(name) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
-    if not found:
-        raise DatabaseUnavailable(
-            f"no PostgreSQL server answers on 127.0.0.1:5432 and '{name}' is not installed to start one; "
-            "install PostgreSQL or set DATABASE_URL"
-        )
-    return found
-
-
-def _as_user() -> list[str]:
-    """Prefix that runs a command unprivileged when we are root (postgres will not run as root)."""
-    if os.geteuid() != 0:
-        return []
-    return ["runuser", "-u", "nobody", "--"]
-
-
-def start_private_cluster(data_dir: Path, port: int) -> str:
-    """Start (initialising on first use) a PostgreSQL cluster under ``data_dir/pg``; return its DSN."""
-    root = (data_dir / "pg").resolve()
-    pgdata, sock = root / "data", root / "run"
-    dsn = f"postgresql://postgres@127.0.0.1:{port}/postgres"
-    if _answers(dsn):
-        return dsn
-    sock.mkdir(parents=True, exist_ok=True)
-    prefix = _as_user()
-    if prefix:
-        nobody = pwd.getpwnam("nobody")
-        for p in (root, sock):
-            os.chown(p, nobody.pw_uid, nobody.pw_gid)
-        if pgdata.exists():
-            for dirpath, _, files in os.walk(pgdata):
-                os.chown(dirpath, nobody.pw_uid, nobody.pw_gid)
-                for f in files:
-                    os.chown(os.path.join(dirpath, f), nobody.pw_uid, nobody.pw_gid)
-    if not (pgdata / "PG_VERSION").exists():
-        log.info("initialising a private PostgreSQL cluster in %s", pgdata)
-        subprocess.run(
-            [*prefix, _pg_bin("initdb"), "-D", str(pgdata), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
-            check=True, capture_output=True, text=True,
-        )
-    result = subprocess.run(
-        [*prefix, _pg_bin("pg_ctl"), "-D", str(pgdata), "-l", str(root / "postgres.log"), "-w", "-t", "60",
-         "-o", f"-p {port} -k {sock} -c listen_addresses=127.0.0.1", "start"],
-        capture_output=True, text=True,
-    )
-    if result.returncode != 0 or not _answers(dsn):
-        raise DatabaseUnavailable(
-            f"could not start PostgreSQL in {pgdata} (see {root / 'postgres.log'}): {result.stderr.strip()}"
-        )
-    return dsn
-
-
-def stop_private_cluster(data_dir: Path) -> None:
-    """Stop the private cluster under ``data_dir/pg`` if it runs."""
-    pgdata = (data_dir / "pg" / "data").resolve()
-    if (pgdata / "postmaster.pid").exists():
-        subprocess.run([*_as_user(), _pg_bin("pg_ctl"), "-D", str(pgdata), "-m", "fast", "-w", "stop"],
-                       check=True, capture_output=True, text=True)
-
-
 def resolve_dsn(settings: Settings, *, system_server: str = SYSTEM_SERVER) -> str:
-    """The DSN to use, creating the database (and a private cluster) when none is configured."""
+    """The DSN to use: the configured one, else the server on 127.0.0.1:5432 (its database created if missing).
+
+    Never starts a server: a deployment names its database. The development commands start a private cluster
+    when none answers (:func:`agentic_rag.storage.devcluster.dev_dsn`)."""
     if settings.database_url:
         return settings.database_url
-    if _answers(system_server):
-        server = system_server
-    else:
-        log.info("no PostgreSQL on 127.0.0.1:5432; using a private cluster in %s", settings.data_dir)
-        server = start_private_cluster(settings.data_dir, settings.local_postgres_port)
-    create_database_if_missing(server, settings.database_name)
-    return with_database(server, settings.database_name)
+    if not answers(system_server):
+        raise DatabaseUnavailable(
+            "no PostgreSQL answers on 127.0.0.1:5432 and RAG_DATABASE_URL is not set: set it to your server, or "
+            "start the service with `agentic-rag serve` (or scripts/up), which starts a private development "
+            f"cluster in {settings.data_dir}")
+    create_database_if_missing(system_server, settings.database_name)
+    return with_database(system_server, settings.database_name)
 
 
 # -- migrations -------------------------------------------------------------------------------------

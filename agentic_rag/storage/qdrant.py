@@ -18,6 +18,7 @@ from typing import Any, Protocol
 from qdrant_client import QdrantClient, models
 from qdrant_client.http import models as rest  # models.QueryResponse is fastembed's, not query_points'
 
+from agentic_rag.errors import Unavailable
 from agentic_rag.protocol.vocabulary import ENTITY_TYPES
 from agentic_rag.settings import Settings
 
@@ -26,9 +27,13 @@ log = logging.getLogger(__name__)
 # Payload fields filtered on; indexed on a server and by the edge engine (local mode scans, and warns if asked).
 KEYWORD_FIELDS = ("type", "genres", "format", "anime_ids", "franchise_id", "anime_id")
 INTEGER_FIELDS = ("year",)
+# The named vector of an entity's picture, beside the unnamed (default) text vector; only in collections built
+# with an image model (RAG_IMAGE_MODEL), and only on the points of entities that have an image.
+IMAGE_VECTOR = "image"
+VectorsConfig = models.VectorParams | dict[str, models.VectorParams]
 
 
-class QdrantUnavailable(RuntimeError):
+class QdrantUnavailable(Unavailable, RuntimeError):
     """Qdrant could not be opened; the message says which store and why."""
 
 
@@ -47,7 +52,7 @@ class VectorStore(Protocol):
 
     def get_collection(self, collection_name: str) -> models.CollectionInfo: ...
 
-    def create_collection(self, collection_name: str, vectors_config: models.VectorParams) -> bool: ...
+    def create_collection(self, collection_name: str, vectors_config: VectorsConfig) -> bool: ...
 
     def create_payload_index(self, collection_name: str, field_name: str,
                              field_schema: models.PayloadSchemaType) -> models.UpdateResult: ...
@@ -69,9 +74,11 @@ class VectorStore(Protocol):
         """A page of points in id order, and the offset of the next page (None after the last), to pass back."""
 
 
-    def query_points(self, collection_name: str, query: list[float], *, query_filter: models.Filter | None = None,
-                     search_params: models.SearchParams | None = None, limit: int = 10,
-                     with_payload: bool | list[str] = True, with_vectors: bool = False) -> rest.QueryResponse: ...
+    def query_points(self, collection_name: str, query: list[float], *, using: str | None = None,
+                     query_filter: models.Filter | None = None, search_params: models.SearchParams | None = None,
+                     limit: int = 10, with_payload: bool | list[str] = True,
+                     with_vectors: bool = False) -> rest.QueryResponse:
+        """Nearest neighbours of ``query`` in the vector named ``using`` (None: the unnamed text vector)."""
 
     def count(self, collection_name: str, count_filter: models.Filter | None = None,
               exact: bool = True) -> models.CountResult: ...
@@ -119,21 +126,41 @@ def collection_name(settings: Settings, entity_type: str) -> str:
     return f"{settings.qdrant_collection_prefix}{entity_type}"
 
 
-def ensure_collections(client: VectorStore, settings: Settings, dimension: int) -> None:
-    """Create one cosine collection per entity type if missing; refuse a dimension mismatch."""
+def _shape(vectors: Any) -> tuple[int | None, int | None]:
+    """(text dimension, image dimension) of a collection's vectors config (None: that vector is absent)."""
+    if isinstance(vectors, models.VectorParams):
+        return vectors.size, None
+    if isinstance(vectors, dict):
+        text, image = vectors.get(""), vectors.get(IMAGE_VECTOR)
+        return (text.size if text is not None else None), (image.size if image is not None else None)
+    return None, None
+
+
+def ensure_collections(client: VectorStore, settings: Settings, dimension: int,
+                       image_dimension: int | None = None) -> None:
+    """Create one cosine collection per entity type if missing: the text vector, and the ``image`` vector when
+    an image model gives ``image_dimension``. Refuse a collection whose vectors differ from that."""
+    cosine = models.Distance.COSINE
+    text = models.VectorParams(size=dimension, distance=cosine)
+    config: VectorsConfig = text
+    if image_dimension is not None:
+        config = {"": text, IMAGE_VECTOR: models.VectorParams(size=image_dimension, distance=cosine)}
     for entity_type in ENTITY_TYPES:
         name = collection_name(settings, entity_type)
         if client.collection_exists(name):
-            vectors = client.get_collection(name).config.params.vectors
-            size = vectors.size if isinstance(vectors, models.VectorParams) else None
+            size, image_size = _shape(client.get_collection(name).config.params.vectors)
             if size != dimension:
                 raise QdrantUnavailable(
                     f"collection {name} holds {size}-dim vectors but the embedding model gives {dimension}; "
                     "run `agentic-rag reindex` to rebuild it"
                 )
+            if image_size != image_dimension:
+                held = f"{image_size}-dim image vectors" if image_size else "no image vectors"
+                wanted = f"{image_dimension}-dim ones" if image_dimension else "none (no RAG_IMAGE_MODEL)"
+                raise QdrantUnavailable(f"collection {name} holds {held} but the image model gives {wanted}; "
+                                        "run `agentic-rag reindex` to rebuild it")
             continue
-        client.create_collection(name, vectors_config=models.VectorParams(size=dimension,
-                                                                          distance=models.Distance.COSINE))
+        client.create_collection(name, vectors_config=config)
         if settings.qdrant_url or settings.qdrant_engine == "edge":
             for field in KEYWORD_FIELDS:
                 client.create_payload_index(name, field, models.PayloadSchemaType.KEYWORD)

@@ -30,6 +30,7 @@ import asyncpg
 from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 from tenacity import AsyncRetrying, retry_if_exception, stop_after_attempt, wait_exponential
 
+from agentic_rag.errors import Unavailable
 from agentic_rag.storage.sql import Conn, Pool
 
 __all__ = ["CONNECTION_ERRORS", "DATABASE_FAILURES", "QDRANT_FAILURES", "Conn", "ConnectRefused", "ConnectionLost",
@@ -39,15 +40,15 @@ T = TypeVar("T")
 POOL_TIMEOUT_S = 30.0  # the longest wait for a pooled connection before the attempt fails as PoolTimeout
 
 
-class PoolTimeout(ConnectionError):
+class PoolTimeout(Unavailable, ConnectionError):
     """The pool had no connection to lend within :data:`POOL_TIMEOUT_S` (all busy, or none could be opened)."""
 
 
-class ConnectRefused(ConnectionError):
+class ConnectRefused(Unavailable, ConnectionError):
     """The server refused a new connection (an unknown database, failed authentication, too many clients)."""
 
 
-class ConnectionLost(ConnectionError):
+class ConnectionLost(Unavailable, ConnectionError):
     """The connection closed between two statements of one operation, or its protocol state broke (asyncpg's
     ``InternalClientError``: a server's termination notice read while the connection sat idle, say)."""
 

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 
 from agentic_rag.protocol import AskHint, AskLabel, EntityLinks
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.understanding.text import focus
 
 EmbedFn = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
@@ -52,6 +53,8 @@ EXEMPLARS: dict[AskLabel, tuple[str, ...]] = {
 MIN_SCORE = 0.55  # cosine similarity of the nearest exemplar
 MIN_MARGIN = 0.05  # over the nearest exemplar of any other label
 CHUNK = 16  # exemplars embedded per call
+EMBEDDED_CHARS = 500  # characters of the masked question embedded
+_ASKS = max_len(EntityLinks, "asks")
 
 
 def masked(question: str, links: EntityLinks | None) -> str:
@@ -88,12 +91,12 @@ class AskClassifier:
     async def __call__(self, question: str, links: EntityLinks | None) -> list[AskHint]:
         """The labels whose exemplars the question is nearest to, best first (at most three)."""
         matrix = await self._exemplars()
-        q = _unit(await self._embed([masked(question, links)[:500]]))[0]
+        q = _unit(await self._embed([masked(question, links)[:EMBEDDED_CHARS]]))[0]
         sims = matrix @ q
         best: dict[AskLabel, float] = {}
         for label, sim in zip(self._labels, sims.tolist(), strict=True):
             best[label] = max(best.get(label, -1.0), float(sim))
-        ranked = sorted(best.items(), key=lambda kv: -kv[1])[:3]
+        ranked = sorted(best.items(), key=lambda kv: -kv[1])[:_ASKS]
         return [AskHint(label=label, score=round(score, 3)) for label, score in ranked]
 
 

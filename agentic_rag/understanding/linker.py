@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
 from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention, LinkMatch
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.links import MAX_CANDIDATES, MAX_MENTIONS
 from agentic_rag.storage.sql import Conn, Query
 from agentic_rag.understanding.cues import CUES
@@ -46,6 +47,9 @@ MIN_TYPO_WORD = 4  # shorter words are never corrected: too many catalog words a
 MIN_TYPO_ALONE = 5  # shorter words alone are corrected only for a dropped letter ("jojo" is not Gojo)
 CORRECTIONS = 3  # catalog words tried per unknown word alone, most frequent first
 CORRECTIONS_IN_NAME = 12  # ... and inside a longer span, where the rest of the name must match too
+_SPAN = max_len(LinkedMention, "text")
+_NAME = max_len(LinkCandidate, "name")
+_MATCHED = max_len(LinkCandidate, "matched")
 ORDER_FREE: frozenset[str] = frozenset({"person", "character"})
 
 # Words that alone never name an entity here: question scaffolding and the type words around names.
@@ -168,8 +172,8 @@ _KIND_WORDS = frozenset(("ova", "ona", "movie", "film", "special", "season", "pa
 def _candidate(eid: Any, etype: Any, primary: Any, matched: Any, match: LinkMatch, popularity: Any, year: Any,
                fmt: Any) -> LinkCandidate:
     """A candidate from the columns of a name probe's row (``_ENRICHED``)."""
-    return LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:200],
-                         matched=str(matched)[:200], match=match, popularity=max(int(popularity), 0), year=year,
+    return LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:_NAME],
+                         matched=str(matched)[:_MATCHED], match=match, popularity=max(int(popularity), 0), year=year,
                          format=fmt)
 
 
@@ -264,7 +268,7 @@ def _subtitled(question: str, mentions: list[LinkedMention]) -> list[LinkedMenti
             heads = {link_key(c.name) for c in prev.candidates}
             kept = [c for c in m.candidates if any(link_key(c.name).startswith(f"{h} ") for h in heads)]
             if kept:
-                out[-1] = LinkedMention(text=question[prev.start:m.end][:200], start=prev.start, end=m.end,
+                out[-1] = LinkedMention(text=question[prev.start:m.end][:_SPAN], start=prev.start, end=m.end,
                                         candidates=kept)
                 continue
         out.append(m)
@@ -497,7 +501,7 @@ async def _seasons(conn: Conn, question: str, tokens: list[Token],
             cand = _candidate(eid, etype, primary, name, "exact" if kind == "primary" else "alias", popularity, year,
                               fmt)
             start = m.start if start == m.start else start
-            seasons.append(LinkedMention(text=question[start:end][:200], start=start, end=end, candidates=[cand]))
+            seasons.append(LinkedMention(text=question[start:end][:_SPAN], start=start, end=end, candidates=[cand]))
         out += seasons if seasons and seasons[0].start <= m.start else [m, *seasons]
     return out[:MAX_MENTIONS]
 
@@ -578,7 +582,7 @@ async def _named_after(conn: Conn, question: str, tokens: list[Token],
                 works[str(eid)] = _candidate(eid, etype, primary, name, "partial", popularity, year, fmt)
         if 0 < len(works) <= MAX_NAMED_AFTER:
             end = next(t for t in after if t.key in _WORK_WORDS)
-            out[i] = LinkedMention(text=question[m.start:end.end][:200], start=m.start, end=end.end,
+            out[i] = LinkedMention(text=question[m.start:end.end][:_SPAN], start=m.start, end=end.end,
                                    candidates=list(works.values()))
     return out
 
@@ -628,7 +632,7 @@ async def _films(conn: Conn, question: str, tokens: list[Token],
                  for ord_, fid, title, pop, year in rows
                  if ord_ == n and (not word or word in link_key(str(title)).split())]
         if films:
-            out[i] = LinkedMention(text=question[m.start:end][:200], start=m.start, end=end,
+            out[i] = LinkedMention(text=question[m.start:end][:_SPAN], start=m.start, end=end,
                                    candidates=films[:MAX_CANDIDATES])
     return out
 
@@ -683,7 +687,7 @@ async def _renamed(conn: Conn, question: str, tokens: list[Token],
                                                           if len(str(row[0]).split()) == longest))
         n_after = taken - len(glued[1:])
         end = after[n_after - 1].end if n_after > 0 else m.end
-        out[i] = LinkedMention(text=question[m.start:end][:200], start=m.start, end=end,
+        out[i] = LinkedMention(text=question[m.start:end][:_SPAN], start=m.start, end=end,
                                candidates=sorted(best.values(), key=lambda c: -c.popularity)[:MAX_CANDIDATES])
     return out
 
@@ -726,7 +730,7 @@ def _one_work(question: str, tokens: list[Token], mentions: list[LinkedMention])
         if not kept:
             out.append(m)
             continue
-        out[-1] = LinkedMention(text=question[prev.start:m.end][:200], start=prev.start, end=m.end, candidates=kept)
+        out[-1] = LinkedMention(text=question[prev.start:m.end][:_SPAN], start=prev.start, end=m.end, candidates=kept)
     return out
 
 
@@ -784,6 +788,6 @@ def _choose(question: str, tokens: list[Token], spans: list[_Span]) -> list[Link
         first, last = tokens[s.start], tokens[s.start + s.length - 1]
         cands = [c for _, c in sorted(s.candidates.values(), key=lambda rc: (rc[0], -rc[1].popularity))]
         end = last.start + len(last.raw)  # a possessive 's is not part of the name
-        out.append(LinkedMention(text=question[first.start:end][:200], start=first.start, end=end,
+        out.append(LinkedMention(text=question[first.start:end][:_SPAN], start=first.start, end=end,
                                  candidates=cands[:MAX_CANDIDATES]))
     return out

@@ -1,61 +1,26 @@
-"""vLLM on a GPU, on the tiny test model: constrained outputs validate, and a timeout aborts the request."""
+"""vLLM on a GPU, on the tiny test model: the backend conformance suite (tests/models/conformance.py), and
+a timeout aborts the request in the engine."""
 
 from __future__ import annotations
 
-import asyncio
+import importlib.util
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
-import jsonschema
 import pytest
-from pydantic import BaseModel, ValidationError
 
-from agentic_rag.models.base import (
-    Completion,
-    Generation,
-    GenerationError,
-    Message,
-    StructuredGenerator,
-    schema_for,
-)
 from agentic_rag.models.vllm_backend import VLLMBackend
-from agentic_rag.protocol import (
-    DraftAnswer,
-    GradeReport,
-    GraphIntent,
-    NextStep,
-    QueryRewrite,
-    SearchIntent,
-    SufficiencyReport,
-)
 from agentic_rag.settings import Settings
 
 pytest.importorskip("vllm", reason="needs vLLM (install the vllm extra on a GPU machine)")
 
-SCHEMAS: list[type[BaseModel]] = [
-    QueryRewrite, NextStep, SearchIntent, GraphIntent, DraftAnswer, SufficiencyReport, GradeReport,
-]
-N = 50
-# Contracts whose every rule is in their JSON schema: all N generations must validate.
-SCHEMA_COMPLETE = {QueryRewrite, SufficiencyReport, GradeReport}
-
-
-class Recording:
-    """The backend, keeping every completion it returned."""
-
-    def __init__(self, backend: VLLMBackend) -> None:
-        self.backend = backend
-        self.name = backend.name
-        self.seen: list[tuple[dict[str, Any] | None, Completion]] = []
-
-    async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
-                       temperature: float, calibration: list[Message] | None = None) -> Completion:
-        done = await self.backend.complete(messages, schema, max_tokens=max_tokens, temperature=temperature,
-                                            calibration=calibration)
-        self.seen.append((schema, done))
-        return done
+_spec = importlib.util.spec_from_file_location("tests_models_conformance",
+                                               Path(__file__).parents[1] / "models" / "conformance.py")
+assert _spec is not None and _spec.loader is not None
+conformance = importlib.util.module_from_spec(_spec)
+_spec.loader.exec_module(conformance)
 
 
 @pytest.fixture(scope="module")
@@ -78,50 +43,13 @@ def backend(tiny_dir: Path, max_model_len: int) -> Iterator[VLLMBackend]:
     engine.shutdown()
 
 
-@pytest.mark.parametrize("output_type", SCHEMAS, ids=lambda t: t.__name__)
-async def test_constrained_outputs_validate(backend: VLLMBackend, max_model_len: int,
-                                            output_type: type[BaseModel]) -> None:
-    recording = Recording(backend)
-    generator = StructuredGenerator(recording)
-    prompts: list[list[Message]] = [
-        [{"role": "system", "content": f"Reply with one {output_type.__name__} as JSON."},
-         {"role": "user", "content": f"Question {i}: which anime did studio {i} make in {1990 + i}?"}]
-        for i in range(N)
-    ]
-    results = await asyncio.gather(*(
-        generator.generate(m, output_type, max_tokens=max_model_len // 2, temperature=1.0) for m in prompts
-    ), return_exceptions=True)
-    # the engine-side guarantee: every completion that ended (not cut by max_tokens) fits the schema
-    validator = jsonschema.Draft202012Validator(schema_for(output_type))
-    ended = [done for schema, done in recording.seen if done.finish_reason == "stop"]
-    assert len(ended) >= 0.9 * len(recording.seen), "most completions should end within max_tokens"
-    for done in ended:
-        validator.validate(json.loads(done.text))
-        assert done.prompt_tokens > 0 and done.completion_tokens > 0
-    # pydantic may reject an output only for a rule the JSON schema cannot carry (a model validator)
-    assert not [r for r in results if isinstance(r, BaseException) and not isinstance(r, GenerationError)]
-    rejected = [e for done in ended for e in _pydantic_errors(output_type, done.text)]
-    assert all(e.startswith("Value error, ") for e in rejected), sorted(set(rejected))[:5]
-    valid = [r for r in results if isinstance(r, Generation)]
-    assert all(isinstance(r.output, output_type) for r in valid)
-    if output_type in SCHEMA_COMPLETE:
-        assert len(valid) == N
-    else:
-        assert valid, f"none of {N} generations validated"
+@pytest.fixture(scope="module")
+def model_dir(tiny_dir: Path) -> Path:
+    return tiny_dir
 
 
-def _pydantic_errors(output_type: type[BaseModel], text: str) -> list[str]:
-    try:
-        output_type.model_validate_json(text)
-    except ValidationError as exc:
-        return [str(e["msg"]) for e in exc.errors(include_url=False)]
-    return []
-
-
-async def test_unconstrained_completion_counts_tokens(backend: VLLMBackend) -> None:
-    done = await backend.complete([{"role": "user", "content": "hello"}], None, max_tokens=16, temperature=0.0)
-    assert done.prompt_tokens > 0 and 0 < done.completion_tokens <= 16
-    assert done.finish_reason in ("stop", "length")
+class TestVLLMConformance(conformance.BackendConformance):  # type: ignore[misc]
+    """Every check of the suite, on vLLM."""
 
 
 async def test_a_timeout_aborts_the_request(backend: VLLMBackend, max_model_len: int,

@@ -178,7 +178,7 @@ async def test_no_query_runs_past_its_timeout(hub: EntityRef, dsn: str, settings
         with pytest.raises(RetrievalError) as info:
             await graph.execute(GraphIntent(rationale="r", query_type="k_hop", start=hub, max_hops=3,
                                             limits={"max_results": 500, "max_fanout_per_hop": 500}))
-        assert info.value.kind == "timeout" and info.value.source == "pg_graph"
+        assert info.value.reason == "timeout" and info.value.source == "pg_graph"
         assert time.perf_counter() - t0 < 1.0  # not retried: a timeout is a verdict
     finally:
         await pool.close()
@@ -210,7 +210,7 @@ async def test_an_unreachable_database_is_one_typed_error(server: str, settings:
         with pytest.raises(RetrievalError) as info:
             await PostgresGraphExecutor(pool, settings).execute(
                 GraphIntent(rationale="r", query_type="neighbors", start=LUFFY))
-        assert info.value.kind == "unavailable" and "3 attempts" in str(info.value)
+        assert info.value.reason == "unavailable" and "3 attempts" in str(info.value)
         assert time.perf_counter() - t0 < 5
     finally:
         await pool.close()

@@ -31,7 +31,7 @@ from agentic_rag.models.roles import CardEntity, GradeInput, GradeItem, RewriteI
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.orchestrator.sweep import sweep_abandoned
-from agentic_rag.protocol import EntityRef, GradeReport, Mode, NextStep, QueryRewrite
+from agentic_rag.protocol import EntityRef, GradeReport, Mode, NextStep, QueryRewrite, RunBudget
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool
 from agentic_rag.storage.qdrant import VectorStore
@@ -84,12 +84,13 @@ class GatedService(LocalAgentService):
         self.hold_after = hold_after
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
-                  sink: EventSink | None = None) -> RunResult:
+                  sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
         self.entered.set()
         try:
             if self.hold_after is None:
                 await self.gate.wait()
-                return await super().ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=sink)
+                return await super().ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=sink,
+                                         budget=budget)
 
             async def held(event: dict[str, Any]) -> None:
                 if sink is not None:
@@ -97,7 +98,8 @@ class GatedService(LocalAgentService):
                 if event["seq"] == self.hold_after:
                     await self.gate.wait()
 
-            return await super().ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=held)
+            return await super().ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=held,
+                                     budget=budget)
         except asyncio.CancelledError:
             self.cancelled.set()
             raise
@@ -177,6 +179,26 @@ async def test_linear_mode(client: httpx.AsyncClient) -> None:
     assert resp.status_code == 200, resp.text
     assert resp.json()["mode"] == "linear"
     assert resp.json()["response"]["evidence"]["termination_reason"] == "linear"
+
+
+async def test_a_request_may_lower_its_runs_budget_but_not_raise_it(client: httpx.AsyncClient,
+                                                                     settings: Settings) -> None:
+    # the question takes two turns (find Luffy, then his anime): a budget of one ends it at the limit
+    resp = await client.post("/v1/search_ai", json={"question": "Which anime is Luffy in?",
+                                                     "budget": {"max_turns": 1}})
+    assert resp.status_code == 200, resp.text
+    assert resp.json()["response"]["evidence"]["termination_reason"] == "max_turns"
+    over = settings.agent_max_turns + 1
+    resp = await client.post("/v1/search_ai", json={"question": "Which anime is Luffy in?",
+                                                     "budget": {"max_turns": over}})
+    assert resp.status_code == 422, resp.text
+    error = resp.json()["error"]
+    assert error["type"] == "validation_error"
+    assert f"max_turns {over} is over this server's {settings.agent_max_turns}" in error["message"]
+    resp = await client.post("/v1/search_ai", json={"question": "Which anime is Luffy in?",
+                                                     "budget": {"max_turns": 0, "tokens": 5}})
+    assert resp.status_code == 422 and {tuple(d["loc"][-1:]) for d in resp.json()["error"]["details"]} == {
+        ("max_turns",), ("tokens",)}
 
 
 # -- streaming ---------------------------------------------------------------------------------------

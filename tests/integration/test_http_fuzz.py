@@ -35,7 +35,7 @@ from agentic_rag.models.factory import build_model
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.orchestrator.trajectory import Trajectory
-from agentic_rag.protocol import EntityRef, Mode
+from agentic_rag.protocol import EntityRef, Mode, RunBudget
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool
@@ -81,13 +81,15 @@ class LoopLocalService:
         return await (await self._service()).search(q)
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
-                  sink: EventSink | None = None) -> RunResult:
-        return await (await self._service()).ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=sink)
+                  sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
+        return await (await self._service()).ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=sink,
+                                                 budget=budget)
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
-                     sink: EventSink | None = None) -> RunResult:
+                     sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
         service = await self._service()
-        return await service.resume(trajectory_id, choice, tenant=tenant, request_id=request_id, sink=sink)
+        return await service.resume(trajectory_id, choice, tenant=tenant, request_id=request_id, sink=sink,
+                                    budget=budget)
 
     async def trajectory(self, trajectory_id: uuid.UUID, *, tenant: str) -> Trajectory | None:
         return await (await self._service()).trajectory(trajectory_id, tenant=tenant)

@@ -16,6 +16,7 @@ import pytest
 from pydantic import BaseModel
 
 from agentic_rag.catalog.ids import entity_id
+from agentic_rag.errors import InvalidInput
 from agentic_rag.models.base import Generation, GenerationError, Message, StructuredModel, Usage
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.heuristic import HeuristicModel
@@ -27,6 +28,7 @@ from agentic_rag.protocol import (
     DocumentGrade,
     GradeReport,
     NextStep,
+    RunBudget,
     SearchFilters,
     SearchIntent,
     SufficiencyReport,
@@ -228,3 +230,28 @@ async def test_grading_that_leaves_too_few_results_records_the_rewrite_it_trigge
     # the rewrite comes right after the grade that asked for it
     after = stages[stages.index(why) + 1]
     assert after[0] == "rewrite"
+
+
+async def test_a_run_keeps_the_budget_its_caller_gives_it(build: Callable[..., Orchestrator]) -> None:
+    # one orchestrator (the server's limits: 6 turns, 3 failed steps); each run asks for less
+    o = build(planner=Scripted("prober", NextStep, lambda _: search(ids=[str(uuid.uuid4())])),
+              validator=Scripted("doubter", SufficiencyReport, never_sufficient),
+              agent_max_turns=6, agent_max_failed_steps=3)
+    one_failure = await o.run(QUESTION, budget=RunBudget(max_failed_steps=1))
+    assert one_failure.response.evidence.termination_reason == "failed_steps" and one_failure.turns == 1
+    one_turn = await o.run(QUESTION, budget=RunBudget(max_turns=1))
+    assert one_turn.response.evidence.termination_reason == "max_turns" and one_turn.turns == 1
+    traj = await trajectory(o, one_turn)
+    assert [e.payload for e in traj.events if e.stage == "budget"] == [{"rule": "max_turns", "turns": 1}]
+    default = await o.run(QUESTION)
+    assert default.response.evidence.termination_reason == "failed_steps" and default.turns == 3
+
+
+async def test_a_budget_over_the_servers_limits_is_refused_before_the_run_starts(
+        build: Callable[..., Orchestrator]) -> None:
+    o = build(agent_max_turns=6, agent_deadline_ms=30_000)
+    tid = uuid.uuid4()
+    with pytest.raises(InvalidInput, match="max_turns 7 is over this server's 6") as refused:
+        await o.run(QUESTION, budget=RunBudget(max_turns=7, deadline_ms=60_000), trajectory_id=tid)
+    assert "deadline_ms 60000 is over this server's 30000" in str(refused.value)
+    assert await o.store.get(tid) is None  # nothing was recorded

@@ -10,7 +10,8 @@ from pathlib import Path
 import pytest
 
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import connect, migrate, resolve_dsn, stop_private_cluster
+from agentic_rag.storage.devcluster import dev_dsn, stop_private_cluster
+from agentic_rag.storage.postgres import DatabaseUnavailable, connect, migrate, resolve_dsn
 
 pytestmark = pytest.mark.integration
 
@@ -35,7 +36,7 @@ def _postmaster_uid(data_dir: Path) -> int:
 
 async def test_a_private_cluster_is_started_when_no_server_answers(data_dir: Path) -> None:
     settings = Settings(data_dir=data_dir, local_postgres_port=54331, database_name="agentic_rag")
-    dsn = resolve_dsn(settings, system_server=NOBODY_HOME)
+    dsn = dev_dsn(settings, system_server=NOBODY_HOME)
     assert "54331" in dsn and "agentic_rag" in dsn
     assert (data_dir / "pg" / "data" / "PG_VERSION").exists()
     conn = await connect(dsn)
@@ -49,8 +50,17 @@ async def test_a_private_cluster_is_started_when_no_server_answers(data_dir: Pat
                      if p.name.endswith(".sql"))
     assert await migrate(dsn) == shipped
     # a second resolution reuses the running cluster and the existing database
-    assert resolve_dsn(settings, system_server=NOBODY_HOME) == dsn
+    assert dev_dsn(settings, system_server=NOBODY_HOME) == dsn
     stop_private_cluster(data_dir)
     # and a later one starts it again from the same files, migrations already applied
-    again = resolve_dsn(settings, system_server=NOBODY_HOME)
+    again = dev_dsn(settings, system_server=NOBODY_HOME)
     assert await migrate(again) == []
+
+
+def test_the_served_application_never_starts_a_cluster(data_dir: Path) -> None:
+    # build_app and the replicas resolve the DSN this way: no server and none configured is an error that says
+    # what to do, and nothing is started or written
+    settings = Settings(data_dir=data_dir, local_postgres_port=54332, database_name="agentic_rag")
+    with pytest.raises(DatabaseUnavailable, match="RAG_DATABASE_URL is not set"):
+        resolve_dsn(settings, system_server=NOBODY_HOME)
+    assert not (data_dir / "pg").exists()

@@ -258,3 +258,46 @@ async def test_searchai_over_grpc(serve_url: tuple[str, float], serve_config: Se
     async with httpx.AsyncClient(base_url=url, timeout=30) as http:
         traj = await http.get(f"/v1/trajectories/{reply.trajectory_id}")
         assert traj.status_code == 200 and traj.json()["request_id"] == "grpc-ask"
+
+
+async def test_a_streamed_run_over_grpc_through_the_proxy(serve_config: ServeDeploySchema,
+                                                           serve_url: tuple[str, float]) -> None:
+    """SearchAI.AskStream through Serve's gRPC proxy: the run's events in order as written, then the reply."""
+    target = launch.grpc_target(serve_config)
+    assert target is not None
+    app = (("application", serve_config.applications[0].name),)
+    async with grpc.aio.insecure_channel(target) as channel:
+        stub = pb_grpc.SearchAIStub(channel)
+        updates = [u async for u in stub.AskStream(pb.AskRequest(question="Which anime is Luffy in?"),
+                                                   metadata=app, timeout=60)]
+        *events, last = updates
+        assert last.HasField("reply") and last.reply.status == pb.STATUS_ANSWERED
+        assert events and all(u.HasField("event") for u in events)
+        assert [u.event.seq for u in events] == list(range(1, len(events) + 1))
+        assert {u.event.trajectory_id for u in events} == {last.reply.trajectory_id}
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            [u async for u in stub.AskStream(pb.AskRequest(question=""), metadata=app, timeout=30)]
+        assert raised.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_the_graphql_application_asks_the_agent_through_the_proxy(serve_config: ServeDeploySchema,
+                                                                        serve_url: tuple[str, float]) -> None:
+    """The second application: GraphQL at /graphql (its typeahead from PostgreSQL, its questions over SearchAI),
+    the playground beside it."""
+    playground = launch.playground_url(serve_config)
+    assert playground is not None
+    base = playground.removesuffix("/playground/")
+    async with httpx.AsyncClient(timeout=60) as http:
+        hits = await http.post(base, json={"query": '{ search(q: "lufy", limit: 3) { name } }'})
+        assert hits.status_code == 200, hits.text
+        assert hits.json()["data"]["search"][0]["name"] == "Monkey D. Luffy"
+        query = """subscription { searchAiRun(question: "How is Luffy related to Nami?") {
+            __typename ... on RunEvent { seq stage } ... on SearchAiResult { status resultEntities { id } } } }"""
+        streamed = await http.post(base, json={"query": query}, headers={"Accept": "text/event-stream"})
+        assert streamed.status_code == 200, streamed.text
+        updates = [json.loads(data)["data"]["searchAiRun"] for kind, data in _sse(streamed.text) if kind == "next"]
+        *events, result = updates
+        assert result["status"] == "ANSWERED" and {LUFFY, NAMI} <= {e["id"] for e in result["resultEntities"]}
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+        page = await http.get(playground)
+        assert page.status_code == 200 and "text/html" in page.headers["content-type"]

@@ -1,54 +1,31 @@
 """Our OpenAI-compatible server for real: uvicorn on loopback, the tiny model behind it, OpenAI clients in front.
 
-The server runs the real TransformersBackend; clients are our OpenAIBackend (through
-StructuredGenerator, as the loop uses it), the official ``openai`` client, and raw HTTP for
-requests no well-behaved client would send.
+The server runs the real TransformersBackend; clients are the official ``openai`` client, our OpenAIBackend as
+the factory builds it from settings, and raw HTTP for requests no well-behaved client would send. What
+OpenAIBackend does as every backend does (constrained output, token counts, retries, errors) is the conformance
+suite's (test_conformance.py).
 """
 
 from __future__ import annotations
 
-import asyncio
 import json
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import httpx
-import jsonschema
 import openai
 import pytest
 from openai.types.chat import ChatCompletion
-from pydantic import BaseModel, ValidationError
-from transformers import AutoTokenizer
 
-from agentic_rag.models.base import (
-    Completion,
-    Generation,
-    GenerationError,
-    Message,
-    StructuredGenerator,
-    schema_for,
-)
+from agentic_rag.models.base import Message, StructuredGenerator, schema_for
+from agentic_rag.models.factory import text_backend
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
 from agentic_rag.models.openai_server import create_app
 from agentic_rag.models.transformers_backend import TransformersBackend
-from agentic_rag.protocol import (
-    DraftAnswer,
-    GradeReport,
-    GraphIntent,
-    NextStep,
-    QueryRewrite,
-    SearchIntent,
-    SufficiencyReport,
-)
+from agentic_rag.protocol import QueryRewrite
 from agentic_rag.settings import Settings
 
-SCHEMAS: list[type[BaseModel]] = [
-    QueryRewrite, NextStep, SearchIntent, GraphIntent, DraftAnswer, SufficiencyReport, GradeReport,
-]
-N = 50
-# Contracts whose every rule is in their JSON schema: all N generations must validate.
-SCHEMA_COMPLETE = {QueryRewrite, SufficiencyReport, GradeReport}
 MAX_TOKENS = 1024
 
 
@@ -61,78 +38,27 @@ def base_url(tiny_model_dir: Path, serving: Any) -> Iterator[str]:
         yield url
 
 
-@pytest.fixture(scope="module")
-def settings(base_url: str) -> Settings:
-    return Settings(openai_base_url=base_url, openai_api_key="test", generation_timeout_ms=300_000)
-
-
-def _prompts(output_type: type[BaseModel]) -> list[list[Message]]:
-    return [
-        [{"role": "system", "content": f"Reply with one {output_type.__name__} as a JSON object."},
-         {"role": "user", "content": f"Question {i}: who made the anime number {i}, and when?"}]
-        for i in range(N)
-    ]
-
-
-class Recording:
-    """A backend that keeps every completion it returned (every attempt, corrections included)."""
-
-    def __init__(self, backend: OpenAIBackend) -> None:
-        self.backend = backend
-        self.name = backend.name
-        self.seen: list[Completion] = []
-
-    async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
-                       temperature: float, calibration: list[Message] | None = None) -> Completion:
-        done = await self.backend.complete(messages, schema, max_tokens=max_tokens, temperature=temperature,
-                                            calibration=calibration)
-        self.seen.append(done)
-        return done
-
-
-@pytest.mark.parametrize("output_type", SCHEMAS, ids=lambda t: t.__name__)
-async def test_structured_generation_over_http_validates(settings: Settings, output_type: type[BaseModel]) -> None:
-    backend = OpenAIBackend(settings, "tiny")
-    recording = Recording(backend)
-    generator = StructuredGenerator(recording, max_attempts=settings.generation_max_attempts)
+async def test_the_factory_builds_an_openai_backend_that_keeps_its_time_limit(base_url: str) -> None:
+    settings = Settings(planner_backend="openai", planner_model="tiny", openai_base_url=base_url,
+                        openai_api_key="test", generation_timeout_ms=300_000)
+    backend = text_backend(settings, "planner")
+    assert isinstance(backend, OpenAIBackend) and backend.name == "tiny"
+    messages: list[Message] = [{"role": "user", "content": "Who directed Akira?"}]
     try:
-        # sampling, not greedy: a random model's greedy strings run to their maximum length
-        results = await asyncio.gather(*(
-            generator.generate(m, output_type, max_tokens=MAX_TOKENS, temperature=1.0) for m in _prompts(output_type)
-        ), return_exceptions=True)
+        done = await StructuredGenerator(backend).generate(messages, QueryRewrite, max_tokens=MAX_TOKENS,
+                                                           temperature=1.0)
+        assert done.usage.prompt_tokens > 0 and done.usage.completion_tokens > 0
     finally:
         await backend.aclose()
-
-    # what the server guarantees: every completion that ended fits the JSON schema it was sent
-    validator = jsonschema.Draft202012Validator(schema_for(output_type))
-    ended = [done for done in recording.seen if done.finish_reason == "stop"]
-    assert len(ended) >= 0.9 * len(recording.seen), "most completions should end within max_tokens"
-    for done in ended:
-        validator.validate(json.loads(done.text))
-        assert done.prompt_tokens > 0 and done.completion_tokens > 0
-
-    # what the loop relies on: generate() returns valid instances; pydantic may reject an output only
-    # for a rule its JSON schema cannot carry (a model validator), and then StructuredGenerator
-    # gives up with a GenerationError after its corrections
-    assert not [r for r in results if isinstance(r, BaseException) and not isinstance(r, GenerationError)]
-    rejected = [e for done in ended for e in _pydantic_errors(output_type, done.text)]
-    assert all(e.startswith("Value error, ") for e in rejected), sorted(set(rejected))[:5]
-    valid = [r for r in results if isinstance(r, Generation)]
-    for result in valid:
-        assert isinstance(result.output, output_type)
-        assert result.usage.prompt_tokens > 0 and result.usage.completion_tokens > 0
-    if output_type in SCHEMA_COMPLETE:
-        assert len(valid) == N
-    else:
-        assert valid, f"none of {N} generations validated"
-
-
-def _pydantic_errors(output_type: type[BaseModel], text: str) -> list[str]:
+    # past RAG_GENERATION_TIMEOUT_MS the call is a TimeoutError (greedy, the random model runs to max_tokens)
+    hasty = text_backend(settings.model_copy(update={"generation_timeout_ms": 100}), "planner")
     try:
-        output_type.model_validate_json(text)
-    except ValidationError as exc:
-        return [str(e["msg"]) for e in exc.errors(include_url=False)]
-    return []
+        with pytest.raises(TimeoutError, match=r"no completion within 0\.1s"):
+            await hasty.complete(messages, None, max_tokens=300, temperature=0.0)
+    finally:
+        await hasty.aclose()
+    with pytest.raises(ValueError, match="RAG_VALIDATOR_MODEL must name the served model for the openai backend"):
+        text_backend(settings.model_copy(update={"validator_backend": "openai"}), "validator")
 
 
 async def test_official_client_gets_a_chat_completion(base_url: str) -> None:
@@ -163,32 +89,6 @@ async def test_official_client_gets_a_chat_completion(base_url: str) -> None:
         models = await client.models.list()
         assert sorted(m.id for m in models.data) == ["tiny", "tiny-validator"]
         assert (await client.models.retrieve("tiny")).id == "tiny"
-
-
-async def test_usage_is_what_the_models_tokenizer_counts(base_url: str, tiny_model_dir: Path) -> None:
-    tokenizer = AutoTokenizer.from_pretrained(tiny_model_dir)
-    messages: list[Message] = [{"role": "system", "content": "Be brief."},
-                               {"role": "user", "content": "Who directed Akira, and when?"}]
-    templated = tokenizer.apply_chat_template(list(messages), tokenize=False, add_generation_prompt=True)
-    async with openai.AsyncOpenAI(base_url=base_url, api_key="test", max_retries=0) as client:
-        done = await client.chat.completions.create(model="tiny", messages=messages,  # type: ignore[arg-type]
-                                                    max_completion_tokens=8, temperature=1.0)
-    assert done.usage is not None
-    # the prompt as the chat template renders it, and the tokens generated (all 8 when cut at the limit)
-    assert done.usage.prompt_tokens == len(tokenizer(templated, add_special_tokens=False)["input_ids"])
-    finish = done.choices[0].finish_reason
-    assert done.usage.completion_tokens == 8 if finish == "length" else 0 < done.usage.completion_tokens <= 8
-    assert done.usage.total_tokens == done.usage.prompt_tokens + done.usage.completion_tokens
-
-
-async def test_openai_backend_reports_a_refused_schema_as_value_error(settings: Settings) -> None:
-    backend = OpenAIBackend(settings, "tiny")
-    try:
-        with pytest.raises(ValueError, match="not a valid JSON schema"):
-            await backend.complete([{"role": "user", "content": "hi"}], {"type": "nonsense"}, max_tokens=4,
-                                   temperature=0.0)
-    finally:
-        await backend.aclose()
 
 
 async def test_the_official_client_sees_typed_errors(base_url: str) -> None:

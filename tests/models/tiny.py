@@ -19,6 +19,7 @@ import shutil
 import string
 import tempfile
 import uuid
+from collections.abc import Callable
 from pathlib import Path
 
 # Bump when anything below changes what gets built: a new version is built beside the old one.
@@ -35,13 +36,17 @@ SEED = 1234
 
 def build_tiny_model(root: Path) -> Path:
     """The tiny model's directory under ``root``, built on first use (a second or two) and reused after."""
-    target = Path(root) / f"tiny-qwen2-v{VERSION}"
+    return built_once(Path(root) / f"tiny-qwen2-v{VERSION}", _build)
+
+
+def built_once(target: Path, build: Callable[[Path], None]) -> Path:
+    """``target``, made by ``build`` into a private directory renamed into place unless it is there already."""
     if (target / "config.json").is_file():
         return target
     target.parent.mkdir(parents=True, exist_ok=True)
     work = Path(tempfile.mkdtemp(prefix=".tiny-", dir=target.parent))
     try:
-        _build(work)
+        build(work)
         os.chmod(work, 0o755)  # mkdtemp made it private
         try:
             os.rename(work, target)  # atomic: a concurrent builder either wins or finds it built

@@ -10,8 +10,9 @@ from pathlib import Path
 import pytest
 
 from agentic_rag.deployments import launch
+from agentic_rag.deployments.errors import api_error
 from agentic_rag.deployments.faults import FAULT_ARGS, fault_config
-from agentic_rag.deployments.http_errors import api_error, error_body
+from agentic_rag.deployments.http_errors import error_body
 from agentic_rag.deployments.service import Degradations, ServiceUnavailable
 from agentic_rag.loadtest.faults import LEAKED, FaultRun, Outcome, Phase, Probe, Verdict, markdown
 from agentic_rag.orchestrator.loop import RunResult

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass, field
@@ -12,7 +13,7 @@ from typing import Any, get_args
 import grpc
 import pytest
 
-from agentic_rag.deployments.grpc_api import MATCH_TIERS, STATUSES, SearchAIApi
+from agentic_rag.deployments.grpc_api import MATCH_TIERS, STATUSES, SearchAIApi, SearchAIServicer
 from agentic_rag.deployments.proto import searchai_pb2 as pb
 from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
 from agentic_rag.deployments.service import NotAwaitingClarification, ServiceUnavailable
@@ -54,13 +55,18 @@ class FakeService:
     gate: asyncio.Event | None = None
     calls: list[tuple[str, Any]] = field(default_factory=list)
     started: asyncio.Event = field(default_factory=asyncio.Event)
+    cancelled: bool = False
 
     async def _maybe(self) -> None:
         self.started.set()
         if self.fail is not None:
             raise self.fail
         if self.gate is not None:
-            await self.gate.wait()
+            try:
+                await self.gate.wait()
+            except asyncio.CancelledError:
+                self.cancelled = True
+                raise
 
     async def search(self, q: TypeaheadQuery) -> list[TypeaheadHit]:
         self.calls.append(("search", q))
@@ -69,6 +75,11 @@ class FakeService:
 
     async def ask(self, question: str, *, mode: str, tenant: str, request_id: str, sink: Any = None) -> RunResult:
         self.calls.append(("ask", (question, mode, tenant, request_id)))
+        if sink is not None:  # what the loop writes first, as the sink receives it
+            await sink({"seq": 1, "stage": "rewrite", "type": "decision", "latency_ms": 1.5,
+                        "payload": {"rewrite": {"entities": [LUFFY.id]}, "trajectory": TID}, "trajectory_id": TID})
+            await sink({"seq": 2, "stage": "retrieve", "type": "action", "latency_ms": None,
+                        "payload": {"intents": 1}})
         await self._maybe()
         return _result("needs_clarification" if "Naruto" in question else "answered", request_id)
 
@@ -104,22 +115,6 @@ class RecordingContext:
         return self.metadata
 
 
-class Servicer(pb_grpc.SearchAIServicer):
-    """What the Ingress deployment does for Serve's proxy, for a plain grpc.aio server."""
-
-    def __init__(self, api: SearchAIApi) -> None:
-        self.api = api
-
-    async def Ask(self, request: pb.AskRequest, context: Any) -> pb.AskReply:
-        return await self.api.ask(request, context)
-
-    async def Search(self, request: pb.SearchRequest, context: Any) -> pb.SearchReply:
-        return await self.api.search(request, context)
-
-    async def Clarify(self, request: pb.ClarifyRequest, context: Any) -> pb.AskReply:
-        return await self.api.clarify(request, context)
-
-
 @dataclass
 class Client:
     stub: Any
@@ -128,7 +123,7 @@ class Client:
 
 async def _serve(service: FakeService, settings: Settings) -> AsyncIterator[Client]:
     server = grpc.aio.server()
-    pb_grpc.add_SearchAIServicer_to_server(Servicer(SearchAIApi(service, settings)), server)
+    pb_grpc.add_SearchAIServicer_to_server(SearchAIServicer(SearchAIApi(service, settings)), server)
     port = server.add_insecure_port("127.0.0.1:0")
     await server.start()
     try:
@@ -187,6 +182,47 @@ async def test_a_clarification_round_trip(client: Client) -> None:
     await client.stub.Clarify(pb.ClarifyRequest(trajectory_id=asked.trajectory_id, entity_id=NAMI.id.upper()))
     # index 0 is a choice (a oneof member set to its default still counts); an entity id is normalised
     assert [c[1][1] for c in client.service.calls if c[0] == "resume"] == [0, NAMI.id]
+
+
+async def test_ask_stream_sends_each_event_as_written_then_the_reply(client: Client) -> None:
+    updates = [u async for u in client.stub.AskStream(pb.AskRequest(question="How is Luffy related to Nami?"))]
+    assert [u.WhichOneof("update") for u in updates] == ["event", "event", "reply"]
+    first, second = updates[0].event, updates[1].event
+    assert (first.seq, first.stage, first.type, first.latency_ms) == (1, "rewrite", "decision", 1.5)
+    assert json.loads(first.payload_json) == {"rewrite": {"entities": [LUFFY.id]}, "trajectory": str(TID)}
+    assert first.trajectory_id == str(TID)  # a client that loses the stream knows which run to read
+    assert (second.seq, second.latency_ms, second.trajectory_id) == (2, 0.0, "")
+    assert updates[-1].reply.status == pb.STATUS_ANSWERED and updates[-1].reply.trajectory_id == str(TID)
+
+
+async def test_a_stream_that_fails_ends_with_its_status_after_what_it_sent() -> None:
+    async for client in _serve(FakeService(fail=ServiceUnavailable("postgres at 10.0.0.5 is down")), Settings()):
+        seen: list[str] = []
+        with pytest.raises(grpc.aio.AioRpcError) as raised:
+            async for update in client.stub.AskStream(pb.AskRequest(question="q")):
+                seen.append(update.WhichOneof("update"))
+        assert seen == ["event", "event"]  # the run had written these before the store failed
+        assert raised.value.code() == grpc.StatusCode.UNAVAILABLE and "10.0.0.5" not in (raised.value.details() or "")
+        bad = client.stub.ClarifyStream(pb.ClarifyRequest(trajectory_id="not-a-uuid", index=0))
+        with pytest.raises(grpc.aio.AioRpcError) as refused:
+            [u async for u in bad]
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+
+
+async def test_a_client_that_leaves_a_stream_cancels_its_run() -> None:
+    gate = asyncio.Event()
+    service = FakeService(gate=gate)
+    async for client in _serve(service, Settings()):
+        call = client.stub.AskStream(pb.AskRequest(question="q"))
+        first = await call.read()
+        assert first.event.seq == 1
+        await asyncio.wait_for(service.started.wait(), 5)
+        call.cancel()
+        for _ in range(50):  # the server learns of it asynchronously
+            if service.cancelled:
+                break
+            await asyncio.sleep(0.05)
+        assert service.cancelled  # the run waiting on the gate was cancelled, not left to run on
 
 
 async def test_search_maps_hits_and_defaults_the_limit(client: Client) -> None:

@@ -16,8 +16,10 @@ from ray.serve.schema import ServeDeploySchema
 
 from agentic_rag.deployments.app import DEPLOYMENTS, build_app
 from agentic_rag.deployments.args import settings_from
+from agentic_rag.deployments.graphql import GraphQL, build_graphql_app
 from agentic_rag.deployments.ingress import Ingress
 from agentic_rag.deployments.proto import searchai_pb2
+from agentic_rag.graphql.app import APPLICATION
 from agentic_rag.settings import Settings
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -28,20 +30,28 @@ def _load(name: str) -> ServeDeploySchema:
     return ServeDeploySchema.model_validate(yaml.safe_load((CONFIGS / name).read_text(encoding="utf-8")))
 
 
-def _overrides(config: ServeDeploySchema) -> dict[str, dict[str, Any]]:
-    app = config.applications[0]
+def _overrides(config: ServeDeploySchema, index: int = 0) -> dict[str, dict[str, Any]]:
+    app = config.applications[index]
     return {d.name: d.model_dump(exclude_unset=True, exclude={"name"}) for d in app.deployments}
 
 
 @pytest.mark.parametrize("name", ["local.yaml", "gpu.yaml"])
-def test_config_is_valid_for_serve_and_names_the_app_builder(name: str) -> None:
+def test_config_is_valid_for_serve_and_names_the_app_builders(name: str) -> None:
     config = _load(name)
-    assert len(config.applications) == 1
-    app = config.applications[0]
-    assert app.import_path == "agentic_rag.deployments.app:build_app"
+    agent, graphql = config.applications
+    assert (agent.name, agent.route_prefix, agent.import_path) == (
+        "agentic_rag", "/", "agentic_rag.deployments.app:build_app")
     assert build_app.__module__ == "agentic_rag.deployments.app"
-    # every override names a deployment of the application, or Serve refuses the whole config at deploy time
+    assert (graphql.route_prefix, graphql.import_path) == (
+        "/graphql", "agentic_rag.deployments.graphql:build_graphql_app")
+    assert build_graphql_app.__module__ == "agentic_rag.deployments.graphql"
+    # every override names a deployment of its application, or Serve refuses the whole config at deploy time
     assert set(_overrides(config)) == NAMES
+    assert set(_overrides(config, 1)) == {GraphQL.name}
+    # the backend asks the agent's application over the gRPC proxy of this config
+    target = settings_from(graphql.args).graphql_agent_target
+    assert target.endswith(f":{config.grpc_options.port}")
+    assert agent.name == APPLICATION  # the name the backend sends in its calls' metadata
 
 
 @pytest.mark.parametrize("name", ["local.yaml", "gpu.yaml"])
@@ -58,14 +68,14 @@ def test_overrides_are_options_the_deployments_accept(name: str) -> None:
 
 @pytest.mark.parametrize("name", ["local.yaml", "gpu.yaml"])
 def test_args_and_env_are_settings(name: str) -> None:
-    app = _load(name).applications[0]
-    settings = settings_from(app.args)
-    env = app.runtime_env.get("env_vars", {})
-    fields = {k.removeprefix("RAG_").lower(): v for k, v in env.items() if k.startswith("RAG_")}
-    assert set(fields) <= set(Settings.model_fields), "a RAG_ variable that no setting reads"
-    assert "database_url" not in app.args and "RAG_DATABASE_URL" not in env, "a DSN belongs in a secret"
-    settings_from({**app.args, **fields})
-    assert settings.planner_backend in ("heuristic", "vllm")
+    for app in _load(name).applications:
+        settings = settings_from(app.args)
+        env = app.runtime_env.get("env_vars", {})
+        fields = {k.removeprefix("RAG_").lower(): v for k, v in env.items() if k.startswith("RAG_")}
+        assert set(fields) <= set(Settings.model_fields), "a RAG_ variable that no setting reads"
+        assert "database_url" not in app.args and "RAG_DATABASE_URL" not in env, "a DSN belongs in a secret"
+        settings_from({**app.args, **fields})
+        assert settings.planner_backend in ("heuristic", "vllm")
 
 
 @pytest.mark.parametrize("name", ["local.yaml", "gpu.yaml"])
@@ -77,18 +87,20 @@ def test_grpc_options_serve_searchai_and_the_ingress_implements_it(name: str) ->
     [add_servicer] = gRPCOptions(**options.model_dump()).grpc_servicer_func_callable
     assert add_servicer.__name__ == "add_SearchAIServicer_to_server"
     # the proxy calls the ingress method named like the RPC, passing the context by this parameter name
-    rpcs = set(searchai_pb2.DESCRIPTOR.services_by_name["SearchAI"].methods_by_name)
-    assert rpcs == {"Ask", "Search", "Clarify"}
-    for rpc in rpcs:
+    methods = searchai_pb2.DESCRIPTOR.services_by_name["SearchAI"].methods_by_name
+    assert set(methods) == {"Ask", "Search", "Clarify", "AskStream", "ClarifyStream"}
+    for rpc, descriptor in methods.items():
         method = getattr(Ingress.func_or_class, rpc)
-        assert inspect.iscoroutinefunction(method)
+        # a server-streaming RPC is an async generator on the Ingress, a unary one a coroutine
+        streams = descriptor.server_streaming
+        assert (inspect.isasyncgenfunction(method) if streams else inspect.iscoroutinefunction(method)), rpc
         assert list(inspect.signature(method).parameters) == ["self", "request", "grpc_context"], rpc
 
 
 def test_local_config_fits_one_cpu_machine() -> None:
     config = _load("local.yaml")
     overrides = _overrides(config)
-    actors = [o["ray_actor_options"] for o in overrides.values()]
+    actors = [o["ray_actor_options"] for i in range(len(config.applications)) for o in _overrides(config, i).values()]
     assert not any(a.get("num_gpus") for a in actors)
     # every deployment at its minimum scale fits in 2 CPUs, with room for the controller and proxy
     assert sum(a["num_cpus"] for a in actors) <= 1.5

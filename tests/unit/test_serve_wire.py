@@ -1,13 +1,14 @@
-"""What crosses a deployment handle: typed failures survive the trip, and nothing untrusted is taken as is."""
+"""What crosses a deployment handle: our failures survive the trip as themselves; nothing untrusted is taken as is."""
 
 from __future__ import annotations
 
+import pickle
 import uuid
 from typing import Any
 
 import pytest
 from pydantic import ValidationError
-from ray.exceptions import RayActorError
+from ray.exceptions import RayActorError, RayTaskError
 from ray.serve.handle import DeploymentResponse
 
 from agentic_rag.deployments.models import PlannerReplica
@@ -17,11 +18,11 @@ from agentic_rag.deployments.wire import (
     HandleModel,
     HandleRetrieval,
     RunReply,
-    failure_of,
     ok,
-    raise_failure,
+    settle,
     unwrap,
 )
+from agentic_rag.errors import AgenticRagError
 from agentic_rag.models.base import GenerationError
 from agentic_rag.models.prompts import render
 from agentic_rag.models.roles import ROLES, RewriteInput
@@ -44,34 +45,71 @@ def test_output_types_are_exactly_the_role_contracts() -> None:
     assert set(OUTPUT_TYPES.values()) == set(ROLES)
 
 
-@pytest.mark.parametrize("exc", [
+FAILURES = [
     GenerationError("NextStep", 3, ["bad json"], "{"),
     RetrievalError("pg_graph", "timeout", "graph k_hop ran past its time limit"),
     ClarificationError("choice 7 is not one of the offered choices"),
     NotAwaitingClarification("trajectory x is not waiting for a clarification"),
     TrajectoryNotFound("trajectory x not found"),
     TrajectoryError("trajectory store unavailable"),
-])
-def test_expected_failures_are_reraised_as_their_own_type(exc: Exception) -> None:
-    failure = failure_of(exc)
-    assert failure is not None
-    with pytest.raises(type(exc)) as raised:
-        raise_failure(failure.model_validate(failure.model_dump(mode="json")))
+]
+
+
+def _fields(exc: BaseException) -> dict[str, Any]:
+    return {k: v for k, v in vars(exc).items() if not k.startswith("__")}
+
+
+class RaisingResponse(DeploymentResponse):  # type: ignore[misc]
+    """What a handle call gives when the replica's method raised: awaiting it raises Ray's dual error (a
+    RayTaskError that is also an instance of the cause's class), built the way Ray builds it."""
+
+    def __init__(self, cause: BaseException) -> None:  # nothing of Serve's behind it
+        # the cause crosses processes pickled, as Ray sends it
+        self._error = RayTaskError("handle_request", "Traceback ... (replica internals)",
+                                   pickle.loads(pickle.dumps(cause))).as_instanceof_cause()
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        raise self._error
+        yield
+
+
+@pytest.mark.parametrize("exc", FAILURES)
+async def test_a_failure_a_replica_raises_is_raised_in_the_caller_as_itself(exc: AgenticRagError) -> None:
+    with pytest.raises(AgenticRagError) as raised:
+        await settle(RaisingResponse(exc), "Replica.method")
     assert type(raised.value) is type(exc)
     assert str(raised.value) == str(exc)
-    if isinstance(exc, RetrievalError):
-        assert isinstance(raised.value, RetrievalError)
-        assert (raised.value.source, raised.value.kind) == ("pg_graph", "timeout")
+    assert _fields(raised.value) == _fields(exc)
+    assert not isinstance(raised.value, RayTaskError)  # Ray's text (tracebacks, addresses) is left behind
 
 
-def test_a_timeout_is_a_retrieval_failure_only_where_a_source_is_named() -> None:
-    assert failure_of(TimeoutError()) is None
-    failure = failure_of(TimeoutError(), source="pg_query")
-    assert failure is not None and failure.cause == "timeout"
-    assert failure_of(RuntimeError("a bug")) is None  # travels as a Ray error, never dressed up as expected
+async def test_a_bug_in_a_replica_stays_rays_error() -> None:
+    with pytest.raises(RayTaskError):
+        await settle(RaisingResponse(RuntimeError("a bug")), "Replica.method")
 
 
-@pytest.mark.parametrize("raw", [{"value": 1, "extra": 2}, {"error": {"kind": "nonsense", "message": "x"}}, [1]])
+def _subclasses(cls: type[AgenticRagError]) -> set[type[AgenticRagError]]:
+    found = set(cls.__subclasses__())
+    return found.union(*(_subclasses(c) for c in found))
+
+
+def test_every_error_of_ours_pickles_with_its_fields() -> None:
+    # the modules that define them are imported above (directly or through the deployments)
+    import agentic_rag.cli._errors
+    import agentic_rag.deployments.errors  # noqa: F401
+
+    # Ray's dual classes (RayTaskError(X), made as errors cross) are subclasses too: only ours are checked
+    classes = {c for c in _subclasses(AgenticRagError) if c.__module__.startswith("agentic_rag.")}
+    assert len(classes) >= 20
+    for cls in classes:
+        exc = cls.__new__(cls)
+        exc.args = ("what went wrong",)
+        vars(exc).update({"source": "pg_graph", "trajectory_id": uuid.uuid4(), "attempts": 2})
+        back = pickle.loads(pickle.dumps(exc))
+        assert type(back) is cls and back.args == exc.args and _fields(back) == _fields(exc), cls
+
+
+@pytest.mark.parametrize("raw", [{"value": 1, "extra": 2}, {"error": {"kind": "generation", "message": "x"}}, [1]])
 def test_malformed_replies_are_refused(raw: Any) -> None:
     with pytest.raises(ValidationError):
         unwrap(raw)
@@ -133,7 +171,7 @@ async def test_a_dead_deployment_is_reported_in_our_words() -> None:
     start = EntityRef(entity_type="character", id="00000000-0000-4000-8000-000000000001")
     with pytest.raises(RetrievalError) as info:
         await retrieval.graph(GraphIntent(rationale="r", query_type="neighbors", start=start))
-    assert (info.value.source, info.value.kind) == ("postgres", "unavailable")
+    assert (info.value.source, info.value.reason) == ("postgres", "unavailable")
     assert "GraphRetriever deployment is unavailable" in str(info.value) and "10.0.0.7" not in str(info.value)
     with pytest.raises(GenerationError) as failed:
         await HandleModel(DeadHandle(), "PlannerModel").generate([], QueryRewrite)  # type: ignore[arg-type]

@@ -163,3 +163,17 @@ async def test_a_cancelled_call_aborts_the_request_in_the_engine(fake_vllm: Any)
     with pytest.raises(asyncio.CancelledError):
         await task
     assert engine.aborted == [engine.requests[0][2]]
+
+
+def test_the_factory_builds_the_role_model_on_vllm(fake_vllm: Any) -> None:
+    from agentic_rag.models.factory import text_backend
+    from agentic_rag.models.vllm_backend import VLLMBackend
+
+    settings = Settings(planner_backend="vllm", planner_model="/models/planner", validator_backend="vllm")
+    backend = text_backend(settings, "planner")
+    assert isinstance(backend, VLLMBackend) and backend.name == "planner"
+    assert fake_vllm.engines[0].args.model == "/models/planner"
+    with pytest.raises(ValueError, match="RAG_VALIDATOR_MODEL must name a local model directory for the vllm backend"):
+        text_backend(settings, "validator")
+    with pytest.raises(ValueError, match="the heuristic backend is not a text backend"):
+        text_backend(Settings(), "planner")

@@ -13,6 +13,8 @@ import numpy as np
 from agentic_rag.catalog.ids import ID_NAMESPACE
 from agentic_rag.catalog.synthetic.words import _EMPTY, _SYL_K, _SYL_R, _SYL_RC, _SYLLABLES, Arr
 
+UUID_BYTES = 16  # a UUID5 is the first 16 bytes of the SHA-1 digest, version and variant bits set
+
 _M64 = (1 << 64) - 1
 
 
@@ -75,8 +77,8 @@ def _word(h: Arr, lo: int = 2, hi: int = 3, shift: int = 0) -> tuple[Arr, Arr]:
 def uuid5_ids(entity_type: str, keys: list[str]) -> Arr:
     """``str(entity_id(entity_type, key))`` for many keys at once, as a numpy ``S36`` array."""
     prefix = ID_NAMESPACE.bytes + f"{entity_type}:".encode()
-    raw = b"".join(hashlib.sha1(prefix + k.encode()).digest()[:16] for k in keys)
-    b = np.frombuffer(raw, dtype=np.uint8).reshape(-1, 16).copy()
+    raw = b"".join(hashlib.sha1(prefix + k.encode()).digest()[:UUID_BYTES] for k in keys)
+    b = np.frombuffer(raw, dtype=np.uint8).reshape(-1, UUID_BYTES).copy()
     b[:, 6] = (b[:, 6] & 0x0F) | 0x50  # version 5
     b[:, 8] = (b[:, 8] & 0x3F) | 0x80  # RFC 4122 variant
     hexd = np.frombuffer(b"0123456789abcdef", dtype=np.uint8)

@@ -24,7 +24,7 @@ _sym_db = _symbol_database.Default()
 
 
 
-DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,agentic_rag/deployments/proto/searchai.proto\x12\x0e\x61gentic_rag.v1\",\n\tEntityRef\x12\x13\n\x0b\x65ntity_type\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"f\n\nAskRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\"\n\x04mode\x18\x02 \x01(\x0e\x32\x14.agentic_rag.v1.Mode\x12\x0e\n\x06tenant\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\"{\n\x0e\x43larifyRequest\x12\x15\n\rtrajectory_id\x18\x01 \x01(\t\x12\x0f\n\x05index\x18\x02 \x01(\rH\x00\x12\x13\n\tentity_id\x18\x03 \x01(\tH\x00\x12\x0e\n\x06tenant\x18\x04 \x01(\t\x12\x12\n\nrequest_id\x18\x05 \x01(\tB\x08\n\x06\x63hoice\"F\n\x0c\x45videncePath\x12(\n\x05nodes\x18\x01 \x03(\x0b\x32\x19.agentic_rag.v1.EntityRef\x12\x0c\n\x04rels\x18\x02 \x03(\t\"\xa6\x01\n\x08\x45vidence\x12+\n\x05paths\x18\x01 \x03(\x0b\x32\x1c.agentic_rag.v1.EvidencePath\x12)\n\x06ranked\x18\x02 \x03(\x0b\x32\x19.agentic_rag.v1.EntityRef\x12\r\n\x05\x66\x61\x63ts\x18\x03 \x03(\t\x12\x17\n\x0frewritten_query\x18\x04 \x01(\t\x12\x1a\n\x12termination_reason\x18\x05 \x01(\t\"O\n\x13\x43larificationChoice\x12\r\n\x05label\x18\x01 \x01(\t\x12)\n\x06\x65ntity\x18\x02 \x01(\x0b\x32\x19.agentic_rag.v1.EntityRef\"W\n\rClarification\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x34\n\x07\x63hoices\x18\x02 \x03(\x0b\x32#.agentic_rag.v1.ClarificationChoice\"\x9f\x04\n\x08\x41skReply\x12\x15\n\rtrajectory_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12&\n\x06status\x18\x03 \x01(\x0e\x32\x16.agentic_rag.v1.Status\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.agentic_rag.v1.Mode\x12\x0e\n\x06\x61nswer\x18\x05 \x01(\t\x12\x12\n\nconfidence\x18\x06 \x01(\x01\x12\x32\n\x0fresult_entities\x18\x07 \x03(\x0b\x32\x19.agentic_rag.v1.EntityRef\x12\x32\n\x0fsource_entities\x18\x08 \x03(\x0b\x32\x19.agentic_rag.v1.EntityRef\x12*\n\x08\x65vidence\x18\t \x01(\x0b\x32\x18.agentic_rag.v1.Evidence\x12\x11\n\tcitations\x18\n \x03(\t\x12\x10\n\x08warnings\x18\x0b \x03(\t\x12\x34\n\rclarification\x18\x0c \x01(\x0b\x32\x1d.agentic_rag.v1.Clarification\x12\r\n\x05turns\x18\r \x01(\r\x12\x12\n\nlatency_ms\x18\x0e \x01(\x01\x12\x36\n\x07timings\x18\x0f \x03(\x0b\x32%.agentic_rag.v1.AskReply.TimingsEntry\x1a.\n\x0cTimingsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"8\n\rSearchRequest\x12\t\n\x01q\x18\x01 \x01(\t\x12\r\n\x05types\x18\x02 \x03(\t\x12\r\n\x05limit\x18\x03 \x01(\r\"\x93\x01\n\tSearchHit\x12)\n\x06\x65ntity\x18\x01 \x01(\x0b\x32\x19.agentic_rag.v1.EntityRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07matched\x18\x03 \x01(\t\x12(\n\x05match\x18\x04 \x01(\x0e\x32\x19.agentic_rag.v1.MatchTier\x12\x12\n\npopularity\x18\x05 \x01(\x03\"6\n\x0bSearchReply\x12\'\n\x04hits\x18\x01 \x03(\x0b\x32\x19.agentic_rag.v1.SearchHit*?\n\x04Mode\x12\x14\n\x10MODE_UNSPECIFIED\x10\x00\x12\x10\n\x0cMODE_AGENTIC\x10\x01\x12\x0f\n\x0bMODE_LINEAR\x10\x02*\x97\x01\n\x06Status\x12\x16\n\x12STATUS_UNSPECIFIED\x10\x00\x12\x13\n\x0fSTATUS_ANSWERED\x10\x01\x12\x14\n\x10STATUS_NOT_FOUND\x10\x02\x12\x16\n\x12STATUS_BEST_EFFORT\x10\x03\x12\x1e\n\x1aSTATUS_NEEDS_CLARIFICATION\x10\x04\x12\x12\n\x0eSTATUS_BLOCKED\x10\x05*j\n\tMatchTier\x12\x1a\n\x16MATCH_TIER_UNSPECIFIED\x10\x00\x12\x14\n\x10MATCH_TIER_EXACT\x10\x01\x12\x15\n\x11MATCH_TIER_PREFIX\x10\x02\x12\x14\n\x10MATCH_TIER_FUZZY\x10\x03\x32\xd2\x01\n\x08SearchAI\x12;\n\x03\x41sk\x12\x1a.agentic_rag.v1.AskRequest\x1a\x18.agentic_rag.v1.AskReply\x12\x44\n\x06Search\x12\x1d.agentic_rag.v1.SearchRequest\x1a\x1b.agentic_rag.v1.SearchReply\x12\x43\n\x07\x43larify\x12\x1e.agentic_rag.v1.ClarifyRequest\x1a\x18.agentic_rag.v1.AskReplyb\x06proto3')
+DESCRIPTOR = _descriptor_pool.Default().AddSerializedFile(b'\n,agentic_rag/deployments/proto/searchai.proto\x12\x0e\x61gentic_rag.v1\",\n\tEntityRef\x12\x13\n\x0b\x65ntity_type\x18\x01 \x01(\t\x12\n\n\x02id\x18\x02 \x01(\t\"f\n\nAskRequest\x12\x10\n\x08question\x18\x01 \x01(\t\x12\"\n\x04mode\x18\x02 \x01(\x0e\x32\x14.agentic_rag.v1.Mode\x12\x0e\n\x06tenant\x18\x03 \x01(\t\x12\x12\n\nrequest_id\x18\x04 \x01(\t\"{\n\x0e\x43larifyRequest\x12\x15\n\rtrajectory_id\x18\x01 \x01(\t\x12\x0f\n\x05index\x18\x02 \x01(\rH\x00\x12\x13\n\tentity_id\x18\x03 \x01(\tH\x00\x12\x0e\n\x06tenant\x18\x04 \x01(\t\x12\x12\n\nrequest_id\x18\x05 \x01(\tB\x08\n\x06\x63hoice\"F\n\x0c\x45videncePath\x12(\n\x05nodes\x18\x01 \x03(\x0b\x32\x19.agentic_rag.v1.EntityRef\x12\x0c\n\x04rels\x18\x02 \x03(\t\"\xa6\x01\n\x08\x45vidence\x12+\n\x05paths\x18\x01 \x03(\x0b\x32\x1c.agentic_rag.v1.EvidencePath\x12)\n\x06ranked\x18\x02 \x03(\x0b\x32\x19.agentic_rag.v1.EntityRef\x12\r\n\x05\x66\x61\x63ts\x18\x03 \x03(\t\x12\x17\n\x0frewritten_query\x18\x04 \x01(\t\x12\x1a\n\x12termination_reason\x18\x05 \x01(\t\"O\n\x13\x43larificationChoice\x12\r\n\x05label\x18\x01 \x01(\t\x12)\n\x06\x65ntity\x18\x02 \x01(\x0b\x32\x19.agentic_rag.v1.EntityRef\"W\n\rClarification\x12\x10\n\x08question\x18\x01 \x01(\t\x12\x34\n\x07\x63hoices\x18\x02 \x03(\x0b\x32#.agentic_rag.v1.ClarificationChoice\"\x9f\x04\n\x08\x41skReply\x12\x15\n\rtrajectory_id\x18\x01 \x01(\t\x12\x12\n\nrequest_id\x18\x02 \x01(\t\x12&\n\x06status\x18\x03 \x01(\x0e\x32\x16.agentic_rag.v1.Status\x12\"\n\x04mode\x18\x04 \x01(\x0e\x32\x14.agentic_rag.v1.Mode\x12\x0e\n\x06\x61nswer\x18\x05 \x01(\t\x12\x12\n\nconfidence\x18\x06 \x01(\x01\x12\x32\n\x0fresult_entities\x18\x07 \x03(\x0b\x32\x19.agentic_rag.v1.EntityRef\x12\x32\n\x0fsource_entities\x18\x08 \x03(\x0b\x32\x19.agentic_rag.v1.EntityRef\x12*\n\x08\x65vidence\x18\t \x01(\x0b\x32\x18.agentic_rag.v1.Evidence\x12\x11\n\tcitations\x18\n \x03(\t\x12\x10\n\x08warnings\x18\x0b \x03(\t\x12\x34\n\rclarification\x18\x0c \x01(\x0b\x32\x1d.agentic_rag.v1.Clarification\x12\r\n\x05turns\x18\r \x01(\r\x12\x12\n\nlatency_ms\x18\x0e \x01(\x01\x12\x36\n\x07timings\x18\x0f \x03(\x0b\x32%.agentic_rag.v1.AskReply.TimingsEntry\x1a.\n\x0cTimingsEntry\x12\x0b\n\x03key\x18\x01 \x01(\t\x12\r\n\x05value\x18\x02 \x01(\x01:\x02\x38\x01\"|\n\x0fTrajectoryEvent\x12\x0b\n\x03seq\x18\x01 \x01(\r\x12\r\n\x05stage\x18\x02 \x01(\t\x12\x0c\n\x04type\x18\x03 \x01(\t\x12\x14\n\x0cpayload_json\x18\x04 \x01(\t\x12\x12\n\nlatency_ms\x18\x05 \x01(\x01\x12\x15\n\rtrajectory_id\x18\x06 \x01(\t\"r\n\tRunUpdate\x12\x30\n\x05\x65vent\x18\x01 \x01(\x0b\x32\x1f.agentic_rag.v1.TrajectoryEventH\x00\x12)\n\x05reply\x18\x02 \x01(\x0b\x32\x18.agentic_rag.v1.AskReplyH\x00\x42\x08\n\x06update\"8\n\rSearchRequest\x12\t\n\x01q\x18\x01 \x01(\t\x12\r\n\x05types\x18\x02 \x03(\t\x12\r\n\x05limit\x18\x03 \x01(\r\"\x93\x01\n\tSearchHit\x12)\n\x06\x65ntity\x18\x01 \x01(\x0b\x32\x19.agentic_rag.v1.EntityRef\x12\x0c\n\x04name\x18\x02 \x01(\t\x12\x0f\n\x07matched\x18\x03 \x01(\t\x12(\n\x05match\x18\x04 \x01(\x0e\x32\x19.agentic_rag.v1.MatchTier\x12\x12\n\npopularity\x18\x05 \x01(\x03\"6\n\x0bSearchReply\x12\'\n\x04hits\x18\x01 \x03(\x0b\x32\x19.agentic_rag.v1.SearchHit*?\n\x04Mode\x12\x14\n\x10MODE_UNSPECIFIED\x10\x00\x12\x10\n\x0cMODE_AGENTIC\x10\x01\x12\x0f\n\x0bMODE_LINEAR\x10\x02*\x97\x01\n\x06Status\x12\x16\n\x12STATUS_UNSPECIFIED\x10\x00\x12\x13\n\x0fSTATUS_ANSWERED\x10\x01\x12\x14\n\x10STATUS_NOT_FOUND\x10\x02\x12\x16\n\x12STATUS_BEST_EFFORT\x10\x03\x12\x1e\n\x1aSTATUS_NEEDS_CLARIFICATION\x10\x04\x12\x12\n\x0eSTATUS_BLOCKED\x10\x05*j\n\tMatchTier\x12\x1a\n\x16MATCH_TIER_UNSPECIFIED\x10\x00\x12\x14\n\x10MATCH_TIER_EXACT\x10\x01\x12\x15\n\x11MATCH_TIER_PREFIX\x10\x02\x12\x14\n\x10MATCH_TIER_FUZZY\x10\x03\x32\xe6\x02\n\x08SearchAI\x12;\n\x03\x41sk\x12\x1a.agentic_rag.v1.AskRequest\x1a\x18.agentic_rag.v1.AskReply\x12\x44\n\x06Search\x12\x1d.agentic_rag.v1.SearchRequest\x1a\x1b.agentic_rag.v1.SearchReply\x12\x43\n\x07\x43larify\x12\x1e.agentic_rag.v1.ClarifyRequest\x1a\x18.agentic_rag.v1.AskReply\x12\x44\n\tAskStream\x12\x1a.agentic_rag.v1.AskRequest\x1a\x19.agentic_rag.v1.RunUpdate0\x01\x12L\n\rClarifyStream\x12\x1e.agentic_rag.v1.ClarifyRequest\x1a\x19.agentic_rag.v1.RunUpdate0\x01\x62\x06proto3')
 
 _globals = globals()
 _builder.BuildMessageAndEnumDescriptors(DESCRIPTOR, _globals)
@@ -33,12 +33,12 @@ if not _descriptor._USE_C_DESCRIPTORS:
   DESCRIPTOR._loaded_options = None
   _globals['_ASKREPLY_TIMINGSENTRY']._loaded_options = None
   _globals['_ASKREPLY_TIMINGSENTRY']._serialized_options = b'8\001'
-  _globals['_MODE']._serialized_start=1560
-  _globals['_MODE']._serialized_end=1623
-  _globals['_STATUS']._serialized_start=1626
-  _globals['_STATUS']._serialized_end=1777
-  _globals['_MATCHTIER']._serialized_start=1779
-  _globals['_MATCHTIER']._serialized_end=1885
+  _globals['_MODE']._serialized_start=1802
+  _globals['_MODE']._serialized_end=1865
+  _globals['_STATUS']._serialized_start=1868
+  _globals['_STATUS']._serialized_end=2019
+  _globals['_MATCHTIER']._serialized_start=2021
+  _globals['_MATCHTIER']._serialized_end=2127
   _globals['_ENTITYREF']._serialized_start=64
   _globals['_ENTITYREF']._serialized_end=108
   _globals['_ASKREQUEST']._serialized_start=110
@@ -57,12 +57,16 @@ if not _descriptor._USE_C_DESCRIPTORS:
   _globals['_ASKREPLY']._serialized_end=1294
   _globals['_ASKREPLY_TIMINGSENTRY']._serialized_start=1248
   _globals['_ASKREPLY_TIMINGSENTRY']._serialized_end=1294
-  _globals['_SEARCHREQUEST']._serialized_start=1296
-  _globals['_SEARCHREQUEST']._serialized_end=1352
-  _globals['_SEARCHHIT']._serialized_start=1355
-  _globals['_SEARCHHIT']._serialized_end=1502
-  _globals['_SEARCHREPLY']._serialized_start=1504
-  _globals['_SEARCHREPLY']._serialized_end=1558
-  _globals['_SEARCHAI']._serialized_start=1888
-  _globals['_SEARCHAI']._serialized_end=2098
+  _globals['_TRAJECTORYEVENT']._serialized_start=1296
+  _globals['_TRAJECTORYEVENT']._serialized_end=1420
+  _globals['_RUNUPDATE']._serialized_start=1422
+  _globals['_RUNUPDATE']._serialized_end=1536
+  _globals['_SEARCHREQUEST']._serialized_start=1538
+  _globals['_SEARCHREQUEST']._serialized_end=1594
+  _globals['_SEARCHHIT']._serialized_start=1597
+  _globals['_SEARCHHIT']._serialized_end=1744
+  _globals['_SEARCHREPLY']._serialized_start=1746
+  _globals['_SEARCHREPLY']._serialized_end=1800
+  _globals['_SEARCHAI']._serialized_start=2130
+  _globals['_SEARCHAI']._serialized_end=2488
 # @@protoc_insertion_point(module_scope)

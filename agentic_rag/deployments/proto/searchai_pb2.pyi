@@ -155,6 +155,30 @@ class AskReply(_message.Message):
     timings: _containers.ScalarMap[str, float]
     def __init__(self, trajectory_id: _Optional[str] = ..., request_id: _Optional[str] = ..., status: _Optional[_Union[Status, str]] = ..., mode: _Optional[_Union[Mode, str]] = ..., answer: _Optional[str] = ..., confidence: _Optional[float] = ..., result_entities: _Optional[_Iterable[_Union[EntityRef, _Mapping]]] = ..., source_entities: _Optional[_Iterable[_Union[EntityRef, _Mapping]]] = ..., evidence: _Optional[_Union[Evidence, _Mapping]] = ..., citations: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., clarification: _Optional[_Union[Clarification, _Mapping]] = ..., turns: _Optional[int] = ..., latency_ms: _Optional[float] = ..., timings: _Optional[_Mapping[str, float]] = ...) -> None: ...
 
+class TrajectoryEvent(_message.Message):
+    __slots__ = ("seq", "stage", "type", "payload_json", "latency_ms", "trajectory_id")
+    SEQ_FIELD_NUMBER: _ClassVar[int]
+    STAGE_FIELD_NUMBER: _ClassVar[int]
+    TYPE_FIELD_NUMBER: _ClassVar[int]
+    PAYLOAD_JSON_FIELD_NUMBER: _ClassVar[int]
+    LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
+    TRAJECTORY_ID_FIELD_NUMBER: _ClassVar[int]
+    seq: int
+    stage: str
+    type: str
+    payload_json: str
+    latency_ms: float
+    trajectory_id: str
+    def __init__(self, seq: _Optional[int] = ..., stage: _Optional[str] = ..., type: _Optional[str] = ..., payload_json: _Optional[str] = ..., latency_ms: _Optional[float] = ..., trajectory_id: _Optional[str] = ...) -> None: ...
+
+class RunUpdate(_message.Message):
+    __slots__ = ("event", "reply")
+    EVENT_FIELD_NUMBER: _ClassVar[int]
+    REPLY_FIELD_NUMBER: _ClassVar[int]
+    event: TrajectoryEvent
+    reply: AskReply
+    def __init__(self, event: _Optional[_Union[TrajectoryEvent, _Mapping]] = ..., reply: _Optional[_Union[AskReply, _Mapping]] = ...) -> None: ...
+
 class SearchRequest(_message.Message):
     __slots__ = ("q", "types", "limit")
     Q_FIELD_NUMBER: _ClassVar[int]

@@ -49,6 +49,16 @@ class SearchAIStub:
                 request_serializer=agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.ClarifyRequest.SerializeToString,
                 response_deserializer=agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.AskReply.FromString,
                 _registered_method=True)
+        self.AskStream = channel.unary_stream(
+                '/agentic_rag.v1.SearchAI/AskStream',
+                request_serializer=agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.AskRequest.SerializeToString,
+                response_deserializer=agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.RunUpdate.FromString,
+                _registered_method=True)
+        self.ClarifyStream = channel.unary_stream(
+                '/agentic_rag.v1.SearchAI/ClarifyStream',
+                request_serializer=agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.ClarifyRequest.SerializeToString,
+                response_deserializer=agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.RunUpdate.FromString,
+                _registered_method=True)
 
 
 class SearchAIServicer:
@@ -75,6 +85,21 @@ class SearchAIServicer:
         context.set_details('Method not implemented!')
         raise NotImplementedError('Method not implemented!')
 
+    def AskStream(self, request, context):
+        """Ask, as it happens: each trajectory event as it is written, then the reply (the last message). A failure
+        ends the stream with a status code, as Ask's would.
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
+    def ClarifyStream(self, request, context):
+        """Clarify, as it happens (as AskStream).
+        """
+        context.set_code(grpc.StatusCode.UNIMPLEMENTED)
+        context.set_details('Method not implemented!')
+        raise NotImplementedError('Method not implemented!')
+
 
 def add_SearchAIServicer_to_server(servicer, server):
     rpc_method_handlers = {
@@ -92,6 +117,16 @@ def add_SearchAIServicer_to_server(servicer, server):
                     servicer.Clarify,
                     request_deserializer=agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.ClarifyRequest.FromString,
                     response_serializer=agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.AskReply.SerializeToString,
+            ),
+            'AskStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.AskStream,
+                    request_deserializer=agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.AskRequest.FromString,
+                    response_serializer=agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.RunUpdate.SerializeToString,
+            ),
+            'ClarifyStream': grpc.unary_stream_rpc_method_handler(
+                    servicer.ClarifyStream,
+                    request_deserializer=agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.ClarifyRequest.FromString,
+                    response_serializer=agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.RunUpdate.SerializeToString,
             ),
     }
     generic_handler = grpc.method_handlers_generic_handler(
@@ -175,6 +210,60 @@ class SearchAI:
             '/agentic_rag.v1.SearchAI/Clarify',
             agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.ClarifyRequest.SerializeToString,
             agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.AskReply.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def AskStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentic_rag.v1.SearchAI/AskStream',
+            agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.AskRequest.SerializeToString,
+            agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.RunUpdate.FromString,
+            options,
+            channel_credentials,
+            insecure,
+            call_credentials,
+            compression,
+            wait_for_ready,
+            timeout,
+            metadata,
+            _registered_method=True)
+
+    @staticmethod
+    def ClarifyStream(request,
+            target,
+            options=(),
+            channel_credentials=None,
+            call_credentials=None,
+            insecure=False,
+            compression=None,
+            wait_for_ready=None,
+            timeout=None,
+            metadata=None):
+        return grpc.experimental.unary_stream(
+            request,
+            target,
+            '/agentic_rag.v1.SearchAI/ClarifyStream',
+            agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.ClarifyRequest.SerializeToString,
+            agentic__rag_dot_deployments_dot_proto_dot_searchai__pb2.RunUpdate.FromString,
             options,
             channel_credentials,
             insecure,

@@ -19,6 +19,7 @@ from agentic_rag.models.heuristic.writer import draft
 from agentic_rag.models.prompts import read_state
 from agentic_rag.models.roles import ROLES, DraftInput, GradeInput, RewriteInput, SelectInput, ValidateInput
 from agentic_rag.protocol import DocumentGrade, GradeReport, QueryRewrite, RetrievalMode, SufficiencyReport
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.vocabulary import EDGE_TYPE_BY_NAME
 from agentic_rag.understanding.plan import Analysis
 from agentic_rag.understanding.reading import read
@@ -26,14 +27,20 @@ from agentic_rag.understanding.reading import read
 T = TypeVar("T", bound=BaseModel)
 MODE: dict[str, RetrievalMode] = {"relation": "hybrid", "compare": "hybrid", "lookup": "vector", "chain": "hybrid",
                                   "attribute": "hybrid", "aggregate": "hybrid", "filter": "graph"}
+SNIPPET_CHARS = 200  # characters of an item's snippet whose words count toward its relevance
+_REWRITTEN = max_len(QueryRewrite, "rewritten_query")
+_MENTIONS = max_len(QueryRewrite, "mentions")
+_MENTION = max_len(QueryRewrite, "mentions", item=True)
+_MISSING = max_len(SufficiencyReport, "missing")
+_MISSING_ITEM = max_len(SufficiencyReport, "missing", item=True)
 
 
 def rewrite(inp: RewriteInput) -> QueryRewrite:
     a = read(inp.question, inp.links)
-    question = " ".join(inp.question.split())[:500] or "?"
+    question = " ".join(inp.question.split())[:_REWRITTEN] or "?"
     return QueryRewrite(rewritten_query=question, needs_external_context=True,
                         retrieval_mode=MODE.get(a.intent, "hybrid"),
-                        mentions=[m[:200] for m in a.mentions][:6], rationale=f"{a.intent} question")
+                        mentions=[m[:_MENTION] for m in a.mentions][:_MENTIONS], rationale=f"{a.intent} question")
 
 
 def grade(inp: GradeInput) -> GradeReport:
@@ -42,7 +49,7 @@ def grade(inp: GradeInput) -> GradeReport:
     # lenient on purpose: resolution (context.resolve) is the strict test of what a mention names
     return GradeReport(grades=[
         DocumentGrade(index=item.index, relevant=any(names_match(m, item.entity) for m in a.mentions)
-                      or bool(asked & words(item.entity.name)) or bool(asked & words(item.snippet[:200])))
+                      or bool(asked & words(item.entity.name)) or bool(asked & words(item.snippet[:SNIPPET_CHARS])))
         for item in inp.items
     ])
 
@@ -77,7 +84,7 @@ def validate(inp: ValidateInput) -> SufficiencyReport:
     what = a.intent.replace("_", " ")
     missing = named or ([f"the {what} of {' and '.join(a.mentions)}"] if a.mentions else ["an answer to the question"])
     return SufficiencyReport(sufficient=False, rationale="the draft does not answer the question yet",
-                             missing=[m[:200] for m in missing][:8])
+                             missing=[m[:_MISSING_ITEM] for m in missing][:_MISSING])
 
 
 class HeuristicModel:

@@ -16,11 +16,14 @@ from agentic_rag.models.heuristic.progress import (
 )
 from agentic_rag.models.roles import SelectInput
 from agentic_rag.protocol import MAX_BATCH, GraphIntent, NextStep, SearchIntent, StructuredQuery
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.understanding.reading import read
+
+_RATIONALE = max_len(NextStep, "rationale")
 
 
 def finish(why: str) -> NextStep:
-    return NextStep(action="finish", rationale=why[:300])
+    return NextStep(action="finish", rationale=why[:_RATIONALE])
 
 
 def select(inp: SelectInput) -> NextStep:

@@ -23,6 +23,7 @@ from agentic_rag.protocol import (
     SearchIntent,
     StructuredQuery,
 )
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.query import describe
 from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding.cues import CUES
@@ -38,6 +39,12 @@ CHAIN_HOPS = 4  # hops one k_hop traversal asks for
 LISTED = 12  # rows a count names beside its number
 RANKED = 3  # rows a superlative reads: the first, and the runners-up to show it is the first
 MAX_CHAIN_ROUNDS = 2  # traversals a chain may continue with, from its end
+QUOTED_NAME = 200  # characters of a name a rationale quotes (rationales are 300)
+NAMES_IN_QUERY = 20  # names one "in" condition lists
+_QUERY = max_len(SearchIntent, "query")
+_IDS = max_len(SearchFilters, "id")
+_WHERE = max_len(StructuredQuery, "where")
+_REQUEST = max_len(ContextCard, "request")  # a query card's request is its description, cut to this
 
 
 @dataclass(slots=True)
@@ -118,7 +125,7 @@ def unknown_names(question: str) -> list[str]:
 def describe_search(question: str) -> list[SearchIntent]:
     """The whole question searched by meaning (never as a name) in each described collection."""
     return [SearchIntent(rationale=f"no name linked: search {t} by meaning", entity_type=t,
-                         query=" ".join(question.split())[:500] or "?", limit=DESCRIBED_LIMIT, match="semantic")
+                         query=" ".join(question.split())[:_QUERY] or "?", limit=DESCRIBED_LIMIT, match="semantic")
             for t in DESCRIBED]
 
 
@@ -140,11 +147,11 @@ def described(cards: list[ContextCard]) -> list[tuple[float, CardEntity]]:
 
 def _search(entity_type: str, mention: str, year: int | None, linked: str | None) -> SearchIntent:
     if linked is not None:  # entity linking found it: fetch it by id, under the name the user typed
-        return SearchIntent.model_validate({"rationale": f"fetch '{mention[:200]}', linked to a {entity_type}",
-                                            "entity_type": entity_type, "query": mention[:500],
+        return SearchIntent.model_validate({"rationale": f"fetch '{mention[:QUOTED_NAME]}', linked to a {entity_type}",
+                                            "entity_type": entity_type, "query": mention[:_QUERY],
                                             "filters": {"id": [linked]}, "limit": 1})
-    return SearchIntent.model_validate({"rationale": f"resolve '{mention[:200]}' as {entity_type}",
-                                        "entity_type": entity_type, "query": mention[:500],
+    return SearchIntent.model_validate({"rationale": f"resolve '{mention[:QUOTED_NAME]}' as {entity_type}",
+                                        "entity_type": entity_type, "query": mention[:_QUERY],
                                         "limit": 10 if year else 5})
 
 
@@ -168,11 +175,11 @@ def _fetch_works(cards: list[ContextCard], source: CardEntity, hop: Hop) -> Sear
     if hop.edges != ("appears_in",) or hop.node_types != ("anime",) or hop.roles or hop.kind != "neighbors" or \
             hop.first or hop.last:  # the earliest or latest is picked by year, which the graph's names carry
         return None
-    ids = [str(i) for i in (row_of(cards, source.ref.id).get("anime_ids") or [])][:50]
+    ids = [str(i) for i in (row_of(cards, source.ref.id).get("anime_ids") or [])][:_IDS]
     if source.ref.entity_type != "character" or not ids:
         return None
-    return SearchIntent(rationale=f"fetch the anime {source.name[:200]} appears in, by id", entity_type="anime",
-                        query=f"anime featuring {source.name}"[:500], filters=SearchFilters(id=ids), limit=50)
+    return SearchIntent(rationale=f"fetch the anime {source.name[:QUOTED_NAME]} appears in, by id", entity_type="anime",
+                        query=f"anime featuring {source.name}"[:_QUERY], filters=SearchFilters(id=ids), limit=50)
 
 
 def _card_for(cards: list[ContextCard], intent: BatchIntent) -> ContextCard | None:
@@ -180,7 +187,7 @@ def _card_for(cards: list[ContextCard], intent: BatchIntent) -> ContextCard | No
         return next((c for c in cards if c.source == "qdrant_search" and c.data.get("ids") == list(intent.filters.id)
                      and c.data.get("entity_type") == intent.entity_type), None)
     if isinstance(intent, StructuredQuery):
-        want = describe(intent)[:500]
+        want = describe(intent)[:_REQUEST]
         return next((c for c in cards if c.source == "pg_query" and c.request == want), None)
     assert isinstance(intent, GraphIntent)
     for c in cards:
@@ -361,7 +368,8 @@ def _final(p: Progress, cards: list[ContextCard], q: StructuredQuery) -> Progres
 
 def _ranked(entity_type: str, where: list[dict[str, Any]], rank: tuple[str, str]) -> StructuredQuery:
     """The first rows by a field ("the most episodes", "the oldest"), none without a value."""
-    return _query({"entity_type": entity_type, "where": [*where[:7], {"field": rank[0], "op": "gte", "value": 0}],
+    has_value = {"field": rank[0], "op": "gte", "value": 0}
+    return _query({"entity_type": entity_type, "where": [*where[: _WHERE - 1], has_value],
                    "limit": RANKED, "order_by": [{"field": rank[0], "direction": rank[1]}]})
 
 
@@ -394,7 +402,7 @@ def _need(p: Progress, cards: list[ContextCard], intents: Sequence[BatchIntent],
 def _names(entities: list[CardEntity], entity_type: str) -> list[str]:
     from agentic_rag.models.heuristic.context import bare
 
-    return list(dict.fromkeys(bare(e.name) for e in entities if e.ref.entity_type == entity_type))[:20]
+    return list(dict.fromkeys(bare(e.name) for e in entities if e.ref.entity_type == entity_type))[:NAMES_IN_QUERY]
 
 
 def _attribute_query(a: Analysis, frontier: list[CardEntity]) -> StructuredQuery | None:
@@ -477,17 +485,17 @@ def _filter(a: Analysis, cards: list[ContextCard], p: Progress) -> Progress:
             p.missing.append(" ".join(named) if f.where else f.words)
             return p
     if f.count:
-        count = _query({"entity_type": f.entity_type, "where": where[:8], "aggregate": {"op": "count"}})
+        count = _query({"entity_type": f.entity_type, "where": where[:_WHERE], "aggregate": {"op": "count"}})
         return _final(p, cards, count)
     if f.total:  # the sum, and in the same step the rows it adds up
-        rows = _query({"entity_type": f.entity_type, "where": where[:8], "limit": LISTED,
+        rows = _query({"entity_type": f.entity_type, "where": where[:_WHERE], "limit": LISTED,
                        "order_by": [{"field": "year", "direction": "asc"}]})
-        p = _need(p, cards, [rows, _query({"entity_type": f.entity_type, "where": where[:8],
+        p = _need(p, cards, [rows, _query({"entity_type": f.entity_type, "where": where[:_WHERE],
                                            "aggregate": {"op": "sum", "field": f.total}})], final=True)
         p.listing = _card_for(cards, rows)
         return p
     if f.rank is not None:  # "which finished TV anime has the most episodes": the top rows by that field
         return _need(p, cards, [_ranked(f.entity_type, where, f.rank)], final=True)
-    q = _query({"entity_type": f.entity_type, "where": where[:8], "limit": 50,
+    q = _query({"entity_type": f.entity_type, "where": where[:_WHERE], "limit": 50,
                 "order_by": [{"field": "founded" if f.entity_type == "studio" else "year", "direction": "asc"}]})
     return _need(p, cards, [q], final=True)

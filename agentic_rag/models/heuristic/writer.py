@@ -27,21 +27,29 @@ from agentic_rag.models.heuristic.sentences import (
 )
 from agentic_rag.models.roles import CardEntity, DraftInput
 from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphPath
+from agentic_rag.protocol.limits import max_len
 from agentic_rag.understanding.plan import Analysis
 from agentic_rag.understanding.reading import read
 
 MIN_REPEATED = 4  # words a sentence needs before a repeat of it is dropped from a multi-part answer
 ATTRS = ("year", "episode_count", "volumes", "magazine", "founded", "format", "status", "genres")
+ATTRIBUTE_ROWS = 20  # rows whose values an attribute answer states
+LISTED_ROWS = 30  # rows an answer lists by name
+_ANSWER = max_len(DraftAnswer, "answer")
+_ENTITIES = min(max_len(DraftAnswer, "source_entities"), max_len(DraftAnswer, "result_entities"))
+_PATHS = max_len(Evidence, "paths")
+_FACTS, _FACT = max_len(Evidence, "facts"), max_len(Evidence, "facts", item=True)
+_CITATIONS, _CITATION = max_len(DraftAnswer, "citations"), max_len(DraftAnswer, "citations", item=True)
 
 
 def _result(text: str, sources: list[EntityRef], results: list[EntityRef], *, confidence: float,
             paths: list[GraphPath] | None = None, facts: list[str] | None = None,
             citations: list[str] | None = None) -> DraftAnswer:
     return DraftAnswer(
-        answer=text[:2000], source_entities=list(dict.fromkeys(sources))[:50],
-        result_entities=list(dict.fromkeys(results))[:50], confidence=confidence,
-        evidence=Evidence(paths=(paths or [])[:10], facts=[f[:200] for f in (facts or [])][:20]),
-        citations=[c[:200] for c in (citations or [])][:20],
+        answer=text[:_ANSWER], source_entities=list(dict.fromkeys(sources))[:_ENTITIES],
+        result_entities=list(dict.fromkeys(results))[:_ENTITIES], confidence=confidence,
+        evidence=Evidence(paths=(paths or [])[:_PATHS], facts=[f[:_FACT] for f in (facts or [])][:_FACTS]),
+        citations=[c[:_CITATION] for c in (citations or [])][:_CITATIONS],
     )
 
 
@@ -110,7 +118,7 @@ def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
     if not a.hops:
         lines.append(_about(inp, ents[0]))
     return _result(" ".join(lines), sources, [e.ref for e in final], confidence=0.85,
-                   citations=[bare(e.name) for e in chain][:20], facts=lines[:20])
+                   citations=[bare(e.name) for e in chain][:_CITATIONS], facts=lines[:_FACTS])
 
 
 def _by_meaning(inp: DraftInput) -> DraftAnswer:
@@ -255,7 +263,7 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
         return _result(text, [], [], confidence=0.85, facts=[text])
     if a.attr in ATTRS:
         attrs = [x for x in (a.attr, *a.also) if any(r.get(x) not in (None, "", []) for r in rows)]
-        shown = [attribute_sentence(attr, r, kind) for r in rows[:20] for attr in attrs
+        shown = [attribute_sentence(attr, r, kind) for r in rows[:ATTRIBUTE_ROWS] for attr in attrs
                  if r.get(attr) not in (None, "", [])]
         # a value recorded for none of them is said once, not once per row
         shown += [f"The catalog does not record the {x.replace('_', ' ')} of {who or 'these'}."
@@ -264,8 +272,10 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
     elif a.attr == "franchise_works" and not a.rank:
         what = {"movie": "film", "ova": "OVA", "special": "special"}.get(a.fmt or "", a.counted)
         what += "s" if len(rows) > 1 and what != a.counted else ""
-        shown = [f"{r.get('name')} ({r.get('year')})" if r.get("year") else str(r.get("name")) for r in rows[:30]]
-        text = " ".join([*lines, f"The {who} franchise has {len(rows)} {what} in the catalog: {join(shown, 30)}."])
+        shown = [f"{r.get('name')} ({r.get('year')})" if r.get("year") else str(r.get("name"))
+                 for r in rows[:LISTED_ROWS]]
+        text = " ".join([*lines, f"The {who} franchise has {len(rows)} {what} in the catalog: "
+                                 f"{join(shown, LISTED_ROWS)}."])
     elif a.attr == "first_episode":
         which = "first episode" if a.episode == 1 else f"episode {a.episode}"
         shown = [f'The {which} of {who} is "{r.get("name")}".' for r in rows[:1]]
@@ -291,12 +301,12 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
     else:
         # each match with its year and the counts its conditions are on ("Brotherhood (2009, 64 episodes)")
         counted = [f for f in ("episode_count", "volumes") if f in card.request or (a.filter and f in a.filter.shown)]
-        shown = [_listed(r, counted) for r in rows[:30]]
+        shown = [_listed(r, counted) for r in rows[:LISTED_ROWS]]
         more = f", the first {len(shown)} of them" if len(rows) > len(shown) else ""
         text = " ".join([*lines, f"{len(rows)} {plural} match {_conditions(card.request)}{more}: "
-                                 f"{join(shown, 30)}."])
-    return _result(text, [*sources, *refs], refs, confidence=0.9, facts=shown[:20],
-                   citations=[str(r.get("name")) for r in rows[:20]])
+                                 f"{join(shown, LISTED_ROWS)}."])
+    return _result(text, [*sources, *refs], refs, confidence=0.9, facts=shown[:_FACTS],
+                   citations=[str(r.get("name")) for r in rows[:_CITATIONS]])
 
 
 def _facts(row: dict[str, Any], counted: list[str]) -> str:
