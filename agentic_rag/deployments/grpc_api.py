@@ -40,6 +40,7 @@ from agentic_rag.deployments.proto import searchai_pb2 as pb
 from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
 from agentic_rag.deployments.service import AgentService
 from agentic_rag.logs import request_context
+from agentic_rag.models.images import read_request_image
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.protocol import AgentResponse, EntityRef, Mode
 from agentic_rag.retrievers.typeahead import MatchTier, TypeaheadHit
@@ -81,6 +82,7 @@ class SearchAIApi:
 
     def __init__(self, service: AgentService, settings: Settings) -> None:
         self._service = service
+        self._settings = settings
         self._keys = list(settings.api_keys)
         self._max_runs = settings.max_inflight_runs
         self._timeout_s = settings.agent_deadline_ms / 1000 + RUN_GRACE_S
@@ -126,8 +128,15 @@ class SearchAIApi:
                 raise ApiError("validation_error", f"mode: unknown value {request.mode}")
             body = AskRequest(question=request.question, mode=MODES_IN[request.mode])
             tenant = _tenant(request.tenant)
-            return self._run(lambda: self._service.ask(body.question, mode=body.mode, tenant=tenant,
-                                                       request_id=request_id, sink=sink))
+
+            async def started() -> RunResult:
+                # the image is checked before the run takes a slot, off the event loop
+                image = await asyncio.to_thread(read_request_image, request.image, self._settings) \
+                    if request.image else None
+                return await self._run(lambda: self._service.ask(body.question, mode=body.mode, tenant=tenant,
+                                                                 request_id=request_id, sink=sink, image=image))
+
+            return started()
 
         return start
 

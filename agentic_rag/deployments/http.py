@@ -9,6 +9,7 @@ models are also served over OpenAI's chat-completions API under ``/openai/v1``
 
 # No ``from __future__ import annotations``: FastAPI reads the route signatures at runtime, and they
 # name dependencies local to create_app.
+import asyncio
 import uuid
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
@@ -22,7 +23,7 @@ from pydantic import StringConstraints
 
 from agentic_rag.auth import key_matches
 from agentic_rag.deployments.errors import RETRY_AFTER, ApiError
-from agentic_rag.deployments.http_errors import ApiMiddleware, install_error_handlers, request_id_of
+from agentic_rag.deployments.http_errors import MAX_BODY_BYTES, ApiMiddleware, install_error_handlers, request_id_of
 from agentic_rag.deployments.http_metrics import ApiMetrics
 from agentic_rag.deployments.http_models import (
     MAX_ENTITY_REFS,
@@ -41,6 +42,7 @@ from agentic_rag.deployments.http_runs import RunExecutor
 from agentic_rag.deployments.service import AgentService
 from agentic_rag.logs import QUOTED_INPUT_MAX
 from agentic_rag.models import openai_server
+from agentic_rag.models.images import base64_body_bytes, read_request_image
 from agentic_rag.orchestrator.trajectory import Trajectory
 from agentic_rag.protocol import EntityRef
 from agentic_rag.protocol.vocabulary import ENTITY_TYPES
@@ -56,8 +58,9 @@ REF = f"({'|'.join(ENTITY_TYPES)}):{UUID_RE}"  # an entity reference, "anime:<uu
 EVENT_STREAM = "text/event-stream"
 _ERRORS = {"model": ErrorResponse}
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
-    400: {**_ERRORS, "description": "The body is not valid JSON."},
     401: {**_ERRORS, "description": "An API key is required (when the server is configured with keys)."},
+    400: {**_ERRORS, "description": "The body is not valid JSON, or it carries an image and this server has no "
+                                    "image model."},
     413: {**_ERRORS, "description": "The body is too large."},
     422: {**_ERRORS, "description": "The request does not validate."},
     503: {**_ERRORS, "description": "Overloaded or a store is down; retry after Retry-After seconds."},
@@ -147,8 +150,12 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
     app = FastAPI(title="agentic-rag", version=API_VERSION,
                   description="Question answering over the anime catalog: typeahead, and a typed agent loop.")
     install_error_handlers(app)
+    # a question may carry an image (base64 in the JSON) where an image model is configured: those two routes
+    # take a body as large as the largest accepted image, every other route keeps the default bound
+    ask_bytes = MAX_BODY_BYTES + base64_body_bytes(settings) if settings.image_model is not None else MAX_BODY_BYTES
     app.add_middleware(ApiMiddleware, metrics=metrics, proxy_sets_request_id=proxy_sets_request_id,
-                       mounted={OPENAI_PREFIX: _openai_error})
+                       mounted={OPENAI_PREFIX: _openai_error},
+                       body_limits={"/v1/search_ai": ask_bytes, "/v1/query": ask_bytes})
     in_flight = 0
 
     async def run_slot() -> AsyncIterator[None]:
@@ -174,19 +181,27 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
     async def search(body: SearchRequest) -> SearchResponse:
         return SearchResponse(hits=await service.search(body.query()))
 
+    async def image_of(body: AskRequest) -> bytes | None:
+        # the image is checked (bounds, format, decodable) before the run starts, off the event loop
+        return None if body.image is None else await asyncio.to_thread(read_request_image, body.image, settings)
+
     @v1.post("/search_ai", response_model=AskResponse, responses=RUN_RESPONSES, summary="Ask the agent loop")
     async def search_ai(body: AskRequest, request: Request, caller: CallerDep, _: SlotDep) -> Response:
+        image = await image_of(body)
         return await runs.respond(
             request, lambda sink: service.ask(body.question, mode=body.mode, tenant=caller.tenant,
-                                              request_id=caller.request_id, sink=sink, budget=body.budget),
+                                              request_id=caller.request_id, sink=sink, budget=body.budget,
+                                              image=image),
             mode=body.mode, stream=_wants_stream(request, body.stream), with_plan=False)
 
     @v1.post("/query", response_model=QueryResponse, responses=RUN_RESPONSES,
              summary="Ask the agent loop; the answer lists the executed retrieval steps")
     async def query(body: AskRequest, request: Request, caller: CallerDep, _: SlotDep) -> Response:
+        image = await image_of(body)
         return await runs.respond(
             request, lambda sink: service.ask(body.question, mode=body.mode, tenant=caller.tenant,
-                                              request_id=caller.request_id, sink=sink, budget=body.budget),
+                                              request_id=caller.request_id, sink=sink, budget=body.budget,
+                                              image=image),
             mode=body.mode, stream=_wants_stream(request, body.stream), with_plan=True)
 
     @v1.post("/search_ai/{trajectory_id}/clarify", response_model=AskResponse, summary="Answer a clarification",

@@ -97,15 +97,17 @@ class ApiMiddleware:
     that differs from the one the client is shown.
 
     ``mounted`` maps the path prefix of a mounted app with an error shape of its own (the OpenAI route) to how
-    that shape words this middleware's errors; such an app bounds its request bodies itself.
+    that shape words this middleware's errors; such an app bounds its request bodies itself. ``body_limits``
+    gives a path a body bound of its own instead of :data:`MAX_BODY_BYTES` (a question with an image).
     """
 
     def __init__(self, app: ASGIApp, metrics: ApiMetrics, *, proxy_sets_request_id: bool = False,
-                 mounted: Mapping[str, ErrorShape] | None = None) -> None:
+                 mounted: Mapping[str, ErrorShape] | None = None, body_limits: Mapping[str, int] | None = None) -> None:
         self.app = app
         self.metrics = metrics
         self.proxy_sets_request_id = proxy_sets_request_id
         self.mounted = dict(mounted or {})
+        self.body_limits = dict(body_limits or {})
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http":
@@ -132,24 +134,25 @@ class ApiMiddleware:
             await send(message)
 
         received = 0
+        path = str(scope.get("path", ""))
+        limit = self.body_limits.get(path.rstrip("/") or "/", MAX_BODY_BYTES)
 
         async def bounded_receive() -> Message:
             nonlocal received
             message = await receive()
             received += len(message.get("body", b""))
-            if received > MAX_BODY_BYTES:
-                raise StarletteHTTPException(413, f"the request body is over {MAX_BODY_BYTES} bytes")
+            if received > limit:
+                raise StarletteHTTPException(413, f"the request body is over {limit} bytes")
             return message
 
-        path = str(scope.get("path", ""))
         own = next((s for p, s in self.mounted.items() if path == p or path.startswith(f"{p}/")), None)
         shape = own or error_response
         length = headers.get("content-length", "")
-        too_large = own is None and length.isdigit() and int(length) > MAX_BODY_BYTES
+        too_large = own is None and length.isdigit() and int(length) > limit
         with request_context(rid), costs.ledger() as hops:
             try:
                 if too_large:  # refused before a byte of it is read
-                    err = ApiError("payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes")
+                    err = ApiError("payload_too_large", f"the request body is over {limit} bytes")
                     await shape(err, rid)(scope, receive, send_with_id)
                 elif offered and not valid and not echo:
                     err = ApiError("validation_error", "X-Request-ID: 1 to 128 of A-Z a-z 0-9 . _ : -, starting "

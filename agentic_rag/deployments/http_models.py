@@ -13,6 +13,7 @@ from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, S
 
 from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.protocol import AgentResponse, EntityRef, Mode, ResponseStatus, RunBudget, Uuid
+from agentic_rag.protocol.contracts import IMAGE_QUERY_MAX
 from agentic_rag.protocol.vocabulary import ENTITY_TYPES, EntityType
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
 
@@ -72,6 +73,11 @@ class AskRequest(_Request):
         False, description="Stream trajectory events as server-sent events (also: Accept: text/event-stream).")
     budget: RunBudget | None = Field(
         None, description="Lower limits for this run (turns, deadline_ms, max_failed_steps); over the server's: 422.")
+    image: str | None = Field(
+        None, min_length=1, max_length=IMAGE_QUERY_MAX,
+        description="An image the question is about (\"what anime is this from?\"): base64, or a base64 data URL. "
+                    "Checked before the run starts: without an image model on the server 400; over the server's "
+                    "size (RAG_IMAGE_MAX_BYTES) or pixel bound, not an accepted format, or not decodable 422.")
 
 
 class ClarifyRequest(_Request):

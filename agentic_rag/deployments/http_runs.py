@@ -58,6 +58,8 @@ def plan_of(events: list[dict[str, Any]]) -> list[PlanStep]:
             turn = payload["turn"]
         elif e.get("stage") == "retrieve" and e.get("type") == "action" and payload.get("source") in _INTENT_MODELS:
             intent = payload.get("intent") or {}
+            if isinstance(payload.get("image"), dict):  # the run's image went with it (its bytes are not recorded)
+                intent = {**intent, "image_query": f"sha256:{payload['image'].get('sha256')}"}
             try:
                 summary = describe(_INTENT_MODELS[payload["source"]].model_validate(intent))
             except ValidationError:  # recorded by a newer loop than this reader: show it raw

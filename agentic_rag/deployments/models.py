@@ -11,6 +11,7 @@ from dataclasses import asdict
 from typing import Any, ClassVar
 
 import numpy as np
+from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
 from ray.serve.deployment import Deployment
@@ -33,9 +34,12 @@ from agentic_rag.models.chat import text_backend_of
 from agentic_rag.models.embeddings import Embedder as SentenceEmbedder
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.models.factory import build_model
+from agentic_rag.models.image_embeddings import ImageEmbedder
+from agentic_rag.models.images import IMAGE_SEARCH_OFF, ImageSearchOff
 from agentic_rag.models.openai_server import MAX_COMPLETION_TOKENS
 from agentic_rag.protocol.limits import clip
 
+IMAGE_BATCH = 16  # images per forward pass of the image model (a CLIP vision tower costs far more than a query)
 EMBED_BATCH = 64  # texts per forward pass, gathered from concurrent runs (short queries: one pass costs little more)
 
 
@@ -65,6 +69,15 @@ class Texts(BaseModel):
     model_config = ConfigDict(extra="forbid")
 
     texts: list[str] = Field(max_length=EMBED_BATCH)
+
+
+class Images(BaseModel):
+    """What one image embed call may carry: a search's images, bounded in number (each is bounded in size
+    by :func:`~agentic_rag.models.images.decode_image`)."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    images: list[bytes] = Field(max_length=IMAGE_BATCH)
 
 
 class _ModelServer:
@@ -139,12 +152,16 @@ class ValidatorReplica(_ModelServer):
 
 
 class EmbedderReplica:
-    """Sentence embeddings for search queries, batched across concurrent callers with ``@serve.batch``."""
+    """Sentence embeddings for search queries, and (with ``image_model`` set) image embeddings for searches by
+    image, each batched across concurrent callers with ``@serve.batch``."""
 
     def __init__(self, args: dict[str, Any]) -> None:
-        self._embedder = SentenceEmbedder(replica_settings(args))
-        # load the model now: the first query must not pay for it inside its time limit
+        settings = replica_settings(args)
+        self._embedder = SentenceEmbedder(settings)
+        # load the models now: the first query must not pay for them inside its time limit
         self._dimension = int(self._embedder.embed(["warm up"]).shape[1])
+        self._images = ImageEmbedder(settings) if settings.image_model is not None else None
+        self._image_dimension = self._images.dimension if self._images is not None else 0
 
     # 1 ms: a lone query is barely held back (5 ms was, on every run), and under load the queries that
     # arrive during one forward pass, plus a moment, share the next
@@ -159,6 +176,23 @@ class EmbedderReplica:
         batch = parse(Texts, {"texts": texts}).texts
         rows = await asyncio.gather(*(self._embed_batch(t) for t in batch))
         return {"value": np.stack(rows) if rows else np.zeros((0, self._dimension), dtype=np.float32)}
+
+    @serve.batch(max_batch_size=IMAGE_BATCH, batch_wait_timeout_s=0.005)
+    async def _embed_image_batch(self, images: list[Image.Image]) -> list[Vectors]:
+        assert self._images is not None  # embed_images refused the call otherwise
+        vectors = await asyncio.to_thread(self._images.embed_prepared, images)
+        return list(vectors)
+
+    @accounted
+    async def embed_images(self, images: Any) -> dict[str, Any]:
+        """``{"value": float32 array (len(images), image dimension)}`` of encoded images, each bounded and
+        verified here before it joins a batch (a bad one fails its own call, not its batch's)."""
+        if self._images is None:
+            raise ImageSearchOff(IMAGE_SEARCH_OFF)
+        batch = parse(Images, {"images": images}).images
+        prepared = await asyncio.gather(*(asyncio.to_thread(self._images.prepare, b) for b in batch))
+        rows = await asyncio.gather(*(self._embed_image_batch(p) for p in prepared))
+        return {"value": np.stack(rows) if rows else np.zeros((0, self._image_dimension), dtype=np.float32)}
 
 
 # Applied as calls, not as class decorators: a type checker keeps a decorated class's own type.

@@ -110,7 +110,7 @@ class OrchestratorReplica:
     def _run_work(self, r: RunRequest) -> Work:
         return lambda sink: self._loop.run(r.question, mode=r.mode, request_id=r.request_id,
                                            session_id=r.session_id, tenant=r.tenant, sink=sink,
-                                           trajectory_id=r.trajectory_id, budget=r.budget)
+                                           trajectory_id=r.trajectory_id, budget=r.budget, image=r.image_bytes())
 
     def _resume_work(self, r: ResumeRequest) -> Work:
         # one resume per clarification on any number of replicas: the loop claims the run in PostgreSQL

@@ -20,7 +20,15 @@ from ray.serve.deployment import Deployment
 from ray.serve.handle import DeploymentHandle
 
 from agentic_rag.deployments.args import open_pool, replica_settings
-from agentic_rag.deployments.wire import MAX_MESSAGE, GraphOutput, accounted, handle_embed, ok, parse
+from agentic_rag.deployments.wire import (
+    MAX_MESSAGE,
+    GraphOutput,
+    accounted,
+    handle_embed,
+    handle_embed_images,
+    ok,
+    parse,
+)
 from agentic_rag.orchestrator.retrieval import with_asks
 from agentic_rag.orchestrator.state import QUESTION_MAX
 from agentic_rag.protocol import EntityLinks, EntityRef, GraphIntent, SearchIntent, StructuredQuery
@@ -77,7 +85,9 @@ class VectorReplica:
         self._pool = await open_pool(settings)
         # an embedded store (edge or local mode) opens its path for this process alone: hence one replica
         self._client: VectorStore = await _open_store(settings)
-        self._executor = QdrantExecutor(self._client, handle_embed(embedder), settings)
+        # searches by image embed it on the Embedder too, where it holds the image model
+        self._executor = QdrantExecutor(self._client, handle_embed(embedder), settings,
+                                        handle_embed_images(embedder) if settings.image_model is not None else None)
         self._hybrid = HybridRetriever(self._pool, self._executor)
 
     @accounted

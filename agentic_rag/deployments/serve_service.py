@@ -8,6 +8,7 @@ Orchestrator (``stream=True``), one trajectory event per item, so SSE clients se
 from __future__ import annotations
 
 import asyncio
+import base64
 import logging
 import uuid
 from collections.abc import Awaitable, Callable, Mapping
@@ -83,11 +84,12 @@ class ServeAgentService:
         return await _available("typeahead", call)
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
-                  sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
+                  sink: EventSink | None = None, budget: RunBudget | None = None,
+                  image: bytes | None = None) -> RunResult:
         # the run's id is given here, so a 503 for a replica that died mid-run can still name it
         tid = uuid.uuid4()
         request = RunRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, trajectory_id=tid,
-                             budget=budget)
+                             budget=budget, image=base64.b64encode(image).decode("ascii") if image else None)
         return await self._run("run", request.model_dump(mode="json"), sink, tid)
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,

@@ -116,9 +116,11 @@ class AgentService(Protocol):
         ...
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
-                  sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
+                  sink: EventSink | None = None, budget: RunBudget | None = None,
+                  image: bytes | None = None) -> RunResult:
         """The search_ai lane: one run of the agent loop; ``sink`` receives each trajectory event as it is written;
-        ``budget`` lowers the run's limits."""
+        ``budget`` lowers the run's limits; ``image`` is one the question is about, verified by the caller
+        (:func:`~agentic_rag.models.images.read_request_image`)."""
         ...
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
@@ -155,10 +157,12 @@ class LocalAgentService:
         return await self._db("typeahead", lambda conn: typeahead(conn, q, timeout_s=self._timeout_s))
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
-                  sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
+                  sink: EventSink | None = None, budget: RunBudget | None = None,
+                  image: bytes | None = None) -> RunResult:
         tid = uuid.uuid4()
         return self._degraded.saw(await recorded_as(tid, self._rt.orchestrator.run(
-            question, mode=mode, tenant=tenant, request_id=request_id, sink=sink, trajectory_id=tid, budget=budget)))
+            question, mode=mode, tenant=tenant, request_id=request_id, sink=sink, trajectory_id=tid, budget=budget,
+            image=image)))
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
                      sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:

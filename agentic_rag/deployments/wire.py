@@ -13,6 +13,7 @@ it, and :func:`settle` re-raises it in the caller, so the loop cannot tell a han
 from __future__ import annotations
 
 import asyncio
+import base64
 import functools
 import logging
 import time
@@ -46,10 +47,11 @@ from agentic_rag.protocol import (
     SearchIntent,
     StructuredQuery,
 )
+from agentic_rag.protocol.contracts import IMAGE_QUERY_MAX
 from agentic_rag.retrievers.dsl import QueryResult
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.typeahead import TypeaheadHit
-from agentic_rag.retrievers.vector import EmbedFn
+from agentic_rag.retrievers.vector import EmbedFn, ImageEmbedFn
 from agentic_rag.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -110,6 +112,11 @@ class RunRequest(BaseModel):
         None, description="The id to record the run under: the Ingress's, so a 503 for a replica that died "
                           "mid-run can name the run.")
     budget: RunBudget | None = None
+    image: str | None = Field(
+        None, max_length=IMAGE_QUERY_MAX, description="The question's image as base64, verified by the Ingress.")
+
+    def image_bytes(self) -> bytes | None:
+        return base64.b64decode(self.image, validate=True) if self.image is not None else None
 
 
 class ResumeRequest(BaseModel):
@@ -377,3 +384,21 @@ def handle_embed(handle: DeploymentHandle[Any]) -> EmbedFn:
         return vectors
 
     return embed
+
+
+def handle_embed_images(handle: DeploymentHandle[Any]) -> ImageEmbedFn:
+    """An :data:`~agentic_rag.retrievers.vector.ImageEmbedFn` over the Embedder deployment's image model."""
+
+    async def embed_images(images: Sequence[bytes]) -> Vectors:
+        try:
+            raw = unwrap(await settle(handle.embed_images.remote([bytes(b) for b in images]),
+                                      "Embedder.embed_images"))
+        except TRANSPORT_ERRORS as exc:
+            raise RetrievalError("embedder", "unavailable", _unreachable("Embedder", exc)) from exc
+        vectors = np.asarray(raw, dtype=np.float32)
+        if vectors.ndim != 2 or vectors.shape[0] != len(images):
+            raise RetrievalError("embedder", "unavailable",
+                                 f"the Embedder returned shape {vectors.shape} for {len(images)} image(s)")
+        return vectors
+
+    return embed_images

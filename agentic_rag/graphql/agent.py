@@ -54,9 +54,9 @@ class AgentClient:
         self._timeout_s = timeout_s
 
     async def ask(self, question: str, mode: pb.Mode, *, tenant: str, request_id: str,
-                  credentials: Sequence[tuple[str, str]]) -> pb.AskReply:
-        """One run of the agent loop over ``question``."""
-        request = pb.AskRequest(question=question, mode=mode, tenant=tenant, request_id=request_id)
+                  credentials: Sequence[tuple[str, str]], image: bytes = b"") -> pb.AskReply:
+        """One run of the agent loop over ``question`` (and the ``image`` it is about, if any: SearchAI checks it)."""
+        request = pb.AskRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, image=image)
         return await self._call(self._stub.Ask(request, metadata=self._metadata(credentials),
                                                timeout=self._timeout_s))
 
@@ -68,9 +68,9 @@ class AgentClient:
                                                    timeout=self._timeout_s))
 
     async def ask_stream(self, question: str, mode: pb.Mode, *, tenant: str, request_id: str,
-                         credentials: Sequence[tuple[str, str]]) -> AsyncIterator[pb.RunUpdate]:
+                         credentials: Sequence[tuple[str, str]], image: bytes = b"") -> AsyncIterator[pb.RunUpdate]:
         """A run over ``question`` as it happens (SearchAI.AskStream): its events as written, then its reply."""
-        request = pb.AskRequest(question=question, mode=mode, tenant=tenant, request_id=request_id)
+        request = pb.AskRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, image=image)
         async for update in self._stream(self._stub.AskStream(request, metadata=self._metadata(credentials),
                                                               timeout=self._timeout_s)):
             yield update

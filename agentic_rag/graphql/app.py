@@ -49,6 +49,7 @@ from agentic_rag.graphql.agent import RUN_GRACE_S, AgentClient
 from agentic_rag.graphql.context import Context
 from agentic_rag.graphql.loaders import Loaders
 from agentic_rag.graphql.schema import build_schema
+from agentic_rag.models.images import base64_body_bytes
 from agentic_rag.orchestrator.trajectory import TrajectoryStore
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool, resolve_dsn
@@ -167,6 +168,9 @@ class Doors:
         self._view = view
         self._backend = backend
         self._keys = list(backend.settings.api_keys)
+        # searchAi may carry an image (base64) where an image model is configured: a body as large as one
+        self._max_body = MAX_BODY_BYTES + (base64_body_bytes(backend.settings)
+                                           if backend.settings.image_model is not None else 0)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         refusal = self._check(Request(scope)) if scope["type"] == "http" else None
@@ -192,8 +196,8 @@ class Doors:
         if tenant is not None and not TENANT.match(tenant):
             return _refusal(400, "validation_error", "X-Tenant: 1 to 64 of A-Z a-z 0-9 _ -")
         length = request.headers.get("content-length", "")
-        if length.isdigit() and int(length) > MAX_BODY_BYTES:
-            return _refusal(413, "payload_too_large", f"the request body is over {MAX_BODY_BYTES} bytes")
+        if length.isdigit() and int(length) > self._max_body:
+            return _refusal(413, "payload_too_large", f"the request body is over {self._max_body} bytes")
         return None
 
 

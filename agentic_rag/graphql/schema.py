@@ -36,13 +36,18 @@ from agentic_rag.graphql.entities import (
 from agentic_rag.graphql.errors import ClientError, MaskInternalErrors, from_validation, is_client_error
 from agentic_rag.graphql.limits import limits
 from agentic_rag.graphql.results import MODES, Mode, RunEvent, RunUpdate, SearchAiResult, SearchHit, Trajectory
+from agentic_rag.models.images import InvalidImage, decode_base64
 from agentic_rag.orchestrator.trajectory import TrajectoryError
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
+from agentic_rag.settings import Settings
 from agentic_rag.storage.retry import DATABASE_FAILURES, with_connection
 
 __all__ = ["build_schema"]
 
 Question = Annotated[str, strawberry.argument(description="The question, 1 to 2000 characters.")]
+ImageArg = Annotated[str | None, strawberry.argument(description=(
+    "An image the question is about (\"what anime is this from?\"): base64, or a base64 data URL. SearchAI checks "
+    "it before the run (an error without an image model on the server, or for an image over its bounds)."))]
 
 
 @strawberry.input(description="A reference to a catalog entity.")
@@ -74,10 +79,21 @@ def _question(question: str, mode: Mode) -> str:
         raise from_validation(exc) from None
 
 
-async def _ask(info: Info, question: str, mode: Mode, request_id: str) -> SearchAiResult:
+def _image(image: str | None, settings: Settings) -> bytes:
+    """The image's bytes to pass on over gRPC (empty: none); only its base64 is read here, SearchAI checks the
+    image itself."""
+    if image is None:
+        return b""
+    try:
+        return decode_base64(image.strip(), settings.image_max_bytes)
+    except InvalidImage as exc:
+        raise ClientError("validation_error", f"image: {exc}") from None
+
+
+async def _ask(info: Info, question: str, mode: Mode, request_id: str, image: str | None) -> SearchAiResult:
     ctx = info.context
     reply = await ctx.agent.ask(_question(question, mode), MODES[mode], tenant=ctx.tenant, request_id=request_id,
-                                credentials=ctx.credentials)
+                                credentials=ctx.credentials, image=_image(image, ctx.settings))
     return SearchAiResult.of(reply)
 
 
@@ -113,8 +129,9 @@ class Query:
         return await entities_of(info, [(r.entity_type.value, str(_uuid(str(r.id), "refs.id"))) for r in refs])
 
     @strawberry.field(description="Ask the agent a question in natural language (through SearchAI.Ask).")
-    async def search_ai(self, info: Info, question: Question, mode: Mode = Mode.AGENTIC) -> SearchAiResult:
-        return await _ask(info, question, mode, info.context.request_id)
+    async def search_ai(self, info: Info, question: Question, mode: Mode = Mode.AGENTIC,
+                        image: ImageArg = None) -> SearchAiResult:
+        return await _ask(info, question, mode, info.context.request_id, image)
 
     @strawberry.field(description="A run's trajectory with its events; null when there is none for this tenant.")
     async def trajectory(self, info: Info, id: strawberry.ID) -> Trajectory | None:
@@ -142,11 +159,12 @@ class Mutation:
 class Subscription:
     @strawberry.subscription(description="Ask the agent and watch the run (through SearchAI.AskStream): each "
                                          "event as the loop writes it, then the result (the same as searchAi's).")
-    async def search_ai_run(self, info: Info, question: Question,
-                            mode: Mode = Mode.AGENTIC) -> AsyncGenerator[RunUpdate, None]:
+    async def search_ai_run(self, info: Info, question: Question, mode: Mode = Mode.AGENTIC,
+                            image: ImageArg = None) -> AsyncGenerator[RunUpdate, None]:
         ctx = info.context
         async for update in _updates(ctx.agent.ask_stream(_question(question, mode), MODES[mode], tenant=ctx.tenant,
-                                                          request_id=ctx.request_id, credentials=ctx.credentials)):
+                                                          request_id=ctx.request_id, credentials=ctx.credentials,
+                                                          image=_image(image, ctx.settings))):
             yield update
 
     @strawberry.subscription(description="Answer a run's clarification and watch the resumed run (through "

@@ -171,11 +171,16 @@ def card_lines(card: ContextCard, labels: dict[str, str], limit: int = LINE_CHAR
     return out
 
 
+IMAGE_TEXT = "The user attached an image: a search whose text is the question searches by the image."
+
+
 def found_text(cards: list[ContextCard], book: dict[str, Entry]) -> str:
+    image = [IMAGE_TEXT] if any(c.source == "request" for c in cards) else []
+    cards = [c for c in cards if c.source != "request"]  # what came with the question, not a step
     if not cards:
-        return "Found so far: nothing yet."
+        return "\n".join([*image, "Found so far: nothing yet."])
     labels = _label_of(book)
-    parts = ["Found so far:"]
+    parts = [*image, "Found so far:"]
     for n, card in enumerate(cards, start=1):
         lines = card_lines(card, labels)
         request = _named(card.request, labels)
@@ -296,11 +301,12 @@ def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any
             if (e.id, relation) not in hops and relation not in UNOFFERED:
                 steps.setdefault(STEP_WORDS[relation].format(x=e.label),
                                  {"step": "related", "of": e.label, "relation": relation})
-    listed = list(steps)[: MAX_STEPS - len(SEARCHABLE) - (1 if inp.cards else 0)]
+    taken = any(c.source != "request" for c in inp.cards)  # an attached image's card is no step
+    listed = list(steps)[: MAX_STEPS - len(SEARCHABLE) - (1 if taken else 0)]
     for t in SEARCHABLE:
         steps[SEARCH_WORDS.format(t=t)] = {"step": "search", "type": t, "text": inp.question}
         listed.append(SEARCH_WORDS.format(t=t))
-    if inp.cards:
+    if taken:
         steps[FINISH_WORDS] = {"step": "finish"}
         listed.append(FINISH_WORDS)
     schema = _obj({"step": _choice(listed)})

@@ -18,7 +18,7 @@ from PIL import Image
 
 from agentic_rag.errors import InvalidInput
 from agentic_rag.models.embeddings import Vectors
-from agentic_rag.models.images import IMAGE_SEARCH_OFF, ImageBounds, decode_image
+from agentic_rag.models.images import IMAGE_SEARCH_OFF, ImageBounds, ImageSearchOff, decode_image
 from agentic_rag.settings import Settings
 
 # A decoded image is shrunk to this many pixels a side at most before the model's processor sees it (which
@@ -33,7 +33,7 @@ class ImageEmbedder:
 
     def __init__(self, settings: Settings) -> None:
         if settings.image_model is None:
-            raise InvalidInput(IMAGE_SEARCH_OFF)
+            raise ImageSearchOff(IMAGE_SEARCH_OFF)
         self._path = settings.image_model
         self._device = settings.image_device
         self._batch_size = settings.image_batch_size

@@ -26,7 +26,7 @@ from urllib.parse import urlsplit
 import httpx
 from PIL import Image, UnidentifiedImageError
 
-from agentic_rag.errors import InvalidInput
+from agentic_rag.errors import ErrorKind, InvalidInput
 from agentic_rag.settings import Settings
 
 IMAGE_SEARCH_OFF = ("image search is not configured: this server has no image model (set RAG_IMAGE_MODEL to a "
@@ -39,6 +39,12 @@ _CHUNK = 64 * 1024
 
 class InvalidImage(InvalidInput):
     """An image that is refused: too large, not an accepted format, not decodable, or not allowed to be fetched."""
+
+
+class ImageSearchOff(InvalidInput):
+    """A request with an image to a server that has no image model (:data:`IMAGE_SEARCH_OFF`)."""
+
+    kind: ErrorKind = "bad_request"
 
 
 @dataclass(frozen=True, slots=True)
@@ -85,17 +91,22 @@ def decode_image(data: bytes, bounds: ImageBounds) -> Image.Image:
         raise InvalidImage(f"the image cannot be decoded: {exc}") from exc
 
 
-def _base64(value: str, bounds: ImageBounds) -> bytes:
+def _b64_chars(max_bytes: int) -> int:
+    return (max_bytes + 2) // 3 * 4 + 1024  # what a data URL's header and line breaks add, allowed for
+
+
+def decode_base64(value: str, max_bytes: int, *, invalid: str = "the image is not valid base64") -> bytes:
+    """An image sent as base64 (or a base64 data URL), as bytes; refused unread past ``max_bytes`` of image."""
     if value.startswith("data:"):  # a data URL: data:image/png;base64,....
         header, _, value = value.partition(",")
         if not header.endswith(";base64"):
             raise InvalidImage("an image data URL must be base64 (data:image/...;base64,...)")
-    if len(value) > (bounds.max_bytes + 2) // 3 * 4 + 1024:  # before decoding: base64 is 4 chars per 3 bytes
-        raise InvalidImage(f"the image is over the limit of {bounds.max_bytes} bytes")
+    if len(value) > _b64_chars(max_bytes):  # before decoding: base64 is 4 chars per 3 bytes
+        raise InvalidImage(f"the image is over the limit of {max_bytes} bytes")
     try:
         return base64.b64decode("".join(value.split()), validate=True)
     except (binascii.Error, ValueError) as exc:
-        raise InvalidImage(f"image_query is neither an http(s) URL nor valid base64: {exc}") from exc
+        raise InvalidImage(f"{invalid}: {exc}") from exc
 
 
 def _host_allowed(host: str, allowed: tuple[str, ...]) -> bool:
@@ -145,7 +156,7 @@ async def read_image_query(value: str, bounds: ImageBounds) -> bytes:
     if value.lower().startswith(("http://", "https://")):
         data = await fetch_image(value, bounds, allowlist=True)
     else:
-        data = _base64(value, bounds)
+        data = decode_base64(value, bounds.max_bytes, invalid="image_query is neither an http(s) URL nor valid base64")
     await asyncio.to_thread(decode_image, data, bounds)
     return data
 
@@ -160,3 +171,20 @@ def read_image_file(path: Path, bounds: ImageBounds) -> bytes:
     if len(data) > bounds.max_bytes:
         raise InvalidImage(f"the image file is over the limit of {bounds.max_bytes} bytes")
     return data
+
+
+def read_request_image(value: str | bytes, settings: Settings) -> bytes:
+    """A question's attached image, checked once where the request comes in: base64 (or a base64 data URL) from
+    JSON, raw bytes from gRPC. :class:`ImageSearchOff` without an image model, :class:`InvalidImage` when it fails
+    a bound (:func:`decode_image`, which decodes it: call this off the event loop)."""
+    if settings.image_model is None:
+        raise ImageSearchOff(IMAGE_SEARCH_OFF)
+    bounds = ImageBounds.of(settings)
+    data = decode_base64(value.strip(), bounds.max_bytes) if isinstance(value, str) else value
+    decode_image(data, bounds)
+    return data
+
+
+def base64_body_bytes(settings: Settings) -> int:
+    """Characters of base64 that carry the largest accepted image (:func:`decode_base64` allows this much)."""
+    return _b64_chars(settings.image_max_bytes)

@@ -24,6 +24,8 @@ from agentic_rag.protocol import (
 
 Role = Literal["rewrite", "select", "draft", "grade", "validate"]
 StepSource = Literal["qdrant_search", "pg_graph", "pg_query"]
+# a card is a step's findings, or (``request``) what came with the question itself: an attached image
+CardSource = Literal["qdrant_search", "pg_graph", "pg_query", "request"]
 
 
 class _Input(BaseModel):
@@ -42,7 +44,7 @@ class ContextCard(_Input):
     """One retrieval step's findings: a summary for reading plus the ids it found."""
 
     turn: int = Field(ge=0)
-    source: StepSource
+    source: CardSource
     request: str = Field(max_length=500, description="What the step asked for, in words.")
     summary: str = Field(max_length=8000)
     count: int = Field(ge=0)

@@ -6,7 +6,9 @@ and facts. The ``data`` keys are part of the contract with the planner:
 
 - qdrant_search: ``query`` (text or None), ``entity_type``, ``ids`` (for a fetch by id), ``rows`` (with the
   vector ``score`` of a semantic search, and the ``text_score`` and ``text_words`` its prose shares with the
-  description), ``match`` (hybrid or semantic)
+  description; the ``image_score`` of a search fused with the image), ``match`` (hybrid or semantic),
+  ``image`` (true when it searched by the question's image)
+- request (not a step: what came with the question): ``image`` (its ``bytes`` and ``sha256`` prefix)
 - pg_graph: ``kind`` (the query_type), ``start``, ``end``, ``edge_types``, ``meta``
 - pg_query: ``kind`` = "query", ``rows``, ``total``
 """
@@ -23,7 +25,8 @@ from agentic_rag.retrievers.dsl import QueryResult
 
 ROW_FIELDS = ("id", "entity_type", "name", "year", "format", "anime_ids", "anime_id", "franchise_id", "number",
               "snippet", "matched_by", "value", "group_key", "n", "episode_count", "end_year", "status",
-              "aliases", "volumes", "magazine", "founded", "genres", "aired", "score", "text_score", "text_words")
+              "aliases", "volumes", "magazine", "founded", "genres", "aired", "score", "text_score", "text_words",
+              "image_score")
 MAX_ROWS = 50
 ROW_LIST_MAX = 50  # items kept of a row's list field (anime_ids, aliases, genres, text_words)
 _ENTITIES = max_len(ContextCard, "entities")
@@ -54,11 +57,23 @@ def from_search(turn: int, intent: SearchIntent, result: RetrievalResult) -> Con
     rows = [_trim(r) for r in result.raw_data[:MAX_ROWS]]
     entities = [CardEntity(ref=EntityRef(entity_type=r["entity_type"], id=r["id"]), name=str(r.get("name", ""))[:_NAME],
                            detail=_detail(r)) for r in rows if r.get("id") and r.get("entity_type")]
+    by_image = intent.image_query is not None and not intent.filters.id
     what = f"ids {', '.join(intent.filters.id[:3])}" if intent.filters.id else repr(intent.query)
+    if by_image:
+        what = "the image" if intent.query is None else f"the image and {what}"
     return ContextCard(turn=turn, source="qdrant_search", request=f"{intent.entity_type} search for {what}"[:_REQUEST],
                        summary=result.summary, count=result.count, entities=entities,
                        data={"query": intent.query, "entity_type": intent.entity_type,
-                             "ids": list(intent.filters.id), "rows": rows, "match": intent.match})
+                             "ids": list(intent.filters.id), "rows": rows, "match": intent.match, "image": by_image})
+
+
+def from_image(note: dict[str, int | str]) -> ContextCard:
+    """The card that tells the planner an image came with the question, and what code does with it."""
+    return ContextCard(turn=0, source="request", request="an image attached to the question", count=0, summary=(
+        "The user attached an image to the question (the question's 'this' or 'he/she' is what it shows). Code "
+        "adds it to every qdrant_search by meaning (not to a fetch by filters.id): with the question itself as "
+        "the query the search is by the image alone; other query words are searched too, fused with the image. "
+        "Search the entity type the question asks for (anime unless it says otherwise)."), data={"image": note})
 
 
 def from_graph(turn: int, intent: GraphIntent, result: GraphResult, names: dict[str, str]) -> ContextCard:

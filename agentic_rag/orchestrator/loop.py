@@ -33,12 +33,14 @@ from agentic_rag.models.roles import (
     ValidateInput,
 )
 from agentic_rag.orchestrator import stages
+from agentic_rag.orchestrator.cards import from_image
 from agentic_rag.orchestrator.clarify import clarification
 from agentic_rag.orchestrator.guards import GuardPolicy, check_input, check_output
 from agentic_rag.orchestrator.retrieval import Retrieval
 from agentic_rag.orchestrator.state import (
     QUESTION_MAX,
     TIMING_KEYS,
+    AttachedImage,
     Budget,
     RunState,
     blocked,
@@ -131,9 +133,14 @@ class Orchestrator:
 
     async def run(self, question: str, *, mode: Mode = "agentic", request_id: str | None = None,
                   session_id: str | None = None, tenant: str = "default", sink: EventSink | None = None,
-                  trajectory_id: uuid.UUID | None = None, budget: RunBudget | None = None) -> RunResult:
+                  trajectory_id: uuid.UUID | None = None, budget: RunBudget | None = None,
+                  image: bytes | None = None) -> RunResult:
         """Answer one question. Raises only when the trajectory cannot be persisted (or on cancellation), or for
         a ``budget`` over the server's limits (``InvalidInput``, before anything is recorded).
+
+        ``image``: an image attached to the question, already verified where the request came in
+        (:func:`~agentic_rag.models.images.read_request_image`); a card tells the planner it is there, and every
+        search by meaning is searched by it too. The trajectory keeps its size and a hash, never its bytes.
 
         ``trajectory_id``: the id to record the run under, when the caller has given it one already (the
         Ingress does, so that a client whose run's process died still learns which run to read). ``budget``:
@@ -147,9 +154,13 @@ class Orchestrator:
             # the trajectory keeps the redacted question: PII never reaches the database
             rec = await self.store.start(query=verdict.text[:MAX_QUERY_CHARS], request_id=request_id, tenant=tenant,
                                          session_id=session_id, mode=mode, trajectory_id=trajectory_id)
-            state = RunState(question=verdict.text[:QUESTION_MAX], mode=mode, budget=limits)
+            state = RunState(question=verdict.text[:QUESTION_MAX], mode=mode, budget=limits,
+                             image=AttachedImage.of(image) if image is not None else None)
             state.timings["guard_ms"] += guard_ms
             run = RunContext(self, rec, state, sink)
+            if state.image is not None:
+                state.cards.append(from_image(state.image.note()))
+                await run.event("request", "observation", {"image": state.image.note()})
             for d in verdict.decisions:
                 await run.event("guard_input", "guard", d.event())
                 if d.action != "allow":
@@ -482,9 +493,10 @@ class RunContext:
         """Seed 001 10.1: one name, looked up by vector search, found: no validator round trip needed."""
         s = self.s
         assert s.rewrite is not None
+        found = [c for c in s.cards if c.source != "request"]  # an attached image's card is no step
         return (self.settings.agent_fast_path and s.rewrite.retrieval_mode == "vector"
-                and len(s.rewrite.mentions) <= 1 and len(s.cards) == 1 and s.cards[0].source == "qdrant_search"
-                and s.cards[0].count > 0)
+                and len(s.rewrite.mentions) <= 1 and len(found) == 1 and found[0].source == "qdrant_search"
+                and found[0].count > 0)
 
     async def _finish_now(self) -> AgentResponse | None:
         """The planner says the context answers the question: validate that. A rejected finish ends nothing:

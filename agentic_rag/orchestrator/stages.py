@@ -13,7 +13,7 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, Any
 
 from agentic_rag.models.roles import CardEntity, ContextCard, GradeInput, GradeItem, StepStatus
 from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
@@ -53,8 +53,10 @@ async def run_step(run: RunContext, step: NextStep) -> bool:
 
 
 async def retrieve(run: RunContext, intents: list[BatchIntent]) -> list[ContextCard]:
-    """Execute intents concurrently, grade the searches, and add the cards to the context."""
+    """Execute intents concurrently (the searches by meaning with the question's image, if one came with it),
+    grade the searches, and add the cards to the context."""
     s = run.s
+    intents = [s.attach_image(i) for i in intents]
     try:
         async with asyncio.TaskGroup() as tg:
             tasks = [tg.create_task(_execute(run, intent)) for intent in intents]
@@ -87,7 +89,11 @@ async def _execute(run: RunContext, intent: BatchIntent) -> ContextCard | None:
     """One intent against its executor; any failure is reported, not raised, so siblings keep going."""
     s = run.s
     source = source_of(intent)
-    await run.event("retrieve", "action", {"source": source, "intent": intent.model_dump(mode="json")})
+    # the image is kept out of the trajectory: its size and hash say which one was searched
+    action: dict[str, Any] = {"source": source, "intent": intent.model_dump(mode="json", exclude={"image_query"})}
+    if isinstance(intent, SearchIntent) and intent.image_query is not None and s.image is not None:
+        action["image"] = s.image.note()
+    await run.event("retrieve", "action", action)
     t0 = time.perf_counter()
     try:
         if isinstance(intent, SearchIntent):
@@ -116,8 +122,10 @@ async def _execute(run: RunContext, intent: BatchIntent) -> ContextCard | None:
 
 
 def _graded(intent: BatchIntent, card: ContextCard) -> bool:
-    """Semantic searches are graded; fetches by id and graph or query results are exact already."""
-    return isinstance(intent, SearchIntent) and not intent.filters.id and card.count > 0
+    """Semantic searches are graded; fetches by id and graph or query results are exact already, and a search
+    by an image is not for the validator to judge: it reads text and never sees the picture."""
+    return isinstance(intent, SearchIntent) and not intent.filters.id and intent.image_query is None \
+        and card.count > 0
 
 
 async def _grade(run: RunContext, done: list[tuple[BatchIntent, ContextCard]]) -> list[ContextCard]:

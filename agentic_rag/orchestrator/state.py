@@ -6,6 +6,8 @@ same step when they are equal apart from their rationale, whatever the model wro
 
 from __future__ import annotations
 
+import base64
+import hashlib
 import json
 import time
 import uuid
@@ -73,8 +75,9 @@ def dependency_of(source: str, exc: BaseException) -> str:
 
 
 def step_key(intent: BatchIntent) -> str:
-    """A canonical key of an intent: equal keys are the same retrieval, whatever the rationale says."""
-    data = intent.model_dump(mode="json", exclude={"rationale"})
+    """A canonical key of an intent: equal keys are the same retrieval, whatever the rationale says (or whether
+    the run's image was attached to it: one run has one image)."""
+    data = intent.model_dump(mode="json", exclude={"rationale", "image_query"})
     return f"{type(intent).__name__}:{json.dumps(data, sort_keys=True, separators=(',', ':'))}"
 
 
@@ -82,6 +85,8 @@ def describe(intent: BatchIntent) -> str:
     """A short readable form of an intent, for the planner's ``tried`` list and for logs."""
     if isinstance(intent, SearchIntent):
         what = f"ids {','.join(i[:8] for i in intent.filters.id[:3])}" if intent.filters.id else repr(intent.query)
+        if intent.image_query is not None and not intent.filters.id:
+            what = "the image" if intent.query is None else f"the image and {what}"
         return f"qdrant_search {intent.entity_type} {what}"[:DESCRIBED_INTENT_MAX]
     if isinstance(intent, GraphIntent):
         end = f" -> {intent.end.id[:8]}" if intent.end else ""
@@ -116,6 +121,31 @@ class Budget:
         return replace(ceiling, **wanted)
 
 
+IMAGE_HASH_CHARS = 16  # hex characters of the image's SHA-256 a trajectory keeps to tell images apart
+
+
+@dataclass(frozen=True, slots=True)
+class AttachedImage:
+    """The image that came with the question (verified where the request came in), as searches carry it
+    (``image_query``: base64); what a trajectory keeps of it is :meth:`note`, never the bytes."""
+
+    query: str
+    size: int
+    sha256: str
+
+    @classmethod
+    def of(cls, data: bytes) -> AttachedImage:
+        return cls(query=base64.b64encode(data).decode("ascii"), size=len(data),
+                   sha256=hashlib.sha256(data).hexdigest()[:IMAGE_HASH_CHARS])
+
+    def note(self) -> dict[str, int | str]:
+        return {"bytes": self.size, "sha256": self.sha256}
+
+
+def _same_text(a: str, b: str) -> bool:
+    return " ".join(a.casefold().split()).strip(" ?.!") == " ".join(b.casefold().split()).strip(" ?.!")
+
+
 @dataclass(slots=True)
 class RunState:
     """Everything one run has learned so far."""
@@ -123,6 +153,7 @@ class RunState:
     question: str
     mode: Mode
     budget: Budget
+    image: AttachedImage | None = None  # the image attached to the question, searched with every meaning search
     started: float = field(default_factory=time.perf_counter)
     links: EntityLinks | None = None  # the names the question mentions (entity linking, before any model)
     rewrite: QueryRewrite | None = None
@@ -153,6 +184,18 @@ class RunState:
         text = text.strip()[:SHORT_TEXT_MAX]
         if text not in self.warnings:
             self.warnings.append(text)
+
+    def attach_image(self, intent: BatchIntent) -> BatchIntent:
+        """``intent`` as it runs: a search by meaning (not a fetch by id) carries the question's image, if any.
+        A query that only restates the question (or its rewrite) says nothing about the picture: the search is
+        then by the image alone; other words are searched too, fused with the image (the image card says so)."""
+        if self.image is None or not isinstance(intent, SearchIntent) or intent.filters.id:
+            return intent
+        query = intent.query
+        asked = [self.question, *([self.rewrite.rewritten_query] if self.rewrite else [])]
+        if query is not None and any(_same_text(query, q) for q in asked):
+            query = None
+        return intent.model_copy(update={"image_query": self.image.query, "query": query})
 
     def known_ids(self) -> set[str]:
         """Every entity id the context holds: the only ids an answer may name."""

@@ -16,8 +16,7 @@ import numpy as np
 import numpy.typing as npt
 from qdrant_client import models
 
-from agentic_rag.errors import InvalidInput
-from agentic_rag.models.images import IMAGE_SEARCH_OFF, ImageBounds, read_image_query
+from agentic_rag.models.images import IMAGE_SEARCH_OFF, ImageBounds, ImageSearchOff, read_image_query
 from agentic_rag.protocol import RetrievalResult, SearchFilters, SearchIntent
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.retrievers.errors import RetrievalError
@@ -104,7 +103,7 @@ class QdrantExecutor:
         """A search's image, fetched or decoded and verified (:func:`~agentic_rag.models.images.read_image_query`);
         ``InvalidInput`` when it is refused or when no image model is configured."""
         if self._embed_image is None:
-            raise InvalidInput(IMAGE_SEARCH_OFF)
+            raise ImageSearchOff(IMAGE_SEARCH_OFF)
         return await read_image_query(image_query, self._image_bounds)
 
     async def execute(self, intent: SearchIntent, *, image: bytes | None = None) -> RetrievalResult:

@@ -84,13 +84,14 @@ class GatedService(LocalAgentService):
         self.hold_after = hold_after
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
-                  sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
+                  sink: EventSink | None = None, budget: RunBudget | None = None,
+                  image: bytes | None = None) -> RunResult:
         self.entered.set()
         try:
             if self.hold_after is None:
                 await self.gate.wait()
                 return await super().ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=sink,
-                                         budget=budget)
+                                         budget=budget, image=image)
 
             async def held(event: dict[str, Any]) -> None:
                 if sink is not None:
@@ -99,7 +100,7 @@ class GatedService(LocalAgentService):
                     await self.gate.wait()
 
             return await super().ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=held,
-                                     budget=budget)
+                                     budget=budget, image=image)
         except asyncio.CancelledError:
             self.cancelled.set()
             raise

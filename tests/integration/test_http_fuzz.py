@@ -81,9 +81,10 @@ class LoopLocalService:
         return await (await self._service()).search(q)
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
-                  sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
+                  sink: EventSink | None = None, budget: RunBudget | None = None,
+                  image: bytes | None = None) -> RunResult:
         return await (await self._service()).ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=sink,
-                                                 budget=budget)
+                                                 budget=budget, image=image)
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
                      sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:

@@ -73,7 +73,8 @@ class FakeService:
         await self._maybe()
         return [TypeaheadHit(entity=LUFFY, name="Monkey D. Luffy", matched="Luffy", match="fuzzy", popularity=90)]
 
-    async def ask(self, question: str, *, mode: str, tenant: str, request_id: str, sink: Any = None) -> RunResult:
+    async def ask(self, question: str, *, mode: str, tenant: str, request_id: str, sink: Any = None,
+                  image: bytes | None = None) -> RunResult:
         self.calls.append(("ask", (question, mode, tenant, request_id)))
         if sink is not None:  # what the loop writes first, as the sink receives it
             await sink({"seq": 1, "stage": "rewrite", "type": "decision", "latency_ms": 1.5,

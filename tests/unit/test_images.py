@@ -6,6 +6,7 @@ from __future__ import annotations
 import base64
 import io
 import struct
+import uuid
 import zlib
 
 import pytest
@@ -14,7 +15,16 @@ from pydantic import ValidationError
 
 from agentic_rag import protocol as p
 from agentic_rag.catalog.records import Anime
-from agentic_rag.models.images import ImageBounds, InvalidImage, decode_image, fetch_image, read_image_query
+from agentic_rag.models.images import (
+    ImageBounds,
+    ImageSearchOff,
+    InvalidImage,
+    decode_image,
+    fetch_image,
+    read_image_query,
+    read_request_image,
+)
+from agentic_rag.orchestrator.state import AttachedImage, Budget, RunState, describe, step_key
 from agentic_rag.settings import Settings
 
 BOUNDS = ImageBounds.of(Settings(image_url_hosts=["images.example.org", ".cdn.example.net"]))
@@ -133,3 +143,31 @@ def test_a_records_image_is_a_relative_path_or_an_http_url(ref: str, ok: bool) -
     else:
         with pytest.raises(ValidationError, match="image"):
             Anime.model_validate(record)
+
+
+def test_a_requests_image_is_refused_without_an_image_model_and_checked_with_one() -> None:
+    with pytest.raises(ImageSearchOff, match="not configured"):
+        read_request_image(base64.b64encode(png()).decode(), Settings())
+    on = Settings(image_model="/models/clip")
+    assert read_request_image(base64.b64encode(png()).decode(), on) == png()
+    assert read_request_image(png(), on) == png()  # gRPC's bytes as they are
+    with pytest.raises(InvalidImage, match="not valid base64"):
+        read_request_image("not base64!", on)
+    with pytest.raises(InvalidImage, match="decompression bomb"):
+        read_request_image(bomb(60_000, 60_000), on)
+
+
+def test_the_runs_image_goes_with_its_searches_by_meaning_only() -> None:
+    state = RunState(question="what anime is this from?", mode="agentic", budget=Budget(8, 60_000, 3),
+                     image=AttachedImage.of(png()))
+    assert state.image is not None and state.image.note() == {"bytes": len(png()), "sha256": state.image.sha256}
+    asked = p.SearchIntent(rationale="r", entity_type="anime", query="What anime is this from")
+    described = p.SearchIntent(rationale="r", entity_type="anime", query="a pirate boy")
+    fetch = p.SearchIntent(rationale="r", entity_type="anime", filters=p.SearchFilters(id=[str(uuid.uuid4())]))
+    alone, fused, fetched = (state.attach_image(i) for i in (asked, described, fetch))
+    assert isinstance(alone, p.SearchIntent) and isinstance(fused, p.SearchIntent)
+    assert (alone.query, alone.image_query) == (None, state.image.query)  # the question itself: the image alone
+    assert (fused.query, fused.image_query) == ("a pirate boy", state.image.query)
+    assert fetched == fetch
+    assert step_key(fused) == step_key(described)  # one run has one image: the same step either way
+    assert describe(alone) == "qdrant_search anime the image"

@@ -51,16 +51,18 @@ class EntityRef(_message.Message):
     def __init__(self, entity_type: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
 
 class AskRequest(_message.Message):
-    __slots__ = ("question", "mode", "tenant", "request_id")
+    __slots__ = ("question", "mode", "tenant", "request_id", "image")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    IMAGE_FIELD_NUMBER: _ClassVar[int]
     question: str
     mode: Mode
     tenant: str
     request_id: str
-    def __init__(self, question: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., tenant: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+    image: bytes
+    def __init__(self, question: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., tenant: _Optional[str] = ..., request_id: _Optional[str] = ..., image: _Optional[bytes] = ...) -> None: ...
 
 class ClarifyRequest(_message.Message):
     __slots__ = ("trajectory_id", "index", "entity_id", "tenant", "request_id")

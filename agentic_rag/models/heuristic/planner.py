@@ -7,6 +7,7 @@ explicit not-found; nothing is ever asked twice, because progress is read from t
 from __future__ import annotations
 
 from agentic_rag.models.heuristic.context import norm
+from agentic_rag.models.heuristic.pictured import image_attached, image_search, searched_by_image
 from agentic_rag.models.heuristic.progress import (
     describe_search,
     described_start,
@@ -28,6 +29,12 @@ def finish(why: str) -> NextStep:
 
 def select(inp: SelectInput) -> NextStep:
     a = read(inp.question, inp.links)
+    if not a.mentions and a.filter is None and image_attached(inp.cards):
+        # "what anime is this from?": the question is about the attached image
+        if searched_by_image(inp.cards):
+            return finish("searched by the attached image")
+        search = image_search(inp.question)
+        return NextStep(action="qdrant_search", rationale=search.rationale, search_intent=search)
     if not a.mentions and a.filter is None:
         # no name linked: search by meaning, once, in the collections a description usually names; but a
         # question naming something the catalog lacks ("who is Satoshi Kon?") is no description

@@ -13,6 +13,7 @@ import re
 from typing import Any
 
 from agentic_rag.models.heuristic.context import bare
+from agentic_rag.models.heuristic.pictured import IMAGE_MATCH, image_attached, pictured
 from agentic_rag.models.heuristic.progress import LISTED, Progress, described, progress, ranked_field
 from agentic_rag.models.heuristic.sentences import (
     attribute_sentence,
@@ -55,6 +56,8 @@ def _result(text: str, sources: list[EntityRef], results: list[EntityRef], *, co
 
 def draft(inp: DraftInput) -> DraftAnswer:
     a = read(inp.question, inp.links)
+    if not a.mentions and a.filter is None and image_attached(inp.cards):
+        return _by_image(inp)
     if not a.more:
         return _draft(inp, a)
     # a question in parts: one answer per part, said one after the other
@@ -133,6 +136,23 @@ def _by_meaning(inp: DraftInput) -> DraftAnswer:
     refs = [e.ref for _, e in close]
     facts = [f"similarity {s:.2f}: {bare(e.name)}" for s, e in close]
     return _result(text, refs, refs[:1], confidence=0.5, facts=facts)
+
+
+def _by_image(inp: DraftInput) -> DraftAnswer:
+    """A question about the attached image: the entity whose images are closest to it."""
+    close = pictured(inp.cards)
+    if not close:
+        return _result("Nothing in the catalog has an image like the one attached.", [], [], confidence=0.1)
+    score, top = close[0]
+    facts = [f"image similarity {s:.2f}: {bare(e.name)}" for s, e in close[:5]]
+    if score >= IMAGE_MATCH:
+        text = f"The image matches {titled(top)} ({top.ref.entity_type}). {_about(inp, top)}"
+        return _result(text, [top.ref], [top.ref], confidence=0.85, facts=facts, citations=[top.name])
+    # no near copy: the closest is a guess, said as one (the validator does not call it sufficient)
+    others = [titled(e) for _, e in close[1:3]]
+    text = (f"The closest image in the catalog is of {titled(top)} ({top.ref.entity_type}), similarity "
+            f"{score:.2f}: a guess, not a match" + (f"; then {join(others)}." if others else "."))
+    return _result(text, [e.ref for _, e in close[:3]], [top.ref], confidence=0.5, facts=facts)
 
 
 def _about(inp: DraftInput, entity: CardEntity) -> str:

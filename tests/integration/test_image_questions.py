@@ -1,0 +1,273 @@
+"""Questions about an attached image, end to end: the loop ("what anime is this from?" answers the entity whose
+picture it is), and the image as the HTTP API, gRPC SearchAI and GraphQL (over gRPC) take it, checked before a
+run starts.
+
+The catalog is test_image_search.py's gallery (generated pictures, a tiny random CLIP), ingested into real
+PostgreSQL and a local-mode Qdrant; the runs use the heuristic planner over the real retrievers.
+"""
+
+from __future__ import annotations
+
+import base64
+import importlib.util
+import json
+import os
+import sys
+from collections.abc import AsyncIterator, Callable, Iterator
+from contextlib import AbstractContextManager
+from dataclasses import dataclass, field
+from pathlib import Path
+from types import ModuleType
+from typing import Any
+
+import grpc
+import httpx
+import pytest
+from fastapi import FastAPI
+
+from agentic_rag.catalog.ids import entity_id
+from agentic_rag.catalog.ingest import ingest_demo
+from agentic_rag.deployments.grpc_api import SearchAIApi, SearchAIServicer
+from agentic_rag.deployments.http import create_app
+from agentic_rag.deployments.http_errors import MAX_BODY_BYTES
+from agentic_rag.deployments.proto import searchai_pb2 as pb
+from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
+from agentic_rag.deployments.service import LocalAgentService
+from agentic_rag.graphql import create_app as graphql_app
+from agentic_rag.models.embeddings import Embedder
+from agentic_rag.models.image_embeddings import ImageEmbedder
+from agentic_rag.models.images import base64_body_bytes
+from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
+from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import make_pool
+from agentic_rag.storage.qdrant import open_qdrant
+
+pytestmark = pytest.mark.integration
+
+
+def _load(name: str) -> ModuleType:
+    spec = importlib.util.spec_from_file_location(f"tests_integration_{name}", Path(__file__).with_name(f"{name}.py"))
+    assert spec is not None and spec.loader is not None
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[spec.name] = module  # its dataclasses look their module up while they are built
+    spec.loader.exec_module(module)
+    return module
+
+
+gallery_module = _load("test_image_search")  # tests/ is not a package: its pictures and catalog, by path
+picture, encode, bomb_png, anime_id = (gallery_module.picture, gallery_module.encode, gallery_module.bomb_png,
+                                       gallery_module.anime_id)
+web = gallery_module.web  # the fixture: the gallery's one picture given by URL is served from it
+GUIDE = str(entity_id("character", "guide"))
+GUIDE_PICTURE = 40  # the guide's picture (test_image_search.write_catalog)
+ASKED = "what anime is this from?"
+
+
+def b64(data: bytes) -> str:
+    return base64.b64encode(data).decode()
+
+
+@pytest.fixture(scope="module")
+def image_settings(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+    return settings.model_copy(update={
+        "image_model": str(gallery_module._tiny_clip_dir()), "qdrant_engine": "local",
+        "qdrant_path": tmp_path_factory.mktemp("image-questions") / "qdrant"})
+
+
+@pytest.fixture(scope="module")
+def questions_dsn(scratch: Callable[[str], AbstractContextManager[str]]) -> Iterator[str]:
+    with scratch(f"agentic_rag_image_questions_{os.getpid()}") as dsn:
+        yield dsn
+
+
+@pytest.fixture(scope="module")
+async def runtime(image_settings: Settings, questions_dsn: str, embedder: Embedder, web: Any,
+                  tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Runtime]:
+    """The gallery ingested with its pictures, and the loop over it with image search."""
+    folder = tmp_path_factory.mktemp("gallery")
+    gallery_module.write_catalog(folder, web)
+    images = ImageEmbedder(image_settings)
+    store = open_qdrant(image_settings)
+    pool = await make_pool(questions_dsn, image_settings)
+    try:
+        await ingest_demo(questions_dsn, image_settings, data_dir=folder, embedder=embedder, client=store,
+                          image_embedder=images)
+        orchestrator, trajectories = build_orchestrator(image_settings, pool, store, embedder, image_embedder=images)
+        yield Runtime(image_settings, pool, store, embedder, trajectories, orchestrator)
+    finally:
+        await pool.close()
+        store.close()
+
+
+# -- the loop --------------------------------------------------------------------------------------------------------
+
+async def test_what_anime_is_this_from_answers_the_entity_whose_picture_it_is(runtime: Runtime) -> None:
+    for i in (0, 3, 6):
+        data = encode(picture(i))
+        result = await runtime.orchestrator.run(ASKED, image=data)
+        r = result.response
+        assert r.status == "answered", r.answer
+        assert [e.id for e in r.result_entities] == [anime_id(i)]
+        assert gallery_module.TITLES[i] in r.answer
+
+
+async def test_who_is_this_searches_the_characters_by_the_picture(runtime: Runtime) -> None:
+    result = await runtime.orchestrator.run("who is this?", image=encode(picture(GUIDE_PICTURE)))
+    assert [e.id for e in result.response.result_entities] == [GUIDE]
+
+
+async def test_the_trajectory_keeps_the_image_size_and_hash_never_its_bytes(runtime: Runtime) -> None:
+    data = encode(picture(2))
+    result = await runtime.orchestrator.run(ASKED, image=data)
+    trajectory = await runtime.store.get(result.trajectory_id)
+    assert trajectory is not None
+    [request] = [e for e in trajectory.events if e.stage == "request"]
+    assert request.payload["image"]["bytes"] == len(data) and len(request.payload["image"]["sha256"]) == 16
+    [action] = [e for e in trajectory.events if e.stage == "retrieve" and e.type == "action"]
+    # searched by the image alone (the planner's query was the question), its note beside the intent
+    assert action.payload["image"] == request.payload["image"]
+    assert action.payload["intent"]["query"] is None and "image_query" not in action.payload["intent"]
+    recorded = json.dumps([e.payload for e in trajectory.events])
+    assert b64(data)[:64] not in recorded
+
+
+async def test_without_an_image_the_question_is_searched_by_its_words(runtime: Runtime) -> None:
+    result = await runtime.orchestrator.run(ASKED)
+    trajectory = await runtime.store.get(result.trajectory_id)
+    assert trajectory is not None
+    assert not [e for e in trajectory.events if e.stage == "request"]
+    assert all("image" not in e.payload for e in trajectory.events if e.stage == "retrieve")
+
+
+# -- HTTP ------------------------------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def service(runtime: Runtime) -> LocalAgentService:
+    return LocalAgentService(runtime)
+
+
+def client_for(app: FastAPI) -> httpx.AsyncClient:
+    return httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://api", timeout=60)
+
+
+@pytest.mark.parametrize("route", ["/v1/search_ai", "/v1/query"])
+async def test_http_a_question_with_an_image_is_answered(service: LocalAgentService, image_settings: Settings,
+                                                         route: str) -> None:
+    async with client_for(create_app(service, image_settings)) as client:
+        resp = await client.post(route, json={"question": ASKED, "image": b64(encode(picture(4)))})
+        assert resp.status_code == 200, resp.text
+        assert [e["id"] for e in resp.json()["response"]["result_entities"]] == [anime_id(4)]
+        if route == "/v1/query":
+            assert [step["intent"] for step in resp.json()["plan"]] == ["qdrant_search anime the image"]
+        # a data URL is base64 too
+        resp = await client.post(route, json={
+            "question": ASKED, "image": "data:image/png;base64," + b64(encode(picture(7)))})
+        assert [e["id"] for e in resp.json()["response"]["result_entities"]] == [anime_id(7)]
+
+
+async def test_http_an_image_without_an_image_model_is_a_400(service: LocalAgentService, settings: Settings) -> None:
+    assert settings.image_model is None
+    async with client_for(create_app(service, settings)) as client:
+        resp = await client.post("/v1/search_ai", json={"question": ASKED, "image": b64(encode(picture(1)))})
+    assert resp.status_code == 400
+    assert resp.json()["error"]["type"] == "bad_request"
+    assert "image search is not configured" in resp.json()["error"]["message"]
+
+
+async def test_http_bad_images_are_refused_before_a_run(service: LocalAgentService, image_settings: Settings,
+                                                        runtime: Runtime) -> None:
+    small = image_settings.model_copy(update={"image_max_bytes": 4096})
+    started = await runtime.pool.fetchval("SELECT count(*) FROM trajectories")
+    async with client_for(create_app(service, small)) as client:
+        for image, status, says in [
+            (b64(encode(picture(3, (48, 48)), "BMP")), 422, "over the limit of 4096"),  # a body the route allows
+            (b64(b"this is text, not a picture"), 422, "not an image"),
+            ("not base64 at all!", 422, "not valid base64"),
+            (b64(bomb_png(60_000, 60_000)), 422, "decompression bomb"),
+        ]:
+            resp = await client.post("/v1/search_ai", json={"question": ASKED, "image": image})
+            assert resp.status_code == status, (says, resp.text)
+            assert says in resp.json()["error"]["message"]
+        # a body past what the largest image needs is refused unread; other routes keep the default bound
+        huge = "A" * (MAX_BODY_BYTES + base64_body_bytes(small))
+        resp = await client.post("/v1/query", json={"question": ASKED, "image": huge})
+        assert resp.status_code == 413
+        resp = await client.post("/v1/search", json={"q": "x" * (MAX_BODY_BYTES + 10)})
+        assert resp.status_code == 413
+    assert await runtime.pool.fetchval("SELECT count(*) FROM trajectories") == started
+
+
+# -- gRPC ------------------------------------------------------------------------------------------------------------
+
+@dataclass
+class Context:
+    code: grpc.StatusCode | None = None
+    details: str = ""
+    metadata: list[tuple[str, str]] = field(default_factory=list)
+
+    def set_code(self, code: grpc.StatusCode) -> None:
+        self.code = code
+
+    def set_details(self, details: str) -> None:
+        self.details = details
+
+    def invocation_metadata(self) -> list[tuple[str, str]]:
+        return self.metadata
+
+
+async def test_grpc_ask_takes_an_image(service: LocalAgentService, image_settings: Settings) -> None:
+    api = SearchAIApi(service, image_settings)
+    context = Context()
+    reply = await api.ask(pb.AskRequest(question=ASKED, image=encode(picture(8))), context)
+    assert context.code is None, context.details
+    assert [e.id for e in reply.result_entities] == [anime_id(8)]
+
+
+async def test_grpc_bad_images_are_invalid_arguments(service: LocalAgentService, image_settings: Settings,
+                                                     settings: Settings) -> None:
+    small = image_settings.model_copy(update={"image_max_bytes": 4096})
+    for api_settings, image, says in [
+        (settings, encode(picture(1)), "image search is not configured"),
+        (small, encode(picture(3, (48, 48)), "BMP"), "over the limit of 4096"),
+        (image_settings, b"this is text, not a picture", "not an image"),
+        (image_settings, bomb_png(60_000, 60_000), "decompression bomb"),
+    ]:
+        context = Context()
+        reply = await SearchAIApi(service, api_settings).ask(pb.AskRequest(question=ASKED, image=image), context)
+        assert context.code == grpc.StatusCode.INVALID_ARGUMENT, says
+        assert says in context.details and not reply.trajectory_id
+
+
+# -- GraphQL, through gRPC -------------------------------------------------------------------------------------------
+
+async def test_graphql_search_ai_passes_the_image_on_over_grpc(service: LocalAgentService, runtime: Runtime,
+                                                               image_settings: Settings, settings: Settings) -> None:
+    query = ("query ($q: String!, $image: String) { searchAi(question: $q, image: $image) { status "
+             "resultEntities { id } } }")
+    for agent_settings in (image_settings, settings):  # SearchAI with and without an image model
+        server = grpc.aio.server()
+        pb_grpc.add_SearchAIServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
+            SearchAIServicer(SearchAIApi(service, agent_settings)), server)
+        target = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+        await server.start()
+        bff = graphql_app(image_settings, target, pool=runtime.pool)
+        try:
+            async with httpx.AsyncClient(transport=httpx.ASGITransport(bff), base_url="http://bff", timeout=60) as c:
+                async def ask(image: str) -> dict[str, Any]:
+                    resp = await c.post("/graphql", json={"query": query, "variables": {"q": ASKED, "image": image}})
+                    return dict(resp.json())
+
+                answered = await ask(b64(encode(picture(9))))
+                if agent_settings.image_model is None:
+                    [refused] = answered["errors"]
+                    assert "image search is not configured" in refused["message"]
+                    continue
+                assert answered["data"]["searchAi"] == {"status": "ANSWERED",
+                                                         "resultEntities": [{"id": anime_id(9)}]}
+                [bomb] = (await ask(b64(bomb_png(60_000, 60_000))))["errors"]
+                assert "decompression bomb" in bomb["message"]
+                [garbled] = (await ask("not base64!"))["errors"]
+                assert garbled["extensions"]["code"] == "validation_error" and "image" in garbled["message"]
+        finally:
+            await bff.state.backend.close()
+            await server.stop(None)
