@@ -22,6 +22,7 @@ from agentic_rag.deployments.orchestrator import Orchestrator
 from agentic_rag.deployments.retrievers import GraphRetriever, VectorRetriever
 from agentic_rag.storage.postgres import resolve_dsn
 
+VLLM_ACTOR = {"num_cpus": 1, "num_gpus": 1}  # a model replica on vLLM: the engine's GPU, a core for its loop
 DEPLOYMENTS: tuple[Deployment, ...] = (Ingress, Orchestrator, PlannerModel, ValidatorModel, Embedder,
                                        VectorRetriever, GraphRetriever)
 
@@ -41,6 +42,11 @@ def build_app(args: dict[str, Any]) -> Application:
     embedder = Embedder.bind(args)
     retriever = vector.bind(args, embedder)
     graph = GraphRetriever.bind(args, embedder)
-    planner, validator = PlannerModel.bind(args), ValidatorModel.bind(args)
+    # a vLLM engine needs a GPU of its own (a config that lists the deployment replaces these options as a whole;
+    # a replica that still gets none refuses to start: deployments.models.gpu_request_problem)
+    planner = (PlannerModel.options(ray_actor_options=VLLM_ACTOR) if settings.planner_backend == "vllm"
+               else PlannerModel).bind(args)
+    validator = (ValidatorModel.options(ray_actor_options=VLLM_ACTOR) if settings.validator_backend == "vllm"
+                 else ValidatorModel).bind(args)
     orchestrator = Orchestrator.bind(args, planner, validator, retriever, graph)
     return Ingress.bind(args, orchestrator, graph, retriever, embedder, planner, validator)

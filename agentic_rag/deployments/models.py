@@ -7,10 +7,12 @@ for vLLM on GPUs (``num_gpus: 1`` per model replica, more concurrent requests pe
 from __future__ import annotations
 
 import asyncio
+from collections.abc import Sequence
 from dataclasses import asdict
 from typing import Any, ClassVar
 
 import numpy as np
+import ray
 from PIL import Image
 from pydantic import BaseModel, ConfigDict, Field
 from ray import serve
@@ -29,7 +31,7 @@ from agentic_rag.deployments.wire import (
 )
 from agentic_rag.errors import InvalidInput, Timeout
 from agentic_rag.logs import QUOTED_INPUT_MAX
-from agentic_rag.models.base import Message, ModelRole
+from agentic_rag.models.base import EngineBacked, Message, ModelRole
 from agentic_rag.models.chat import text_backend_of
 from agentic_rag.models.embeddings import Embedder as SentenceEmbedder
 from agentic_rag.models.embeddings import Vectors
@@ -80,16 +82,43 @@ class Images(BaseModel):
     images: list[bytes] = Field(max_length=IMAGE_BATCH)
 
 
+def gpu_request_problem(backend: str, gpu_ids: Sequence[Any]) -> str | None:
+    """Why a model replica must not start: a vLLM engine on a replica Ray gave no GPU. Ray (2.60) no longer
+    hides GPUs from an actor that asks for none, so such an engine would take every GPU of its node, the other
+    replicas' included. None when the replica may start."""
+    if backend == "vllm" and not gpu_ids:
+        return ("a vLLM model replica needs a GPU of its own: give its deployment ray_actor_options "
+                "{num_gpus: 1} (configs/gpu.yaml does), or use another backend")
+    return None
+
+
 class _ModelServer:
     """One role's model behind a handle: ``generate`` with the output type named from the allowlist."""
 
     role: ClassVar[ModelRole]
 
     def __init__(self, args: dict[str, Any]) -> None:
+        settings = replica_settings(args)
+        backend = settings.planner_backend if self.role == "planner" else settings.validator_backend
+        if backend == "vllm":  # (only a replica inside Ray has accelerator ids to ask about)
+            problem = gpu_request_problem(backend, ray.get_runtime_context().get_accelerator_ids().get("GPU", []))
+            if problem is not None:
+                raise RuntimeError(problem)
         # vLLM and transformers load their weights here, before the replica reports healthy
-        self._model = build_model(replica_settings(args), self.role)
+        self._model = build_model(settings, self.role)
         # the same weights behind the OpenAI-compatible route (agentic_rag.models.openai_server)
         self._text = text_backend_of(self._model)
+
+    async def check_health(self) -> None:
+        """Serve's periodic health check: a model whose engine process died fails it, so Serve replaces this
+        replica rather than routing runs to it (a backend with no engine of its own is always healthy)."""
+        if isinstance(self._text, EngineBacked):
+            await self._text.check_health()
+
+    def __del__(self) -> None:
+        text = getattr(self, "_text", None)
+        if isinstance(text, EngineBacked):
+            text.shutdown()
 
     @accounted
     async def generate(self, messages: Any, output_type_name: Any, max_tokens: Any, temperature: Any) -> dict[str, Any]:

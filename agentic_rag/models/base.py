@@ -14,7 +14,7 @@ import functools
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
-from typing import Any, Generic, Literal, Protocol, TypeVar
+from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypedDict
@@ -84,6 +84,20 @@ class StructuredModel(Protocol):
 
     async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
                        temperature: float = 0.0) -> Generation[T]: ...
+
+
+@runtime_checkable
+class EngineBacked(Protocol):
+    """A backend over an engine of its own that can die under it (vLLM's engine process): the serving replica
+    forwards its health check and shuts the engine down with it."""
+
+    async def check_health(self) -> None:
+        """Raise when the engine no longer serves."""
+        ...
+
+    def shutdown(self) -> None:
+        """Stop the engine and free its device."""
+        ...
 
 
 class TextBackend(Protocol):

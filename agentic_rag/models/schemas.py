@@ -20,7 +20,8 @@ _CHAR = r'(?:[^"\\\x00-\x1F\x7F-\x9F]|\\["\\/bfnrt])'
 _NONSPACE_CHAR = r'(?:[^\s"\\\x00-\x1F\x7F-\x9F]|\\["\\/])'
 _UNBOUNDED = re.compile(r"[*+]|\{\d+,\}")
 _DATA_KEYS = frozenset({"enum", "const", "default", "examples"})  # values, not schemas
-_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties"})  # name -> schema
+# name -> schema: a property may be called "default" or "enum" and its value is still a schema
+_SCHEMA_MAPS = frozenset({"properties", "$defs", "definitions", "patternProperties", "dependentSchemas"})
 # A bounded number becomes this many evenly spaced values (0.00, 0.01, ... 1.00 for a confidence).
 _NUMBER_STEPS = 100
 _MAX_ENUM = 1001
@@ -51,7 +52,8 @@ def _single_steps(node: Any) -> Any:
         return [_single_steps(item) for item in node]
     if not isinstance(node, dict):
         return node
-    out = {k: (v if k in _DATA_KEYS else _single_steps(v)) for k, v in node.items()}
+    out = {k: ({name: _single_steps(sub) for name, sub in v.items()} if k in _SCHEMA_MAPS and isinstance(v, dict)
+               else v if k in _DATA_KEYS else _single_steps(v)) for k, v in node.items()}
     props = out.get("properties")
     if isinstance(props, dict) and isinstance(props.get("also"), dict) and props["also"].get("type") == "array":
         out["properties"] = {**props, "also": {"type": "array", "maxItems": 0}}
@@ -112,12 +114,15 @@ def xgrammar_schema(schema: dict[str, Any]) -> dict[str, Any]:
     return _lower_lengths(schema)  # type: ignore[no-any-return]
 
 
-def _lower_lengths(node: Any) -> Any:
+def _lower_lengths(node: Any, *, names_schemas: bool = False) -> Any:
     if isinstance(node, list):
         return [_lower_lengths(item) for item in node]
     if not isinstance(node, dict):
         return node
-    out = {key: value if key in _DATA_KEYS else _lower_lengths(value) for key, value in node.items()}
+    if names_schemas:  # {name: schema} (_SCHEMA_MAPS): every value is a schema, whatever the name
+        return {key: _lower_lengths(value) for key, value in node.items()}
+    out = {key: value if key in _DATA_KEYS else _lower_lengths(value, names_schemas=key in _SCHEMA_MAPS)
+           for key, value in node.items()}
     pattern = out.get("pattern")
     if isinstance(pattern, str) and ("minLength" in out or "maxLength" in out):
         width = _match_width(pattern)

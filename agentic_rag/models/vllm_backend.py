@@ -3,8 +3,8 @@
 vLLM pins its own torch and needs CUDA, so it is an optional extra (``pip install
 'agentic-rag[vllm]'``) imported only when a :class:`VLLMBackend` is built: this module imports
 anywhere. Schemas constrain decoding through ``SamplingParams(structured_outputs=
-StructuredOutputsParams(json=schema))`` (vLLM >= 0.12; the removed ``guided_*`` fields would be
-silently ignored), with the engine's structured-outputs backend from settings (xgrammar by
+StructuredOutputsParams(json=schema))`` (vLLM >= 0.12; the removed ``guided_*`` arguments raise
+``TypeError`` in 0.33), with the engine's structured-outputs backend from settings (xgrammar by
 default, with ``disable_any_whitespace`` so compact JSON costs the fewest tokens).
 """
 
@@ -116,7 +116,8 @@ class VLLMBackend:
 
     async def complete(self, messages: list[Message], schema: dict[str, Any] | None, *, max_tokens: int,
                        temperature: float, calibration: list[Message] | None = None) -> Completion:
-        text, ids = self.render(messages)
+        # the chat template and the tokenizer cost milliseconds on a long prompt: off the event loop
+        text, ids = await asyncio.to_thread(self.render, messages)
         params = self.sampling_params(schema, max_tokens=max_tokens, temperature=temperature)
         prompt = self._vllm.make_input(prompt_token_ids=ids, prompt=text)
         request_id = f"{self.name}-{uuid.uuid4().hex}"
@@ -143,6 +144,11 @@ class VLLMBackend:
             completion_tokens=len(out.token_ids),
             finish_reason=out.finish_reason,
         )
+
+    async def check_health(self) -> None:
+        """vLLM's own check (``AsyncLLM.check_health``): raises once the engine process has died, so the
+        serving replica fails Serve's health check and is replaced instead of being routed to."""
+        await self._engine.check_health()
 
     def shutdown(self) -> None:
         """Stop the engine and free the GPU."""

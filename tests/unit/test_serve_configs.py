@@ -153,3 +153,12 @@ def test_gpu_config_stays_within_postgres_connections() -> None:
     # every replica of these holds a pool of its own; leave room for ingest and administration
     holders = ("Orchestrator", "GraphRetriever", "VectorRetriever")
     assert sum(overrides[n]["autoscaling_config"]["max_replicas"] for n in holders) * pool <= limit - 50
+
+
+def test_a_vllm_model_deployment_asks_for_a_gpu_of_its_own() -> None:
+    # Ray 2.60 shows every GPU to an actor that asks for none: the code's own options ask for one for vLLM
+    app = build_app({"planner_backend": "vllm", "planner_model": "/models/planner", "log_level": "WARNING"})
+    bound = {d.name: d.ray_actor_options for a in app._bound_deployment.init_args
+             if (d := getattr(a, "_bound_deployment", None)) is not None}
+    assert bound["PlannerModel"]["num_gpus"] == 1
+    assert not bound["ValidatorModel"].get("num_gpus")  # the heuristic validator needs none

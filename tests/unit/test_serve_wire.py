@@ -11,7 +11,7 @@ from pydantic import ValidationError
 from ray.exceptions import RayActorError, RayTaskError
 from ray.serve.handle import DeploymentResponse
 
-from agentic_rag.deployments.models import PlannerReplica
+from agentic_rag.deployments.models import PlannerReplica, gpu_request_problem
 from agentic_rag.deployments.service import NotAwaitingClarification
 from agentic_rag.deployments.wire import (
     OUTPUT_TYPES,
@@ -176,3 +176,37 @@ async def test_a_dead_deployment_is_reported_in_our_words() -> None:
     with pytest.raises(GenerationError) as failed:
         await HandleModel(DeadHandle(), "PlannerModel").generate([], QueryRewrite)  # type: ignore[arg-type]
     assert failed.value.attempts == 0 and "10.0.0.7" not in str(failed.value)
+
+
+def test_a_vllm_replica_without_a_gpu_is_refused() -> None:
+    assert gpu_request_problem("vllm", []) is not None
+    assert "num_gpus: 1" in (gpu_request_problem("vllm", []) or "")
+    assert gpu_request_problem("vllm", ["0"]) is None
+    assert gpu_request_problem("heuristic", []) is None and gpu_request_problem("transformers", []) is None
+
+
+class DeadEngine:
+    """A text backend over an engine that has died (what vLLM's AsyncLLM.check_health reports)."""
+
+    name = "dead"
+    shut = False
+
+    async def complete(self, *args: Any, **kwargs: Any) -> Any:
+        raise AssertionError("not called")
+
+    async def check_health(self) -> None:
+        raise RuntimeError("EngineDeadError: the engine process died")
+
+    def shutdown(self) -> None:
+        self.shut = True
+
+
+async def test_the_model_replica_forwards_its_engines_health_and_shuts_it_down() -> None:
+    replica = PlannerReplica({"planner_backend": "heuristic", "log_level": "WARNING"})
+    await replica.check_health()  # the heuristic has no engine: always healthy
+    dead = DeadEngine()
+    replica._text = dead  # type: ignore[assignment]
+    with pytest.raises(RuntimeError, match="engine process died"):
+        await replica.check_health()
+    replica.__del__()
+    assert dead.shut
