@@ -373,15 +373,8 @@ def handle_embed(handle: DeploymentHandle[Any]) -> EmbedFn:
     """An :data:`~agentic_rag.retrievers.vector.EmbedFn` over the Embedder deployment."""
 
     async def embed(texts: Sequence[str]) -> Vectors:
-        try:
-            raw = unwrap(await settle(handle.embed.remote([str(t) for t in texts]), "Embedder.embed"))
-        except TRANSPORT_ERRORS as exc:
-            raise RetrievalError("embedder", "unavailable", _unreachable("Embedder", exc)) from exc
-        vectors = np.asarray(raw, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(texts):
-            raise RetrievalError("embedder", "unavailable",
-                                 f"the Embedder returned shape {vectors.shape} for {len(texts)} text(s)")
-        return vectors
+        return await _embedded(lambda: handle.embed.remote([str(t) for t in texts]), "Embedder.embed",
+                               len(texts), "text(s)")
 
     return embed
 
@@ -390,15 +383,20 @@ def handle_embed_images(handle: DeploymentHandle[Any]) -> ImageEmbedFn:
     """An :data:`~agentic_rag.retrievers.vector.ImageEmbedFn` over the Embedder deployment's image model."""
 
     async def embed_images(images: Sequence[bytes]) -> Vectors:
-        try:
-            raw = unwrap(await settle(handle.embed_images.remote([bytes(b) for b in images]),
-                                      "Embedder.embed_images"))
-        except TRANSPORT_ERRORS as exc:
-            raise RetrievalError("embedder", "unavailable", _unreachable("Embedder", exc)) from exc
-        vectors = np.asarray(raw, dtype=np.float32)
-        if vectors.ndim != 2 or vectors.shape[0] != len(images):
-            raise RetrievalError("embedder", "unavailable",
-                                 f"the Embedder returned shape {vectors.shape} for {len(images)} image(s)")
-        return vectors
+        return await _embedded(lambda: handle.embed_images.remote([bytes(b) for b in images]),
+                               "Embedder.embed_images", len(images), "image(s)")
 
     return embed_images
+
+
+async def _embedded(call: Callable[[], Any], hop: str, count: int, what: str) -> Vectors:
+    """The Embedder's vectors for ``count`` inputs: one row each, or the embedder is unavailable."""
+    try:
+        raw = unwrap(await settle(call(), hop))
+    except TRANSPORT_ERRORS as exc:
+        raise RetrievalError("embedder", "unavailable", _unreachable("Embedder", exc)) from exc
+    vectors = np.asarray(raw, dtype=np.float32)
+    if vectors.ndim != 2 or vectors.shape[0] != count:
+        raise RetrievalError("embedder", "unavailable",
+                             f"the Embedder returned shape {vectors.shape} for {count} {what}")
+    return vectors

@@ -14,8 +14,7 @@ import json
 import os
 import sys
 from collections.abc import AsyncIterator, Callable, Iterator
-from contextlib import AbstractContextManager
-from dataclasses import dataclass, field
+from contextlib import AbstractContextManager, asynccontextmanager
 from pathlib import Path
 from types import ModuleType
 from typing import Any
@@ -199,27 +198,23 @@ async def test_http_bad_images_are_refused_before_a_run(service: LocalAgentServi
 
 # -- gRPC ------------------------------------------------------------------------------------------------------------
 
-@dataclass
-class Context:
-    code: grpc.StatusCode | None = None
-    details: str = ""
-    metadata: list[tuple[str, str]] = field(default_factory=list)
-
-    def set_code(self, code: grpc.StatusCode) -> None:
-        self.code = code
-
-    def set_details(self, details: str) -> None:
-        self.details = details
-
-    def invocation_metadata(self) -> list[tuple[str, str]]:
-        return self.metadata
+@asynccontextmanager
+async def searchai(service: LocalAgentService, settings: Settings) -> AsyncIterator[str]:
+    """SearchAI over ``service`` on a plain grpc.aio server (the product's servicer); yields its target."""
+    server = grpc.aio.server()
+    pb_grpc.add_SearchAIServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
+        SearchAIServicer(SearchAIApi(service, settings)), server)
+    target = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
+    await server.start()
+    try:
+        yield target
+    finally:
+        await server.stop(None)
 
 
 async def test_grpc_ask_takes_an_image(service: LocalAgentService, image_settings: Settings) -> None:
-    api = SearchAIApi(service, image_settings)
-    context = Context()
-    reply = await api.ask(pb.AskRequest(question=ASKED, image=encode(picture(8))), context)
-    assert context.code is None, context.details
+    async with searchai(service, image_settings) as target, grpc.aio.insecure_channel(target) as channel:
+        reply = await pb_grpc.SearchAIStub(channel).Ask(pb.AskRequest(question=ASKED, image=encode(picture(8))))
     assert [e.id for e in reply.result_entities] == [anime_id(8)]
 
 
@@ -232,10 +227,11 @@ async def test_grpc_bad_images_are_invalid_arguments(service: LocalAgentService,
         (image_settings, b"this is text, not a picture", "not an image"),
         (image_settings, bomb_png(60_000, 60_000), "decompression bomb"),
     ]:
-        context = Context()
-        reply = await SearchAIApi(service, api_settings).ask(pb.AskRequest(question=ASKED, image=image), context)
-        assert context.code == grpc.StatusCode.INVALID_ARGUMENT, says
-        assert says in context.details and not reply.trajectory_id
+        async with searchai(service, api_settings) as target, grpc.aio.insecure_channel(target) as channel:
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await pb_grpc.SearchAIStub(channel).Ask(pb.AskRequest(question=ASKED, image=image))
+        assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT, says
+        assert says in (refused.value.details() or "")
 
 
 # -- GraphQL, through gRPC -------------------------------------------------------------------------------------------
@@ -245,29 +241,25 @@ async def test_graphql_search_ai_passes_the_image_on_over_grpc(service: LocalAge
     query = ("query ($q: String!, $image: String) { searchAi(question: $q, image: $image) { status "
              "resultEntities { id } } }")
     for agent_settings in (image_settings, settings):  # SearchAI with and without an image model
-        server = grpc.aio.server()
-        pb_grpc.add_SearchAIServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped
-            SearchAIServicer(SearchAIApi(service, agent_settings)), server)
-        target = f"127.0.0.1:{server.add_insecure_port('127.0.0.1:0')}"
-        await server.start()
-        bff = graphql_app(image_settings, target, pool=runtime.pool)
-        try:
-            async with httpx.AsyncClient(transport=httpx.ASGITransport(bff), base_url="http://bff", timeout=60) as c:
-                async def ask(image: str) -> dict[str, Any]:
-                    resp = await c.post("/graphql", json={"query": query, "variables": {"q": ASKED, "image": image}})
-                    return dict(resp.json())
+        async with searchai(service, agent_settings) as target:
+            bff = graphql_app(image_settings, target, pool=runtime.pool)
+            client = httpx.AsyncClient(transport=httpx.ASGITransport(bff), base_url="http://bff", timeout=60)
 
+            async def ask(image: str, client: httpx.AsyncClient = client) -> dict[str, Any]:
+                resp = await client.post("/graphql", json={"query": query, "variables": {"q": ASKED, "image": image}})
+                return dict(resp.json())
+
+            try:
                 answered = await ask(b64(encode(picture(9))))
                 if agent_settings.image_model is None:
                     [refused] = answered["errors"]
                     assert "image search is not configured" in refused["message"]
                     continue
-                assert answered["data"]["searchAi"] == {"status": "ANSWERED",
-                                                         "resultEntities": [{"id": anime_id(9)}]}
+                assert answered["data"]["searchAi"] == {"status": "ANSWERED", "resultEntities": [{"id": anime_id(9)}]}
                 [bomb] = (await ask(b64(bomb_png(60_000, 60_000))))["errors"]
                 assert "decompression bomb" in bomb["message"]
                 [garbled] = (await ask("not base64!"))["errors"]
                 assert garbled["extensions"]["code"] == "validation_error" and "image" in garbled["message"]
-        finally:
-            await bff.state.backend.close()
-            await server.stop(None)
+            finally:
+                await client.aclose()
+                await bff.state.backend.close()
