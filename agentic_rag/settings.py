@@ -13,6 +13,17 @@ from agentic_rag.storage.dsn import conninfo
 ImageFormat = Literal["PNG", "JPEG", "WEBP", "GIF", "BMP"]  # as Pillow names them
 
 
+# vLLM's other structured-outputs backends, and why the vLLM backend refuses them (docs/models.md)
+_UNSUPPORTED_CONSTRAINTS = {
+    "outlines": "it ignores integer minimum/maximum, so an out-of-range hop count or index reaches the pydantic retry, "
+                "and it builds 78-100 KB regexes for NextStep and DraftAnswer",
+    "auto": "it falls back from xgrammar to guidance or outlines per request, so which bounds hold is not known "
+            "ahead of time",
+    "guidance": "not verified against our role schemas: no test shows it keeps their bounds",
+    "lm-format-enforcer": "deprecated by vLLM, to be removed in 0.35",
+}
+
+
 class Settings(BaseSettings):
     """Every knob of agentic-rag. Environment variables are ``RAG_<FIELD>`` (``DATABASE_URL`` too)."""
 
@@ -107,9 +118,11 @@ class Settings(BaseSettings):
                                       description="transformers backend: penalty on repeated tokens (1.0: none).")
     vllm_gpu_memory_utilization: float = Field(0.85, gt=0.0, le=1.0, description="vLLM: share of GPU memory.")
     vllm_max_model_len: int = Field(8192, ge=256, le=1_048_576, description="vLLM: context length.")
-    vllm_structured_backend: Literal["xgrammar", "guidance", "outlines", "auto"] = Field(
-        "xgrammar", description="vLLM structured-output backend."
-    )
+    vllm_structured_backend: str = Field(
+        "xgrammar", description="vLLM structured-outputs backend. Only xgrammar is supported: every role schema is "
+                                "rewritten for it and tested to hold the contract's bounds under it "
+                                "(tests/unit/test_xgrammar_role_schemas.py). See _UNSUPPORTED_CONSTRAINTS for the "
+                                "others.")
 
     # -- embeddings ----------------------------------------------------------------------------------
     embedding_model: str | None = Field(
@@ -192,6 +205,14 @@ class Settings(BaseSettings):
 
     # -- ingestion -----------------------------------------------------------------------------------
     ingest_batch_size: int = Field(512, ge=1, le=100_000, description="Points per Qdrant upsert.")
+
+    @field_validator("vllm_structured_backend")
+    @classmethod
+    def _constraint_keeps_bounds(cls, v: str) -> str:
+        if v != "xgrammar":
+            why = _UNSUPPORTED_CONSTRAINTS.get(v, "not a vLLM structured-outputs backend")
+            raise ValueError(f"{v!r} is not supported ({why}); use 'xgrammar'")
+        return v
 
     @field_validator("database_url")
     @classmethod

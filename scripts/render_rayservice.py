@@ -20,8 +20,9 @@ TEMPLATE = """\
 #   kubectl apply -f k8s/secrets.yaml && kubectl apply -k k8s/
 #
 # Head: no Serve replicas (num-cpus 0), just the GCS, the proxy and the controller. CPU workers: the
-# Ingress, Orchestrator, retrievers and the embedder. GPU workers: the planner and validator models,
-# one GPU each. Ray's in-tree autoscaler adds and removes worker pods as Serve asks for replicas.
+# Ingress, Orchestrator and retrievers. GPU workers: the planner and validator models, one GPU each, and
+# the embedder (text, and images when image_model is set), two replicas to a GPU. Ray's in-tree
+# autoscaler adds and removes worker pods as Serve asks for replicas.
 apiVersion: ray.io/v1
 kind: RayService
 metadata:
@@ -69,6 +70,9 @@ spec:
                 # replica open 30 s on shutdown
                 - name: RAY_SERVE_ENABLE_DIRECT_INGRESS
                   value: "0"
+                # calls between replicas carry a question's image (base64): 16 MiB a message, not gRPC's 4 MiB
+                - name: RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH
+                  value: "16777216"
               resources:
                 requests: {{cpu: "2", memory: 8Gi}}
                 limits: {{cpu: "4", memory: 8Gi}}
@@ -89,9 +93,10 @@ spec:
                   requests: {{cpu: "8", memory: 16Gi}}
                   limits: {{cpu: "8", memory: 16Gi}}
       - groupName: gpu
-        replicas: 2
-        minReplicas: 2
-        maxReplicas: 6
+        # at the deployments' minimum: planner 1 + validator 1 + embedder 2 x 0.5; at their maximum: 4 + 2 + 8 x 0.5
+        replicas: 3
+        minReplicas: 3
+        maxReplicas: 10
         rayStartParams: {{}}
         template:
           spec:

@@ -63,24 +63,29 @@ def _with_port(target: str, port: int) -> str:
     return f"{host}:{port}"
 
 
-# Ray Serve's throughput-optimized mode: replicas call each other over gRPC, and user code and the router
-# run on the replica's own event loop instead of a thread of their own. It halves what a handle call costs
-# here (2.6 to 1.3 ms; docs/benchmarks.md, issue 14). Its direct ingress (replicas serving HTTP on ports of
-# their own) gained nothing measurable behind the proxy and holds an ingress replica open 30 s on shutdown,
-# so it stays off. Every Ray process reads these at start: they are set before ``ray.init`` starts them
-# (k8s/rayservice.yaml sets them in the pods' environment); a value already in the environment wins.
-SERVE_PERFORMANCE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "RAY_SERVE_ENABLE_DIRECT_INGRESS": "0"}
+# The environment Serve runs in, read by every Ray process at start: set before ``ray.init`` starts them
+# (k8s/rayservice.yaml sets it in the pods' environment); a value already in the environment wins.
+# - Throughput-optimized mode: replicas call each other over gRPC, and user code and the router run on the
+#   replica's own event loop instead of a thread of their own. It halves what a handle call costs here (2.6 to
+#   1.3 ms; docs/benchmarks.md, issue 14).
+# - Its direct ingress (replicas serving HTTP on ports of their own) gained nothing measurable behind the proxy
+#   and holds an ingress replica open 30 s on shutdown, so it stays off.
+# - Those gRPC calls take 4 MiB a message by default, less than a question's largest image in base64 (the
+#   default 4 MiB image is 5.3 MiB so; the settings allow 10 MiB): 16 MiB (app.replica_message_problem).
+REPLICA_MESSAGE_MAX = 16 * 2**20
+SERVE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "RAY_SERVE_ENABLE_DIRECT_INGRESS": "0",
+             "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(REPLICA_MESSAGE_MAX)}
 
 
 def start_ray(*, num_cpus: int | None = None, log_to_driver: bool = True) -> None:
     """A local Ray without the dashboard (its extra processes cost a small machine a core at start), with
-    Serve's throughput-optimized mode (:data:`SERVE_PERFORMANCE_ENV`)."""
+    Serve's throughput-optimized mode (:data:`SERVE_ENV`)."""
     if ray.is_initialized():
         return
     # Ray 2.60 turns token authentication on by default; a local single-user cluster runs without it
     # unless the operator chose otherwise.
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    for key, value in SERVE_PERFORMANCE_ENV.items():
+    for key, value in SERVE_ENV.items():
         os.environ.setdefault(key, value)
     ray.init(num_cpus=num_cpus, include_dashboard=False, namespace=SERVE_NAMESPACE, log_to_driver=log_to_driver)
 

@@ -31,7 +31,7 @@ from ray.serve.handle import DeploymentHandle, DeploymentResponse
 from agentic_rag.deployments import costs
 from agentic_rag.errors import AgenticRagError, InvalidInput
 from agentic_rag.logs import ERROR_TEXT_MAX
-from agentic_rag.models.base import Completion, Generation, GenerationError, Message, Usage
+from agentic_rag.models.base import Completion, Generation, GenerationError, Message, ModelUnavailable, Usage
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.models.roles import ROLES
 from agentic_rag.orchestrator.loop import RunResult
@@ -273,9 +273,8 @@ class HandleModel:
         try:
             raw = await settle(self._handle.generate.remote(list(messages), type_name, max_tokens, temperature),
                                f"{self._deployment}.generate")
-        except TRANSPORT_ERRORS as exc:
-            # the loop falls back to the heuristic on a GenerationError: an unreachable model is one
-            raise GenerationError(type_name, 0, [_unreachable(self.name, exc)]) from exc
+        except TRANSPORT_ERRORS as exc:  # the loop falls back to the heuristic on it
+            raise ModelUnavailable(_unreachable(self.name, exc), retryable=True) from exc
         try:
             reply = ModelOutput.model_validate(unwrap(raw))
             output = output_type.model_validate(reply.output)
@@ -305,8 +304,8 @@ class HandleTextBackend:
     """A :class:`~agentic_rag.models.base.TextBackend` served by a model deployment (its chat-completions side).
 
     Raises as a local backend does, so :mod:`agentic_rag.models.openai_server` answers alike: ``ValueError``
-    for a request the model refuses (400), ``TimeoutError`` (504), ``ConnectionError`` when the deployment
-    is gone or over its queue (503).
+    for a request the model refuses (400), ``TimeoutError`` (504), :class:`ModelUnavailable` (a
+    ``ConnectionError``) when the deployment is gone or over its queue, or its engine failed (503).
     """
 
     def __init__(self, handle: DeploymentHandle[Any], name: str) -> None:
@@ -320,7 +319,7 @@ class HandleTextBackend:
             raw = await settle(self._handle.complete.remote(list(messages), schema, max_tokens, temperature),
                                f"{self._deployment}.complete")
         except TRANSPORT_ERRORS as exc:
-            raise ConnectionError(_unreachable(self.name, exc)) from exc
+            raise ModelUnavailable(_unreachable(self.name, exc), retryable=True) from exc
         try:
             out = CompletionOutput.model_validate(unwrap(raw))
         except ValidationError as exc:

@@ -19,7 +19,7 @@ from typing import Any, Generic, Literal, Protocol, TypeVar, runtime_checkable
 from pydantic import BaseModel, ValidationError
 from typing_extensions import TypedDict
 
-from agentic_rag.errors import AgenticRagError
+from agentic_rag.errors import AgenticRagError, Overloaded, Unavailable
 
 T = TypeVar("T", bound=BaseModel)
 ECHOED_CHARS = 4000  # characters of a rejected output a correction echoes back to the model
@@ -77,6 +77,28 @@ class GenerationError(AgenticRagError):
         return f"no valid {self.output_type} after {self.attempts} attempt(s): {last}"
 
 
+class ModelUnavailable(Unavailable, ConnectionError):
+    """The model could not serve the call at all: its engine failed on it or died, or its deployment did not take
+    it. ``retryable``: the same call may succeed if sent again (a failure of one request, or a replica being
+    replaced); not retryable: this model will not serve it (a dead engine, until its replica is replaced). The loop
+    answers either with the heuristic; a route that calls a model directly answers 503 (a ``ConnectionError``,
+    as :class:`TextBackend` promises)."""
+
+    def __init__(self, message: str, *, retryable: bool) -> None:
+        super().__init__(message)
+        self.retryable = retryable
+
+
+class ModelOverloaded(ModelUnavailable, Overloaded):
+    """The model refused the call at its door: its queue (requests or prompt tokens) is full. Always retryable,
+    best on another replica."""
+
+    kind = "overloaded"
+
+    def __init__(self, message: str) -> None:
+        super().__init__(message, retryable=True)
+
+
 class StructuredModel(Protocol):
     """What the orchestrator calls: any backend, any role."""
 
@@ -106,8 +128,10 @@ class TextBackend(Protocol):
     What every backend does (tests/models/conformance.py checks it): a completion that ends (``finish_reason``
     ``"stop"``) is valid under ``schema``; ``"length"`` means it was cut at ``max_tokens``; the token counts are
     the model tokenizer's (the prompt as its chat template renders it); a request the backend cannot serve (a
-    schema it cannot compile) raises ``ValueError``; a call its caller cancels leaves the backend free for the
-    next. Backends that bound a call in time raise ``TimeoutError`` past the bound.
+    schema it cannot compile) raises ``ValueError``; a model that cannot serve the call (its engine failed or died,
+    its queue is full, its server is unreachable) raises :class:`ModelUnavailable` (a ``ConnectionError``); a call
+    its caller cancels leaves the backend free for the next. Backends that bound a call in time raise
+    ``TimeoutError`` past the bound.
 
     ``calibration``: the same call with its query left out. A backend that fills a closed schema by scoring
     its options (see :func:`~agentic_rag.models.schemas.closed_options`) may score them against it too, and

@@ -11,11 +11,20 @@ import asyncio
 import re
 from typing import Any
 
-from openai import APITimeoutError, AsyncOpenAI, BadRequestError, omit
+from openai import (
+    APIConnectionError,
+    APIError,
+    APIStatusError,
+    APITimeoutError,
+    AsyncOpenAI,
+    BadRequestError,
+    RateLimitError,
+    omit,
+)
 from openai.types.chat import ChatCompletionMessageParam
 from openai.types.shared_params import ResponseFormatJSONSchema
 
-from agentic_rag.models.base import Completion, Message
+from agentic_rag.models.base import Completion, Message, ModelOverloaded, ModelUnavailable
 from agentic_rag.settings import Settings
 
 SCHEMA_NAME_MAX = 64  # the OpenAI API's limit on a response_format name
@@ -36,12 +45,27 @@ def _chat_message(message: Message) -> ChatCompletionMessageParam:
     return {"role": "assistant", "content": content}
 
 
+def _unavailable(name: str, exc: APIError) -> ModelUnavailable:
+    """What a failed call means for the caller: overloaded, worth retrying, or not."""
+    if isinstance(exc, RateLimitError) or (isinstance(exc, APIStatusError) and exc.status_code == 503):
+        return ModelOverloaded(f"{name} is over its queue ({_status(exc)}): {exc.message}")
+    retryable = isinstance(exc, APIConnectionError) or (isinstance(exc, APIStatusError) and exc.status_code >= 500)
+    return ModelUnavailable(f"{name} could not serve the call ({_status(exc)}): {exc.message}", retryable=retryable)
+
+
+def _status(exc: APIError) -> str:
+    return f"HTTP {exc.status_code}" if isinstance(exc, APIStatusError) else "no connection"
+
+
 class OpenAIBackend:
     """Chat completions from ``settings.openai_base_url`` with the official ``openai`` client.
 
     ``settings.generation_timeout_ms`` bounds each call as a whole, the client's own retries of
     transient failures (connection errors, 429, 5xx) included; past it, ``TimeoutError``. A request
-    the server refuses as bad (400: say, a schema it cannot compile) raises ``ValueError``.
+    the server refuses as bad (400: say, a schema it cannot compile) raises ``ValueError``. A server that
+    cannot serve it raises :class:`ModelOverloaded` (429, or 503: over its queue, as vLLM's server says) or
+    :class:`ModelUnavailable`: retryable for a connection failure or another 5xx, not for the rest (401, 404:
+    a key or a model name that is wrong, which no retry mends).
     """
 
     def __init__(self, settings: Settings, model: str, *, client: AsyncOpenAI | None = None) -> None:
@@ -66,8 +90,10 @@ class OpenAIBackend:
             raise TimeoutError(f"{self.name}: no completion within {self._timeout_s:g}s") from None
         except BadRequestError as exc:
             raise ValueError(f"{self.name} rejected the request: {exc.message}") from exc
+        except APIError as exc:
+            raise _unavailable(self.name, exc) from exc
         if not resp.choices:
-            raise RuntimeError(f"{self.name}: the server returned no choices")
+            raise ModelUnavailable(f"{self.name}: the server returned no choices", retryable=True)
         choice = resp.choices[0]
         usage = resp.usage
         return Completion(

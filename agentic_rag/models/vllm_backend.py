@@ -3,21 +3,28 @@
 vLLM pins its own torch and needs CUDA, so it is an optional extra (``pip install
 'agentic-rag[vllm]'``) imported only when a :class:`VLLMBackend` is built: this module imports
 anywhere. Schemas constrain decoding through ``SamplingParams(structured_outputs=
-StructuredOutputsParams(json=schema))`` (vLLM >= 0.12; the removed ``guided_*`` arguments raise
-``TypeError`` in 0.33), with the engine's structured-outputs backend from settings (xgrammar by
-default, with ``disable_any_whitespace`` so compact JSON costs the fewest tokens).
+StructuredOutputsParams(json=schema))`` (vLLM 0.33, the version this module is written against; the removed
+``guided_*`` arguments raise ``TypeError`` there), on xgrammar with ``disable_any_whitespace`` so compact JSON
+costs the fewest tokens. xgrammar is the only structured-outputs backend the settings accept: outlines ignores
+integer bounds, and "auto" may fall back to it (``agentic_rag.settings._UNSUPPORTED_CONSTRAINTS``).
+
+Every failure of vLLM's leaves this module as one of the model layer's typed errors (:func:`engine_error`), so the
+loop falls back to the heuristic and a route that calls the model answers 503, never a raw engine exception.
 """
 
 from __future__ import annotations
 
 import asyncio
+import importlib
 import uuid
 from collections.abc import Mapping
+from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
-from agentic_rag.models.base import Completion, Message
+from agentic_rag.errors import InvalidInput, Timeout
+from agentic_rag.models.base import Completion, Message, ModelOverloaded, ModelUnavailable
 from agentic_rag.models.schemas import xgrammar_schema
 from agentic_rag.settings import Settings
 
@@ -25,8 +32,6 @@ MISSING_VLLM = (
     "vLLM is not installed: install the vllm extra on a GPU machine (pip install 'agentic-rag[vllm]'), "
     "or use the transformers or openai backend"
 )
-# disable_any_whitespace is an engine-level option that vLLM accepts only for these backends
-_WHITESPACE_BACKENDS = ("xgrammar", "guidance")
 
 
 def _import_vllm() -> SimpleNamespace:
@@ -48,16 +53,66 @@ def _import_vllm() -> SimpleNamespace:
         from vllm.inputs import TokensPrompt
 
         make_input = TokensPrompt
-    try:  # newer vLLM reports bad requests with its own exception family, not ValueError
-        from vllm.exceptions import VLLMClientError as client_error  # type: ignore[import-not-found]
-    except ImportError:
-        client_error = ValueError
+    errors = EngineErrors(
+        # a request vLLM will not take (older vLLM raised ValueError for it)
+        client=_classes("vllm.exceptions", "VLLMClientError") or (ValueError,),
+        # admission control: the waiting queue or the prefill-token backlog is full (vLLM's server answers 503)
+        overloaded=_classes("vllm.exceptions", "QueueOverflowError", "MaxQueuedTokensError"),
+        # the engine-core process is gone: nothing more runs here until the replica is replaced
+        dead=_classes("vllm.v1.engine.exceptions", "EngineDeadError"),
+        # one request failed and the engine lives on ("Recoverable", vLLM says)
+        retryable=_classes("vllm.v1.engine.exceptions", "EngineGenerateError")
+        + _classes("vllm.exceptions", "RetryableRequestError"),
+        # anything else of vLLM's own (an internal error on one request, an engine paused or asleep)
+        other=_classes("vllm.exceptions", "VLLMError"),
+    )
     return SimpleNamespace(
         SamplingParams=SamplingParams, StructuredOutputsConfig=StructuredOutputsConfig,
         AsyncEngineArgs=AsyncEngineArgs, RequestOutputKind=RequestOutputKind,
-        StructuredOutputsParams=StructuredOutputsParams, AsyncLLM=AsyncLLM, make_input=make_input,
-        ClientError=client_error,
+        StructuredOutputsParams=StructuredOutputsParams, AsyncLLM=AsyncLLM, make_input=make_input, errors=errors,
     )
+
+
+def _classes(module: str, *names: str) -> tuple[type[BaseException], ...]:
+    """The exception classes of ``module`` among ``names``; those a vLLM version lacks are left out."""
+    try:
+        found = importlib.import_module(module)
+    except ImportError:
+        return ()
+    return tuple(c for n in names if isinstance(c := getattr(found, n, None), type) and issubclass(c, BaseException))
+
+
+@dataclass(frozen=True, slots=True)
+class EngineErrors:
+    """vLLM's exception classes, by what a failure means for the caller."""
+
+    client: tuple[type[BaseException], ...]
+    overloaded: tuple[type[BaseException], ...]
+    dead: tuple[type[BaseException], ...]
+    retryable: tuple[type[BaseException], ...]
+    other: tuple[type[BaseException], ...]
+
+
+def engine_error(name: str, exc: BaseException, errors: EngineErrors) -> Exception | None:
+    """The model layer's typed error for a failure of vLLM's (None: not vLLM's, a bug to raise as it is).
+
+    Bad request: :class:`InvalidInput` (a ``ValueError``, the backend contract's word for it). Queue full:
+    :class:`ModelOverloaded`. A dead engine: :class:`ModelUnavailable`, not retryable (the replica's health check
+    fails too, and Serve replaces it). A failed request: retryable. vLLM's text stays in the replica's log and in
+    the exception's cause; the message says what happened in our words."""
+    if isinstance(exc, errors.client):
+        return InvalidInput(f"{name} rejected the request: {exc}")
+    if isinstance(exc, errors.overloaded):
+        return ModelOverloaded(f"{name} is over its queue ({type(exc).__name__}); retry, best on another replica")
+    if isinstance(exc, errors.dead):
+        return ModelUnavailable(f"{name}: the vLLM engine died ({type(exc).__name__}); this replica serves nothing "
+                                "more until it is replaced", retryable=False)
+    if isinstance(exc, errors.retryable):
+        return ModelUnavailable(f"{name}: the engine failed on this request ({type(exc).__name__})", retryable=True)
+    if isinstance(exc, errors.other):
+        return ModelUnavailable(f"{name}: the engine could not serve the request ({type(exc).__name__}: {exc})",
+                                retryable=False)
+    return None
 
 
 class VLLMBackend:
@@ -66,8 +121,9 @@ class VLLMBackend:
     Building one loads the model onto the GPU (blocking, seconds to minutes): do it where blocking
     is fine, e.g. a deployment's constructor. Prompts are rendered with the tokenizer's own chat
     template. A call that outlives ``settings.generation_timeout_ms`` is aborted in the engine and
-    raises ``TimeoutError``; a cancelled call is aborted too. A request vLLM rejects (a schema it
-    cannot compile, a prompt longer than the context) raises ``ValueError``.
+    raises :class:`~agentic_rag.errors.Timeout` (a ``TimeoutError``); a cancelled call is aborted too. A request
+    vLLM rejects (a schema it cannot compile, a prompt longer than the context) raises ``ValueError``; an engine
+    that cannot serve it raises :class:`ModelUnavailable` or :class:`ModelOverloaded` (:func:`engine_error`).
 
     ``engine_overrides`` are extra ``AsyncEngineArgs`` fields (e.g. ``enforce_eager=True`` for a
     fast start in tests).
@@ -81,10 +137,9 @@ class VLLMBackend:
         model_dir = str(model)
         self.name = name or Path(model_dir).name
         self.timeout_s = settings.generation_timeout_ms / 1000  # per call; may be changed on the instance
-        backend = settings.vllm_structured_backend
-        structured = vllm.StructuredOutputsConfig(
-            backend=backend, disable_any_whitespace=backend in _WHITESPACE_BACKENDS,
-        )
+        # xgrammar, the one backend the settings accept (they say why): compact JSON, the fewest tokens
+        structured = vllm.StructuredOutputsConfig(backend=settings.vllm_structured_backend,
+                                                  disable_any_whitespace=True)
         args = vllm.AsyncEngineArgs(**{
             "model": model_dir,
             "served_model_name": self.name,
@@ -128,15 +183,18 @@ class VLLMBackend:
                     final = out
         except TimeoutError:
             await self._engine.abort(request_id)
-            raise TimeoutError(f"{self.name}: no completion within {self.timeout_s:g}s; request aborted") from None
+            raise Timeout(f"{self.name}: no completion within {self.timeout_s:g}s; request aborted") from None
         except asyncio.CancelledError:
             # generate() aborts what it registered; this also covers a cancel in the middle of adding it
             await asyncio.shield(self._engine.abort(request_id))
             raise
-        except self._vllm.ClientError as exc:
-            raise ValueError(f"{self.name} rejected the request: {exc}") from exc
+        except Exception as exc:
+            if (typed := engine_error(self.name, exc, self._vllm.errors)) is None:
+                raise
+            raise typed from exc
         if final is None or not final.outputs:
-            raise RuntimeError(f"{self.name}: the engine finished request {request_id} without output")
+            raise ModelUnavailable(f"{self.name}: the engine finished request {request_id} without output",
+                                   retryable=True)
         out = final.outputs[0]
         return Completion(
             text=out.text,
@@ -148,7 +206,12 @@ class VLLMBackend:
     async def check_health(self) -> None:
         """vLLM's own check (``AsyncLLM.check_health``): raises once the engine process has died, so the
         serving replica fails Serve's health check and is replaced instead of being routed to."""
-        await self._engine.check_health()
+        try:
+            await self._engine.check_health()
+        except Exception as exc:
+            if (typed := engine_error(self.name, exc, self._vllm.errors)) is None:
+                raise
+            raise typed from exc
 
     def shutdown(self) -> None:
         """Stop the engine and free the GPU."""

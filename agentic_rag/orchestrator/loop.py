@@ -20,7 +20,7 @@ from pydantic import BaseModel
 
 from agentic_rag.errors import ErrorKind, InvalidInput
 from agentic_rag.logs import ERROR_TEXT_MAX, request_context
-from agentic_rag.models.base import GenerationError, StructuredModel
+from agentic_rag.models.base import GenerationError, ModelUnavailable, StructuredModel
 from agentic_rag.models.prompts import MAX_OUTPUT_TOKENS, render
 from agentic_rag.models.roles import (
     ROLES,
@@ -190,7 +190,10 @@ class Orchestrator:
             picked = _pick(offered.choices, choice)
             state = RunState(question=traj.query[:QUESTION_MAX], mode="agentic", budget=limits)
             mention: str | None = None
+            asked_with_image = False
             for e in traj.events:
+                # the trajectory keeps an image's size and hash, never its bytes: the resumed run cannot search by it
+                asked_with_image |= e.stage == "request" and "image" in e.payload
                 if e.stage == "rewrite" and e.type == "decision" and "rewrite" in e.payload:
                     state.rewrite = QueryRewrite.model_validate(e.payload["rewrite"])
                 if e.stage == "clarify" and e.type == "decision" and isinstance(e.payload.get("mention"), str):
@@ -200,15 +203,21 @@ class Orchestrator:
             except TrajectoryNotWaiting as exc:
                 raise _not_waiting(trajectory_id, exc.status) from None
             run = RunContext(self, rec, state, sink)
+            if asked_with_image:
+                state.warn(IMAGE_NOT_RESUMED)
             await run.event("clarify", "decision", {"chosen": picked.model_dump(mode="json"),
                                                     "request_id": request_id})
             return await run.execute(picked, mention)
 
 
+IMAGE_NOT_RESUMED = ("the question's image is not kept across a clarification: the resumed run searches by the "
+                     "chosen entity and the question's words")
+
+
 def _model_failure(exc: BaseException) -> str:
     if isinstance(exc, TimeoutError):
         return "did not answer in time"
-    if isinstance(exc, GenerationError) and exc.attempts == 0:  # never reached (HandleModel: deployment gone)
+    if isinstance(exc, ModelUnavailable):  # its engine failed or died, or its deployment did not take the call
         return "is unavailable"
     return "gave no valid output"
 
@@ -393,7 +402,7 @@ class RunContext:
             output = gen.output
             decided_by = model.name if model_ok else self.o.fallback.name
             failed: str | None = None
-        except (GenerationError, TimeoutError) as exc:
+        except (GenerationError, ModelUnavailable, TimeoutError) as exc:
             if model_ok:
                 log.warning("%s: the %s model failed", stage, who, exc_info=exc)
                 self.s.warn(f"{stage}: the {who} model {_model_failure(exc)}; used the heuristic")

@@ -17,7 +17,15 @@ from pydantic import BaseModel
 
 from agentic_rag.catalog.ids import entity_id
 from agentic_rag.errors import InvalidInput
-from agentic_rag.models.base import Generation, GenerationError, Message, StructuredModel, Usage
+from agentic_rag.models.base import (
+    Generation,
+    GenerationError,
+    Message,
+    ModelOverloaded,
+    ModelUnavailable,
+    StructuredModel,
+    Usage,
+)
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.orchestrator.guards import load_policy
@@ -75,6 +83,20 @@ class Broken:
     async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
                        temperature: float = 0.0) -> Generation[T]:
         raise GenerationError(output_type.__name__, attempts=3, errors=["not valid JSON"] * 3)
+
+
+class Unavailable:
+    """A model whose engine is gone (vLLM's EngineDeadError, an OpenAI server over its queue: the backends raise
+    these typed errors for them)."""
+
+    name = "dead-engine"
+
+    def __init__(self, error: ModelUnavailable) -> None:
+        self.error = error
+
+    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+                       temperature: float = 0.0) -> Generation[T]:
+        raise self.error
 
 
 class Hanging:
@@ -140,6 +162,20 @@ async def test_failed_models_fall_back_to_the_heuristic_and_still_answer(build: 
     assert {("rewrite", "heuristic", "broken"), ("select", "heuristic", "broken"),
             ("validate", "heuristic", "hanging")} <= used
     assert not any(model in {"broken", "hanging"} for _, model, _ in used)
+
+
+@pytest.mark.parametrize("error", [ModelUnavailable("planner: the vLLM engine died", retryable=False),
+                                   ModelOverloaded("planner is over its queue")])
+async def test_an_unavailable_model_falls_back_to_the_heuristic(build: Callable[..., Orchestrator],
+                                                                error: ModelUnavailable) -> None:
+    o = build(planner=Unavailable(error), validator=Unavailable(error))
+    result = await o.run(QUESTION)
+    r = result.response
+    assert r.status == "answered" and ONE_PIECE in {e.id for e in r.result_entities}
+    assert "rewrite: the planner model is unavailable; used the heuristic" in r.warnings
+    assert "validate: the validator model is unavailable; used the heuristic" in r.warnings
+    traj = await trajectory(o, result)
+    assert {e.payload["error"] for e in traj.events if e.type == "error"} == {str(error)}
 
 
 async def test_repeating_the_same_step_ends_as_loop_detected(build: Callable[..., Orchestrator]) -> None:

@@ -7,15 +7,22 @@ are real too: a killed database connection, a pool pointed at a port where nothi
 from __future__ import annotations
 
 import asyncio
+import io
 
 import pytest
+from PIL import Image
 from ray.exceptions import RayActorError
 
 from agentic_rag.catalog.ids import entity_id
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.orchestrator.guards import load_policy
-from agentic_rag.orchestrator.loop import ClarificationError, NotAwaitingClarification, Orchestrator
+from agentic_rag.orchestrator.loop import (
+    IMAGE_NOT_RESUMED,
+    ClarificationError,
+    NotAwaitingClarification,
+    Orchestrator,
+)
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
 from agentic_rag.orchestrator.runtime import build_orchestrator
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryStore
@@ -120,6 +127,18 @@ async def test_no_match_is_an_explicit_not_found(orchestrator: Orchestrator) -> 
     assert r.status == "not_found" and "could not find" in r.answer.lower() and "Zxqv Plorbnik" in r.answer
     assert not r.result_entities
     assert result.turns <= orchestrator.settings.agent_max_turns
+
+
+async def test_a_clarification_after_an_image_question_says_the_image_is_not_kept(orchestrator: Orchestrator) -> None:
+    picture = io.BytesIO()
+    Image.new("RGB", (32, 32), (200, 40, 40)).save(picture, "PNG")
+    asked = await orchestrator.run("Tell me about Naruto", image=picture.getvalue())
+    assert asked.response.status == "needs_clarification" and asked.response.clarification is not None
+    done = await orchestrator.resume(asked.trajectory_id, 0)
+    assert IMAGE_NOT_RESUMED in done.response.warnings
+    # a question without an image resumes without the warning
+    plain = await orchestrator.run("Tell me about Naruto")
+    assert IMAGE_NOT_RESUMED not in (await orchestrator.resume(plain.trajectory_id, 0)).response.warnings
 
 
 async def test_clarification_round_trip_from_another_orchestrator(

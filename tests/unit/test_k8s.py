@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import importlib.util
+import tomllib
 from pathlib import Path
 from typing import Any
 
@@ -69,4 +70,28 @@ def test_the_services_it_needs_are_there() -> None:
     text = "".join((K8S / n).read_text(encoding="utf-8") for n in kustomization["resources"])
     for key in ("database-url", "qdrant-api-key", "postgres-password"):
         assert key in secret["stringData"] and key in text
-    assert "FROM rayproject/ray:2.60.0" in (K8S / "Dockerfile").read_text(encoding="utf-8")
+    dockerfile = (K8S / "Dockerfile").read_text(encoding="utf-8")
+    assert "FROM rayproject/ray:2.60.0" in dockerfile
+
+
+def test_the_image_builds_on_the_cuda_and_the_vllm_that_the_extra_pins() -> None:
+    # vLLM 0.33.0's wheel links CUDA 13 and pins torch 2.14.0 (CUDA 13): a CUDA 12 base installs it and then fails
+    dockerfile = (K8S / "Dockerfile").read_text(encoding="utf-8")
+    pyproject = tomllib.loads((REPO / "pyproject.toml").read_text(encoding="utf-8"))
+    (pin,) = pyproject["project"]["optional-dependencies"]["vllm"]
+    assert pin == "vllm==0.33.0"
+    assert f'pip install --no-cache-dir "{pin}"' in dockerfile
+    (base,) = [line.split()[1] for line in dockerfile.splitlines() if line.startswith("FROM ")]
+    assert base.endswith("-cu130") and "-py312-" in base  # Ray's CUDA 13.0 images are built for Python 3.12
+
+
+def test_the_pods_run_serve_in_the_environment_agentic_rag_serve_sets() -> None:
+    from agentic_rag.deployments.launch import SERVE_ENV
+
+    (service,) = [d for d in load("rayservice.yaml") if d["kind"] == "RayService"]
+    cluster = service["spec"]["rayClusterConfig"]
+    pods = [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]
+    for pod in pods:
+        (container,) = pod["template"]["spec"]["containers"]
+        env = {e["name"]: e.get("value") for e in container["env"]}
+        assert {k: env.get(k) for k in SERVE_ENV} == SERVE_ENV

@@ -120,10 +120,28 @@ def test_gpu_config_puts_each_model_on_a_gpu_and_scales_the_rest() -> None:
     assert env["RAG_PLANNER_BACKEND"] == "vllm" and env["RAG_VALIDATOR_BACKEND"] == "vllm"
     for model in ("PlannerModel", "ValidatorModel"):
         assert overrides[model]["ray_actor_options"]["num_gpus"] == 1
-    for name in NAMES - {"PlannerModel", "ValidatorModel"}:
+    # the embedder's text and image models share a GPU between two replicas, on the device the settings name
+    assert overrides["Embedder"]["ray_actor_options"]["num_gpus"] == 0.5
+    settings = settings_from(app.args)
+    assert settings.embedding_device == settings.image_device == "cuda"
+    for name in NAMES - {"PlannerModel", "ValidatorModel", "Embedder"}:
         assert not overrides[name]["ray_actor_options"].get("num_gpus"), name
+    for name in NAMES - {"PlannerModel", "ValidatorModel"}:
         assert overrides[name]["autoscaling_config"]["min_replicas"] >= 2, name
-    assert settings_from(app.args).qdrant_url
+    assert settings.qdrant_url
+
+
+def test_the_gpu_worker_group_holds_every_gpu_replica() -> None:
+    config = _load("gpu.yaml")
+    overrides = _overrides(config)
+    gpus = {n: o["ray_actor_options"].get("num_gpus", 0) for n, o in overrides.items()}
+    low = sum(g * overrides[n]["autoscaling_config"]["min_replicas"] for n, g in gpus.items())
+    high = sum(g * overrides[n]["autoscaling_config"]["max_replicas"] for n, g in gpus.items())
+    rayservice = yaml.safe_load_all((CONFIGS.parent / "k8s" / "rayservice.yaml").read_text(encoding="utf-8"))
+    (group,) = [g for d in rayservice for g in d["spec"]["rayClusterConfig"]["workerGroupSpecs"]
+                if g["groupName"] == "gpu"]
+    # one GPU a pod: the deployments' minimum fits the group's minimum, and their maximum its maximum
+    assert group["minReplicas"] >= low and group["maxReplicas"] >= high
 
 
 def test_the_private_serve_api_the_launcher_uses_still_exists() -> None:
@@ -162,3 +180,26 @@ def test_a_vllm_model_deployment_asks_for_a_gpu_of_its_own() -> None:
              if (d := getattr(a, "_bound_deployment", None)) is not None}
     assert bound["PlannerModel"]["num_gpus"] == 1
     assert not bound["ValidatorModel"].get("num_gpus")  # the heuristic validator needs none
+
+
+def test_calls_between_replicas_hold_the_largest_image(monkeypatch: pytest.MonkeyPatch) -> None:
+    from ray.serve._private import constants
+
+    from agentic_rag.deployments import launch
+    from agentic_rag.deployments.app import replica_message_problem
+
+    largest = Settings(image_model="/models/clip", image_max_bytes=10 * 2**20)  # the most the settings allow
+    monkeypatch.setattr(constants, "RAY_SERVE_USE_GRPC_BY_DEFAULT", True)
+    monkeypatch.setattr(constants, "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH", 4 * 2**20)  # Ray's default
+    problem = replica_message_problem(Settings(image_model="/models/clip"))  # the default 4 MiB image: too big
+    assert problem is not None and "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH is 4194304" in problem
+    with pytest.raises(ValueError, match="set it to at least"):
+        build_app({"image_model": "/models/clip", "database_url": "postgresql://u@h:5432/db"})
+    assert replica_message_problem(Settings()) is None  # no image search: nothing large crosses
+    # what agentic-rag serve (and the pods' environment) sets holds the largest image the settings allow
+    monkeypatch.setattr(constants, "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH",
+                        int(launch.SERVE_ENV["RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH"]))
+    assert replica_message_problem(largest) is None
+    monkeypatch.setattr(constants, "RAY_SERVE_USE_GRPC_BY_DEFAULT", False)  # handles over Ray's own transport
+    monkeypatch.setattr(constants, "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH", 4 * 2**20)
+    assert replica_message_problem(largest) is None

@@ -23,7 +23,7 @@ from agentic_rag.deployments.wire import (
     unwrap,
 )
 from agentic_rag.errors import AgenticRagError
-from agentic_rag.models.base import GenerationError
+from agentic_rag.models.base import GenerationError, ModelOverloaded, ModelUnavailable
 from agentic_rag.models.prompts import render
 from agentic_rag.models.roles import ROLES, RewriteInput
 from agentic_rag.orchestrator.loop import ClarificationError, RunResult
@@ -47,6 +47,8 @@ def test_output_types_are_exactly_the_role_contracts() -> None:
 
 FAILURES = [
     GenerationError("NextStep", 3, ["bad json"], "{"),
+    ModelUnavailable("planner: the vLLM engine died", retryable=False),
+    ModelOverloaded("planner is over its queue"),
     RetrievalError("pg_graph", "timeout", "graph k_hop ran past its time limit"),
     ClarificationError("choice 7 is not one of the offered choices"),
     NotAwaitingClarification("trajectory x is not waiting for a clarification"),
@@ -173,9 +175,9 @@ async def test_a_dead_deployment_is_reported_in_our_words() -> None:
         await retrieval.graph(GraphIntent(rationale="r", query_type="neighbors", start=start))
     assert (info.value.source, info.value.reason) == ("postgres", "unavailable")
     assert "GraphRetriever deployment is unavailable" in str(info.value) and "10.0.0.7" not in str(info.value)
-    with pytest.raises(GenerationError) as failed:
+    with pytest.raises(ModelUnavailable) as failed:  # which the loop answers with the heuristic
         await HandleModel(DeadHandle(), "PlannerModel").generate([], QueryRewrite)  # type: ignore[arg-type]
-    assert failed.value.attempts == 0 and "10.0.0.7" not in str(failed.value)
+    assert failed.value.retryable and "10.0.0.7" not in str(failed.value)
 
 
 def test_a_vllm_replica_without_a_gpu_is_refused() -> None:

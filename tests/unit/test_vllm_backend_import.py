@@ -15,8 +15,10 @@ from types import ModuleType, SimpleNamespace
 from typing import Any
 
 import pytest
+from pydantic import ValidationError
 
-from agentic_rag.models.base import StructuredGenerator
+from agentic_rag.errors import InvalidInput, Timeout
+from agentic_rag.models.base import ModelOverloaded, ModelUnavailable, StructuredGenerator
 from agentic_rag.protocol import QueryRewrite
 from agentic_rag.settings import Settings
 
@@ -55,6 +57,8 @@ class _Engine:
         self.requests: list[tuple[Any, Any, str]] = []
         self.aborted: list[str] = []
         self.hang = False
+        self.fail: BaseException | None = None  # what generate() raises, as AsyncLLM's would
+        self.dead: BaseException | None = None  # what check_health() raises once the engine core is gone
         self.started = asyncio.Event()
 
     async def generate(self, prompt: Any, params: Any, request_id: str) -> AsyncIterator[Any]:
@@ -62,12 +66,41 @@ class _Engine:
         self.started.set()
         if self.hang:
             await asyncio.sleep(3600)
+        if self.fail is not None:
+            raise self.fail
         text = '{"rewritten_query":"q","needs_external_context":true,"retrieval_mode":"none","rationale":"r"}'
         yield SimpleNamespace(prompt_token_ids=prompt["prompt_token_ids"], finished=True, outputs=[
             SimpleNamespace(text=text, token_ids=list(range(7)), finish_reason="stop")])
 
     async def abort(self, request_id: str) -> None:
         self.aborted.append(request_id)
+
+    async def check_health(self) -> None:
+        if self.dead is not None:
+            raise self.dead
+
+
+def vllm_errors() -> dict[str, type[Exception]]:
+    """vLLM 0.33's exception classes, by the same names and bases (vllm/exceptions.py and
+    vllm/v1/engine/exceptions.py in its wheel); the backend finds them by name, as it does in vLLM."""
+    base = type("VLLMError", (Exception,), {})
+    client = type("VLLMClientError", (base,), {})
+    server = type("VLLMServerError", (base,), {})
+    generation = type("GenerationError", (server,), {})
+    graceful = type("GracefulHTTPError", (base,), {})
+    return {
+        "VLLMError": base, "VLLMClientError": client, "VLLMServerError": server,
+        "VLLMValidationError": type("VLLMValidationError", (client,), {}),
+        "GenerationError": generation,
+        "RetryableRequestError": type("RetryableRequestError", (generation,), {}),
+        "GracefulHTTPError": graceful,
+        "QueueOverflowError": type("QueueOverflowError", (graceful,), {}),
+        "MaxQueuedTokensError": type("MaxQueuedTokensError", (graceful,), {}),
+        "ProfilerAlreadyActiveError": type("ProfilerAlreadyActiveError", (graceful,), {}),
+        # vllm.v1.engine.exceptions
+        "EngineGenerateError": type("EngineGenerateError", (server,), {}),
+        "EngineDeadError": type("EngineDeadError", (server,), {}),
+    }
 
 
 def _record(**fields: Any) -> Any:
@@ -78,6 +111,7 @@ def _record(**fields: Any) -> Any:
 def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     """Stand-in vllm modules exposing exactly the names the backend imports."""
     engines: list[_Engine] = []
+    errors = vllm_errors()
 
     def from_engine_args(args: Any) -> _Engine:
         engines.append(_Engine(args))
@@ -92,9 +126,10 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
                                  "StructuredOutputsParams": _record},
         "vllm.inputs": {"tokens_input": lambda prompt_token_ids, *, prompt: {
             "type": "token", "prompt_token_ids": prompt_token_ids, "prompt": prompt}},
-        "vllm.exceptions": {"VLLMClientError": type("VLLMClientError", (Exception,), {})},
+        "vllm.exceptions": {k: v for k, v in errors.items() if not k.startswith("Engine")},
         "vllm.v1": {},
         "vllm.v1.engine": {},
+        "vllm.v1.engine.exceptions": {k: v for k, v in errors.items() if k.startswith("Engine")},
         "vllm.v1.engine.async_llm": {"AsyncLLM": SimpleNamespace(from_engine_args=from_engine_args)},
     }
     for name, attrs in names.items():
@@ -104,7 +139,7 @@ def fake_vllm(monkeypatch: pytest.MonkeyPatch) -> SimpleNamespace:
     import transformers
 
     monkeypatch.setattr(transformers.AutoTokenizer, "from_pretrained", lambda *a, **k: _Tokenizer())
-    return SimpleNamespace(engines=engines)
+    return SimpleNamespace(engines=engines, errors=errors)
 
 
 async def test_settings_become_engine_args_and_a_schema_becomes_structured_outputs(fake_vllm: Any) -> None:
@@ -131,12 +166,12 @@ async def test_settings_become_engine_args_and_a_schema_becomes_structured_outpu
     assert fake_vllm.engines[0].requests[1][1].structured_outputs is None
 
 
-async def test_whitespace_option_only_for_backends_that_support_it(fake_vllm: Any) -> None:
-    from agentic_rag.models.vllm_backend import VLLMBackend
-
-    VLLMBackend(Settings(vllm_structured_backend="outlines"), "/m")
-    assert vars(fake_vllm.engines[0].args.structured_outputs_config) == {
-        "backend": "outlines", "disable_any_whitespace": False}
+@pytest.mark.parametrize(("backend", "why"), [
+    ("outlines", "ignores integer minimum/maximum"), ("auto", "falls back from xgrammar"),
+    ("guidance", "not verified"), ("lm-format-enforcer", "deprecated"), ("regex", "not a vLLM")])
+def test_only_xgrammar_is_accepted_as_the_constraint_backend(backend: str, why: str) -> None:
+    with pytest.raises(ValidationError, match=f"{backend!r} is not supported \\(.*{why}.*use 'xgrammar'"):
+        Settings(vllm_structured_backend=backend)
 
 
 async def test_a_timeout_aborts_the_request_in_the_engine(fake_vllm: Any) -> None:
@@ -177,3 +212,62 @@ def test_the_factory_builds_the_role_model_on_vllm(fake_vllm: Any) -> None:
         text_backend(settings, "validator")
     with pytest.raises(ValueError, match="the heuristic backend is not a text backend"):
         text_backend(Settings(), "planner")
+
+
+# what each of vLLM's failures becomes: (its class, our class, retryable)
+ENGINE_FAILURES = [
+    ("QueueOverflowError", ModelOverloaded, True),
+    ("MaxQueuedTokensError", ModelOverloaded, True),
+    ("EngineDeadError", ModelUnavailable, False),
+    ("EngineGenerateError", ModelUnavailable, True),
+    ("RetryableRequestError", ModelUnavailable, True),
+    ("GenerationError", ModelUnavailable, False),  # vLLM's: a request that finished with an internal error
+    ("ProfilerAlreadyActiveError", ModelUnavailable, False),
+    ("VLLMServerError", ModelUnavailable, False),
+]
+
+
+@pytest.mark.parametrize(("name", "ours", "retryable"), ENGINE_FAILURES)
+async def test_each_engine_failure_is_a_typed_model_error(fake_vllm: Any, name: str, ours: type[ModelUnavailable],
+                                                          retryable: bool) -> None:
+    from agentic_rag.models.vllm_backend import VLLMBackend
+
+    backend = VLLMBackend(Settings(), "/models/planner")
+    fake_vllm.engines[0].fail = fake_vllm.errors[name]("engine internals")
+    with pytest.raises(ModelUnavailable) as raised:
+        await backend.complete([{"role": "user", "content": "hi"}], None, max_tokens=8, temperature=0.0)
+    assert type(raised.value) is ours and raised.value.retryable is retryable
+    assert name in str(raised.value) and "planner" in str(raised.value)
+    assert isinstance(raised.value.__cause__, fake_vllm.errors[name])  # vLLM's own error stays its cause
+    # the structured layer does not retry it as a bad output: it reaches the loop, which uses the heuristic
+    with pytest.raises(ours):
+        await StructuredGenerator(backend).generate([{"role": "user", "content": "hi"}], QueryRewrite)
+    assert len(fake_vllm.engines[0].requests) == 2
+
+
+async def test_a_request_vllm_rejects_is_bad_input_and_a_bug_stays_itself(fake_vllm: Any) -> None:
+    from agentic_rag.models.vllm_backend import VLLMBackend
+
+    backend = VLLMBackend(Settings(), "/m")
+    engine = fake_vllm.engines[0]
+    engine.fail = fake_vllm.errors["VLLMValidationError"]("prompt longer than max_model_len")
+    with pytest.raises(InvalidInput, match="m rejected the request: prompt longer than max_model_len"):
+        await backend.complete([{"role": "user", "content": "hi"}], None, max_tokens=8, temperature=0.0)
+    engine.fail = KeyError("a bug of ours, not the engine's")
+    with pytest.raises(KeyError):
+        await backend.complete([{"role": "user", "content": "hi"}], None, max_tokens=8, temperature=0.0)
+
+
+async def test_a_timeout_is_our_timeout_and_a_dead_engine_fails_the_health_check(fake_vllm: Any) -> None:
+    from agentic_rag.models.vllm_backend import VLLMBackend
+
+    backend = VLLMBackend(Settings(generation_timeout_ms=100), "/m")
+    engine = fake_vllm.engines[0]
+    await backend.check_health()
+    engine.dead = fake_vllm.errors["EngineDeadError"]()
+    with pytest.raises(ModelUnavailable, match="engine died") as raised:
+        await backend.check_health()
+    assert not raised.value.retryable
+    engine.hang = True
+    with pytest.raises(Timeout, match="request aborted"):
+        await backend.complete([{"role": "user", "content": "hi"}], None, max_tokens=8, temperature=0.0)
