@@ -130,6 +130,16 @@ class Settings(BaseSettings):
     )
     embedding_device: str = Field("cpu", description="torch device for the embedding model.")
     embedding_batch_size: int = Field(64, ge=1, le=4096, description="Texts per embedding batch.")
+    embedding_threads: int = Field(
+        0, ge=0, le=256,
+        description="torch threads of a process that embeds (0: torch's default, one a core). On a machine whose "
+                    "cores are shared by many replicas, fewer threads contend less.")
+    embedding_batch_tokens: int = Field(
+        512, ge=0, le=65_536,
+        description="Most tokens (texts x the longest, as padded) per forward pass of the embedding model: texts go "
+                    "through longest first, in passes of at most embedding_batch_size texts and this many tokens "
+                    "(512: 16 to 32 questions, 4 to 8 passages; the best measured on CPU, docs/benchmarks.md). "
+                    "0: passes of embedding_batch_size texts whatever their length.")
     embedding_batch_wait_ms: float = Field(
         2.0, ge=0, le=1000,
         description="How long in-process searches wait for others to share an embedding pass (0: never batch).")

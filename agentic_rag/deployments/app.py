@@ -59,6 +59,8 @@ def build_app(args: dict[str, Any]) -> Application:
     if settings.database_url is None:
         # resolved once here (possibly creating the database): replicas starting together must not race for it
         args["database_url"] = resolve_dsn(settings)
+    # one data directory for every replica, whatever its working directory (the embedder's ONNX export lives there)
+    args["data_dir"] = str(settings.data_dir.resolve())
     vector = VectorRetriever
     if settings.qdrant_url is None:
         # an embedded store (edge or local mode) opens its path in one process only: exactly one replica serves it

@@ -137,12 +137,25 @@ def _replicas(kind: str, wanted: dict[str, int], seen: dict[str, int], timeline:
             out.append(TargetResult(objective=text, passed=False,
                                     observed=f"replica counts unavailable: {timeline.reason or 'no samples'}"))
             continue
-        got = seen.get(deployment)
+        got, missing = _count(deployment, seen)
         passed = got is not None and (got >= n if reached else got <= n)
         label = "peak" if reached else "final"
         out.append(TargetResult(objective=text, passed=passed,
-                                observed=f"{label} {got}" if got is not None else "no such deployment"))
+                                observed=f"{label} {got}" if got is not None else missing))
     return out
+
+
+def _count(deployment: str, seen: dict[str, int]) -> tuple[int | None, str]:
+    """The replicas of ``deployment`` as a target file names it: exactly, or bare when several applications run
+    (the sampler then names each ``app:deployment``) and exactly one of them has a deployment of that name."""
+    if deployment in seen:
+        return seen[deployment], ""
+    named = sorted(k for k in seen if ":" not in deployment and k.split(":", 1)[-1] == deployment)
+    if len(named) == 1:
+        return seen[named[0]], ""
+    if named:
+        return None, f"ambiguous: {', '.join(named)}; name one as application:deployment"
+    return None, "no such deployment"
 
 
 def check(targets: Targets, steps: list[StepSummary], timeline: ReplicaTimeline) -> TargetReport:

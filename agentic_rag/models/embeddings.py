@@ -31,6 +31,8 @@ class Embedder:
         self._path = settings.embedding_model or default_model_path()
         self._device = settings.embedding_device
         self._batch_size = settings.embedding_batch_size
+        self._batch_tokens = settings.embedding_batch_tokens
+        self._threads = settings.embedding_threads
         self._model: Any = None
         # torch modules are not safe to call from several threads at once
         self._lock = threading.Lock()
@@ -41,6 +43,11 @@ class Embedder:
     def _load(self) -> Any:
         if self._model is None:
             from sentence_transformers import SentenceTransformer
+
+            if self._threads:
+                import torch
+
+                torch.set_num_threads(self._threads)  # the process's: what embeds here is what computes here
 
             self._model = SentenceTransformer(self._path, device=self._device, local_files_only=True)
         return self._model
@@ -59,11 +66,31 @@ class Embedder:
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
         with self._lock:
-            out = self._load().encode(
-                list(texts), batch_size=self._batch_size, normalize_embeddings=True,
-                convert_to_numpy=True, show_progress_bar=False,
-            )
-        return np.asarray(out, dtype=np.float32)
+            model = self._load()
+            out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+            for rows in self._passes(model, texts):
+                out[rows] = model.encode([texts[i] for i in rows], batch_size=len(rows), normalize_embeddings=True,
+                                         convert_to_numpy=True, show_progress_bar=False)
+        return out
+
+    def _passes(self, model: Any, texts: Sequence[str]) -> list[list[int]]:
+        """The texts' positions, grouped into forward passes: longest first, at most ``embedding_batch_size``
+        texts and ``embedding_batch_tokens`` padded tokens a pass.
+
+        A pass costs about its padded tokens (texts x the longest), and on CPU a few hundred a pass is the sweet
+        spot: 64 questions in one pass pad to twice their mean length, and 64 passages make a pass too large to
+        run well (docs/benchmarks.md: 1.3x the questions, 1.9x the passages a second, against passes of 64)."""
+        n = len(texts)
+        if self._batch_tokens <= 0 or n == 1:
+            return [list(range(i, min(i + self._batch_size, n))) for i in range(0, n, self._batch_size)]
+        ids = model.tokenizer(list(texts), truncation=True, max_length=model.max_seq_length)["input_ids"]
+        order = sorted(range(n), key=lambda i: -len(ids[i]))
+        passes: list[list[int]] = []
+        while order:
+            fit = max(1, min(self._batch_size, self._batch_tokens // max(1, len(ids[order[0]]))))
+            passes.append(order[:fit])
+            order = order[fit:]
+        return passes
 
     async def aembed(self, texts: Sequence[str]) -> Vectors:
         """:meth:`embed` off the event loop; concurrent small calls share one forward pass.

@@ -59,3 +59,39 @@ async def test_a_whole_batch_and_no_wait_skip_the_batcher(settings: Settings) ->
     e = CountingEmbedder(settings.model_copy(update={"embedding_batch_wait_ms": 0}))
     rows = await asyncio.gather(e.aembed(["a"]), e.aembed(["b"]))
     assert e.passes == 2 and all(r.shape == (1, 384) for r in rows)
+
+
+def test_texts_go_through_in_passes_by_token_budget(settings: Settings) -> None:
+    short = [f"who is {i}" for i in range(40)]
+    long = ["what happens in the story of the one about " + "a very long journey " * (5 + i) for i in range(6)]
+    texts = [*short[:20], *long, *short[20:]]
+    budget = Embedder(settings.model_copy(update={"embedding_batch_size": 32, "embedding_batch_tokens": 256}))
+    fixed = Embedder(settings.model_copy(update={"embedding_batch_size": 32, "embedding_batch_tokens": 0}))
+    model = budget._load()
+    encoded = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)
+    lengths = [len(ids) for ids in encoded["input_ids"]]
+    passes = budget._passes(model, texts)
+    assert sorted(i for p in passes for i in p) == list(range(len(texts)))  # every text once
+    firsts = [lengths[p[0]] for p in passes]
+    assert firsts == sorted(firsts, reverse=True)  # longest first
+    for p in passes:
+        longest = max(lengths[i] for i in p)
+        assert len(p) <= 32 and (len(p) == 1 or len(p) * longest <= 256)
+    assert len(passes[0]) < 32 == max(len(p) for p in passes)  # a few long texts a pass, short ones by the size
+    assert fixed._passes(model, texts) == [list(range(32)), list(range(32, len(texts)))]
+    # the same vectors, in the caller's order
+    assert np.allclose(budget.embed(texts), fixed.embed(texts), atol=1e-5)
+
+
+def test_the_embedders_torch_threads_come_from_the_settings(settings: Settings) -> None:
+    import torch
+
+    before = torch.get_num_threads()
+    try:
+        e = Embedder(settings.model_copy(update={"embedding_threads": 1}))
+        e.embed(["one thread"])
+        assert torch.get_num_threads() == 1
+    finally:
+        torch.set_num_threads(before)
+    Embedder(settings).embed(["torch's default"])  # 0 leaves the process's threads alone
+    assert torch.get_num_threads() == before

@@ -242,3 +242,18 @@ def test_sampler_reads_the_gauge_and_serves_latency_counters() -> None:
         assert serve_sampler.serve_latency(client, ["http://ray/metrics"]) == {"Embedder": {"a": [40.0, 4.0]}}
     read, urls, reason = serve_sampler.connect_serve("none")
     assert read is None and urls() == [] and reason is not None and "turned off" in reason
+
+
+def test_a_bare_deployment_name_finds_it_among_several_applications() -> None:
+    # with the GraphQL application beside the agent, the sampler names each deployment app:deployment
+    two_apps = ReplicaTimeline(available=True, samples=[
+        ReplicaSample(t=T0 + i, replicas={"agentic_rag:Orchestrator": {"RUNNING": n}, "graphql:GraphQL": {"RUNNING": 1},
+                                          "agentic_rag:Ingress": {"RUNNING": 1}, "other:Ingress": {"RUNNING": 2}})
+        for i, n in enumerate([1, 3, 1])])
+    targets = Targets(min_replicas_reached={"Orchestrator": 2, "agentic_rag:Ingress": 1},
+                      max_replicas_at_end={"Orchestrator": 1, "Ingress": 1, "Planner": 1})
+    results = check(targets, [], two_apps).results
+    assert [(r.passed, r.observed) for r in results] == [
+        (True, "peak 3"), (True, "peak 1"), (True, "final 1"),
+        (False, "ambiguous: agentic_rag:Ingress, other:Ingress; name one as application:deployment"),
+        (False, "no such deployment")]
