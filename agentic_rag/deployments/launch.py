@@ -8,6 +8,7 @@ overrides), not with ``serve.run(app)``, which takes an application and would dr
 
 from __future__ import annotations
 
+import logging
 import os
 import time
 from collections.abc import Mapping
@@ -21,6 +22,7 @@ from ray.serve._private import api as serve_private_api
 from ray.serve._private.constants import SERVE_NAMESPACE
 from ray.serve.config import gRPCOptions
 from ray.serve.schema import ApplicationStatus, ServeDeploySchema
+from tenacity import RetryCallState, Retrying, stop_after_attempt, wait_fixed
 
 from agentic_rag.errors import AgenticRagError
 
@@ -73,6 +75,8 @@ def _with_port(target: str, port: int) -> str:
 # - Those gRPC calls take 4 MiB a message by default, less than a question's largest image in base64 (the
 #   default 4 MiB image is 5.3 MiB so; the settings allow 10 MiB): 16 MiB (app.replica_message_problem).
 REPLICA_MESSAGE_MAX = 16 * 2**20
+START_ATTEMPTS = 3
+log = logging.getLogger(__name__)
 SERVE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "RAY_SERVE_ENABLE_DIRECT_INGRESS": "0",
              "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(REPLICA_MESSAGE_MAX)}
 
@@ -87,7 +91,21 @@ def start_ray(*, num_cpus: int | None = None, log_to_driver: bool = True) -> Non
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     for key, value in SERVE_ENV.items():
         os.environ.setdefault(key, value)
-    ray.init(num_cpus=num_cpus, include_dashboard=False, namespace=SERVE_NAMESPACE, log_to_driver=log_to_driver)
+    # A local node now and then fails to come up on a loaded machine ("timed out during startup": the raylet never
+    # registered, seen once in a fresh-clone CI right after another cluster stopped). What the failed start left
+    # is stopped, and it is tried again a little later.
+    for attempt in Retrying(stop=stop_after_attempt(START_ATTEMPTS), wait=wait_fixed(5), reraise=True,
+                            before_sleep=_stop_failed_start):
+        with attempt:
+            ray.init(num_cpus=num_cpus, include_dashboard=False, namespace=SERVE_NAMESPACE,
+                     log_to_driver=log_to_driver)
+
+
+def _stop_failed_start(state: RetryCallState) -> None:
+    error = state.outcome.exception() if state.outcome is not None else None
+    log.warning("Ray did not start (attempt %d of %d): %s; trying again", state.attempt_number, START_ATTEMPTS,
+                error)
+    ray.shutdown()
 
 
 def deploy(config: ServeDeploySchema) -> None:

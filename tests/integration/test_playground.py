@@ -18,6 +18,7 @@ from typing import Any, TypeVar
 import grpc
 import pytest
 import uvicorn
+from PIL import Image
 from selenium import webdriver
 from selenium.common.exceptions import NoSuchElementException, StaleElementReferenceException, TimeoutException
 from selenium.webdriver.chrome.service import Service
@@ -315,6 +316,24 @@ async def test_a_clarification_is_answered_with_a_button_and_the_run_goes_on(pag
     assert len(events) > asked_events  # the resumed run's events, streamed below the first ones
     assert any(e.get_attribute("data-stage") == "clarify" and "chosen" in e.text for e in events[asked_events:])
     await page.shot("clarification-answered", full=True)
+
+
+async def test_a_picture_goes_with_the_question_and_the_server_says_what_it_thinks_of_it(page: Page,
+                                                                                          tmp_path: Path) -> None:
+    picture = tmp_path / "cover.png"
+    Image.new("RGB", (64, 48), (30, 120, 200)).save(picture)
+    await page.open("/graphql/playground/")
+    await page.do(page.find("#image").send_keys, str(picture))  # what choosing a file does
+    await page.ask("what anime is this from?")
+    # this server has no image model: the picture reached SearchAI, which refuses it before any run
+    error = await page.wait(lambda d: page.all("#errors .error"))
+    assert "image search is not configured" in error[0].text
+    await page.shot("picture-refused")
+    # without the picture, the same form asks as before
+    await page.do(page.find("#image-clear").click)
+    await page.ask("Which anime is Luffy in?")
+    assert await page.finished() == "answered"
+    assert not page.all("#errors .error")
 
 
 async def test_keys_errors_and_a_narrow_screen(driver: webdriver.Chrome, service: GatedService, pool: Pool,

@@ -203,3 +203,31 @@ def test_calls_between_replicas_hold_the_largest_image(monkeypatch: pytest.Monke
     monkeypatch.setattr(constants, "RAY_SERVE_USE_GRPC_BY_DEFAULT", False)  # handles over Ray's own transport
     monkeypatch.setattr(constants, "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH", 4 * 2**20)
     assert replica_message_problem(largest) is None
+
+
+def test_a_local_ray_that_fails_to_start_is_stopped_and_started_again(monkeypatch: pytest.MonkeyPatch) -> None:
+    from tenacity import wait_none
+
+    from agentic_rag.deployments import launch
+
+    calls: list[str] = []
+    failures = [2]
+
+    def init(**options: Any) -> None:
+        calls.append("init")
+        if failures[0] > 0:
+            failures[0] -= 1
+            raise Exception("The current node timed out during startup.")  # what ray.init raises then
+
+    monkeypatch.setattr(launch.ray, "is_initialized", lambda: False)
+    monkeypatch.setattr(launch.ray, "init", init)
+    monkeypatch.setattr(launch.ray, "shutdown", lambda: calls.append("shutdown"))
+    monkeypatch.setattr(launch, "wait_fixed", lambda seconds: wait_none())
+    launch.start_ray(num_cpus=2)
+    assert calls == ["init", "shutdown", "init", "shutdown", "init"]
+    # one that never starts: the error after the last attempt, as Ray said it
+    calls.clear()
+    failures[0] = 10
+    with pytest.raises(Exception, match="timed out during startup"):
+        launch.start_ray(num_cpus=2)
+    assert calls.count("init") == launch.START_ATTEMPTS

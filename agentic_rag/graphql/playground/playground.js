@@ -33,7 +33,8 @@ const SEARCH = `query Search($q: String!) { search(q: $q, limit: 8) { name match
 const ENTITY = `query Entity($t: EntityType!, $id: ID!) { entity(entityType: $t, id: $id) { ...Card } } ${CARD}`;
 const UPDATE = `__typename ... on RunEvent { ${EVENT} } ... on SearchAiResult { ...Result }`;
 const CLARIFY = `subscription Clarify($t: ID!, $i: Int!) { clarifyRun(trajectoryId: $t, index: $i) { ${UPDATE} } } ${RESULT} ${CARD}`;
-const RUN = `subscription Run($q: String!, $mode: Mode!) { searchAiRun(question: $q, mode: $mode) { ${UPDATE} } } ${RESULT} ${CARD}`;
+const RUN = `subscription Run($q: String!, $mode: Mode!, $image: String) {
+  searchAiRun(question: $q, mode: $mode, image: $image) { ${UPDATE} } } ${RESULT} ${CARD}`;
 const TRAJECTORY = `query Trajectory($id: ID!) { trajectory(id: $id) {
   id requestId query mode status createdAt finishedAt timings { stage ms } finalResponse events { ${EVENT} } } }`;
 
@@ -431,10 +432,23 @@ async function follow(query, variables, controller) {
   }
 }
 
-function ask(question, mode) {
+function ask(question, mode, image) {
   const controller = resetRun();
   setState("running", "running");
-  return follow(RUN, { q: question, mode }, controller);
+  return follow(RUN, { q: question, mode, image }, controller);
+}
+
+// The picture a question is about ("what anime is this from?"), as the base64 data URL the API takes; the server
+// checks it (its size, that it is an image, that image search is configured) and says what is wrong.
+function readImage(input) {
+  const file = input.files && input.files[0];
+  if (!file) return Promise.resolve(null);
+  return new Promise((resolve, reject) => {
+    const reader = new FileReader();
+    reader.onload = () => resolve(reader.result);
+    reader.onerror = () => reject(new Error(`could not read ${file.name}`));
+    reader.readAsDataURL(file);
+  });
 }
 
 // A choice resumes the run: its remaining events stream in below the ones already shown.
@@ -503,11 +517,20 @@ function init() {
   search.addEventListener("blur", () => { $("suggestions").hidden = true; });
   search.addEventListener("focus", () => { if (typeahead.hits.length) $("suggestions").hidden = false; });
 
-  $("ask-form").addEventListener("submit", (e) => {
+  $("ask-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     const question = $("question").value.trim();
-    if (question) ask(question, $("mode").value);
+    if (!question) return;
+    let image = null;
+    try {
+      image = await readImage($("image"));
+    } catch (err) {
+      showErrors(err);
+      return;
+    }
+    ask(question, $("mode").value, image);
   });
+  $("image-clear").addEventListener("click", () => { $("image").value = ""; });
   window.addEventListener("hashchange", route);
   route();
 }
