@@ -51,8 +51,23 @@ def _formatter(json_lines: bool) -> logging.Formatter:
     )
 
 
+class _StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """Writes to ``sys.stderr`` as it is when a record is emitted, not as it was when logging was set up: a
+    command run inside another program (a test's captured stderr, closed after the test) must not leave a
+    handler writing to a closed stream."""
+
+    @property
+    def stream(self) -> TextIO:
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, _: TextIO) -> None:  # StreamHandler.__init__ and setStream assign it; sys.stderr decides
+        pass
+
+
 def configure_logging(settings: Settings, stream: TextIO | None = None) -> logging.Handler:
-    """Send root logging to ``stream`` (stderr) at ``settings.log_level``, JSON lines if ``settings.log_json``.
+    """Send root logging to ``stream`` (default: whatever ``sys.stderr`` is at each record) at
+    ``settings.log_level``, JSON lines if ``settings.log_json``.
 
     Idempotent: calling it again replaces this module's handler rather than adding a second one, and
     leaves handlers that others installed alone.
@@ -61,7 +76,7 @@ def configure_logging(settings: Settings, stream: TextIO | None = None) -> loggi
     for old in [h for h in root.handlers if h.get_name() == HANDLER_NAME]:
         root.removeHandler(old)
         old.close()
-    handler = logging.StreamHandler(stream if stream is not None else sys.stderr)
+    handler = logging.StreamHandler(stream) if stream is not None else _StderrHandler()
     handler.set_name(HANDLER_NAME)
     handler.setFormatter(_formatter(settings.log_json))
     # On the handler, not a logger: a logger's filters skip records that propagate up from child loggers.

@@ -93,3 +93,18 @@ def test_plain_text_lines_still_carry_the_request_id(stream: io.StringIO) -> Non
     with request_context("r-text"):
         logging.getLogger("agentic_rag.test").info("plain")
     assert "[r-text] plain" in stream.getvalue()
+
+
+def test_the_default_stream_is_stderr_as_it_is_at_each_record(stream: io.StringIO,
+                                                              monkeypatch: pytest.MonkeyPatch) -> None:
+    # a command run inside another program (a test whose captured stderr is closed afterwards) must not leave
+    # a handler writing to the stream it found at setup
+    first = io.StringIO()
+    monkeypatch.setattr("sys.stderr", first)
+    configure_logging(Settings(log_level="DEBUG", log_json=True))  # replaces the fixture's handler
+    logging.getLogger("agentic_rag.test").info("to the first")
+    first.close()
+    second = io.StringIO()
+    monkeypatch.setattr("sys.stderr", second)
+    logging.getLogger("agentic_rag.test").info("to the second")
+    assert [line["message"] for line in lines(second)] == ["to the second"]
