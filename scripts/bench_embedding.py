@@ -9,6 +9,10 @@ like the catalog's synopses). Each is embedded 64 at a time (a full ``@serve.bat
 with passes of 64 texts (``--tokens 0``), of 16, and by token budgets. Each round times every variant in turn
 (interleaved, so a noisy machine hits all alike); the median of the rounds is kept. Prints a markdown table, and
 the smallest cosine between a variant's vectors and the fixed-64 ones (the same vectors, batched differently).
+
+``--dtypes float32,bfloat16`` adds the model in each other dtype at 512 tokens a pass (``embedding_dtype``);
+``--threads 1`` gives torch one thread, as the Embedder replica of configs/local.yaml has; ``--texts 1`` times
+lone queries (a search at low load).
 """
 
 from __future__ import annotations
@@ -30,6 +34,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--texts", type=int, default=64, help="texts a call (default 64)")
     parser.add_argument("--budgets", default="256,512,1024", help="token budgets to compare")
+    parser.add_argument("--dtypes", default="float32", help="embedding_dtype values to compare at 512 tokens a pass")
+    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
     args = parser.parse_args()
     questions = [q.question for q in load_demo_questions()]
     rng = random.Random(3)
@@ -37,10 +43,14 @@ def main() -> None:
         "questions": [questions[i % len(questions)] for i in range(args.texts)],
         "passages": [" ".join(rng.choice(questions) for _ in range(rng.randint(3, 12))) for _ in range(args.texts)],
     }
-    variants = {"passes of 64": Settings(embedding_batch_size=64, embedding_batch_tokens=0),
-                "passes of 16": Settings(embedding_batch_size=16, embedding_batch_tokens=0)}
-    variants |= {f"{b} tokens a pass": Settings(embedding_batch_size=64, embedding_batch_tokens=int(b))
+    common = {"embedding_threads": args.threads}
+    variants = {"passes of 64": Settings(embedding_batch_size=64, embedding_batch_tokens=0, **common),
+                "passes of 16": Settings(embedding_batch_size=16, embedding_batch_tokens=0, **common)}
+    variants |= {f"{b} tokens a pass": Settings(embedding_batch_size=64, embedding_batch_tokens=int(b), **common)
                  for b in args.budgets.split(",")}
+    variants |= {f"512 tokens a pass, {d}": Settings(embedding_batch_size=64, embedding_batch_tokens=512,
+                                                     embedding_dtype=d, **common)
+                 for d in args.dtypes.split(",") if d != "float32"}
     embedders = {name: Embedder(s) for name, s in variants.items()}
     for e in embedders.values():
         e.embed(["warm up"])

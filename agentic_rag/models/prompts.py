@@ -14,7 +14,9 @@ from functools import cache
 from importlib import resources
 from typing import Any, Literal, cast
 
+import pydantic_core
 from pydantic import BaseModel
+from pydantic_core import PydanticSerializationError
 
 from agentic_rag.models.base import CallShape, Message, Shaper, schema_for
 from agentic_rag.models.forms import expander, form_for
@@ -64,7 +66,22 @@ def _schema_text(output_type: type[BaseModel]) -> str:
 
 
 def _state(data: dict[str, Any]) -> str:
-    return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+    try:  # pydantic's encoder (Rust): a prompt is rendered for every role call, and this was most of it
+        return pydantic_core.to_json(data).decode()
+    except PydanticSerializationError:  # a lone surrogate (UTF-8 cannot hold it): the stdlib's encoder keeps it
+        return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
+
+
+def _state_text(role_input: RoleInput, budget_chars: int) -> str:
+    """The role input as the state block's JSON, within ``budget_chars``: written once when it fits (the usual
+    case), else shortened by :func:`_fit`."""
+    try:
+        text = role_input.model_dump_json(exclude_none=True)
+    except PydanticSerializationError:
+        text = None
+    if text is not None and len(text) <= budget_chars:
+        return text
+    return _state(_fit(role_input.model_dump(mode="json", exclude_none=True), budget_chars))
 
 
 def _fit(data: dict[str, Any], budget_chars: int) -> dict[str, Any]:
@@ -92,8 +109,8 @@ def render(role_input: RoleInput, output_type: type[BaseModel]) -> list[Message]
     system = template(role)
     schema = _schema_text(output_type)
     budget = TOKEN_BUDGET[role] * CHARS_PER_TOKEN - len(system) - len(schema) - 200
-    state = _fit(role_input.model_dump(mode="json", exclude_none=True), max(budget, 2000))
-    user = (f"Input:\n{STATE_OPEN}{_state(state)}{STATE_CLOSE}\n\n"
+    state = _state_text(role_input, max(budget, 2000))
+    user = (f"Input:\n{STATE_OPEN}{state}{STATE_CLOSE}\n\n"
             f"Output schema ({output_type.__name__}):\n{schema}")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 

@@ -95,3 +95,19 @@ def test_the_embedders_torch_threads_come_from_the_settings(settings: Settings) 
         torch.set_num_threads(before)
     Embedder(settings).embed(["torch's default"])  # 0 leaves the process's threads alone
     assert torch.get_num_threads() == before
+
+
+def test_bfloat16_vectors_are_unit_rows_close_to_float32s(settings: Settings) -> None:
+    from agentic_rag.models.embeddings import native_bfloat16
+
+    exact = Embedder(settings).embed(QUESTIONS[:8])
+    half = Embedder(settings.model_copy(update={"embedding_dtype": "bfloat16"}))
+    rows = half.embed(QUESTIONS[:8])
+    assert half.dtype == "bfloat16" and rows.dtype == np.float32 and rows.shape == exact.shape
+    assert np.allclose(np.linalg.norm(rows, axis=1), 1.0, atol=1e-6)
+    cosines = (rows * exact).sum(axis=1)
+    assert cosines.min() >= 0.99, cosines
+    # the nearest question to each is still itself
+    assert ((rows @ exact.T).argmax(axis=1) == np.arange(8)).all()
+    auto = Embedder(settings.model_copy(update={"embedding_dtype": "auto"}))
+    assert auto.dtype == ("bfloat16" if native_bfloat16("cpu") else "float32")

@@ -656,3 +656,43 @@ async def test_the_model_route_bounds_its_bodies_and_answers_in_openai_shape(ser
         assert too_large.status_code == 413 and too_large.json()["error"]["type"] == "payload_too_large"
         unusable = await raw.get("/healthz", headers=bad_id)
         assert unusable.status_code == 422 and unusable.json()["error"]["type"] == "validation_error"
+
+
+def _sync_callables(app: FastAPI | Any) -> list[str]:
+    """Every endpoint and dependency of ``app`` (included routers and mounted apps too) that FastAPI would run in
+    its thread pool."""
+    import inspect
+
+    from fastapi.dependencies.models import Dependant
+    from fastapi.dependencies.utils import get_dependant
+    from fastapi.routing import APIRoute
+    from starlette.routing import Mount
+
+    def is_async(call: Any) -> bool:
+        # a class instance (HTTPBearer, APIKeyHeader) is called through its __call__
+        return any(f(c) for f in (inspect.iscoroutinefunction, inspect.isasyncgenfunction)
+                   for c in (call, type(call).__call__ if not inspect.isroutine(call) else None))
+
+    def walk(d: Dependant, where: str) -> list[str]:
+        here = [] if d.call is None or is_async(d.call) else [f"{where}: {getattr(d.call, '__name__', d.call)}"]
+        return here + [s for sub in d.dependencies for s in walk(sub, where)]
+
+    found: list[str] = []
+    for route in app.routes:
+        if isinstance(route, APIRoute):
+            found += walk(route.dependant, route.path)
+        elif isinstance(route, Mount):
+            found += _sync_callables(route.app)
+        elif (router := getattr(route, "original_router", None)) is not None:  # FastAPI's included router
+            found += _sync_callables(router)
+            found += [s for dep in router.dependencies
+                      for s in walk(get_dependant(path=router.prefix, call=dep.dependency), router.prefix)]
+    return found
+
+
+def test_no_endpoint_or_dependency_runs_in_the_thread_pool(service: LocalAgentService, settings: Settings) -> None:
+    # a plain def costs a thread handoff on every request: under load, a fifth of the Ingress replica's CPU
+    keyed = settings.model_copy(update={"api_keys": ["k"]})
+    for app in (create_app(service, settings), create_app(service, keyed)):
+        routes = _sync_callables(app)
+        assert routes == []

@@ -140,3 +140,30 @@ def test_a_compact_answer_quotes_what_its_steps_found_as_a_whole() -> None:
     draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["Show 0 (anime)"]}'))
     assert draft.answer.startswith("3 found (")  # how many the step found: what "how many" asks
     assert "year: 1998 vs 2004" in draft.answer  # the comparison's own facts, about no one entity
+
+
+def test_the_state_block_is_the_role_input_as_written_and_a_lone_surrogate_does_not_break_it() -> None:
+    from agentic_rag.models.prompts import read_state
+
+    inp = _select()
+    role, state = read_state(render(inp, NextStep))
+    assert role == "select" and state == inp.model_dump(mode="json", exclude_none=True)
+    # UTF-8 cannot hold a lone surrogate (a model's JSON may decode to one): the prompt is still written
+    odd = inp.model_copy(update={"question": "which studio animated cowboy bebop \ud800"})
+    assert read_state(render(odd, NextStep))[1]["question"].endswith("\ud800")
+
+
+def test_a_state_over_its_budget_shortens_the_oldest_cards_and_keeps_their_ids() -> None:
+    from agentic_rag.models.prompts import read_state
+    from agentic_rag.models.roles import ContextCard
+
+    bebop = CardEntity(ref=EntityRef(entity_type="anime", id=BEBOP), name="Cowboy Bebop", detail="1998")
+    cards = [ContextCard(turn=i, source="qdrant_search", request=f"step {i}", summary=f"{i} " + "x" * 7990,
+                         count=1, entities=[bebop])
+             for i in range(3)]
+    inp = _select().model_copy(update={"cards": cards})
+    messages = render(inp, NextStep)
+    _, state = read_state(messages)
+    summaries = [c["summary"] for c in state["cards"]]
+    assert all(len(s) <= 203 for s in summaries[:-1]) and summaries[-1] == cards[-1].summary  # the newest is kept
+    assert all(c["entities"][0]["ref"]["id"] == BEBOP for c in state["cards"])
