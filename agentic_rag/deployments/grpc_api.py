@@ -77,6 +77,14 @@ class StatusContext(Protocol):
     def invocation_metadata(self) -> Iterable[tuple[str, str | bytes]] | None: ...
 
 
+def _budget(request: pb.AskRequest | pb.ClarifyRequest) -> dict[str, int] | None:
+    """The run's budget as the request gives it (validated with the request: a limit is 0 when unset), or None."""
+    if not request.HasField("budget"):
+        return None
+    b = request.budget
+    return {name: value for name in ("max_turns", "deadline_ms", "max_failed_steps") if (value := getattr(b, name))}
+
+
 class SearchAIApi:
     """The three RPCs. Each answers its reply, or sets an error status on the context and answers an empty one."""
 
@@ -126,7 +134,7 @@ class SearchAIApi:
         def start(request_id: str, sink: EventSink | None) -> Awaitable[RunResult]:
             if request.mode not in MODES_IN:
                 raise ApiError("validation_error", f"mode: unknown value {request.mode}")
-            body = AskRequest(question=request.question, mode=MODES_IN[request.mode])
+            body = AskRequest(question=request.question, mode=MODES_IN[request.mode], budget=_budget(request))
             tenant = _tenant(request.tenant)
 
             async def started() -> RunResult:
@@ -134,7 +142,8 @@ class SearchAIApi:
                 image = await asyncio.to_thread(read_request_image, request.image, self._settings) \
                     if request.image else None
                 return await self._run(lambda: self._service.ask(body.question, mode=body.mode, tenant=tenant,
-                                                                 request_id=request_id, sink=sink, image=image))
+                                                                 request_id=request_id, sink=sink, image=image,
+                                                                 budget=body.budget))
 
             return started()
 
@@ -149,10 +158,11 @@ class SearchAIApi:
             which = request.WhichOneof("choice")
             if which is None:
                 raise ApiError("validation_error", "choice: give the index or the entity_id of a choice")
-            body = ClarifyRequest(choice=request.index if which == "index" else request.entity_id)
+            body = ClarifyRequest(choice=request.index if which == "index" else request.entity_id,
+                                  budget=_budget(request))
             tenant = _tenant(request.tenant)
             return self._run(lambda: self._service.resume(trajectory_id, body.choice, tenant=tenant,
-                                                          request_id=request_id, sink=sink))
+                                                          request_id=request_id, sink=sink, budget=body.budget))
 
         return start
 

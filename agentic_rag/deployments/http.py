@@ -92,7 +92,7 @@ class Caller:
 
 
 # async, as every dependency here: FastAPI runs a plain ``def`` dependency in its thread pool, a thread handoff on
-# every request (about a fifth of the Ingress replica's CPU under 64 runs, docs/benchmarks.md)
+# every request (about a tenth of the Ingress replica's samples under 64 runs, docs/benchmarks.md)
 async def _caller(request: Request, tenant: Annotated[str, Header(
         alias="X-Tenant", pattern=TENANT_PATTERN, description="Whose runs these are (default: default).",
 )] = "default") -> Caller:

@@ -54,31 +54,37 @@ class AgentClient:
         self._timeout_s = timeout_s
 
     async def ask(self, question: str, mode: pb.Mode, *, tenant: str, request_id: str,
-                  credentials: Sequence[tuple[str, str]], image: bytes = b"") -> pb.AskReply:
-        """One run of the agent loop over ``question`` (and the ``image`` it is about, if any: SearchAI checks it)."""
-        request = pb.AskRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, image=image)
+                  credentials: Sequence[tuple[str, str]], image: bytes = b"",
+                  budget: pb.RunBudget | None = None) -> pb.AskReply:
+        """One run of the agent loop over ``question`` (and the ``image`` it is about, if any: SearchAI checks it),
+        within ``budget`` when given."""
+        request = pb.AskRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, image=image,
+                                budget=budget)
         return await self._call(self._stub.Ask(request, metadata=self._metadata(credentials),
                                                timeout=self._timeout_s))
 
     async def clarify(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
-                      credentials: Sequence[tuple[str, str]]) -> pb.AskReply:
+                      credentials: Sequence[tuple[str, str]], budget: pb.RunBudget | None = None) -> pb.AskReply:
         """Resume a run that asked for a clarification with the chosen index or entity id."""
-        request = _clarify_request(trajectory_id, choice, tenant=tenant, request_id=request_id)
+        request = _clarify_request(trajectory_id, choice, tenant=tenant, request_id=request_id, budget=budget)
         return await self._call(self._stub.Clarify(request, metadata=self._metadata(credentials),
                                                    timeout=self._timeout_s))
 
     async def ask_stream(self, question: str, mode: pb.Mode, *, tenant: str, request_id: str,
-                         credentials: Sequence[tuple[str, str]], image: bytes = b"") -> AsyncIterator[pb.RunUpdate]:
+                         credentials: Sequence[tuple[str, str]], image: bytes = b"",
+                         budget: pb.RunBudget | None = None) -> AsyncIterator[pb.RunUpdate]:
         """A run over ``question`` as it happens (SearchAI.AskStream): its events as written, then its reply."""
-        request = pb.AskRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, image=image)
+        request = pb.AskRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, image=image,
+                                budget=budget)
         async for update in self._stream(self._stub.AskStream(request, metadata=self._metadata(credentials),
                                                               timeout=self._timeout_s)):
             yield update
 
     async def clarify_stream(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
-                             credentials: Sequence[tuple[str, str]]) -> AsyncIterator[pb.RunUpdate]:
+                             credentials: Sequence[tuple[str, str]],
+                             budget: pb.RunBudget | None = None) -> AsyncIterator[pb.RunUpdate]:
         """A resumed run as it happens (SearchAI.ClarifyStream)."""
-        request = _clarify_request(trajectory_id, choice, tenant=tenant, request_id=request_id)
+        request = _clarify_request(trajectory_id, choice, tenant=tenant, request_id=request_id, budget=budget)
         async for update in self._stream(self._stub.ClarifyStream(request, metadata=self._metadata(credentials),
                                                                   timeout=self._timeout_s)):
             yield update
@@ -107,9 +113,9 @@ class AgentClient:
             call.cancel()
 
 
-def _clarify_request(trajectory_id: uuid.UUID, choice: int | str, *, tenant: str,
-                     request_id: str) -> pb.ClarifyRequest:
-    request = pb.ClarifyRequest(trajectory_id=str(trajectory_id), tenant=tenant, request_id=request_id)
+def _clarify_request(trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
+                     budget: pb.RunBudget | None) -> pb.ClarifyRequest:
+    request = pb.ClarifyRequest(trajectory_id=str(trajectory_id), tenant=tenant, request_id=request_id, budget=budget)
     if isinstance(choice, int):
         request.index = choice
     else:

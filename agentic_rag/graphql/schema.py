@@ -38,6 +38,7 @@ from agentic_rag.graphql.limits import limits
 from agentic_rag.graphql.results import MODES, Mode, RunEvent, RunUpdate, SearchAiResult, SearchHit, Trajectory
 from agentic_rag.models.images import InvalidImage, decode_base64
 from agentic_rag.orchestrator.trajectory import TrajectoryError
+from agentic_rag.protocol import RunBudget
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.settings import Settings
 from agentic_rag.storage.retry import DATABASE_FAILURES, with_connection
@@ -54,6 +55,31 @@ ImageArg = Annotated[str | None, strawberry.argument(description=(
 class EntityRefInput:
     entity_type: EntityType
     id: strawberry.ID
+
+
+@strawberry.input(description="Lower limits for one run than the server's (a limit left out is the server's; over "
+                              "the server's own is an error).")
+class RunBudgetInput:
+    max_turns: int | None = strawberry.field(default=None, description="1 to 32 turns.")
+    deadline_ms: int | None = strawberry.field(default=None, description="100 to 600000 ms of wall-clock time.")
+    max_failed_steps: int | None = strawberry.field(
+        default=None, description="1 to 16 steps that find nothing before the run ends as not found.")
+
+
+BudgetArg = Annotated[RunBudgetInput | None, strawberry.argument(description="Lower limits for this run.")]
+
+
+def _budget(budget: RunBudgetInput | None) -> pb.RunBudget | None:
+    """The budget as SearchAI takes it, checked here against the same contract as HTTP's (SearchAI checks it against
+    the server's limits)."""
+    if budget is None:
+        return None
+    try:
+        checked = RunBudget(max_turns=budget.max_turns, deadline_ms=budget.deadline_ms,
+                            max_failed_steps=budget.max_failed_steps)
+    except ValidationError as exc:
+        raise from_validation(exc, prefix="budget.") from None
+    return pb.RunBudget(**checked.model_dump(exclude_none=True))
 
 
 def _uuid(value: str, name: str) -> uuid.UUID:
@@ -90,10 +116,11 @@ def _image(image: str | None, settings: Settings) -> bytes:
         raise ClientError("validation_error", f"image: {exc}") from None
 
 
-async def _ask(info: Info, question: str, mode: Mode, request_id: str, image: str | None) -> SearchAiResult:
+async def _ask(info: Info, question: str, mode: Mode, request_id: str, image: str | None,
+               budget: RunBudgetInput | None) -> SearchAiResult:
     ctx = info.context
     reply = await ctx.agent.ask(_question(question, mode), MODES[mode], tenant=ctx.tenant, request_id=request_id,
-                                credentials=ctx.credentials, image=_image(image, ctx.settings))
+                                credentials=ctx.credentials, image=_image(image, ctx.settings), budget=_budget(budget))
     return SearchAiResult.of(reply)
 
 
@@ -130,8 +157,8 @@ class Query:
 
     @strawberry.field(description="Ask the agent a question in natural language (through SearchAI.Ask).")
     async def search_ai(self, info: Info, question: Question, mode: Mode = Mode.AGENTIC,
-                        image: ImageArg = None) -> SearchAiResult:
-        return await _ask(info, question, mode, info.context.request_id, image)
+                        image: ImageArg = None, budget: BudgetArg = None) -> SearchAiResult:
+        return await _ask(info, question, mode, info.context.request_id, image, budget)
 
     @strawberry.field(description="A run's trajectory with its events; null when there is none for this tenant.")
     async def trajectory(self, info: Info, id: strawberry.ID) -> Trajectory | None:
@@ -148,10 +175,11 @@ class Mutation:
     @strawberry.mutation(description="Answer a run's clarification with the index or the entity id of a choice "
                                      "(through SearchAI.Clarify).")
     async def clarify(self, info: Info, trajectory_id: strawberry.ID, index: int | None = None,
-                      entity_id: strawberry.ID | None = None) -> SearchAiResult:
+                      entity_id: strawberry.ID | None = None, budget: BudgetArg = None) -> SearchAiResult:
         ctx = info.context
         reply = await ctx.agent.clarify(_uuid(str(trajectory_id), "trajectoryId"), _choice(index, entity_id),
-                                        tenant=ctx.tenant, request_id=ctx.request_id, credentials=ctx.credentials)
+                                        tenant=ctx.tenant, request_id=ctx.request_id, credentials=ctx.credentials,
+                                        budget=_budget(budget))
         return SearchAiResult.of(reply)
 
 
@@ -160,21 +188,23 @@ class Subscription:
     @strawberry.subscription(description="Ask the agent and watch the run (through SearchAI.AskStream): each "
                                          "event as the loop writes it, then the result (the same as searchAi's).")
     async def search_ai_run(self, info: Info, question: Question, mode: Mode = Mode.AGENTIC,
-                            image: ImageArg = None) -> AsyncGenerator[RunUpdate, None]:
+                            image: ImageArg = None, budget: BudgetArg = None) -> AsyncGenerator[RunUpdate, None]:
         ctx = info.context
         async for update in _updates(ctx.agent.ask_stream(_question(question, mode), MODES[mode], tenant=ctx.tenant,
                                                           request_id=ctx.request_id, credentials=ctx.credentials,
-                                                          image=_image(image, ctx.settings))):
+                                                          image=_image(image, ctx.settings),
+                                                          budget=_budget(budget))):
             yield update
 
     @strawberry.subscription(description="Answer a run's clarification and watch the resumed run (through "
                                          "SearchAI.ClarifyStream), as searchAiRun.")
     async def clarify_run(self, info: Info, trajectory_id: strawberry.ID, index: int | None = None,
-                          entity_id: strawberry.ID | None = None) -> AsyncGenerator[RunUpdate, None]:
+                          entity_id: strawberry.ID | None = None,
+                          budget: BudgetArg = None) -> AsyncGenerator[RunUpdate, None]:
         ctx = info.context
         async for update in _updates(ctx.agent.clarify_stream(
                 _uuid(str(trajectory_id), "trajectoryId"), _choice(index, entity_id), tenant=ctx.tenant,
-                request_id=ctx.request_id, credentials=ctx.credentials)):
+                request_id=ctx.request_id, credentials=ctx.credentials, budget=_budget(budget))):
             yield update
 
 

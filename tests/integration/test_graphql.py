@@ -250,6 +250,20 @@ async def test_search_ai_answers_through_grpc_with_typed_hydrated_entities(
     assert 0 < len(window.sent) <= 8, window.sent
 
 
+async def test_a_run_may_lower_its_budget_but_not_raise_it(client: httpx.AsyncClient, settings: Settings) -> None:
+    budgeted = """query ($q: String!, $b: RunBudgetInput) { searchAi(question: $q, budget: $b) {
+        turns evidence { terminationReason } } }"""
+    # the question takes two turns (find Luffy, then his anime): a budget of one ends it at the limit
+    r = ok(await gql(client, budgeted, {"q": "Which anime is Luffy in?", "b": {"maxTurns": 1}}))["searchAi"]
+    assert r["turns"] == 1 and r["evidence"]["terminationReason"] == "max_turns"
+    over = settings.agent_max_turns + 1
+    refused = error(await gql(client, budgeted, {"q": "Which anime is Luffy in?", "b": {"maxTurns": over}}))
+    assert f"max_turns {over} is over this server's {settings.agent_max_turns}" in refused["message"]
+    assert refused["extensions"]["code"] == "validation_error"
+    out_of_range = error(await gql(client, budgeted, {"q": "Which anime is Luffy in?", "b": {"deadlineMs": 5}}))
+    assert out_of_range["message"].startswith("budget.deadline_ms:")
+
+
 async def test_a_clarification_round_trip_and_the_trajectory(client: httpx.AsyncClient) -> None:
     asked = ok(await gql(client, SEARCH_AI, {"q": "Tell me about Naruto"}))["searchAi"]
     assert asked["status"] == "NEEDS_CLARIFICATION"

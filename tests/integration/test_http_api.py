@@ -202,6 +202,35 @@ async def test_a_request_may_lower_its_runs_budget_but_not_raise_it(client: http
         ("max_turns",), ("tokens",)}
 
 
+async def test_grpc_ask_may_lower_its_runs_budget_but_not_raise_it(service: LocalAgentService,
+                                                                  settings: Settings) -> None:
+    import grpc
+
+    from agentic_rag.deployments.grpc_api import SearchAIApi, SearchAIServicer
+    from agentic_rag.deployments.proto import searchai_pb2 as pb
+    from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
+
+    server = grpc.aio.server()
+    servicer = SearchAIServicer(SearchAIApi(service, settings))
+    pb_grpc.add_SearchAIServicer_to_server(servicer, server)  # type: ignore[no-untyped-call]  # generated, untyped
+    port = server.add_insecure_port("127.0.0.1:0")
+    await server.start()
+    try:
+        async with grpc.aio.insecure_channel(f"127.0.0.1:{port}") as channel:
+            stub = pb_grpc.SearchAIStub(channel)  # type: ignore[no-untyped-call]
+            reply = await stub.Ask(pb.AskRequest(question="Which anime is Luffy in?", budget=pb.RunBudget(max_turns=1)))
+            assert reply.evidence.termination_reason == "max_turns" and reply.turns == 1
+            over = settings.agent_max_turns + 1
+            with pytest.raises(grpc.aio.AioRpcError) as refused:
+                await stub.Ask(pb.AskRequest(question="Which anime is Luffy in?",
+                                             budget=pb.RunBudget(max_turns=over)))
+            assert refused.value.code() == grpc.StatusCode.INVALID_ARGUMENT
+            details = refused.value.details() or ""
+            assert f"max_turns {over} is over this server's {settings.agent_max_turns}" in details
+    finally:
+        await server.stop(None)
+
+
 # -- streaming ---------------------------------------------------------------------------------------
 
 
@@ -691,7 +720,7 @@ def _sync_callables(app: FastAPI | Any) -> list[str]:
 
 
 def test_no_endpoint_or_dependency_runs_in_the_thread_pool(service: LocalAgentService, settings: Settings) -> None:
-    # a plain def costs a thread handoff on every request: under load, a fifth of the Ingress replica's CPU
+    # a plain def costs a thread handoff on every request: under load, a tenth of the Ingress replica's samples
     keyed = settings.model_copy(update={"api_keys": ["k"]})
     for app in (create_app(service, settings), create_app(service, keyed)):
         routes = _sync_callables(app)

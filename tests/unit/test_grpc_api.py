@@ -19,7 +19,7 @@ from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
 from agentic_rag.deployments.service import NotAwaitingClarification, ServiceUnavailable
 from agentic_rag.orchestrator.loop import ClarificationError, RunResult
 from agentic_rag.orchestrator.trajectory import TrajectoryNotFound
-from agentic_rag.protocol import AgentResponse, EntityRef
+from agentic_rag.protocol import AgentResponse, EntityRef, RunBudget
 from agentic_rag.protocol.contracts import ResponseStatus
 from agentic_rag.retrievers.typeahead import MatchTier, TypeaheadHit, TypeaheadQuery
 from agentic_rag.settings import Settings
@@ -54,6 +54,7 @@ class FakeService:
     fail: Exception | None = None
     gate: asyncio.Event | None = None
     calls: list[tuple[str, Any]] = field(default_factory=list)
+    budgets: list[RunBudget | None] = field(default_factory=list)
     started: asyncio.Event = field(default_factory=asyncio.Event)
     cancelled: bool = False
 
@@ -74,8 +75,9 @@ class FakeService:
         return [TypeaheadHit(entity=LUFFY, name="Monkey D. Luffy", matched="Luffy", match="fuzzy", popularity=90)]
 
     async def ask(self, question: str, *, mode: str, tenant: str, request_id: str, sink: Any = None,
-                  image: bytes | None = None) -> RunResult:
+                  image: bytes | None = None, budget: RunBudget | None = None) -> RunResult:
         self.calls.append(("ask", (question, mode, tenant, request_id)))
+        self.budgets.append(budget)
         if sink is not None:  # what the loop writes first, as the sink receives it
             await sink({"seq": 1, "stage": "rewrite", "type": "decision", "latency_ms": 1.5,
                         "payload": {"rewrite": {"entities": [LUFFY.id]}, "trajectory": TID}, "trajectory_id": TID})
@@ -85,8 +87,9 @@ class FakeService:
         return _result("needs_clarification" if "Naruto" in question else "answered", request_id)
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
-                     sink: Any = None) -> RunResult:
+                     sink: Any = None, budget: RunBudget | None = None) -> RunResult:
         self.calls.append(("resume", (trajectory_id, choice, tenant)))
+        self.budgets.append(budget)
         await self._maybe()
         return _result(request_id=request_id)
 
@@ -183,6 +186,25 @@ async def test_a_clarification_round_trip(client: Client) -> None:
     await client.stub.Clarify(pb.ClarifyRequest(trajectory_id=asked.trajectory_id, entity_id=NAMI.id.upper()))
     # index 0 is a choice (a oneof member set to its default still counts); an entity id is normalised
     assert [c[1][1] for c in client.service.calls if c[0] == "resume"] == [0, NAMI.id]
+
+
+async def test_a_run_takes_the_budget_its_request_gives(client: Client) -> None:
+    await client.stub.Ask(pb.AskRequest(question="q"))
+    await client.stub.Ask(pb.AskRequest(question="q", budget=pb.RunBudget(max_turns=1, deadline_ms=5000)))
+    await client.stub.Ask(pb.AskRequest(question="q", budget=pb.RunBudget()))  # every limit the server's
+    updates = [u async for u in client.stub.AskStream(pb.AskRequest(question="q", budget=pb.RunBudget(
+        max_failed_steps=2)))]
+    await client.stub.Clarify(pb.ClarifyRequest(trajectory_id=str(TID), index=0, budget=pb.RunBudget(max_turns=2)))
+    assert updates[-1].reply.status == pb.STATUS_ANSWERED
+    assert client.service.budgets == [None, RunBudget(max_turns=1, deadline_ms=5000), RunBudget(),
+                                      RunBudget(max_failed_steps=2), RunBudget(max_turns=2)]
+    # out of range: refused with the field named, before the service hears of it
+    code, details = await _code(client.stub.Ask(pb.AskRequest(question="q", budget=pb.RunBudget(max_turns=99))))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "budget.max_turns" in details
+    code, details = await _code(client.stub.Clarify(pb.ClarifyRequest(trajectory_id=str(TID), index=0,
+                                                                      budget=pb.RunBudget(deadline_ms=5))))
+    assert code == grpc.StatusCode.INVALID_ARGUMENT and "budget.deadline_ms" in details
+    assert len(client.service.budgets) == 5
 
 
 async def test_ask_stream_sends_each_event_as_written_then_the_reply(client: Client) -> None:

@@ -51,32 +51,46 @@ class EntityRef(_message.Message):
     def __init__(self, entity_type: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
 
 class AskRequest(_message.Message):
-    __slots__ = ("question", "mode", "tenant", "request_id", "image")
+    __slots__ = ("question", "mode", "tenant", "request_id", "image", "budget")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
     question: str
     mode: Mode
     tenant: str
     request_id: str
     image: bytes
-    def __init__(self, question: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., tenant: _Optional[str] = ..., request_id: _Optional[str] = ..., image: _Optional[bytes] = ...) -> None: ...
+    budget: RunBudget
+    def __init__(self, question: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., tenant: _Optional[str] = ..., request_id: _Optional[str] = ..., image: _Optional[bytes] = ..., budget: _Optional[_Union[RunBudget, _Mapping]] = ...) -> None: ...
+
+class RunBudget(_message.Message):
+    __slots__ = ("max_turns", "deadline_ms", "max_failed_steps")
+    MAX_TURNS_FIELD_NUMBER: _ClassVar[int]
+    DEADLINE_MS_FIELD_NUMBER: _ClassVar[int]
+    MAX_FAILED_STEPS_FIELD_NUMBER: _ClassVar[int]
+    max_turns: int
+    deadline_ms: int
+    max_failed_steps: int
+    def __init__(self, max_turns: _Optional[int] = ..., deadline_ms: _Optional[int] = ..., max_failed_steps: _Optional[int] = ...) -> None: ...
 
 class ClarifyRequest(_message.Message):
-    __slots__ = ("trajectory_id", "index", "entity_id", "tenant", "request_id")
+    __slots__ = ("trajectory_id", "index", "entity_id", "tenant", "request_id", "budget")
     TRAJECTORY_ID_FIELD_NUMBER: _ClassVar[int]
     INDEX_FIELD_NUMBER: _ClassVar[int]
     ENTITY_ID_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
+    BUDGET_FIELD_NUMBER: _ClassVar[int]
     trajectory_id: str
     index: int
     entity_id: str
     tenant: str
     request_id: str
-    def __init__(self, trajectory_id: _Optional[str] = ..., index: _Optional[int] = ..., entity_id: _Optional[str] = ..., tenant: _Optional[str] = ..., request_id: _Optional[str] = ...) -> None: ...
+    budget: RunBudget
+    def __init__(self, trajectory_id: _Optional[str] = ..., index: _Optional[int] = ..., entity_id: _Optional[str] = ..., tenant: _Optional[str] = ..., request_id: _Optional[str] = ..., budget: _Optional[_Union[RunBudget, _Mapping]] = ...) -> None: ...
 
 class EvidencePath(_message.Message):
     __slots__ = ("nodes", "rels")
