@@ -11,7 +11,8 @@ One warm-up question first (weights, schema compilation), not counted.
 Every call a model gets is recorded where the loop makes it: valid on the first try, valid after a
 correction, or failed (no valid output after its attempts, or over the time limit) and decided by the
 heuristic instead (the loop's fallback, counted). Prints markdown tables: accuracy per set and per type,
-the role calls, tokens, and latency per run (p50, p95).
+the role calls, tokens, and latency per run (p50, p95). ``--card names`` leaves out the line saying what the
+question's words ask for (docs/architecture.md), to measure what it adds.
 """
 
 from __future__ import annotations
@@ -33,7 +34,8 @@ from rich.progress import track
 
 from agentic_rag.eval import EvalQuestion, compute_report, load_questions, resolve_gold, run_eval
 from agentic_rag.eval.metrics import percentile
-from agentic_rag.eval.stress import build_stress_set, write_stress_set
+from agentic_rag.eval.stress import SplitChoice, build_stress_set, write_stress_set
+from agentic_rag.models import forms
 from agentic_rag.models.base import Generation, GenerationError, Message, StructuredModel, T
 from agentic_rag.models.roles import ROLES
 from agentic_rag.orchestrator.runtime import open_runtime
@@ -89,10 +91,11 @@ class Recorded:
         return gen
 
 
-def sample(per_type: int, seed: int) -> dict[str, list[EvalQuestion]]:
-    """The same stratified sample of every set for every configuration."""
-    stress = Path(tempfile.mkdtemp()) / "stress_held.jsonl"
-    write_stress_set(stress, build_stress_set(split="held"))
+def sample(per_type: int, seed: int, split: SplitChoice = "held") -> dict[str, list[EvalQuestion]]:
+    """The same stratified sample of every set for every configuration (``split``: the stress set's templates
+    never tuned on, or the half to tune against)."""
+    stress = Path(tempfile.mkdtemp()) / f"stress_{split}.jsonl"
+    write_stress_set(stress, build_stress_set(split=split))
     rng = random.Random(seed)
     out: dict[str, list[EvalQuestion]] = {}
     for name, path in (("demo", DATA / "demo.jsonl"), ("holdout", DATA / "holdout.jsonl"), ("stress", stress),
@@ -200,9 +203,16 @@ def main() -> None:
     ap.add_argument("--failures", type=Path, help="Also write every incorrect question (per configuration) here.")
     ap.add_argument("--choice", choices=("decode", "likelihood"), default="decode",
                     help="How a real model fills a closed form (RAG_TRANSFORMERS_CHOICE).")
+    ap.add_argument("--stress-split", choices=("held", "tune"), default="held",
+                    help="The stress set's half: templates never tuned on (held), or the half to tune against.")
+    ap.add_argument("--card", choices=("asked", "names"), default="asked",
+                    help="What a small model's prompt says of the question: the names and what its words ask for "
+                         "(the default), or the names only (to measure what the line adds).")
     args = ap.parse_args()
+    if args.card == "names":
+        forms.asked_text = lambda question, links: None  # the prompt's card without the reader's line
     wanted = args.sets.split(",")
-    sets = {k: v for k, v in sample(args.per_type, args.seed).items() if k in wanted}
+    sets = {k: v for k, v in sample(args.per_type, args.seed, args.stress_split).items() if k in wanted}
     results: dict[str, dict[str, Any]] = {}
     for config in track(args.configs.split(","), description="configurations", console=console):
         results[config] = asyncio.run(run_config(config, sets, args.deadline_ms, args.timeout_ms, args.choice))

@@ -8,19 +8,21 @@ role's contract:
 - **rewrite**: the retrieval mode only; the question and the linked names stand as they are.
 - **select**: one step, named in the words a person would use ("studio that animated Dororo (anime)"):
   a relation of a shown entity (the relations its type has, from the catalog's edge vocabulary), a
-  comparison or connection of two named ones, the details of one, a search of one kind of entity by the
-  question's words, or finish (only once something was found). A closed choice: with
-  ``RAG_TRANSFORMERS_CHOICE=likelihood`` the transformers backend scores every option whole, calibrated
-  against the same call without the question.
+  comparison or connection of two named ones, the details of one (its record's values and its story), a
+  search of one kind of entity by the question's words, or finish (only once something was found). With
+  ``RAG_TRANSFORMERS_CHOICE=likelihood`` the transformers backend scores this closed choice's options whole,
+  calibrated against the same call without the question.
 - **draft**: the entities that answer (among a step's findings, not the entity a one-relation step
-  started from); the answer is the context's own lines for them.
+  started from), each by its label or a step's findings as one pick ("those marked main in step 1");
+  the answer is the context's own lines for them.
 - **grade**: the indexes of the relevant items.
 - **validate**: sufficient or not.
 
 Entities are named by label, their name and type ("Sunrise (studio)", in the order
 :func:`~agentic_rag.models.prompts.refs_of` lists them): words a small model can match against the question,
 where a number or an id means nothing to it. The prompt is plain text (the question, the linked names, what
-each step found, no ids, no JSON state), after a few worked examples given as earlier chat turns.
+the question's words ask for as the reader makes of them (:func:`asked_text`), what each step found, no ids,
+no JSON state), after a few worked examples given as earlier chat turns.
 Every decision stays the model's; code only spells it out, and the expanded contract is validated like any
 model output. A form nobody could fill (nothing to pick) is still valid JSON the contract accepts.
 """
@@ -46,6 +48,7 @@ from agentic_rag.models.roles import (
 from agentic_rag.protocol import (
     DraftAnswer,
     EntityLinks,
+    EntityRef,
     Evidence,
     GraphIntent,
     NextStep,
@@ -55,6 +58,8 @@ from agentic_rag.protocol import (
 )
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.vocabulary import EDGE_TYPES
+from agentic_rag.understanding.plan import Analysis, Hop
+from agentic_rag.understanding.reading import read
 
 MAX_ENTRIES = 40  # entities one form may name (linked candidates first, then the cards' entities)
 MAX_LINKED = 4  # readings of one mention shown
@@ -74,13 +79,16 @@ _FACT = max_len(Evidence, "facts", item=True)
 _CITATION = max_len(DraftAnswer, "citations", item=True)
 _MISSING = max_len(SufficiencyReport, "missing", item=True)
 
+# the field a record's name is in, per entity type (a details step reads the record by it)
+NAME_FIELD = {"anime": "title", "manga": "title", "character": "name", "studio": "name", "person": "name",
+              "franchise": "name"}
 SEARCHABLE = ("anime", "manga", "character", "person", "studio", "franchise")
 # The relations each entity type has (its outgoing edges), in vocabulary order.
 RELATIONS: dict[str, list[str]] = {}
 for _e in EDGE_TYPES:
     for _t in _e.src:
         RELATIONS.setdefault(_t, []).append(_e.name)
-_ID_MARK = re.compile(r"\s*\[id [0-9a-f-]{36}\]")
+_ID_MARK = re.compile(r"\s*\[id [0-9a-f-]{36}\]|,\s*id [0-9a-f-]{36}(?=\))")  # "[id ...]"; "(anime, id ...)"
 _UUID = re.compile(r"[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}")
 
 
@@ -91,6 +99,7 @@ class Entry:
     entity_type: str
     id: str
     label: str
+    name: str = ""  # the whole name (a label cuts it)
 
 
 _TAIL = re.compile(r"\s*\([^()]*\)\s*$")
@@ -120,7 +129,7 @@ def entries(inp: RoleInput, refs: list[tuple[str, str]]) -> dict[str, Entry]:
             label = f"{names.get(i, t)[:LABEL_NAME_CHARS]} ({t}, {years[i]})" if i in years else f"{label} #{n}"
             if label in book:
                 label = f"{label} #{n}"
-        book[label] = Entry(t, i, label)
+        book[label] = Entry(t, i, label, names.get(i, ""))
     return book
 
 
@@ -138,9 +147,63 @@ def linked_text(links: EntityLinks | None, book: dict[str, Entry]) -> str:
         shown = [c for c in m.candidates[:MAX_LINKED] if c.entity.id in label]
         lines.append(f'- "{m.text}": ' + "; ".join(
             label[c.entity.id] + (f" from {c.year}" if c.year else "") for c in shown))
-    if links.asks:  # what the sentence encoder read the question as asking, where no cue word said it
-        lines.append("The question asks about: " + " or ".join(dict.fromkeys(a.label for a in links.asks[:2])))
     return "\n".join(lines)
+
+
+# What a question's words ask for, as the reader (:func:`~agentic_rag.understanding.reading.read`: cue words,
+# and the sentence encoder's nearest exemplars where no cue word says it) makes of them, in the words the
+# steps use. A small model matches a step against this line far better than against the question's own
+# phrasing; which entity, which reading of a name, what order, when to stop and what answers stay its own.
+ATTR_WORDS: dict[str, str] = {
+    "year": "details of {x}: year", "episode_count": "details of {x}: episode count",
+    "volumes": "details of {x}: volumes", "magazine": "details of {x}: magazine",
+    "founded": "details of {x}: year founded", "format": "details of {x}: format", "status": "details of {x}: status",
+    "genres": "details of {x}: genres", "first_episode": "episode titles of {x}",
+    "count_studio": "anime animated by {x}, how many", "count_author": "works of {x}, how many",
+    "count_franchise": "works in {x}, how many", "franchise_works": "works in {x}",
+    "sum_franchise": "works in {x}, episodes added up", "count_characters": "characters of {x}, how many",
+    "sum_episodes": "details of {x}: episode counts added up", "sum_volumes": "details of {x}: volumes added up",
+    "count": "how many",
+}
+COMPARED_WORDS = {"year": "year", "end_year": "year it ended", "episode_count": "episode count",
+                  "volumes": "volumes", "studios": "studios"}
+
+
+def _hop_words(hop: Hop, x: str) -> str:
+    # a step's words up to their gloss ("staff of {x}: director, ..." -> "staff of {x}"), for each relation,
+    # then the kinds of entity it keeps ("(anime)") and the credits or roles it asks for ("(director)")
+    said = [STEP_WORDS[e].split(":")[0].split(",")[0].format(x=x) for e in hop.edges if e in STEP_WORDS]
+    words = " or ".join(dict.fromkeys(said)) or f"what is related to {x}"
+    for kept in (hop.node_types, tuple(r.replace("_", " ") for r in hop.roles[:2])):
+        words += f" ({', '.join(kept)})" if kept else ""
+    return words
+
+
+def _asked(a: Analysis) -> str:
+    names = [f'"{m}"' for m in a.mentions]
+    if a.intent == "compare" and len(names) >= 2:
+        by = COMPARED_WORDS.get(a.compare_field or "", "")
+        return COMPARE_WORDS.format(x=names[0], y=names[1]) + (f" by {by}" if by else "")
+    if a.intent == "relation" and len(names) >= 2:
+        shared = " or ".join(dict.fromkeys(e for h in a.hops for e in h.edges))
+        return CONNECTION_WORDS.format(x=names[0], y=names[1]) + (f": {shared} in common" if shared else "")
+    if not names:
+        return "a search by description" if a.described or a.filter is not None else ""
+    parts = []
+    for n, hop in enumerate(a.hops):
+        x = names[0] if n == 0 else "that"
+        parts.append(f"every {' or '.join(hop.edges)} of {x}, in order" if hop.kind == "k_hop" else _hop_words(hop, x))
+    if a.attr is not None:
+        parts.append(ATTR_WORDS.get(a.attr, "details of {x}").format(x=names[0] if not parts else "that"))
+    return ", then ".join(parts or [DETAILS_WORDS.split(":")[0].format(x=names[0])])
+
+
+def asked_text(question: str, links: EntityLinks | None) -> str | None:
+    """The line saying what the question asks for ("The words ask for: studio that animated "dororo""), or
+    None when its words say nothing the steps could do."""
+    a = read(question, links)
+    parts = [p for p in (_asked(x) for x in (a, *a.more)) if p]
+    return "The words ask for: " + "; and ".join(dict.fromkeys(parts)) if parts else None
 
 
 ANSWER_LINE_CHARS = 600  # a context line as an answer quotes it
@@ -155,14 +218,15 @@ def _short(line: str, limit: int = LINE_CHARS) -> str:
     return line if len(line) <= limit else line[: limit - 3] + "..."
 
 
-def card_lines(card: ContextCard, labels: dict[str, str], limit: int = LINE_CHARS) -> list[tuple[str | None, str]]:
+def card_lines(card: ContextCard, labels: dict[str, str], limit: int = LINE_CHARS,
+               most: int = MAX_LINES) -> list[tuple[str | None, str]]:
     """A card's findings as short lines, each with the id of the entity it is about (if one): its summary
     without ids, or its entities when the summary was cut to fit."""
     out: list[tuple[str | None, str]] = []
     if not card.summary.strip():
         return [(e.ref.id, f"- {labels.get(e.ref.id, e.name)}" + (f" ({e.detail})" if e.detail else ""))
-                for e in card.entities[:MAX_LINES]]
-    for line in card.summary.splitlines()[1: MAX_LINES + 1] or card.summary.splitlines()[:1]:
+                for e in card.entities[:most]]
+    for line in card.summary.splitlines()[1: most + 1] or card.summary.splitlines()[:1]:
         ids = _UUID.findall(line)
         text = _ID_MARK.sub("", line)
         text = _named(text, labels).strip()
@@ -331,9 +395,14 @@ def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any
                          other, hops=1 if step == "compare" else 3)
         if step == "details":
             e, why = book[f["of"]], f"details of {f['of']}"[:_RATIONALE]
-            return {"action": "qdrant_search", "rationale": why, "search_intent": {
-                "rationale": why, "entity_type": e.entity_type, "query": _TAIL.sub("", e.label)[:_QUERY] or e.label,
-                "filters": {"id": [e.id]}, "limit": 1}}
+            story = {"rationale": why, "entity_type": e.entity_type,
+                     "query": _TAIL.sub("", e.label)[:_QUERY] or e.label, "filters": {"id": [e.id]}, "limit": 1}
+            if e.entity_type not in NAME_FIELD or not e.name:
+                return {"action": "qdrant_search", "rationale": why, "search_intent": story}
+            # the record's own values (episode count, volumes, years, ...) and its story, in one turn
+            record = {"rationale": why, "entity_type": e.entity_type, "limit": 5,
+                      "where": [{"field": NAME_FIELD[e.entity_type], "op": "eq", "value": e.name[:200]}]}
+            return {"action": "pg_query", "rationale": why, "structured_query": record, "also": [story]}
         if step == "search":
             why = f"search {f['type']} by meaning"
             return {"action": "qdrant_search", "rationale": why, "search_intent": {
@@ -344,14 +413,15 @@ def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any
 
 
 def _line_of(cards: list[ContextCard], book: dict[str, Entry]) -> dict[str, str]:
-    """Each entity's most telling line in the cards: from the latest card that has a line about it."""
+    """What the cards say of each entity: their lines about it, a record's values first, then the latest."""
     labels = _label_of(book)
-    out: dict[str, str] = {}
-    for card in cards:
+    said: dict[str, list[str]] = {}
+    # a record's values first (a query's rows are short and exact), then the other lines, the latest first
+    for card in sorted(reversed(cards), key=lambda c: c.source != "pg_query"):
         for i, text in card_lines(card, labels, ANSWER_LINE_CHARS):
-            if i is not None:
-                out[i] = text.lstrip("-0123456789. ").strip()
-    return out
+            if i is not None and (text := text.lstrip("-0123456789. ").strip()) not in said.setdefault(i, []):
+                said[i].append(text)
+    return {i: _short(" | ".join(lines), ANSWER_LINE_CHARS) for i, lines in said.items()}
 
 
 def _answers(card: ContextCard) -> set[str]:
@@ -360,30 +430,69 @@ def _answers(card: ContextCard) -> set[str]:
     return {e.ref.id for e in card.entities if e.ref.id != start}
 
 
+_QUALIFIER = re.compile(r"\) \(([a-z][a-z_ ]{0,38})\)$")  # a line's last parenthesis after a label: "(main)"
+GROUP_ALL = "all found by step {k}"
+GROUP_MARKED = "those marked {q} in step {k}"
+_RESULTS = max_len(DraftAnswer, "result_entities")
+_FACTS = max_len(Evidence, "facts")
+_CITATIONS = max_len(DraftAnswer, "citations")
+
+
+def _groups(cards: list[ContextCard], labels: dict[str, str]) -> dict[str, list[tuple[EntityRef, str]]]:
+    """A step's findings as one pick ("all found by step 1", "those marked main in step 1"): the answer to a
+    question asking for a list (a cast, the works of a studio) is often a whole step, or the part of it its
+    lines mark with one qualifier (a role, a staff credit). Steps are numbered as the prompt numbers them."""
+    out: dict[str, list[tuple[EntityRef, str]]] = {}
+    for k, card in enumerate((c for c in cards if c.source != "request"), start=1):
+        answers, refs = _answers(card), {e.ref.id: e.ref for e in card.entities}
+        members = [(refs[i], text) for i, text in card_lines(card, labels, ANSWER_LINE_CHARS, most=_RESULTS)
+                   if i is not None and i in answers and i in refs]
+        if len(members) < 2:
+            continue
+        out[GROUP_ALL.format(k=k)] = members
+        marked: dict[str, list[tuple[EntityRef, str]]] = {}
+        for ref, text in members:
+            if (q := _QUALIFIER.search(text)) is not None:
+                marked.setdefault(q.group(1).replace("_", " "), []).append((ref, text))
+        if len(marked) > 1:  # one qualifier on every line marks nothing apart
+            out.update({GROUP_MARKED.format(q=q, k=k): m for q, m in marked.items()})
+    return out
+
+
 def draft_form(inp: DraftInput, book: dict[str, Entry]) -> tuple[dict[str, Any], Expand]:
+    """The entities that answer: each by its label, or a step's findings as one pick (see :func:`_groups`)."""
+    labels = _label_of(book)
     in_cards = set().union(*(_answers(c) for c in inp.cards)) if inp.cards else set()
-    pickable = [label for label, e in book.items() if e.id in in_cards]
+    groups = _groups(inp.cards, labels)
+    pickable = [*groups, *(label for label, e in book.items() if e.id in in_cards)]
     items = _choice(pickable) if pickable else {"type": "null"}
     schema = _obj({"answer": {"type": "array", "items": items, "maxItems": MAX_ANSWER_PICKS if pickable else 0}})
     lines = _line_of(inp.cards, book)
-    labels = _label_of(book)
 
     def expand(f: dict[str, Any]) -> dict[str, Any]:
-        picks = [book[label] for label in dict.fromkeys(f["answer"]) if label in book]
-        if not picks:
+        picked: dict[str, tuple[EntityRef, str, str]] = {}  # id -> (ref, quoted line, citation)
+        for choice in dict.fromkeys(f["answer"]):
+            if choice in groups:  # the step's own line for each (short: a cast may be long)
+                for ref, text in groups[choice]:
+                    picked.setdefault(ref.id, (ref, text.lstrip("-0123456789. ").strip(), labels.get(ref.id, "")))
+            elif choice in book:
+                e = book[choice]
+                ref = EntityRef(entity_type=e.entity_type, id=e.id)
+                picked.setdefault(e.id, (ref, lines.get(e.id, e.label), e.label))
+        if not picked:
             return {"answer": "The context found so far does not answer the question.", "confidence": 0.1}
-        refs = [{"entity_type": e.entity_type, "id": e.id} for e in picks]
-        quoted = [lines.get(e.id, e.label) for e in picks]
+        refs = [ref.model_dump() for ref, _, _ in picked.values()][:_RESULTS]
+        quoted = [text for _, text, _ in picked.values()]
         # what the steps the picks come from say as a whole: how many they found, what a comparison found
-        ids = {e.id for e in picks}
-        sources = [c for c in inp.cards if ids & _answers(c)]
+        sources = [c for c in inp.cards if set(picked) & _answers(c)]
         whole = [f"{c.count} found ({_named(c.request, labels)})"
                  for c in sources if c.count > 1 and c.data.get("kind") == "neighbors"]
         whole += [text.lstrip("- ") for c in sources for i, text in card_lines(c, labels, ANSWER_LINE_CHARS)
                   if i is None]
+        cited = [c for _, _, c in picked.values() if c]
         return {"answer": "; ".join([*whole, *quoted])[:_ANSWER], "result_entities": refs, "source_entities": refs,
-                "evidence": {"facts": [q[:_FACT] for q in quoted]}, "citations": [e.label[:_CITATION] for e in picks],
-                "confidence": 0.8}
+                "evidence": {"facts": [q[:_FACT] for q in quoted][:_FACTS]},
+                "citations": [c[:_CITATION] for c in cited][:_CITATIONS], "confidence": 0.8}
 
     return schema, expand
 
@@ -417,6 +526,8 @@ def validate_form(inp: ValidateInput) -> tuple[dict[str, Any], Expand]:
 def user_text(inp: RoleInput, book: dict[str, Entry]) -> str:
     """The call's input as plain text for a small model."""
     parts = [f"Question: {' '.join(inp.question.split())}", linked_text(inp.links, book)]
+    if (asked := asked_text(inp.question, inp.links)) is not None:
+        parts[-1] += "\n" + asked
     if isinstance(inp, (SelectInput, DraftInput, ValidateInput)):
         parts.append(found_text(inp.cards, book))
     if isinstance(inp, SelectInput) and inp.missing:

@@ -72,16 +72,17 @@ def _state(data: dict[str, Any]) -> str:
         return json.dumps(data, ensure_ascii=False, separators=(",", ":"))
 
 
-def _state_text(role_input: RoleInput, budget_chars: int) -> str:
-    """The role input as the state block's JSON, within ``budget_chars``: written once when it fits (the usual
-    case), else shortened by :func:`_fit`."""
+def _state_text(role_input: RoleInput, budget_chars: int | None) -> str:
+    """The role input as the state block's JSON, within ``budget_chars`` (None: whole): written once when it fits
+    (the usual case), else shortened by :func:`_fit`."""
     try:
         text = role_input.model_dump_json(exclude_none=True)
     except PydanticSerializationError:
         text = None
-    if text is not None and len(text) <= budget_chars:
+    if text is not None and (budget_chars is None or len(text) <= budget_chars):
         return text
-    return _state(_fit(role_input.model_dump(mode="json", exclude_none=True), budget_chars))
+    data = role_input.model_dump(mode="json", exclude_none=True)
+    return _state(data if budget_chars is None else _fit(data, budget_chars))
 
 
 def _fit(data: dict[str, Any], budget_chars: int) -> dict[str, Any]:
@@ -100,16 +101,24 @@ def _fit(data: dict[str, Any], budget_chars: int) -> dict[str, Any]:
     return data
 
 
-def render(role_input: RoleInput, output_type: type[BaseModel]) -> list[Message]:
-    """Chat messages for one role call (the full style; a compact call is a form, see :func:`shaper`)."""
+def _budget(role: Role, output_type: type[BaseModel]) -> int:
+    """Characters the state block of a full-style prompt may take: the role's token budget less the rest."""
+    return max(TOKEN_BUDGET[role] * CHARS_PER_TOKEN - len(template(role)) - len(_schema_text(output_type)) - 200, 2000)
+
+
+def render(role_input: RoleInput, output_type: type[BaseModel], *, fit: bool = True) -> list[Message]:
+    """Chat messages for one role call (the full style; a compact call is a form, see :func:`shaper`).
+
+    ``fit``: shorten the state to the full-style prompt's budget (the oldest cards' summaries first). The loop
+    renders the whole state (``fit=False``): a compact form shows its own short lines and needs every line a
+    card has, and :func:`shaper` fits the state for a full-style model."""
     role = ROLE_OF_INPUT[type(role_input)]
     if ROLES[output_type][0] != role:
         raise ValueError(f"{type(role_input).__name__} is the input of {role}, which does not produce "
                          f"{output_type.__name__}")
     system = template(role)
     schema = _schema_text(output_type)
-    budget = TOKEN_BUDGET[role] * CHARS_PER_TOKEN - len(system) - len(schema) - 200
-    state = _state_text(role_input, max(budget, 2000))
+    state = _state_text(role_input, _budget(role, output_type) if fit else None)
     user = (f"Input:\n{STATE_OPEN}{state}{STATE_CLOSE}\n\n"
             f"Output schema ({output_type.__name__}):\n{schema}")
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
@@ -155,6 +164,8 @@ def shaper(style: PromptStyle) -> Shaper:
             form = form_for(inp, refs, template(role, "compact"))
             return CallShape(messages=form.messages, schema=form.schema, max_tokens=token_bound(form.schema),
                              restore=expander(form), calibration=form.calibration)
+        if len(messages[-1]["content"]) - len(_schema_text(output_type)) > _budget(role, output_type):
+            messages = render(inp, output_type)  # the whole state, from the loop: fitted to the prompt's budget
         schema = narrow(schema_for(output_type), refs)
         if isinstance(inp, SelectInput) and not inp.cards and "anyOf" in schema:
             # nothing retrieved yet: finishing now can only answer "not found", so it is not offered

@@ -390,7 +390,7 @@ class RunContext:
                    *, model_ok: bool = True) -> T:
         """One role call, bounded in time; a failed model falls back to the heuristic with a warning."""
         model = self.o.planner if who == "planner" else self.o.validator
-        messages = render(inp, output_type)
+        messages = render(inp, output_type, fit=False)  # whole: the model's shaper fits it to its own prompt
         role = ROLES[output_type][0]
         t0 = time.perf_counter()
         try:

@@ -17,6 +17,7 @@ from agentic_rag.protocol import (
     LinkedMention,
     NextStep,
     QueryRewrite,
+    SearchIntent,
 )
 from agentic_rag.protocol.vocabulary import EDGE_TYPES
 
@@ -24,10 +25,15 @@ BEBOP = "1b62e624-1240-5f43-bbba-dfcca7b108d9"
 SUNRISE = "8d0c6bdf-63a9-55bc-af32-d1d8b200aa0d"
 
 
-def _links() -> EntityLinks:
+def _links(question: str = "which studio animated cowboy bebop") -> EntityLinks:
     cand = LinkCandidate(entity=EntityRef(entity_type="anime", id=BEBOP), name="Cowboy Bebop",
                          matched="Cowboy Bebop", match="exact", year=1998)
-    return EntityLinks(mentions=[LinkedMention(text="cowboy bebop", start=20, end=32, candidates=[cand])])
+    start = question.index("cowboy bebop")
+    return EntityLinks(mentions=[LinkedMention(text="cowboy bebop", start=start, end=start + 12, candidates=[cand])])
+
+
+def _asking(question: str) -> SelectInput:
+    return _select().model_copy(update={"question": question, "links": _links(question)})
 
 
 def _select() -> SelectInput:
@@ -35,6 +41,16 @@ def _select() -> SelectInput:
                       retrieval_mode="graph", mentions=["cowboy bebop"], rationale="studio of an anime")
     return SelectInput(question="which studio animated cowboy bebop", links=_links(), rewrite=rw, turn=0,
                        max_turns=4)
+
+
+def _neighbors(start: str, edge: str, entity_type: str, found: list[tuple[str, str, str]]) -> ContextCard:
+    """A one-relation step's card: (id, name, qualifier) per neighbor, its line "- edge: Name (type) (qualifier)"."""
+    lines = "\n".join(f"- {edge}: {n} ({entity_type})" + (f" ({q})" if q else "") + f" [id {i}]" for i, n, q in found)
+    return ContextCard(turn=0, source="pg_graph", request=f"neighbors from {start} via {edge}", count=len(found),
+                       summary=f"Neighbors ({len(found)}):\n{lines}",
+                       entities=[CardEntity(ref=EntityRef(entity_type=entity_type, id=i), name=f"{n} ({entity_type})")
+                                 for i, n, _ in found],
+                       data={"kind": "neighbors", "start": start, "end": None, "edge_types": [edge]})
 
 
 def _variants(schema: dict[str, Any]) -> list[str]:
@@ -115,6 +131,69 @@ def test_a_compact_draft_picks_entities_and_the_answer_is_the_context_line() -> 
     assert not empty.result_entities and empty.confidence < 0.5
 
 
+def test_a_select_call_says_what_the_words_ask_for_in_the_steps_words() -> None:
+    shaped = shaper("compact")(render(_select(), NextStep), NextStep)
+    user = shaped.messages[-1]["content"]
+    assert 'The words ask for: studio that animated "cowboy bebop"' in user  # the reader's cue words
+    assert "studio that animated Cowboy Bebop (anime)" in _steps(shaped.schema)  # ... match a step's words
+    user = shaper("compact")(render(_asking("which studio made the sequel of cowboy bebop"), NextStep),
+                             NextStep).messages[-1]["content"]
+    assert 'The words ask for: sequel of "cowboy bebop", then studio that animated that' in user
+    user = shaper("compact")(render(_asking("how many episodes does cowboy bebop have"), NextStep),
+                             NextStep).messages[-1]["content"]
+    assert 'The words ask for: details of "cowboy bebop": episode count' in user
+
+
+def test_a_details_step_reads_the_record_and_its_story_in_one_turn() -> None:
+    shaped = shaper("compact")(render(_select(), NextStep), NextStep)
+    words = "details of Cowboy Bebop (anime): year, episode count, genres, story"
+    assert words in _steps(shaped.schema)
+    step = NextStep.model_validate_json(shaped.restore(json.dumps({"step": words})))
+    assert step.action == "pg_query" and step.structured_query is not None
+    assert step.structured_query.entity_type == "anime"
+    assert [(c.field, c.op, c.value) for c in step.structured_query.where] == [("title", "eq", "Cowboy Bebop")]
+    story = step.also[0]
+    assert isinstance(story, SearchIntent) and story.filters.id == [BEBOP] and story.limit == 1
+
+
+def test_an_answer_quotes_a_records_values_before_its_story() -> None:
+    ref = EntityRef(entity_type="anime", id=BEBOP)
+    record = ContextCard(turn=0, source="pg_query", request="anime where title eq Cowboy Bebop", count=1,
+                         summary=(f"anime where title eq Cowboy Bebop (1 of 1 matches):\n"
+                                  f"- Cowboy Bebop (anime, id {BEBOP}): year=1998, episode_count=26"),
+                         entities=[CardEntity(ref=ref, name="Cowboy Bebop (anime)")])
+    story = ContextCard(turn=0, source="qdrant_search", request=f"anime search for ids {BEBOP}", count=1,
+                        summary=(f"1 anime result(s) for ids {BEBOP}:\n"
+                                 f"1. Cowboy Bebop (anime, 1998) [id {BEBOP}]: Bounty hunters in space."),
+                        entities=[CardEntity(ref=ref, name="Cowboy Bebop (anime)")])
+    inp = DraftInput(question="how many episodes does cowboy bebop have",
+                     links=_links("how many episodes does cowboy bebop have"),
+                     rewrite=_select().rewrite, cards=[record, story])
+    shaped = shaper("compact")(render(inp, DraftAnswer), DraftAnswer)
+    assert BEBOP not in shaped.messages[-1]["content"]  # "(anime, id ...)" is written without the id
+    draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["Cowboy Bebop (anime)"]}'))
+    assert draft.answer == ("Cowboy Bebop (anime): year=1998, episode_count=26 | "
+                            "Cowboy Bebop (anime, 1998): Bounty hunters in space.")
+
+
+def test_a_draft_may_pick_a_steps_findings_whole_or_those_one_qualifier_marks() -> None:
+    cast = [(f"{i:08d}-0000-4000-8000-000000000000", name, role) for i, (name, role) in
+            enumerate([("Spike Spiegel", "main"), ("Jet Black", "main"), ("Ein", "supporting")])]
+    card = _neighbors(BEBOP, "features", "character", cast)
+    question = "who are the main characters of cowboy bebop"
+    inp = DraftInput(question=question, links=_links(question), rewrite=_select().rewrite, cards=[card])
+    shaped = shaper("compact")(render(inp, DraftAnswer), DraftAnswer)
+    options = shaped.schema["properties"]["answer"]["items"]["enum"]
+    assert options[:3] == ["all found by step 1", "those marked main in step 1", "those marked supporting in step 1"]
+    assert "Ein (character)" in options
+    draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["those marked main in step 1"]}'))
+    assert [r.id for r in draft.result_entities] == [cast[0][0], cast[1][0]]
+    assert draft.answer == ("3 found (neighbors from Cowboy Bebop (anime) via features); "
+                            "features: Spike Spiegel (character) (main); features: Jet Black (character) (main)")
+    whole = DraftAnswer.model_validate_json(shaped.restore('{"answer":["all found by step 1","Ein (character)"]}'))
+    assert len(whole.result_entities) == 3 and whole.citations[-1] == "Ein (character)"
+
+
 def test_messages_that_are_no_role_call_keep_the_whole_schema() -> None:
     shaped = shaper("compact")([{"role": "user", "content": "hello"}], QueryRewrite)
     assert shaped.schema == QueryRewrite.model_json_schema() and shaped.restore("x") == "x"
@@ -122,12 +201,7 @@ def test_messages_that_are_no_role_call_keep_the_whole_schema() -> None:
 
 def test_a_compact_answer_quotes_what_its_steps_found_as_a_whole() -> None:
     studios = [(f"{i:08d}-0000-4000-8000-000000000000", f"Show {i}") for i in range(3)]
-    lines = "\n".join(f"- animated: {n} (anime) [id {i}]" for i, n in studios)
-    animated = ContextCard(turn=0, source="pg_graph", request=f"neighbors from {SUNRISE} via animated", count=3,
-                           summary=f"Neighbors (3):\n{lines}",
-                           entities=[CardEntity(ref=EntityRef(entity_type="anime", id=i), name=f"{n} (anime)")
-                                     for i, n in studios],
-                           data={"kind": "neighbors", "start": SUNRISE, "end": None, "edge_types": ["animated"]})
+    animated = _neighbors(SUNRISE, "animated", "anime", [(i, n, "") for i, n in studios])
     compared = ContextCard(turn=1, source="pg_graph", request="compare", count=2,
                            summary=(f"Comparison of Show 0 [id {studios[0][0]}] and Show 1 [id {studios[1][0]}]:\n"
                                     "- year: 1998 vs 2004"),
@@ -167,3 +241,18 @@ def test_a_state_over_its_budget_shortens_the_oldest_cards_and_keeps_their_ids()
     summaries = [c["summary"] for c in state["cards"]]
     assert all(len(s) <= 203 for s in summaries[:-1]) and summaries[-1] == cards[-1].summary  # the newest is kept
     assert all(c["entities"][0]["ref"]["id"] == BEBOP for c in state["cards"])
+
+
+def test_the_loop_renders_the_whole_state_and_only_a_full_style_prompt_is_fitted_to_its_budget() -> None:
+    from agentic_rag.models.prompts import read_state
+
+    card = _neighbors(BEBOP, "features", "character",
+                      [(f"{i:08d}-0000-4000-8000-000000000000", f"Character {i}", "main") for i in range(40)])
+    inp = _select().model_copy(update={"cards": [card], "turn": 1})
+    whole = render(inp, NextStep, fit=False)
+    assert read_state(whole)[1]["cards"][0]["summary"] == card.summary
+    full = shaper("full")(whole, NextStep)  # a full-style prompt is fitted to the role's budget ...
+    assert len(read_state(full.messages)[1]["cards"][0]["summary"]) < len(card.summary)
+    assert full.messages == render(inp, NextStep)
+    compact = shaper("compact")(whole, NextStep)  # ... a compact form shows its own lines, from the whole card
+    assert "- features: Character 13 (character) (main)" in compact.messages[-1]["content"]
