@@ -43,6 +43,7 @@ class Analysis:
     types: dict[str, tuple[EntityType, ...]] = field(default_factory=dict)  # per mention, preferred first
     years: dict[str, int] = field(default_factory=dict)  # a year that picks one reading of a name
     ids: dict[str, dict[str, str]] = field(default_factory=dict)  # mention -> entity type -> linked entity id
+    names: dict[str, dict[str, str]] = field(default_factory=dict)  # ... -> that entity's primary name
     fixed: set[str] = field(default_factory=set)  # mentions whose type the question's wording decides
     open: dict[str, tuple[EntityType, ...]] = field(default_factory=dict)  # ... or leaves to choose among
     hops: list[Hop] = field(default_factory=list)

@@ -649,10 +649,11 @@ def _add(a: Analysis, tokens: list[Token], m: LinkedMention, first: EntityType |
     if year:
         a.years[key] = year
     ids: dict[str, str] = {}
+    names: dict[str, str] = {}
     for t in types:
         if (c := _best(m, t, year, movie)) is not None:
-            ids[t] = c.entity.id
-    a.ids[key] = ids
+            ids[t], names[t] = c.entity.id, c.name
+    a.ids[key], a.names[key] = ids, names
 
 
 def read(question: str, links: EntityLinks | None) -> Analysis:
@@ -870,6 +871,7 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             for key in a.mentions[1:]:
                 second.mentions.append(key)
                 second.types[key], second.ids[key] = a.types.pop(key), a.ids.pop(key)
+                second.names[key] = a.names.pop(key, {})
                 if key in a.years:
                     second.years[key] = a.years.pop(key)
                 second.fixed.add(key)
@@ -1133,7 +1135,8 @@ def _period(question: str, qualifiers: set[int]) -> tuple[int, int] | None:
 def _same_start(a: Analysis, hops: list[Hop]) -> Analysis:
     """Another reading from the same names as ``a``, along other hops."""
     return Analysis(intent="chain", mentions=list(a.mentions), types=dict(a.types), years=dict(a.years),
-                    ids={k: dict(v) for k, v in a.ids.items()}, fixed=set(a.fixed), hops=hops)
+                    ids={k: dict(v) for k, v in a.ids.items()}, names={k: dict(v) for k, v in a.names.items()},
+                    fixed=set(a.fixed), hops=hops)
 
 
 # the words just before a magazine's name: a name there is part of the magazine's

@@ -103,31 +103,33 @@ def drive(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Setting
     return run
 
 
+# A name entity linking resolved is fetched by its id together with the first step from that id (one turn, not
+# two); a step that reads the fetched row (the anime a character's row lists) waits for it.
 CASES = [
     ("Which anime is Luffy in?", ["qdrant_search character ids", "qdrant_search anime ids", "finish"],
      ["One Piece"]),
-    ("How is Luffy related to Nami?", ["qdrant_search character ids + qdrant_search character ids",
-                                       "pg_graph path", "finish"], ["teammate"]),
+    ("How is Luffy related to Nami?", ["qdrant_search character ids + qdrant_search character ids + pg_graph path",
+                                       "finish"], ["teammate"]),
     ("Compare Hunter x Hunter (1999) and Hunter x Hunter (2011)",
-     ["qdrant_search anime ids + qdrant_search anime ids",
-      "pg_graph compare", "finish"], ["has 62 episodes and Hunter x Hunter (2011) has 148"]),
-    ("What is the sequel of Naruto?", ["qdrant_search anime ids", "pg_graph neighbors sequel", "finish"],
+     ["qdrant_search anime ids + qdrant_search anime ids + pg_graph compare", "finish"],
+     ["has 62 episodes and Hunter x Hunter (2011) has 148"]),
+    ("What is the sequel of Naruto?", ["qdrant_search anime ids + pg_graph neighbors sequel", "finish"],
      ["Naruto Shippuden"]),
-    ("Who directed Cowboy Bebop?", ["qdrant_search anime ids", "pg_graph neighbors staff", "finish"],
+    ("Who directed Cowboy Bebop?", ["qdrant_search anime ids + pg_graph neighbors staff", "finish"],
      ["Watanabe"]),
-    ("Which studio animated Death Note?", ["qdrant_search anime ids", "pg_graph neighbors animated_by",
+    ("Which studio animated Death Note?", ["qdrant_search anime ids + pg_graph neighbors animated_by",
                                            "finish"], ["Madhouse"]),
-    ("Who is Boruto's father?", ["qdrant_search character ids", "pg_graph neighbors family,romantic",
+    ("Who is Boruto's father?", ["qdrant_search character ids + pg_graph neighbors family,romantic",
                                  "finish"],
      ["Naruto Uzumaki"]),
-    ("What manga is Death Note based on?", ["qdrant_search anime ids", "pg_graph neighbors adapted_from",
+    ("What manga is Death Note based on?", ["qdrant_search anime ids + pg_graph neighbors adapted_from",
                                             "finish"], ["adapted from the manga Death Note"]),
-    ("How many episodes does Death Note have?", ["qdrant_search anime ids", "pg_query anime", "finish"],
+    ("How many episodes does Death Note have?", ["qdrant_search anime ids + pg_query anime", "finish"],
      ["37 episodes"]),
     ("Which anime did Madhouse make after 2010?", ["pg_query anime + pg_query anime", "pg_query anime", "finish"],
      ["Hunter x Hunter (2011)"]),
     # the count and, in the same step, the rows it counts (named when there are few)
-    ("How many anime did Bones animate?", ["qdrant_search studio ids", "pg_query anime + pg_query anime", "finish"],
+    ("How many anime did Bones animate?", ["qdrant_search studio ids + pg_query anime + pg_query anime", "finish"],
      ["in the catalog"]),
 ]
 

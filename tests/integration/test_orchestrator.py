@@ -96,7 +96,10 @@ async def test_seed_trace_luffy_and_nami_is_a_path(orchestrator: Orchestrator) -
     traj = await orchestrator.store.get(result.trajectory_id)
     assert traj is not None
     first = next(e.payload for e in traj.events if e.stage == "select")
-    assert [i["query"] for i in first["intents"]] == ["Luffy", "Nami"], "both names resolve in one batch"
+    # both names resolve in one batch, and the path between their linked ids runs beside them: one turn
+    assert [i.get("query") for i in first["intents"]] == ["Luffy", "Nami", None]
+    assert first["intents"][2]["query_type"] == "path"
+    assert sum(e.stage == "select" for e in traj.events) == 1
     actions = [e for e in traj.events if e.stage == "retrieve" and e.type == "action"]
     assert [a.payload["intent"].get("query_type") for a in actions][-1] == "path"
 
@@ -108,9 +111,9 @@ async def test_a_batch_runs_concurrently(orchestrator: Orchestrator) -> None:
     traj = await orchestrator.store.get(result.trajectory_id)
     assert traj is not None
     stages = [(e.stage, e.type) for e in traj.events]
-    # both searches start before either observation comes back
+    # both fetches and the comparison of their linked ids start before any observation comes back
     first_obs = stages.index(("retrieve", "observation"))
-    assert stages[:first_obs].count(("retrieve", "action")) == 2
+    assert stages[:first_obs].count(("retrieve", "action")) == 3
 
 
 async def test_fast_path_skips_the_validator(orchestrator: Orchestrator) -> None:
@@ -194,14 +197,15 @@ async def test_a_blocked_question_never_reaches_a_model(orchestrator: Orchestrat
 
 
 async def test_linear_mode_retrieves_once(orchestrator: Orchestrator) -> None:
-    result = await orchestrator.run("How is Luffy related to Nami?", mode="linear")
+    # the anime a character appears in are fetched from the ids on its row: a second step, which linear never takes
+    result = await orchestrator.run("Which anime is Luffy in?", mode="linear")
     assert result.turns == 1 and result.response.evidence.termination_reason == "linear"
-    assert not result.response.evidence.paths  # one retrieval cannot both resolve the names and traverse
+    assert ONE_PIECE not in {e.id for e in result.response.result_entities}
 
 
 async def test_turn_budget_ends_best_effort(orchestrator: Orchestrator) -> None:
     o = with_settings(orchestrator, agent_max_turns=1)
-    result = await o.run("How is Luffy related to Nami?")
+    result = await o.run("Which anime is Luffy in?")  # the character, then the anime its row lists: two turns
     assert result.turns == 1
     assert result.response.status in ("best_effort", "not_found")
     assert result.response.evidence.termination_reason == "max_turns"

@@ -169,11 +169,17 @@ def _query(q: dict[str, Any]) -> StructuredQuery:
     return StructuredQuery.model_validate({"rationale": "read the asked values from the catalog", **q})
 
 
+def _works_on_row(hop: Hop) -> bool:
+    """A hop to the anime a character appears in, which its search row lists (but the earliest or latest is picked
+    by year, which only the graph's names carry)."""
+    return (hop.edges == ("appears_in",) and hop.node_types == ("anime",) and not hop.roles
+            and hop.kind == "neighbors" and not hop.first and not hop.last)
+
+
 def _fetch_works(cards: list[ContextCard], source: CardEntity, hop: Hop) -> SearchIntent | None:
     """Seed 001 section 8: the anime a character appears in are already listed on its search row
     (``anime_ids``), so fetch them by id instead of traversing ``appears_in``."""
-    if hop.edges != ("appears_in",) or hop.node_types != ("anime",) or hop.roles or hop.kind != "neighbors" or \
-            hop.first or hop.last:  # the earliest or latest is picked by year, which the graph's names carry
+    if not _works_on_row(hop):
         return None
     ids = [str(i) for i in (row_of(cards, source.ref.id).get("anime_ids") or [])][:_IDS]
     if source.ref.entity_type != "character" or not ids:
@@ -230,9 +236,15 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
             else:
                 p.missing.append(mention)
     if p.steps or p.missing:
+        if not p.missing:
+            p.steps += _ahead(a, cards, p)
         p.steps = p.steps[:MAX_BATCH]
         return p
-    ents = [r.entity for r in p.found if r.entity is not None]
+    return _resolved(a, cards, p, [r.entity for r in p.found if r.entity is not None])
+
+
+def _resolved(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[CardEntity]) -> Progress:
+    """What the question asks of the entities its names resolved to."""
     if a.intent == "compare" and len({e.ref.id for e in ents}) >= 3:
         return _need(p, cards, [_ranking(a, ents)], final=True)
     if a.intent in ("relation", "compare") and len(ents) >= 2:
@@ -241,6 +253,29 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
             return p
         return _need(p, cards, [_graph(kind, ents[0].ref, end=ents[1].ref)], final=True)
     return _walk(a, cards, p, ents if a.together else ents[:1])
+
+
+def _ahead(a: Analysis, cards: list[ContextCard], p: Progress) -> list[BatchIntent]:
+    """The steps that follow resolution, in the same turn as the fetches they wait for, when those fetches cannot
+    change them: every name still unresolved is being fetched by the id entity linking gave it, so the entity each
+    fetch returns is known already, and a step from it needs only its id and name. "Which studio animated Death
+    Note" fetches the anime and its neighbours in one turn, not two (each turn is a plan, a draft and a judgement
+    more). A step that reads the fetched row (a character's works, listed on it) waits for it."""
+    ents: list[CardEntity] = []
+    for r in p.found:
+        if r.entity is not None:
+            ents.append(r.entity)
+            continue
+        left = [t for t in a.types.get(r.mention, ()) if t not in r.tried]
+        linked = a.ids.get(r.mention, {}).get(left[0]) if left else None
+        name = a.names.get(r.mention, {}).get(left[0]) if left else None
+        if linked is None or not name:
+            return []  # found by a search by name: which entity it finds is not known yet
+        ents.append(CardEntity(ref=EntityRef.model_validate({"entity_type": left[0], "id": linked}), name=name))
+    if a.hops and _works_on_row(a.hops[0]) and any(e.ref.entity_type == "character" for e in ents):
+        return []
+    later = _resolved(a, cards, Progress(), ents)
+    return [] if later.missing else later.steps
 
 
 def ranked_field(a: Analysis, entity_type: EntityType) -> str:
