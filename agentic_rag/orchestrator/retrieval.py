@@ -32,6 +32,7 @@ from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
 from agentic_rag.understanding.asks import AskClassifier
 from agentic_rag.understanding.linker import link
+from agentic_rag.understanding.reading import consults_asks
 
 
 class Retrieval(Protocol):
@@ -93,7 +94,11 @@ async def with_asks(asks: AskClassifier, question: str, links: EntityLinks,
                     timings: MutableMapping[str, float] | None = None, *,
                     timeout_s: float | None = None) -> EntityLinks:
     """``links`` with what the question asks by meaning; as they were when the encoder cannot be reached
-    within ``timeout_s``. The time it took is added to ``timings["asks_ms"]``."""
+    within ``timeout_s``, or when the question's reading never turns to it (cue words read it: nine questions
+    in ten, :func:`~agentic_rag.understanding.reading.consults_asks`), so only those questions cost an
+    embedding. The time it took is added to ``timings["asks_ms"]``."""
+    if not consults_asks(question, links):
+        return links
     t0 = time.perf_counter()
     try:
         # bounded: while the Embedder restarts, a call to it waits for a replica, and the names found already

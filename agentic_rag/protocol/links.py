@@ -60,4 +60,5 @@ class EntityLinks(ProtocolModel):
 
     mentions: list[LinkedMention] = Field(default_factory=list, max_length=MAX_MENTIONS)
     asks: list[AskHint] = Field(default_factory=list, max_length=3,
-                                description="Nearest asked relations or attributes by meaning, best first.")
+                                description="Nearest asked relations or attributes by meaning, best first; "
+                                            "empty when the question's cue words say what it asks.")

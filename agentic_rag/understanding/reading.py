@@ -9,6 +9,7 @@ that starts from a manga, asked of an anime, first follows the anime to its sour
 
 from __future__ import annotations
 
+import contextvars
 import dataclasses
 import functools
 import itertools
@@ -656,6 +657,24 @@ def _add(a: Analysis, tokens: list[Token], m: LinkedMention, first: EntityType |
     a.ids[key], a.names[key] = ids, names
 
 
+# set while :func:`consults_asks` reads a question: whether the reading reached the point where, with no cue word,
+# it turns to what the question asks by meaning (``links.asks``)
+_CONSULTED: contextvars.ContextVar[list[bool] | None] = contextvars.ContextVar("asks_consulted", default=None)
+
+
+def consults_asks(question: str, links: EntityLinks | None) -> bool:
+    """Whether reading ``question`` would act on what it asks by meaning (``links.asks``, the MiniLM encoder's
+    nearest exemplars): only a name no cue word says anything about turns to it. Read without them, a question
+    that never reaches that point reads the same with them, so linking embeds only the questions that do."""
+    seen: list[bool] = []
+    token = _CONSULTED.set(seen)
+    try:
+        read(question, links.model_copy(update={"asks": []}) if links is not None else None)
+    finally:
+        _CONSULTED.reset(token)
+    return bool(seen)
+
+
 def read(question: str, links: EntityLinks | None) -> Analysis:
     """The plan of ``question`` given the names linked in it; a question in two parts ("who directed X, and
     which studio made it?") is a plan with one more in ``more``, or one longer chain ("which studio made
@@ -943,6 +962,8 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             if then:
                 ask = dataclasses.replace(rest, hops=[Hop(("family",), (kin,)), *then])
         who_is = w.has("who is", "whos", "who s", "who was") and types <= {"character", "person"}
+        if ask is None and not who_is and (consulted := _CONSULTED.get()) is not None:
+            consulted.append(True)
         if ask is None and hinted is not None and not who_is:
             # no cue word: what the question means, by its exemplars ("who is X" describes X)
             ask = _ask(w.plus(HINT_CUES[hinted]), types, after, every)
@@ -1352,4 +1373,4 @@ def open_types(a: Analysis, mention: str) -> tuple[str, ...]:
     return types[:1] if mention in a.fixed else types
 
 
-__all__ = ["ANY_TYPE", "open_types", "read"]
+__all__ = ["ANY_TYPE", "consults_asks", "open_types", "read"]

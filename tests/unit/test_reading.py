@@ -11,7 +11,7 @@ import pytest
 
 from agentic_rag.protocol import AskHint, EntityLinks, EntityRef, LinkCandidate, LinkedMention
 from agentic_rag.understanding.asks import confident, masked
-from agentic_rag.understanding.reading import open_types, read
+from agentic_rag.understanding.reading import consults_asks, open_types, read
 
 _ids = itertools.count(1)
 
@@ -160,6 +160,27 @@ def test_meaning_reads_what_no_cue_word_says() -> None:
                                                      AskHint(label="describe", score=0.6)])
     a = read(q, hinted)
     assert hops(a) == [("staff",)] and "director" in a.hops[0].roles
+
+
+SPIKE = [cand("character", "Spike Spiegel")]
+
+
+@pytest.mark.parametrize(("question", "name", "consults"), [
+    ("who called the shots on cowboy bebop", "cowboy bebop", True),  # no cue word: what it means decides
+    ("who brought cowboy bebop to the screen", "cowboy bebop", True),
+    ("which studio animated cowboy bebop", "cowboy bebop", False),  # the cue words read it
+    ("how many episodes does cowboy bebop have", "cowboy bebop", False),
+    ("who directed cowboy bebop and who wrote its music", "cowboy bebop", False),
+    ("what should I watch after cowboy bebop", "cowboy bebop", False),
+    ("who is spike spiegel", "spike spiegel", False),  # "who is X" describes X, whatever the encoder says
+])
+def test_only_a_question_no_cue_word_reads_turns_to_its_meaning(question: str, name: str, consults: bool) -> None:
+    q_links = links(question, (name, SPIKE if name == "spike spiegel" else work("Cowboy Bebop")))
+    assert consults_asks(question, q_links) is consults
+    # and a reading that never turns to it is the same with any hints at all
+    hinted = q_links.model_copy(update={"asks": [AskHint(label="sequel", score=0.95)]})
+    if not consults:
+        assert read(question, hinted) == read(question, q_links)
 
 
 def test_a_hint_counts_only_when_near_and_clearly_nearest() -> None:
@@ -676,3 +697,25 @@ def test_two_titles_and_plus_are_one_sum() -> None:
     q = "naruto plus shippuden eps"
     a = read(q, links(q, ("naruto", work("Naruto")), ("shippuden", [cand("anime", "Naruto Shippuden", "partial")])))
     assert a.attr == "sum_episodes" and a.together
+
+
+async def test_linking_embeds_only_a_question_that_turns_to_its_meaning() -> None:
+    import numpy as np
+
+    from agentic_rag.orchestrator.retrieval import with_asks
+    from agentic_rag.understanding.asks import AskClassifier
+
+    embedded: list[str] = []
+
+    async def embed(texts):  # type: ignore[no-untyped-def]
+        embedded.extend(texts)
+        return np.random.default_rng(len(embedded)).random((len(texts), 8), dtype=np.float32)
+
+    classifier = AskClassifier(embed)
+    q = "which studio animated cowboy bebop"
+    timings: dict[str, float] = {}
+    got = await with_asks(classifier, q, links(q, ("cowboy bebop", work("Cowboy Bebop"))), timings)
+    assert got.asks == [] and embedded == [] and "asks_ms" not in timings
+    q = "who brought cowboy bebop to the screen"
+    got = await with_asks(classifier, q, links(q, ("cowboy bebop", work("Cowboy Bebop"))), timings)
+    assert got.asks and embedded[-1] == "who brought X to the screen" and timings["asks_ms"] > 0
