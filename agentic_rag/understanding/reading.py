@@ -42,6 +42,7 @@ SOURCE, ADAPTATIONS = Hop(("adapted_from",)), Hop(("adapted_into",), node_types=
 CAST = Hop(("features",), node_types=("character",))
 MAIN_CAST = Hop(("features",), ("main",), node_types=("character",))
 APPEARS = Hop(("appears_in",), node_types=("anime",))
+APPEARS_MANGA = Hop(("appears_in",), node_types=("manga",))  # "which manga is Light in"
 AUTHORS = Hop(("staff",), ("story_and_art", "story", "art", "original_creator"))
 MENTORS = Hop(("student_of",))
 STUDENTS = Hop(("mentor_of",))
@@ -491,8 +492,10 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(STUDIO_WORKS)
     elif anchor_types == {"character"} and (w.any(C.WORKS) or (w.any(C.APPEAR) and not w.has(
             "who is", "whos", "who was", "who s"))) and not hops:  # "who is X in Y" asks who, not where
+        # "which manga is he in": the edge leads to both kinds of work, and the question names one
+        works = APPEARS_MANGA if "manga" in w.set and not w.set & {"anime", "show", "series", "tv"} else APPEARS
         # "in which film is he the main character": only where X has a lead role
-        hops.append(dataclasses.replace(APPEARS, roles=("main",)) if w.any(C.MAIN) else APPEARS)
+        hops.append(dataclasses.replace(works, roles=("main",)) if w.any(C.MAIN) else works)
     elif w.any(C.MADE) and anchor_types & {"anime", "manga"} and not w.set & {"movies", "films", "ovas", "specials"}:
         # who made X (not "which films have been made for X"); who made its source: the manga's authors
         hops.append(AUTHORS if hops and _RANGE.get(hops[-1].edges) == "manga" else Hop(("staff",)))

@@ -108,6 +108,9 @@ def drive(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Setting
 CASES = [
     ("Which anime is Luffy in?", ["qdrant_search character ids", "qdrant_search anime ids", "finish"],
      ["One Piece"]),
+    # the manga a character is in are not on its row: the graph, from the linked id, in the same turn
+    ("Which manga is Light Yagami in?", ["qdrant_search character ids + pg_graph neighbors appears_in", "finish"],
+     ["Death Note"]),
     ("How is Luffy related to Nami?", ["qdrant_search character ids + qdrant_search character ids + pg_graph path",
                                        "finish"], ["teammate"]),
     ("Compare Hunter x Hunter (1999) and Hunter x Hunter (2011)",

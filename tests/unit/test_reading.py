@@ -53,6 +53,18 @@ def test_cue_words_anywhere_and_a_character_is_followed_to_its_anime(question: s
     assert a.mentions == ["luffy"] and a.types["luffy"][0] == "character"
 
 
+@pytest.mark.parametrize(("question", "kind"), [
+    ("which manga is light yagami in", "manga"),
+    ("light yagami is in which manga?", "manga"),
+    ("which anime is light yagami in", "anime"),
+    ("what show is light yagami in", "anime"),
+    ("is light yagami in the anime or the manga", "anime"),  # both named: the default reading
+])
+def test_a_character_s_works_are_of_the_kind_the_question_names(question: str, kind: str) -> None:
+    a = read(question, links(question, ("light yagami", [cand("character", "Light Yagami")])))
+    assert hops(a) == [("appears_in",)] and a.hops[0].node_types == (kind,)
+
+
 def test_an_author_of_an_anime_is_the_author_of_its_source_manga() -> None:
     q = "who drew the manga the demon slayer anime is based on"
     a = read(q, links(q, ("demon slayer", work("Demon Slayer"))))
