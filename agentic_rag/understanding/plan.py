@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass, field
 from typing import Literal
 
+from agentic_rag.protocol.links import LinkCandidate
 from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding.filters import Filter
 
@@ -42,8 +43,8 @@ class Analysis:
     mentions: list[str]
     types: dict[str, tuple[EntityType, ...]] = field(default_factory=dict)  # per mention, preferred first
     years: dict[str, int] = field(default_factory=dict)  # a year that picks one reading of a name
-    ids: dict[str, dict[str, str]] = field(default_factory=dict)  # mention -> entity type -> linked entity id
-    names: dict[str, dict[str, str]] = field(default_factory=dict)  # ... -> that entity's primary name
+    # mention -> entity type -> the entity linking picked for that reading (its id and primary name)
+    linked: dict[str, dict[str, LinkCandidate]] = field(default_factory=dict)
     fixed: set[str] = field(default_factory=set)  # mentions whose type the question's wording decides
     open: dict[str, tuple[EntityType, ...]] = field(default_factory=dict)  # ... or leaves to choose among
     hops: list[Hop] = field(default_factory=list)

@@ -652,12 +652,7 @@ def _add(a: Analysis, tokens: list[Token], m: LinkedMention, first: EntityType |
     a.types[key] = types
     if year:
         a.years[key] = year
-    ids: dict[str, str] = {}
-    names: dict[str, str] = {}
-    for t in types:
-        if (c := _best(m, t, year, movie)) is not None:
-            ids[t], names[t] = c.entity.id, c.name
-    a.ids[key], a.names[key] = ids, names
+    a.linked[key] = {t: c for t in types if (c := _best(m, t, year, movie)) is not None}
 
 
 # set while :func:`consults_asks` reads a question: whether the reading reached the point where, with no cue word,
@@ -892,8 +887,7 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             second = Analysis(intent="chain", mentions=[], hops=[staff])
             for key in a.mentions[1:]:
                 second.mentions.append(key)
-                second.types[key], second.ids[key] = a.types.pop(key), a.ids.pop(key)
-                second.names[key] = a.names.pop(key, {})
+                second.types[key], second.linked[key] = a.types.pop(key), a.linked.pop(key)
                 if key in a.years:
                     second.years[key] = a.years.pop(key)
                 second.fixed.add(key)
@@ -1159,8 +1153,7 @@ def _period(question: str, qualifiers: set[int]) -> tuple[int, int] | None:
 def _same_start(a: Analysis, hops: list[Hop]) -> Analysis:
     """Another reading from the same names as ``a``, along other hops."""
     return Analysis(intent="chain", mentions=list(a.mentions), types=dict(a.types), years=dict(a.years),
-                    ids={k: dict(v) for k, v in a.ids.items()}, names={k: dict(v) for k, v in a.names.items()},
-                    fixed=set(a.fixed), hops=hops)
+                    linked={k: dict(v) for k, v in a.linked.items()}, fixed=set(a.fixed), hops=hops)
 
 
 # the words just before a magazine's name: a name there is part of the magazine's

@@ -152,7 +152,7 @@ def test_a_year_next_to_a_name_picks_that_reading() -> None:
     fma = [cand("anime", "Fullmetal Alchemist", year=2003), cand("anime", "Fullmetal Alchemist", "alias", 2009)]
     a = read(q, links(q, ("fullmetal alchemist", fma)))
     assert a.years["fullmetal alchemist"] == 2003
-    assert a.ids["fullmetal alchemist"]["anime"] == fma[0].entity.id
+    assert a.linked["fullmetal alchemist"]["anime"].entity.id == fma[0].entity.id
 
 
 def test_a_bare_name_leaves_every_reading_open_and_a_type_word_closes_it() -> None:
@@ -229,7 +229,7 @@ def test_one_name_told_apart_by_two_years_is_two_works() -> None:
                                                                    "alias", 2009)]
     a = read(q, links(q, ("fullmetal alchemist", fma)))
     assert a.intent == "compare" and a.compare_field == "episode_count"
-    assert [a.ids[m]["anime"] for m in a.mentions] == [fma[0].entity.id, fma[1].entity.id]
+    assert [a.linked[m]["anime"].entity.id for m in a.mentions] == [fma[0].entity.id, fma[1].entity.id]
 
 
 def test_a_numbered_episode_several_values_and_other_names() -> None:

@@ -232,7 +232,8 @@ def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
         if r.entity is None:
             left = [t for t in a.types.get(mention, ()) if t not in r.tried]
             if left:
-                p.steps.append(_search(left[0], mention, a.years.get(mention), a.ids.get(mention, {}).get(left[0])))
+                linked = a.linked.get(mention, {}).get(left[0])
+                p.steps.append(_search(left[0], mention, a.years.get(mention), linked.entity.id if linked else None))
             else:
                 p.missing.append(mention)
     if p.steps or p.missing:
@@ -267,11 +268,10 @@ def _ahead(a: Analysis, cards: list[ContextCard], p: Progress) -> list[BatchInte
             ents.append(r.entity)
             continue
         left = [t for t in a.types.get(r.mention, ()) if t not in r.tried]
-        linked = a.ids.get(r.mention, {}).get(left[0]) if left else None
-        name = a.names.get(r.mention, {}).get(left[0]) if left else None
-        if linked is None or not name:
+        linked = a.linked.get(r.mention, {}).get(left[0]) if left else None
+        if linked is None:
             return []  # found by a search by name: which entity it finds is not known yet
-        ents.append(CardEntity(ref=EntityRef.model_validate({"entity_type": left[0], "id": linked}), name=name))
+        ents.append(CardEntity(ref=linked.entity, name=linked.name))
     if a.hops and _works_on_row(a.hops[0]) and any(e.ref.entity_type == "character" for e in ents):
         return []
     later = _resolved(a, cards, Progress(), ents)
