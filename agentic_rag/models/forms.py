@@ -46,6 +46,7 @@ from agentic_rag.models.roles import (
     ValidateInput,
 )
 from agentic_rag.protocol import (
+    NAME_FIELD,
     DraftAnswer,
     EntityLinks,
     EntityRef,
@@ -79,9 +80,6 @@ _FACT = max_len(Evidence, "facts", item=True)
 _CITATION = max_len(DraftAnswer, "citations", item=True)
 _MISSING = max_len(SufficiencyReport, "missing", item=True)
 
-# the field a record's name is in, per entity type (a details step reads the record by it)
-NAME_FIELD = {"anime": "title", "manga": "title", "character": "name", "studio": "name", "person": "name",
-              "franchise": "name"}
 SEARCHABLE = ("anime", "manga", "character", "person", "studio", "franchise")
 # The relations each entity type has (its outgoing edges), in vocabulary order.
 RELATIONS: dict[str, list[str]] = {}

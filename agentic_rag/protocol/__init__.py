@@ -37,12 +37,13 @@ from agentic_rag.protocol.contracts import (
     TerminationReason,
 )
 from agentic_rag.protocol.links import AskHint, AskLabel, EntityLinks, LinkCandidate, LinkedMention, LinkMatch
-from agentic_rag.protocol.query import FIELDS, OPS_BY_KIND, Aggregate, Condition, OrderKey, StructuredQuery
+from agentic_rag.protocol.query import FIELDS, NAME_FIELD, OPS_BY_KIND, Aggregate, Condition, OrderKey, StructuredQuery
 
 __all__ = [
     "FIELDS",
     "FILTER_APPLIES_TO",
     "MAX_BATCH",
+    "NAME_FIELD",
     "OPS_BY_KIND",
     "AgentResponse",
     "Aggregate",

@@ -62,6 +62,10 @@ FIELDS: dict[EntityType, dict[str, FieldSpec]] = {
     "franchise": {"name": _f("text"), "popularity": _f("numeric")},
 }
 assert set(FIELDS) == set(ENTITY_TYPES)
+# The field that holds a record's name, per entity type that has one (an episode is named by its anime and number)
+NAME_FIELD: dict[EntityType, str] = {"anime": "title", "manga": "title", "character": "name", "studio": "name",
+                                     "person": "name", "franchise": "name"}
+assert all(FIELDS[t][f].kind == "text" for t, f in NAME_FIELD.items())
 assert {f for cols in FIELDS.values() for f in cols} == set(get_args(FieldName))
 
 OPS_BY_KIND: dict[Kind, tuple[Op, ...]] = {

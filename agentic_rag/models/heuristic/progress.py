@@ -16,6 +16,7 @@ from agentic_rag.models.roles import CardEntity, ContextCard
 from agentic_rag.protocol import (
     FIELDS,
     MAX_BATCH,
+    NAME_FIELD,
     BatchIntent,
     EntityRef,
     GraphIntent,
@@ -32,8 +33,6 @@ from agentic_rag.understanding.linker import STOP
 from agentic_rag.understanding.plan import Analysis, Hop
 from agentic_rag.understanding.text import english_words, fold, tokenize
 
-NAME_FIELD = {"anime": "title", "manga": "title", "character": "name", "studio": "name", "person": "name",
-              "franchise": "name"}
 MAX_SOURCES = MAX_BATCH  # entities one hop expands from (the nearest, earliest ones)
 CHAIN_HOPS = 4  # hops one k_hop traversal asks for
 LISTED = 12  # rows a count names beside its number
