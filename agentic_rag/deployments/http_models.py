@@ -15,31 +15,19 @@ from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.protocol import AgentResponse, EntityRef, Mode, ResponseStatus, RunBudget, Uuid
 from agentic_rag.protocol.contracts import IMAGE_QUERY_MAX
 from agentic_rag.protocol.vocabulary import ENTITY_TYPES, EntityType
-from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
+from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, storable
 
 MAX_QUESTION_CHARS = 2000
 MAX_ENTITY_REFS = 100
 
 
-def _storable(text: str) -> str:
-    # PostgreSQL text cannot hold U+0000, and JSON may carry lone surrogates that UTF-8 cannot encode:
-    # both are refused here, as the client's error, instead of failing deep inside a run.
-    if "\x00" in text:
-        raise ValueError("must not contain NUL (U+0000) characters")
-    try:
-        text.encode("utf-8")
-    except UnicodeEncodeError:
-        raise ValueError("must be valid Unicode (no unpaired surrogates)") from None
-    return text
-
-
 Question = Annotated[
     str,
     StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUESTION_CHARS),
-    AfterValidator(_storable),
+    AfterValidator(storable),
 ]
 SearchText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100),
-                       AfterValidator(_storable)]
+                       AfterValidator(storable)]
 
 
 class _Request(BaseModel):

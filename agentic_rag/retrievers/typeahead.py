@@ -16,14 +16,30 @@ import asyncio
 from typing import Annotated, Any, Literal
 
 import asyncpg
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StringConstraints
 
 from agentic_rag.protocol import EntityRef
 from agentic_rag.protocol.vocabulary import ENTITY_TYPES, EntityType
 from agentic_rag.storage.sql import Conn, Query
 
 MatchTier = Literal["exact", "prefix", "fuzzy"]
-TypeaheadText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100)]
+
+
+def storable(text: str) -> str:
+    """``text`` when PostgreSQL can hold it. Its text cannot hold U+0000, and JSON may carry lone surrogates that
+    UTF-8 cannot encode: both are refused as the client's error, whichever API the text came through, instead of
+    failing in the database."""
+    if "\x00" in text:
+        raise ValueError("must not contain NUL (U+0000) characters")
+    try:
+        text.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ValueError("must be valid Unicode (no unpaired surrogates)") from None
+    return text
+
+
+TypeaheadText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100),
+                          AfterValidator(storable)]
 
 
 class TypeaheadQuery(BaseModel):
