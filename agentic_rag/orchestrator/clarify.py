@@ -9,6 +9,8 @@ decision: it is cheap, deterministic, and the same whichever planner runs.
 
 from __future__ import annotations
 
+import re
+
 from agentic_rag.protocol import Clarification, ClarificationChoice, EntityLinks, LinkCandidate
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.understanding.reading import open_types, read
@@ -16,6 +18,11 @@ from agentic_rag.understanding.reading import open_types, read
 MAX_CHOICES = max_len(Clarification, "choices")
 _LABEL = max_len(ClarificationChoice, "label")
 _QUESTION = max_len(Clarification, "question")
+
+
+# what a season or sequel adds to the title it continues ("Season 2", "Part 2", "II", "2", "The Final Season")
+_CONTINUATION = re.compile(r"(?:season|part|cour|vol\.?|volume)\s*\d+\b|\d+$|[ivx]+$|(?:the )?final season\b",
+                           re.IGNORECASE)
 
 
 def _label(c: LinkCandidate) -> str:
@@ -39,6 +46,11 @@ def clarification(question: str, links: EntityLinks) -> tuple[Clarification, str
             # a film or season titled after it ("Cowboy Bebop", not "Cowboy Bebop: The Movie")
             fewest = min((len(c.name.split()) for c in strong), default=0)
             strong = [c for c in strong if len(c.name.split()) == fewest]
+        # a season or sequel titled after a work is not another reading of the work's name: "spy family" is
+        # "Spy x Family", not "Spy x Family Season 2" (whose native title links the same)
+        strong = [c for c in strong if not (c.entity.entity_type in ("anime", "manga") and any(
+            o is not c and o.entity.entity_type == c.entity.entity_type and c.name.startswith(f"{o.name} ")
+            and _CONTINUATION.match(c.name[len(o.name) + 1:]) for o in strong))]
         # a franchise named after its first work is not another reading of the name ("Cowboy Bebop")
         works = {c.name for c in strong if c.entity.entity_type != "franchise"}
         strong = [c for c in strong if c.entity.entity_type != "franchise" or c.name not in works]

@@ -71,6 +71,7 @@ class Fix(NamedTuple):
 
     word: str
     inside_only: bool = False  # the typed word is an English word: a typo only inside a longer name
+    names: int = 0  # how many catalog names hold the word
 
 
 @dataclass(slots=True)
@@ -138,7 +139,8 @@ async def _corrections(conn: Conn, words: list[str]
                 found.setdefault(w, {})[str(word)] = int(freq)
     # An English word is a typo only inside a longer name: "fame hero" may be "Flame Hero", "journeys end"
     # "Journey's End", but "powers" alone is not the character Power, nor "main" Mai.
-    return {w: [Fix(x, inside_only=w in english) for x in sorted(c, key=lambda x: (-c[x], x))[:CORRECTIONS_IN_NAME]]
+    return {w: [Fix(x, inside_only=w in english, names=c[x])
+                for x in sorted(c, key=lambda x: (-c[x], x))[:CORRECTIONS_IN_NAME]]
             for w, c in found.items()}, known
 
 
@@ -227,6 +229,10 @@ async def _link(conn: Conn, question: str) -> EntityLinks:
     # one long word the catalog does not have may be a name typed without its spaces ("chainsawman")
     # (a single word is always probed as typed: a hit on its joined key lands on that probe)
     joined = [t.key for t in tokens if len(t.key) >= MIN_JOINED and t.key not in known and t.key not in english_words()]
+    # ... and a few words may be a name typed with its spaces elsewhere ("full metal alchemist", "dragonball gt")
+    for key, at in _spaced(tokens, cut, known).items():
+        probes.setdefault(key, []).extend(at)
+        joined.append(key)
     rows = await NAMES_SQL.fetch(conn, {"keys": list(probes), "subtitles": subtitles, "joined": joined})
     spans: dict[tuple[int, int], _Span] = {}
     # the separators typed between words: a name never spans one it does not have ("naruto + shippuden")
@@ -249,13 +255,60 @@ async def _link(conn: Conn, question: str) -> EntityLinks:
             old = s.candidates.get(eid)
             if old is None or _rank(match) < old[0]:
                 s.candidates[eid] = (_rank(match), cand)
-    mentions = _subtitled(question, _choose(question, tokens, list(spans.values())))
-    mentions = await _partial(conn, question, tokens, mentions, known)
+    mentions = _head_nouns(question, tokens, _subtitled(question, _choose(question, tokens, list(spans.values()))))
+    mentions = await _partial(conn, question, tokens, mentions, known, fixes)
     mentions = await _seasons(conn, question, tokens, mentions)
     mentions = await _siblings(conn, question, tokens, mentions)
     mentions = await _named_after(conn, question, tokens, mentions)
     mentions = await _renamed(conn, question, tokens, mentions)
     return EntityLinks(mentions=_one_work(question, tokens, await _films(conn, question, tokens, mentions)))
+
+
+def _head_nouns(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """"the flame hashira guy", "that tall spooky guy": an English word typed in lower case that ends a noun
+    phrase (right after a name, or after a determiner and words that describe) is a noun, not a name of its own
+    (the character Guy); "a student of guy" still names him."""
+    english = english_words()
+    out: list[LinkedMention] = []
+    for m in mentions:
+        at = next((i for i, t in enumerate(tokens) if t.start == m.start), None)
+        word = tokens[at] if at is not None and tokens[at].end >= m.end else None
+        if word is not None and at and word.raw.islower() and word.key in english:
+            prev = out[-1] if out else None
+            before = tokens[max(at - NOUN_PHRASE, 0):at]
+            det = next((i for i in range(len(before) - 1, -1, -1) if before[i].key in DETERMINERS), None)
+            if (prev is not None and not question[prev.end:m.start].strip()) or (
+                    det is not None and det < len(before) - 1 and not any(t.key in STOP for t in before[det + 1:])
+                    and _PHRASE.fullmatch(question[before[det].end:m.start])):  # (one phrase: "the bebop, ein")
+                continue
+        out.append(m)
+    return out
+
+
+_PHRASE = re.compile(r"[\w\s'’-]*")
+NOUN_PHRASE = 4  # words a determiner may stand before the noun it goes with ("that tall spooky guy")
+
+
+MAX_SPACED = 4  # words a name typed with other spaces may run to ("full metal alchemist brotherhood")
+
+
+def _spaced(tokens: list[Token], cut: set[int], known: dict[str, int]) -> dict[str, list[tuple[int, int, LinkMatch]]]:
+    """The spans of two to :data:`MAX_SPACED` words that may be a name typed with its spaces elsewhere, by their
+    joined key ("full metal alchemist": "fullmetalalchemist", the joined key of "Fullmetal Alchemist"; "dragonball
+    gt"). Only a span with a word the catalog's names do not have as typed ("full metal", "dragonball"), so
+    names typed right are not probed twice; a hit is a spelling variant (matched as a typo)."""
+    out: dict[str, list[tuple[int, int, LinkMatch]]] = {}
+    for i in range(len(tokens)):
+        for n in range(2, min(MAX_SPACED, len(tokens) - i) + 1):
+            span = tokens[i:i + n]
+            if i + n - 1 in cut:
+                break
+            if _blocked(span) or span[0].key in STOP or span[-1].key in STOP:
+                continue
+            key = "".join(t.key for t in span)
+            if len(key) >= MIN_JOINED and any(t.key not in known for t in span):
+                out.setdefault(key, []).append((i, n, "typo"))
+    return out
 
 
 def _subtitled(question: str, mentions: list[LinkedMention]) -> list[LinkedMention]:
@@ -293,10 +346,11 @@ _RARE_HITS = """
 PARTIAL_SQL = Query(f"WITH hit AS ({_RARE_HITS}){_ENRICHED}")
 
 
-async def _partial(conn: Conn, question: str, tokens: list[Token],
-                   mentions: list[LinkedMention], known: dict[str, int]) -> list[LinkedMention]:
+async def _partial(conn: Conn, question: str, tokens: list[Token], mentions: list[LinkedMention],
+                   known: dict[str, int], fixes: dict[str, list[Fix]]) -> list[LinkedMention]:
     """A rare catalog word left unlinked names the few names that hold it ("finished shippuden, what next",
-    "sawano's other anime"): one more probe, through the trigram index, only when such a word is there."""
+    "sawano's other anime"), typed right or one edit off ("shipuden"): one more probe, through the trigram
+    index, only when such a word is there."""
     english = english_words()
 
     def linked(t: Token) -> bool:
@@ -310,19 +364,31 @@ async def _partial(conn: Conn, question: str, tokens: list[Token],
         return not linked(t) and (t.key not in english or named) and t.key not in STOP and t.key not in CUES \
             and not t.key.isdigit() and len(t.key) >= 3
 
-    rare = [t for j, t in enumerate(tokens) if len(t.key) >= MIN_PARTIAL and 0 < known.get(t.key, 0) <= RARE
+    def meant(t: Token) -> str | None:  # the rare catalog word a word is, as typed or with its one likeliest fix
+        if 0 < known.get(t.key, 0) <= RARE:
+            return t.key
+        fix = next(iter(fixes.get(t.key, ())), None)
+        if fix is None or fix.inside_only or not 0 < fix.names <= RARE:
+            return None
+        # a dropped or swapped letter only ("shipuden"; "sakamoto" is not "Sadamoto"), and not a word that asks
+        # ("senseis" is "sensei", said of many)
+        dropped = len(fix.word) == len(t.key) + 1 or sorted(fix.word) == sorted(t.key)
+        return fix.word if dropped and fix.word not in english and fix.word not in CUES and fix.word not in STOP \
+            else None
+
+    rare = {t: word for j, t in enumerate(tokens) if len(t.key) >= MIN_PARTIAL and (word := meant(t)) is not None
             and t.key not in english and t.key not in STOP and t.key not in CUES and not linked(t)
-            and not unknown(j - 1) and not unknown(j + 1)]
+            and not unknown(j - 1) and not unknown(j + 1)}
     if not rare:
         return mentions
-    words = sorted({t.key for t in rare})
+    words = sorted(set(rare.values()))
     rows = await PARTIAL_SQL.fetch(conn, {"words": words, "per_word": RARE * 2})
     out = list(mentions)
-    for t in rare:
+    for t, word in rare.items():
         cands: dict[str, LinkCandidate] = {}
         for key, _, eid, etype, name, _kind, popularity, primary, year, fmt in rows:
             # a word of the name itself, not of a qualifier in brackets ("One-Punch Man (webcomic)")
-            if key == t.key and t.key in link_key(_BRACKETS.sub(" ", str(name))).split() and str(eid) not in cands:
+            if key == word and word in link_key(_BRACKETS.sub(" ", str(name))).split() and str(eid) not in cands:
                 cands[str(eid)] = _candidate(eid, etype, primary, name, "partial", popularity, year, fmt)
         if cands:
             ranked = sorted(cands.values(), key=lambda c: -c.popularity)[:MAX_CANDIDATES]

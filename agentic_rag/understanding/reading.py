@@ -182,6 +182,13 @@ def _qualifier(tokens: list[Token], m: LinkedMention) -> tuple[EntityType | None
         if k in ("manga", "anime") and any(c.entity.entity_type == k for c in m.candidates) and (
                 near_mean or (keys[i + 1:i + 2] in (["one"], ["version"]) and keys[i - 1:i] == ["the"])):
             return C.TYPE_WORD[k], tokens[i].start
+    # ... or a later word that points back at it: "I just started X, who are the main people in the show"
+    for i, t in enumerate(tokens):
+        said = C.TYPE_WORD.get(t.key)
+        if t.start > m.end and said in ("anime", "manga") and keys[i - 1:i] in (["the"], ["this"], ["that"]) and \
+                keys[i - 2:i - 1] in (["in"], ["of"], ["from"], ["for"]) and keys[i + 1:i + 2] != ["of"] and \
+                any(c.entity.entity_type == said for c in m.candidates):
+            return said, t.start
     return None, -1
 
 
@@ -484,7 +491,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(Hop(("ally",)))
     elif w.any(C.FAMILY):
         hops.append(FAMILY)
-    elif w.any(C.CAST) or w.has("who is in", "who are in", "who's in", "who appears in", "who stars in"):
+    elif w.any(C.CAST) or w.has("who is in", "who are in", "who's in", "who appears in", "who stars in") or \
+            _PEOPLE_IN.search(w.text):
         hops.append(MAIN_CAST if w.any(C.MAIN) else CAST)
     elif anchor_types & {"person"} and w.any(C.WORKS | C.MADE):
         hops.append(Hop(("worked_on",), exclude_seen=w.any(C.OTHER)))
@@ -837,6 +845,10 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
     question = _UNASKED.sub(lambda x: " " * len(x.group()), question)
     tokens = tokenize(question)
     mentions = _owned(question, _by_years(tokens, kept))
+    if len(mentions) >= 2 and (pronoun := _WHO_IS_HE.search(question)) is not None:
+        # "Frieren keeps remembering this Himmel dude, who is he again": the one he stands for, the nearest before
+        said_before = [m for m in mentions if m.end <= pronoun.start() and _readings(m) & {"character", "person"}]
+        mentions = said_before[-1:] or mentions
     w = _rest(question, _asked_words(tokens, questioning(whole), mentions), mentions)
     kinds = [_readings(m) for m in mentions]
     works = [m for m in mentions if "anime" in {c.entity.entity_type for c in m.candidates}]
@@ -986,7 +998,8 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
             if a.attr == "sum_episodes" and a.hops:
                 # "all the X tv seasons, counting Y": Y is added to the run when the chain does not reach it
                 for m in linked:
-                    if any(lo <= m.start < hi and _COUNTING.match(whole[lo:hi]) for lo, hi in dropped) and any(
+                    if any(lo <= m.start < hi and (_COUNTING.match(whole[lo:hi]) or _INCLUDED.search(whole[lo:hi]))
+                           for lo, hi in dropped) and any(
                             c.entity.entity_type == "anime" for c in m.candidates) and m.text not in a.mentions:
                         _add(a, tokens, m, "anime", fixed=True)
                         a.together = True
@@ -1182,6 +1195,10 @@ def _settings(question: str, mentions: list[LinkedMention]) -> tuple[list[Linked
             # "how many manga has ONE made, counting the webcomic", "..., not ONE's webcomic": an aside
             dropped.append((before[0].start, m.end))
             continue
+        after = [t for t in tokens if t.start >= m.end][:1]
+        if after and after[0].key in ("included", "inclusive") and len(mentions) > 1:
+            dropped.append((m.start, after[0].end))  # "..., the final season included": as "counting" before it
+            continue
         if _readings(m) <= {"character", "person"} and _MAGAZINE_NAMED.search(question[:m.start]):
             continue  # "manga that ran in monthly shonen ace": the words name a magazine (kept, as its name)
         after = [t for t in tokens if t.start >= m.end][:1]
@@ -1191,6 +1208,9 @@ def _settings(question: str, mentions: list[LinkedMention]) -> tuple[list[Linked
             dropped.append((m.start, m.end))
             continue
         x = out[-1] if out else None
+        if x is not None and (aside := _aside(question, x, m)) is not None:
+            dropped.append(aside)  # "ufotable, you know the demon slayer people, ...": says who x is
+            continue
         if x is not None and _readings(x) <= {"character"} and not _readings(m) & {"character", "person"}:
             between = [t for t in tokens if x.end <= t.start < m.start]
             if not between or (between[-1].key in ("in", "from", "of") and len(between) <= 5):
@@ -1198,6 +1218,33 @@ def _settings(question: str, mentions: list[LinkedMention]) -> tuple[list[Linked
                 continue
         out.append(m)
     return out, dropped
+
+
+# words that open a description of the name before them: "X, you know the Y people, ...", "X who fights Y, ..."
+_APPOSITION = re.compile(r"\s*,\s*(?:you know|y know|ya know|i mean|aka|like)\s+(?:the\s+|that\s+|those\s+)?$",
+                         re.IGNORECASE)
+_RELATIVE = re.compile(r"\s+(?:who|that)\s+(?:\w+\s+){1,2}(?:the\s+)?$", re.IGNORECASE)
+_BACK_TO_PERSON = re.compile(r"\b(?:he|she|him|his|her|hes|shes|they|their)\b", re.IGNORECASE)
+_BACK_TO_ANY = re.compile(r"\b(?:he|she|him|his|her|hes|shes|they|them|their|it|its)\b", re.IGNORECASE)
+APPOSITION_WORDS = 4  # words after the name the description may run to its comma
+
+
+def _aside(question: str, x: LinkedMention, m: LinkedMention) -> tuple[int, int] | None:
+    """Where a name only describes the one before it, the span to leave out: an apposition between commas
+    ("ufotable, you know the demon slayer people, when were they founded") or a relative clause before a comma
+    ("boros who fights caped baldy, the season hes in was animated by who"), when what follows the comma points
+    back at the first name; else None."""
+    between = question[x.end:m.start]
+    rest = question[m.end:]
+    comma = re.match(rf"\s*(?:\S+\s+){{0,{APPOSITION_WORDS}}}?\S*?,", rest)
+    if comma is None:
+        return None
+    after = rest[comma.end():]
+    if _APPOSITION.fullmatch(between) and _BACK_TO_ANY.search(after):
+        return x.end, m.end + comma.end() - 1
+    if _RELATIVE.fullmatch(between) and _readings(x) & {"character", "person"} and _BACK_TO_PERSON.search(after):
+        return x.end, m.end + comma.end() - 1
+    return None
 
 
 def _distinct(mentions: list[LinkedMention]) -> list[LinkedMention]:
@@ -1318,10 +1365,15 @@ def _pair(w: _Words, kinds: list[set[EntityType]], between: str = "") -> Literal
 _COPULA_SEQUEL = re.compile(r"(?:is|was|s) (?:a |the |an )?(?:sequel|prequel|continuation) (?:to|of)\b")
 _RANGE_WORDS = re.compile(r"\b(?:through|thru|until|till)\b|^\W*(?:to\b|[-–—]+\s*$)", re.IGNORECASE)
 _COUNTING = re.compile(r"\s*(?:counting|including|incl|plus)\b", re.IGNORECASE)
+_INCLUDED = re.compile(r"\b(?:included|inclusive)\s*$", re.IGNORECASE)
 _FORMAT_WORD = r"(?:specials?|ovas?|movies?|films?|onas?)\b"
 _LEFT_OUT = rf"{_FORMAT_WORD}(?:\s+(?:or|and|nor)\s+(?:the\s+)?{_FORMAT_WORD})*"
+_WHO_IS_HE = re.compile(r"\bwho(?:\s+is|\s+was|\s*'s|s)\s+(?:he|she)\b(?!\s+(?:to|for|in|of|with)\b)", re.IGNORECASE)
+# "who are the main people in X", "the important guys of X": the people of a work are its characters
+_PEOPLE_IN = re.compile(r"\bwho\b.*\b(?:people|folks|guys|ones)\s+(?:in|of|from)\b")
 _UNASKED = re.compile(r"\b(?:i|we|he|she|they|just|already)\s+(?:just\s+|already\s+)?(?:finished|completed|watched|"
                       r"binged|saw|read)\b|"  # what the asker did ("just finished HxH 1999, what next"), not a status
+                      r"\b(?:i|we)\s+(?:just\s+|finally\s+|recently\s+)?(?:started|began)\b|"  # ... not a date
                       r"\b(?:(?:rather|other) than|instead of|(?:and |but )?not)(?: the| an?)? (?:anime|manga|movies?|"
                       r"films?|shows?|(?:tv )?series|tv show)\b|"
                       r"\bbefore (?:it |they |the (?:manga|series|anime) )?(?:ended|finished|wrapped(?: up)?|concluded|"

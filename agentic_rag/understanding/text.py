@@ -88,7 +88,12 @@ def one_edit(a: str, b: str) -> bool:
 
 # -- sentences: what a long message asks, apart from what it tells ----------------------------------
 
-_BREAK = re.compile(r"[.!?;]+(?=\s|$)|\n+")
+# a sentence ends at its mark, at a line break, or where a message turns from telling to asking within one run of
+# words ("my sister sings the songs of film red and i was wondering who uta even is")
+_BREAK = re.compile(r"[.!?;]+(?=\s|$)|\n+|\s*,?\s+(?=(?:and|so|but)\s+(?:i\s+(?:was\s+|am\s+|m\s+|'m\s+)?"
+                    r"(?:just\s+|really\s+)?(?:wondering|wonder|curious)|im\s+(?:just\s+)?(?:wondering|curious)|"
+                    r"i\s+(?:want|wanna|need)\s+to\s+know|(?:does|do)\s+(?:any\s?one|anybody|you)\s+know)\b)",
+                    re.IGNORECASE)
 _ABBREVIATIONS = frozenset(
     ("vs", "dr", "mr", "mrs", "ms", "st", "vol", "vols", "ep", "eps", "no", "feat", "approx", "etc", "jr", "sr", "pt"))
 _ASKING = re.compile(r"\b(?:who|whom|whose|what|whats|which|when|where|why|how|list|name|tell|give|show|find)\b",

@@ -206,7 +206,18 @@ ANSWERS = [
     ("bebop ep count?", ["26 episodes"], []),
     ("which my hero academia season comes right before season 5?", ["My Hero Academia Season 4"], []),
     ("tsugumi ohba wrote a manga that became an anime - who scored the anime?", ["Hirano", "Taniuchi"], []),
+    # what the message tells ("singing the songs") is not what it asks
+    ("my little sister wont stop singing the songs from one piece film red and i was wondering if you know who uta "
+     "even is", ["Uta is a character in One Piece Film: Red"], ["music"]),
+    ("total episodes of my hero academia across every tv season, final season included", ["170 episodes"], []),
 ]
+
+
+async def test_an_original_anime_answers_where_it_comes_from(drive) -> None:  # type: ignore[no-untyped-def]
+    # its creators are the answer, and the validator takes them as one
+    r = await drive("was dragon ball gt based on the manga? i heard it wasnt")
+    assert r.draft is not None and "original anime" in r.draft.answer and "Toriyama" in r.draft.answer
+    assert r.report is not None and r.report.sufficient
 
 
 @pytest.mark.parametrize(("question", "has", "lacks"), ANSWERS, ids=[c[0] for c in ANSWERS])

@@ -272,3 +272,31 @@ async def test_two_mentions_side_by_side_that_name_one_work_are_one(demo: Ingest
     assert len((await _link(conn, "naruto + shippuden eps combined")).mentions) == 2
     assert len((await _link(conn, "naruto, naruto shippuden")).mentions) == 2
     assert _spans(await _link(conn, "aot seasons 1 2 and 3")) == ["aot seasons 1", "2", "3"]
+
+
+async def test_a_name_typed_with_its_spaces_elsewhere(demo: IngestReport, conn: Any) -> None:
+    for question, name in (("full metal alchemist the manga ran in what magazine", "Fullmetal Alchemist"),
+                           ("dragonball gt the main cast is who", "Dragon Ball GT"),
+                           ("who animated full metal alchemist brotherhood", "Fullmetal Alchemist: Brotherhood")):
+        links = await _link(conn, question)
+        assert len(links.mentions) == 1, question
+        assert name in [c.name for c in links.mentions[0].candidates], question
+        assert links.mentions[0].candidates[0].match == "typo"
+
+
+async def test_a_rare_word_of_a_name_misspelt_alone(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "naruto or shipuden which one has more episodes")
+    assert _spans(links) == ["naruto", "shipuden"]
+    assert _top(links, 1) == ("Naruto Shippuden", "partial")
+
+
+async def test_a_word_after_a_name_is_the_noun_it_qualifies(demo: IngestReport, conn: Any) -> None:
+    # "guy" is an alias of Might Guy, but here the noun "the flame hashira" qualifies
+    links = await _link(conn, "rengoku the flame hashira guy, who directed the anime hes in")
+    assert "guy" not in _spans(links)
+    links = await _link(conn, "in death note theres that tall spooky guy who eats apples ryuk right, who is he")
+    assert _spans(links) == ["death note", "ryuk"]
+    links = await _link(conn, "is rock lee a student of guy")
+    assert _spans(links) == ["rock lee", "guy"]
+    links = await _link(conn, "the little dog on the bebop, ein, what breed is he")  # a phrase ends at its comma
+    assert _spans(links) == ["bebop", "ein"]

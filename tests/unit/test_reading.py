@@ -731,3 +731,76 @@ async def test_linking_embeds_only_a_question_that_turns_to_its_meaning() -> Non
     q = "who brought cowboy bebop to the screen"
     got = await with_asks(classifier, q, links(q, ("cowboy bebop", work("Cowboy Bebop"))), timings)
     assert got.asks and embedded[-1] == "who brought X to the screen" and timings["asks_ms"] > 0
+
+
+def test_a_message_that_turns_from_telling_to_asking_reads_the_question() -> None:
+    # one run of words: the songs are what the sister sings, the question is who Uta is
+    q = "my little sister wont stop singing the songs from one piece film red and i was wondering who uta even is"
+    a = read(q, links(q, ("one piece film red", [cand("anime", "One Piece Film: Red")]),
+                      ("uta", [cand("character", "Uta")])))
+    assert (a.intent, a.mentions, hops(a)) == ("lookup", ["uta"], [])
+
+
+def test_what_the_asker_started_is_no_date_and_the_people_in_a_work_are_its_characters() -> None:
+    q = "i just started sousou no frieren on crunchyroll who are the main people in the show"
+    a = read(q, links(q, ("sousou no frieren", work("Frieren: Beyond Journey's End")[1:])))
+    assert a.attr is None and hops(a) == [("features",)]
+    assert a.types["sousou no frieren"][0] == "anime"  # "in the show" points back at the name
+    assert open_types(a, "sousou no frieren") == ("anime",)
+
+
+def test_a_name_said_as_included_is_counted_in_the_sum() -> None:
+    q = "total episodes of my hero academia across every tv season, final season included"
+    a = read(q, links(q, ("my hero academia", work("My Hero Academia")),
+                      ("final season", [cand("anime", "My Hero Academia: Final Season", "alias", 2025)])))
+    assert a.attr == "sum_episodes" and a.mentions == ["my hero academia", "final season"] and a.together
+
+
+def test_a_season_titled_after_a_work_is_not_another_reading_of_its_name() -> None:
+    from agentic_rag.orchestrator.clarify import clarification
+
+    q = "whos in the spy family anime"
+    found = links(q, ("spy family", [cand("anime", "Spy x Family", "alias", 2022),
+                                     cand("manga", "Spy x Family", "alias", 2019),
+                                     cand("anime", "Spy x Family Season 2", "alias", 2023)]))
+    assert clarification(q, found) is None
+    q = "when did spy family start"  # the anime and the manga are still two readings
+    found = links(q, ("spy family", [cand("anime", "Spy x Family", "alias", 2022),
+                                     cand("manga", "Spy x Family", "alias", 2019),
+                                     cand("anime", "Spy x Family Season 2", "alias", 2023)]))
+    asked = clarification(q, found)
+    assert asked is not None and [c.label for c in asked[0].choices] == ["Spy x Family (anime, 2022)",
+                                                                         "Spy x Family (manga, 2019)"]
+
+
+def test_he_or_she_stands_for_the_nearest_person_before() -> None:
+    q = "um frieren keeps having flashbacks to this himmel dude who is he again"
+    a = read(q, links(q, ("frieren", [cand("character", "Frieren"), *work("Frieren: Beyond Journey's End")[1:]]),
+                      ("himmel", [cand("character", "Himmel")])))
+    assert (a.intent, a.mentions) == ("lookup", ["himmel"])
+
+
+@pytest.mark.parametrize(("question", "first", "second", "second_type", "edges", "attr"), [
+    # an apposition between commas says who the first name is
+    ("ufotable, you know the demon slayer people, when did they get founded", "ufotable", "demon slayer", "anime",
+     [], "founded"),
+    # a relative clause before the comma describes the first name; the rest asks of it
+    ("that alien boss boros who fights caped baldy, the season hes in was animated by who", "boros", "caped baldy",
+     "character", [("appears_in",), ("animated_by",)], None),
+])
+def test_a_name_that_only_describes_the_one_before(question: str, first: str, second: str, second_type: str,
+                                                    edges: list[tuple[str, ...]], attr: str | None) -> None:
+    first_type = "studio" if first == "ufotable" else "character"
+    a = read(question, links(question, (first, [cand(first_type, first)]), (second, [cand(second_type, second)])))
+    assert a.mentions == [first] and hops(a) == edges and a.attr == attr
+
+
+def test_the_name_a_relative_clause_describes_by_stays_out_of_the_pair_asked() -> None:
+    q = "naruto who trained with jiraiya, how is he related to sasuke"
+    a = read(q, links(q, ("naruto", [cand("character", "Naruto Uzumaki", "alias")]),
+                      ("jiraiya", [cand("character", "Jiraiya")]), ("sasuke", [cand("character", "Sasuke Uchiha")])))
+    assert (a.intent, a.mentions) == ("relation", ["naruto", "sasuke"])
+    q = "how is naruto who trained with jiraiya related to sasuke"  # no comma: no description left out
+    a = read(q, links(q, ("naruto", [cand("character", "Naruto Uzumaki", "alias")]),
+                      ("jiraiya", [cand("character", "Jiraiya")]), ("sasuke", [cand("character", "Sasuke Uchiha")])))
+    assert a.mentions[:2] == ["naruto", "jiraiya"]

@@ -61,7 +61,9 @@ def answer_types(a: Analysis) -> set[str]:
     last = a.hops[-1]
     if last.node_types:
         return set(last.node_types)
-    return {t for e in last.edges if e in EDGE_TYPE_BY_NAME for t in EDGE_TYPE_BY_NAME[e].dst}
+    types = {t for e in last.edges if e in EDGE_TYPE_BY_NAME for t in EDGE_TYPE_BY_NAME[e].dst}
+    # an original anime comes from no manga: the people who created it are where it comes from
+    return types | {"person"} if last.edges == ("adapted_from",) else types
 
 
 def validate(inp: ValidateInput) -> SufficiencyReport:
