@@ -74,3 +74,13 @@ def test_a_lookup_says_the_indexed_document_in_its_own_words() -> None:
     assert said == ["in Naruto and Naruto Shippuden"] and names == ["Lee"] and story == "A ninja."
     # a document of another shape is kept whole, never cut
     assert _document_parts("Something else entirely.", "Death Note") == ([], "", [], "Something else entirely.")
+
+
+def test_a_run_of_seasons_is_told_in_the_order_they_aired() -> None:
+    # a season added to the run by name ("final season included") is listed where it aired, not where it was added
+    first = ent("anime", "My Hero Academia (anime, 2016)", 41)
+    level = [first, ent("anime", "My Hero Academia: Final Season (anime, 2025)", 42),
+             ent("anime", "My Hero Academia Season 2 (anime, 2017)", 43)]
+    text = hop_sentence(Hop(("sequel",), kind="k_hop", include_start=True), [first], level, {})
+    assert text == ("In order, the series runs My Hero Academia (2016), My Hero Academia Season 2 (2017) and "
+                    "My Hero Academia: Final Season (2025).")
