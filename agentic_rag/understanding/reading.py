@@ -912,6 +912,15 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
         elif all(k & {"anime", "manga"} for k in kinds[:2]) and (w.any(C.WORKED) or w.has("who worked")):
             a.hops = [Hop(("staff",))]  # "someone who worked on both": the path runs through the staff
         return a
+    if len(mentions) >= 2 and _YES_NO.search(whole) and not w.any(C.OTHER) and not C.HOW_MANY.search(w.text):
+        # "chainsaw man anime was ufotable right?", "is bebop by sunrise or bones?": a guess at a work's studio is
+        # checked by asking for it (the answer names the studio that did, whichever it is)
+        by_studio = [m for m in mentions if _readings(m) == {"studio"}]
+        guessed = [m for m in mentions if m not in by_studio and "anime" in _readings(m)]
+        if by_studio and len(guessed) == 1 and len(by_studio) + 1 == len(mentions):
+            a = Analysis(intent="chain", mentions=[], hops=[STUDIO])
+            _add(a, tokens, guessed[0], "anime", fixed=True)
+            return a
     # "how many episodes did <a title we lack> run for" counts a work's episodes, never the catalog's works
     if not mentions and (chained := _filtered_chain(question)) is not None:
         return chained  # "the studio of the anime adapted from the manga serialized in Ura Sunday"
@@ -1368,6 +1377,9 @@ _COUNTING = re.compile(r"\s*(?:counting|including|incl|plus)\b", re.IGNORECASE)
 _INCLUDED = re.compile(r"\b(?:included|inclusive)\s*$", re.IGNORECASE)
 _FORMAT_WORD = r"(?:specials?|ovas?|movies?|films?|onas?)\b"
 _LEFT_OUT = rf"{_FORMAT_WORD}(?:\s+(?:or|and|nor)\s+(?:the\s+)?{_FORMAT_WORD})*"
+# a question that checks a guess: "X was Y right?", "isn't X by Y?", "was X done by Y"
+_YES_NO = re.compile(r"\b(?:right|correct|true|isn'?t it|wasn'?t it|no)\s*\?|"
+                     r"^\W*(?:was|is|did|does|were|isn'?t|wasn'?t)\b", re.IGNORECASE)
 _WHO_IS_HE = re.compile(r"\bwho(?:\s+is|\s+was|\s*'s|s)\s+(?:he|she)\b(?!\s+(?:to|for|in|of|with)\b)", re.IGNORECASE)
 # "who are the main people in X", "the important guys of X": the people of a work are its characters
 _PEOPLE_IN = re.compile(r"\bwho\b.*\b(?:people|folks|guys|ones)\s+(?:in|of|from)\b")

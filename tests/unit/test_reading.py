@@ -804,3 +804,15 @@ def test_the_name_a_relative_clause_describes_by_stays_out_of_the_pair_asked() -
     a = read(q, links(q, ("naruto", [cand("character", "Naruto Uzumaki", "alias")]),
                       ("jiraiya", [cand("character", "Jiraiya")]), ("sasuke", [cand("character", "Sasuke Uchiha")])))
     assert a.mentions[:2] == ["naruto", "jiraiya"]
+
+
+@pytest.mark.parametrize("question", [
+    "chainsaw man anime was ufotable right? the fights looked insane",
+    "is chainsaw man by ufotable or mappa?",
+])
+def test_a_guess_at_a_works_studio_is_checked_by_asking_for_it(question: str) -> None:
+    spans = [("chainsaw man", work("Chainsaw Man")), ("ufotable", [cand("studio", "ufotable")])]
+    if "mappa" in question:
+        spans.append(("mappa", [cand("studio", "MAPPA")]))
+    a = read(question, links(question, *spans))
+    assert a.mentions == ["chainsaw man"] and hops(a) == [("animated_by",)] and a.types["chainsaw man"][0] == "anime"
