@@ -39,7 +39,7 @@ from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.runtime import CATALOG_COUNT_SQL, CatalogEmpty
 from agentic_rag.orchestrator.sweep import sweep_abandoned
 from agentic_rag.orchestrator.trajectory import MAX_LABEL_CHARS, TrajectoryStore
-from agentic_rag.storage.postgres import migrate
+from agentic_rag.storage.postgres import close_pool, migrate
 
 Work = Callable[[loop.EventSink | None], Awaitable[loop.RunResult]]
 
@@ -148,7 +148,7 @@ class OrchestratorReplica:
             sweeper.cancel()
         pool = getattr(self, "_pool", None)
         if pool is not None:
-            await pool.close()
+            await close_pool(pool)
 
 
 Orchestrator: Deployment = serve.deployment(

@@ -40,6 +40,7 @@ from agentic_rag.retrievers.hydrate import MAX_HYDRATE, hydrate, labels
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import close_pool
 from agentic_rag.storage.qdrant import QdrantStoreInUse, VectorStore, open_qdrant
 from agentic_rag.storage.retry import DATABASE_FAILURES, Conn
 from agentic_rag.understanding.asks import AskClassifier
@@ -105,7 +106,7 @@ class VectorReplica:
         if client is not None:
             client.close()
         if pool is not None:
-            await pool.close()
+            await close_pool(pool)
 
 
 class GraphReplica:
@@ -186,7 +187,7 @@ class GraphReplica:
     async def __del__(self) -> None:
         pool = getattr(self, "_pool", None)
         if pool is not None:
-            await pool.close()
+            await close_pool(pool)
 
 
 VectorRetriever: Deployment = serve.deployment(

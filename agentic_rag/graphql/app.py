@@ -52,7 +52,7 @@ from agentic_rag.graphql.schema import build_schema
 from agentic_rag.models.images import base64_body_bytes
 from agentic_rag.orchestrator.trajectory import TrajectoryStore
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import make_pool, resolve_dsn
+from agentic_rag.storage.postgres import close_pool, make_pool, resolve_dsn
 from agentic_rag.storage.sql import Pool
 
 __all__ = ["APPLICATION", "Backend", "create_app"]
@@ -96,7 +96,7 @@ class Backend:
             await self._channel.close()
             self._channel, self._agent = None, None
         if self._owns_pool and self._pool is not None:
-            await self._pool.close()
+            await close_pool(self._pool)
             self._pool = None
 
 

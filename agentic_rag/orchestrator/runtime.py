@@ -22,7 +22,7 @@ from agentic_rag.orchestrator.retrieval import LocalRetrieval
 from agentic_rag.orchestrator.sweep import sweep_abandoned
 from agentic_rag.orchestrator.trajectory import TrajectoryStore
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import make_pool, migrate, resolve_dsn
+from agentic_rag.storage.postgres import close_pool, make_pool, migrate, resolve_dsn
 from agentic_rag.storage.qdrant import VectorStore, open_qdrant
 from agentic_rag.storage.sql import Pool
 
@@ -89,4 +89,4 @@ async def open_runtime(settings: Settings, *, require_catalog: bool = True) -> A
     finally:
         if client is not None:
             client.close()
-        await pool.close()
+        await close_pool(pool)

@@ -177,6 +177,21 @@ async def _keep_session(conn: Conn) -> None:
     ``set_config(..., true)``, its locks transaction-scoped)."""
 
 
+POOL_CLOSE_S = 10.0  # how long closing waits for connections still lent out before it terminates them
+
+
+async def close_pool(pool: Pool, timeout_s: float = POOL_CLOSE_S) -> None:
+    """Close ``pool`` gracefully: wait for connections still lent out, at most ``timeout_s``, then close them.
+
+    asyncpg's own close waits without a limit for every lent connection to come back (and advises a time
+    limit); one that never does would hold a replica's shutdown or a test's teardown forever. Past the limit
+    asyncpg terminates the pool (its close does on cancellation)."""
+    try:
+        await asyncio.wait_for(pool.close(), timeout_s)
+    except TimeoutError:
+        log.warning("the PostgreSQL pool still had connections in use after %g s: terminated", timeout_s)
+
+
 async def make_pool(dsn: str, settings: Settings, *, timeout_s: float = 30.0) -> Pool:
     """An open pool whose every connection carries the statement timeout (server side) and the query timeout
     (client side, per call), and caches its prepared statements (asyncpg's per-connection statement cache).

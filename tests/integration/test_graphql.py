@@ -41,7 +41,7 @@ from agentic_rag.models.embeddings import Embedder
 from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import make_pool
+from agentic_rag.storage.postgres import close_pool, make_pool
 from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
 
@@ -618,7 +618,7 @@ def fuzz_target(demo: IngestReport, dsn: str, settings: Settings) -> Iterator[Fu
     client = httpx.AsyncClient(transport=httpx.ASGITransport(bff), base_url="http://bff", timeout=60)
     yield FuzzTarget(loop, client)
     loop.run(client.aclose())
-    loop.run(pool.close())
+    loop.run(close_pool(pool))
     loop.stop()
 
 

@@ -64,3 +64,24 @@ def test_the_served_application_never_starts_a_cluster(data_dir: Path) -> None:
     with pytest.raises(DatabaseUnavailable, match="RAG_DATABASE_URL is not set"):
         resolve_dsn(settings, system_server=NOBODY_HOME)
     assert not (data_dir / "pg").exists()
+
+
+async def test_closing_a_pool_waits_for_a_lent_connection_only_so_long(dsn: str, settings: Settings) -> None:
+    import asyncio
+    import time
+
+    import asyncpg
+
+    from agentic_rag.storage.postgres import close_pool, make_pool
+
+    pool = await make_pool(dsn, settings)
+    held = await pool.acquire()  # lent and never given back: asyncpg's own close would wait for it forever
+    t0 = time.perf_counter()
+    await close_pool(pool, timeout_s=0.5)
+    assert time.perf_counter() - t0 < 5
+    with pytest.raises(asyncpg.InterfaceError):  # the pool was terminated, the lent connection taken back with it
+        await held.fetchval("SELECT 1")
+    pool = await make_pool(dsn, settings)
+    async with pool.acquire() as conn:  # with every connection back, the close is graceful
+        assert await conn.fetchval("SELECT 1") == 1
+    await asyncio.wait_for(close_pool(pool), 5)
