@@ -9,20 +9,15 @@ decision: it is cheap, deterministic, and the same whichever planner runs.
 
 from __future__ import annotations
 
-import re
-
 from agentic_rag.protocol import Clarification, ClarificationChoice, EntityLinks, LinkCandidate
 from agentic_rag.protocol.limits import max_len
+from agentic_rag.understanding.linker import SEASON_SUFFIX
 from agentic_rag.understanding.reading import open_types, read
+from agentic_rag.understanding.text import link_key
 
 MAX_CHOICES = max_len(Clarification, "choices")
 _LABEL = max_len(ClarificationChoice, "label")
 _QUESTION = max_len(Clarification, "question")
-
-
-# what a season or sequel adds to the title it continues ("Season 2", "Part 2", "II", "2", "The Final Season")
-_CONTINUATION = re.compile(r"(?:season|part|cour|vol\.?|volume)\s*\d+\b|\d+$|[ivx]+$|(?:the )?final season\b",
-                           re.IGNORECASE)
 
 
 def _label(c: LinkCandidate) -> str:
@@ -50,7 +45,7 @@ def clarification(question: str, links: EntityLinks) -> tuple[Clarification, str
         # "Spy x Family", not "Spy x Family Season 2" (whose native title links the same)
         strong = [c for c in strong if not (c.entity.entity_type in ("anime", "manga") and any(
             o is not c and o.entity.entity_type == c.entity.entity_type and c.name.startswith(f"{o.name} ")
-            and _CONTINUATION.match(c.name[len(o.name) + 1:]) for o in strong))]
+            and SEASON_SUFFIX.fullmatch(f" {link_key(c.name[len(o.name):])}") for o in strong))]
         # a franchise named after its first work is not another reading of the name ("Cowboy Bebop")
         works = {c.name for c in strong if c.entity.entity_type != "franchise"}
         strong = [c for c in strong if c.entity.entity_type != "franchise" or c.name not in works]

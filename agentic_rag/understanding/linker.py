@@ -402,7 +402,7 @@ _GENERIC_SUBTITLE = re.compile(r"^(?:the )?(?:final |first |last )?(?:season|par
 _SIBLING = frozenset(("vs", "versus", "or", "and", "to", "through", "thru"))
 _RANGE = re.compile(r"^\s*[-–—]\s*$")  # "seasons 1-3", "s1 to s3": every season between
 # A season already in a title's key: what a sibling season ("II vs III") is read against.
-_QUALIFIED = re.compile(r" (?:season \d+|part \d+|(?:the )?final season(?: part \d+)?|[ivx]+|\d)$")
+SEASON_SUFFIX = re.compile(r" (?:season \d+|part \d+|(?:the )?final season(?: part \d+)?|[ivx]+|\d)$")
 _ROMAN = ("", "i", "ii", "iii", "iv", "v", "vi", "vii", "viii", "ix", "x")
 _ORDINAL = re.compile(r"^(\d{1,2})(?:st|nd|rd|th)$")
 _SHORT = re.compile(r"^(?:s|season|szn|part|pt)(\d{1,2})$")
@@ -497,7 +497,7 @@ async def _seasons(conn: Conn, question: str, tokens: list[Token],
     for i, m in enumerate(mentions):
         names = {link_key(x) for c in m.candidates if c.entity.entity_type == "anime" for x in (c.name, c.matched)}
         # "hunter x hunter 1999 vs 2011": a title's year is a qualifier too
-        bases = sorted(names | {_QUALIFIED.sub("", n) for n in names} | {_TITLE_YEAR.sub("", n) for n in names})
+        bases = sorted(names | {SEASON_SUFFIX.sub("", n) for n in names} | {_TITLE_YEAR.sub("", n) for n in names})
         start, after, end = m.start, [t for t in tokens if t.start >= m.end], m.end
         if bases and (before := _season_before([t for t in tokens if t.end <= m.start])) is not None:
             kind, n, first = before  # "the second season of one punch man"

@@ -1233,8 +1233,6 @@ def _settings(question: str, mentions: list[LinkedMention]) -> tuple[list[Linked
 _APPOSITION = re.compile(r"\s*,\s*(?:you know|y know|ya know|i mean|aka|like)\s+(?:the\s+|that\s+|those\s+)?$",
                          re.IGNORECASE)
 _RELATIVE = re.compile(r"\s+(?:who|that)\s+(?:\w+\s+){1,2}(?:the\s+)?$", re.IGNORECASE)
-_BACK_TO_PERSON = re.compile(r"\b(?:he|she|him|his|her|hes|shes|they|their)\b", re.IGNORECASE)
-_BACK_TO_ANY = re.compile(r"\b(?:he|she|him|his|her|hes|shes|they|them|their|it|its)\b", re.IGNORECASE)
 APPOSITION_WORDS = 4  # words after the name the description may run to its comma
 
 
@@ -1249,9 +1247,9 @@ def _aside(question: str, x: LinkedMention, m: LinkedMention) -> tuple[int, int]
     if comma is None:
         return None
     after = rest[comma.end():]
-    if _APPOSITION.fullmatch(between) and _BACK_TO_ANY.search(after):
+    if _APPOSITION.fullmatch(between) and referent(after) is not None:
         return x.end, m.end + comma.end() - 1
-    if _RELATIVE.fullmatch(between) and _readings(x) & {"character", "person"} and _BACK_TO_PERSON.search(after):
+    if _RELATIVE.fullmatch(between) and _readings(x) & {"character", "person"} and referent(after) == "person":
         return x.end, m.end + comma.end() - 1
     return None
 

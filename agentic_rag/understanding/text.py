@@ -164,7 +164,7 @@ def by_relevance(text: str) -> list[Span]:
 ELLIPTIC_WORDS = 3  # an asking sentence this short ("Which one?") asks what the sentence before says
 CONTEXT_WORDS = 3  # words kept either side of a name the asking sentences refer back to ("the 2011 version of X")
 # what a pronoun in the asking sentences refers back to: a person or character, or a work
-_HE_SHE = re.compile(r"\b(?:he|him|his|himself|she|her|hers|herself)\b", re.IGNORECASE)
+_HE_SHE = re.compile(r"\b(?:he|him|his|himself|hes|she|her|hers|herself|shes)\b", re.IGNORECASE)  # "hes": he's
 _IT = re.compile(r"\b(?:it|its|that (?:series|show|anime|manga|season|film|movie|adaptation)|those|they|them)\b",
                  re.IGNORECASE)
 

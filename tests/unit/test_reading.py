@@ -780,19 +780,19 @@ def test_he_or_she_stands_for_the_nearest_person_before() -> None:
     assert (a.intent, a.mentions) == ("lookup", ["himmel"])
 
 
-@pytest.mark.parametrize(("question", "first", "second", "second_type", "edges", "attr"), [
+@pytest.mark.parametrize(("question", "first", "second", "edges", "attr"), [
     # an apposition between commas says who the first name is
-    ("ufotable, you know the demon slayer people, when did they get founded", "ufotable", "demon slayer", "anime",
-     [], "founded"),
+    ("ufotable, you know the demon slayer people, when did they get founded", ("ufotable", "studio"),
+     ("demon slayer", "anime"), [], "founded"),
     # a relative clause before the comma describes the first name; the rest asks of it
-    ("that alien boss boros who fights caped baldy, the season hes in was animated by who", "boros", "caped baldy",
-     "character", [("appears_in",), ("animated_by",)], None),
+    ("that alien boss boros who fights caped baldy, the season hes in was animated by who", ("boros", "character"),
+     ("caped baldy", "character"), [("appears_in",), ("animated_by",)], None),
 ])
-def test_a_name_that_only_describes_the_one_before(question: str, first: str, second: str, second_type: str,
+def test_a_name_that_only_describes_the_one_before(question: str, first: tuple[str, str], second: tuple[str, str],
                                                     edges: list[tuple[str, ...]], attr: str | None) -> None:
-    first_type = "studio" if first == "ufotable" else "character"
-    a = read(question, links(question, (first, [cand(first_type, first)]), (second, [cand(second_type, second)])))
-    assert a.mentions == [first] and hops(a) == edges and a.attr == attr
+    (name, kind), (other, other_kind) = first, second
+    a = read(question, links(question, (name, [cand(kind, name)]), (other, [cand(other_kind, other)])))
+    assert a.mentions == [name] and hops(a) == edges and a.attr == attr
 
 
 def test_the_name_a_relative_clause_describes_by_stays_out_of_the_pair_asked() -> None:

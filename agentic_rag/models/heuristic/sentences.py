@@ -96,12 +96,11 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
     if edge == "sequel":
         if hop.last:
             return f"The latest in the {who} series is {listed}."
-        # in order of release: a work added to the run by name ("final season included") is listed where it airs
-        ordered = join([_detailed(e, details, show=False) for e in sorted(level, key=lambda e: year_of(e.name) or 0)])
-        if hop.kind == "k_hop" and hop.include_start:
-            return f"In order, the series runs {ordered}."
         if hop.kind == "k_hop":
-            return f"After {who} come, in order: {ordered}."
+            # in order of release: a work added to the run by name ("final season included") is listed where it airs
+            ordered = join([titled(e) for e in sorted(level, key=lambda e: year_of(e.name) or 0)])
+            return f"In order, the series runs {ordered}." if hop.include_start else \
+                f"After {who} come, in order: {ordered}."
         return f"The sequel to {who} is {listed}." if not many else f"{who} is followed by {listed}."
     if edge == "prequel":
         return f"{who} follows {listed}." if hop.kind != "k_hop" else f"Before {who} came {listed}."
