@@ -189,9 +189,13 @@ def evaluate(
     as_json: JsonOpt = False,
     markdown: Annotated[bool, typer.Option(help="Print the table as Markdown (for docs).")] = False,
     out: Annotated[Path | None, typer.Option(help="Also write the JSON report here.")] = None,
+    answers: Annotated[Path | None, typer.Option(
+        help="Also write every question's outcome here, one JSON line each (scripts/compare_answers.py diffs two).")
+    ] = None,
 ) -> None:
     """Run a question set through the loop and report accuracy, entity recall, turns and latency per type."""
     from agentic_rag.eval import compute_report, load_demo_questions, load_questions, resolve_gold, run_eval
+    from agentic_rag.eval.answers import write_answers
     from agentic_rag.eval.report import render_markdown, render_table
 
     run_mode = _mode(mode)
@@ -206,6 +210,8 @@ def evaluate(
             gold = await resolve_gold(conn, qs, source="demo" if questions is None else None)
         outcomes = await run_eval(qs, lambda q: rt.orchestrator.run(q, mode=run_mode, tenant="eval"),
                                   concurrency=concurrency, progress=not as_json, console=err)
+        if answers:
+            write_answers(answers, outcomes)
         return compute_report(outcomes, gold, mode=mode)
 
     try:

@@ -281,3 +281,20 @@ def test_markdown_and_rich_tables_have_a_row_per_type_and_overall() -> None:
     table = render_table(report)
     assert table.row_count == 5 and len(table.columns) == 8
     assert "1 errored" in str(table.title)
+
+
+def test_answers_files_are_compared_question_by_question(tmp_path: Path) -> None:
+    from agentic_rag.eval.answers import differences, read_answers, write_answers
+
+    same = QuestionOutcome(question=question("q1", contains=["Toei"]), status="answered", answer="Toei Animation",
+                           result_entities=[TOEI], turns=1)
+    moved = QuestionOutcome(question=question("q2"), status="answered", answer="Zoro", result_entities=[ZORO],
+                            turns=2)
+    write_answers(tmp_path / "before.jsonl", [same, moved])
+    write_answers(tmp_path / "after.jsonl", [same, moved.model_copy(update={"turns": 3, "answer": "Nami"})])
+    before, after = read_answers(tmp_path / "before.jsonl"), read_answers(tmp_path / "after.jsonl")
+    assert before["q1"]["correct"] and before["q1"]["result_entities"] == [TOEI]
+    assert differences(before, before) == []
+    assert differences(before, after) == [("q2", "answer", "Zoro", "Nami"), ("q2", "turns", 2, 3)]
+    del after["q1"]
+    assert ("q1", "id", True, False) in differences(before, after)
