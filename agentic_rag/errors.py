@@ -3,13 +3,13 @@
 A failure says *what kind* of failure it is (:data:`ErrorKind`): bad input, nothing found, a conflict with
 the record's state, a store or deployment unavailable, out of time, or a model that gave no valid output.
 The API layers map a kind to an HTTP and a gRPC status in one table
-(:data:`agentic_rag.deployments.errors.STATUSES`); the CLI prints the message of any of them as one line.
+(:data:`agentic_rag.api.errors.STATUSES`); the CLI prints the message of any of them as one line.
 
 Each family also keeps the built-in base that code around it already catches (``ValueError`` for bad input,
 ``LookupError`` for a missing record, ``TimeoutError``), so a caller may catch either.
 
 An error crosses a Ray handle as itself: a replica raises it, Ray pickles it, and the caller re-raises the
-original (:func:`agentic_rag.deployments.wire.settle`). :meth:`AgenticRagError.__reduce__` makes that work
+original (:func:`agentic_rag.serve.wire.settle`). :meth:`AgenticRagError.__reduce__` makes that work
 whatever a subclass's constructor takes. This module imports nothing else of ours, so every layer can use it.
 """
 

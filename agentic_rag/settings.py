@@ -8,7 +8,7 @@ from typing import Literal, get_args
 from pydantic import AliasChoices, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
-from agentic_rag.storage.dsn import conninfo
+from agentic_rag.dsn import conninfo
 
 ImageFormat = Literal["PNG", "JPEG", "WEBP", "GIF", "BMP"]  # as Pillow names them
 

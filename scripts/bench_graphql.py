@@ -21,9 +21,9 @@ from pathlib import Path
 
 import httpx
 
-from agentic_rag.deployments import launch
 from agentic_rag.eval import load_demo_questions
 from agentic_rag.eval.metrics import percentile
+from agentic_rag.serve import launch
 
 SEARCH_AI = """query ($q: String!) { searchAi(question: $q) {
     status answer trajectoryId resultEntities { id entityType name } } }"""
@@ -84,7 +84,7 @@ def main(config: Path, levels: list[int], rounds: int) -> None:
     cfg = launch.load_config(config)
     url, playground = launch.app_url(cfg), launch.playground_url(cfg)
     if playground is None:
-        raise SystemExit(f"{config} does not deploy the GraphQL backend (agentic_rag.deployments.graphql)")
+        raise SystemExit(f"{config} does not deploy the GraphQL backend (agentic_rag.serve.graphql)")
     graphql_url = playground.removesuffix("/playground/")
     launch.start_ray()
     try:

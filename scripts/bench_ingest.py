@@ -18,10 +18,10 @@ from pathlib import Path
 
 from agentic_rag.catalog.ingest import index_catalog, ingest_demo
 from agentic_rag.catalog.synthetic import load_synthetic
+from agentic_rag.dsn import with_database
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
 from agentic_rag.storage.devcluster import dev_dsn
-from agentic_rag.storage.dsn import with_database
 from agentic_rag.storage.postgres import connect
 from agentic_rag.storage.sql import ident
 

@@ -35,10 +35,10 @@ from rich.progress import track
 from agentic_rag.eval import EvalQuestion, compute_report, load_questions, resolve_gold, run_eval
 from agentic_rag.eval.metrics import percentile
 from agentic_rag.eval.stress import SplitChoice, build_stress_set, write_stress_set
-from agentic_rag.models import forms
 from agentic_rag.models.base import Generation, GenerationError, Message, StructuredModel, T
-from agentic_rag.models.roles import ROLES
 from agentic_rag.orchestrator.runtime import open_runtime
+from agentic_rag.planners.llm import forms
+from agentic_rag.protocol.roles import ROLES
 from agentic_rag.settings import Settings
 
 DATA = Path(__file__).resolve().parents[1] / "agentic_rag" / "eval" / "data"

@@ -27,13 +27,13 @@ import numpy as np
 from qdrant_client import QdrantClient, models
 
 from agentic_rag.catalog.synthetic import load_synthetic
+from agentic_rag.dsn import with_database
 from agentic_rag.protocol import EntityRef, GraphIntent
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.settings import Settings
 from agentic_rag.storage.devcluster import dev_dsn
-from agentic_rag.storage.dsn import with_database
 from agentic_rag.storage.postgres import connect, create_database_if_missing, make_pool, migrate
 from agentic_rag.storage.sql import Conn
 

@@ -13,7 +13,7 @@ same questions should end the same way: a path whose runs failed faster is not a
 
 Then the cost account of a served run at each concurrency (means per run): the client's time, the app's
 (the Ingress's ``Server-Timing`` ``app``), the loop's own total (the run's ``latency_ms``), and each
-deployment hop the run made (``Server-Timing``, :mod:`agentic_rag.deployments.costs`): calls, wall time at
+deployment hop the run made (``Server-Timing``, :mod:`agentic_rag.api.costs`): calls, wall time at
 the caller, time inside the called method, and the difference, the hop's own cost (routing,
 serialization, queueing). The same stages of the loop in-process are beside it.
 """
@@ -31,11 +31,12 @@ from pathlib import Path
 
 import httpx
 
-from agentic_rag.deployments import costs, launch
+from agentic_rag.api import costs
 from agentic_rag.eval import load_demo_questions
 from agentic_rag.eval.metrics import percentile
 from agentic_rag.orchestrator.runtime import open_runtime
 from agentic_rag.orchestrator.state import TIMING_KEYS
+from agentic_rag.serve import launch
 from agentic_rag.settings import Settings
 
 

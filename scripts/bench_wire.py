@@ -22,8 +22,8 @@ from collections.abc import Callable
 import ray.cloudpickle as cloudpickle
 from pydantic_core import to_json
 
-from agentic_rag.deployments.wire import Reply, RunReply, ok
 from agentic_rag.orchestrator.runtime import open_runtime
+from agentic_rag.serve.wire import Reply, RunReply, ok
 from agentic_rag.settings import Settings
 
 

@@ -3,7 +3,7 @@
     .venv/bin/python scripts/fault_suite.py [--config configs/local.yaml] [--clients 16] [--orchestrators 2]
 
 Starts a local Ray, deploys the config (two Orchestrator replicas, a short sweep: see
-``agentic_rag.deployments.faults.FAULT_ARGS``) over the configured database and Qdrant store (run
+``agentic_rag.serve.faults.FAULT_ARGS``) over the configured database and Qdrant store (run
 ``agentic-rag ingest`` first), and keeps ``--clients`` clients asking the demo questions while it kills an
 Orchestrator, a GraphRetriever and the Embedder replica, terminates every PostgreSQL backend, and takes
 the embedded Qdrant down with the VectorRetriever replica that holds it. Prints one Markdown table (a row
@@ -19,10 +19,10 @@ import sys
 import time
 from pathlib import Path
 
-from agentic_rag.deployments import launch
-from agentic_rag.deployments.faults import FAULT_ARGS, fault_config, fault_suite
 from agentic_rag.eval import load_demo_questions
 from agentic_rag.loadtest.faults import markdown
+from agentic_rag.serve import launch
+from agentic_rag.serve.faults import FAULT_ARGS, fault_config, fault_suite
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import resolve_dsn
 

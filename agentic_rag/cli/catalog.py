@@ -171,7 +171,7 @@ def db_stop() -> None:
 
 
 def _redact(dsn: str) -> str:
-    from agentic_rag.storage.dsn import conninfo
+    from agentic_rag.dsn import conninfo
 
     info = conninfo(dsn)
     return f"{info.get('host', '')}:{info.get('port', 5432)}/{info.get('dbname', '')}"

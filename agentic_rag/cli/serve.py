@@ -29,7 +29,7 @@ def serve(
 ) -> None:
     """Start Ray locally, deploy the config's application, wait until it runs, and serve until Ctrl-C."""
     # Ray is imported here: every other command starts without it
-    from agentic_rag.deployments import launch
+    from agentic_rag.serve import launch
 
     settings = load_settings()  # the process environment replicas inherit: offline model loading, quiet tokenizers
     try:

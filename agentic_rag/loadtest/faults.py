@@ -4,7 +4,7 @@ A :class:`FaultRun` keeps ``clients`` closed-loop clients asking questions at ``
 probes ``/readyz`` throughout. It runs a baseline phase, then each :class:`Fault` in turn: inject it, keep
 the load on until the service is clean again (ready, and a few seconds of answers with no dependency
 failure in them) or a time limit passes. What a fault does is the caller's coroutine, so nothing here
-knows Ray (:mod:`agentic_rag.deployments.faults` kills replicas); PostgreSQL is reached for its own
+knows Ray (:mod:`agentic_rag.serve.faults` kills replicas); PostgreSQL is reached for its own
 faults and for the truth about runs.
 
 :func:`judge` then checks what a client and an operator would: no 5xx but 503; every 503 with
@@ -28,7 +28,7 @@ from typing import Any
 import asyncpg
 import httpx
 
-from agentic_rag.storage.dsn import to_url
+from agentic_rag.dsn import to_url
 
 __all__ = ["CHECKS", "Fault", "FaultRun", "Outcome", "Phase", "Probe", "Verdict", "judge", "markdown",
            "terminate_backends"]

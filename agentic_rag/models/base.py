@@ -183,7 +183,7 @@ class CallShape:
     calibration: list[Message] | None = None
 
 
-# Shapes a call from the loop's messages (agentic_rag.models.prompts.shaper): prompt style, the entities
+# Shapes a call from the loop's messages (agentic_rag.planners.llm.prompts.shaper): prompt style, the entities
 # the call may name, token budget. Composed in models/factory.py, so this module needs no prompt code.
 Shaper = Callable[[list[Message], type[BaseModel]], CallShape]
 

@@ -5,7 +5,7 @@ any JSON schema, and its tokenizer's counts as ``usage``. The heuristic model is
 reads the state block of our own prompts and produces one of the roles' output types.
 :class:`StructuredTextBackend` serves such a model over the same route for exactly what it can do: a
 ``json_schema`` response format that means one of those types' schemas, over messages rendered by
-:mod:`agentic_rag.models.prompts`. Schemas match by meaning (:mod:`agentic_rag.models.schema_match`), so
+:mod:`agentic_rag.planners.llm.prompts`. Schemas match by meaning (:mod:`agentic_rag.models.schema_match`), so
 the schema as :class:`~agentic_rag.models.base.StructuredGenerator` and
 :class:`~agentic_rag.models.openai_backend.OpenAIBackend` send it and the strict form the official
 ``openai`` client's ``chat.completions.parse(response_format=Type)`` sends are both that type. Anything
@@ -31,8 +31,8 @@ from pydantic import BaseModel
 
 from agentic_rag.logs import QUOTED_INPUT_MAX
 from agentic_rag.models.base import Completion, Message, StructuredGenerator, StructuredModel, TextBackend, schema_for
-from agentic_rag.models.roles import ROLES
 from agentic_rag.models.schema_match import schema_key
+from agentic_rag.protocol.roles import ROLES
 
 _PIECE = re.compile(r"\w+|[^\w\s]")
 

@@ -1,6 +1,6 @@
 """A :class:`TextBackend` over any OpenAI-compatible chat-completions server.
 
-vLLM's own server, SGLang, or ours (:mod:`agentic_rag.models.openai_server`): schemas go out as
+vLLM's own server, SGLang, or ours (:mod:`agentic_rag.api.openai`): schemas go out as
 ``response_format={"type": "json_schema", "json_schema": {"name", "schema", "strict": true}}``,
 the structured-outputs form every one of them honours.
 """

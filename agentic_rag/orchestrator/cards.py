@@ -17,10 +17,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from agentic_rag.models.roles import CardEntity, ContextCard, GradeItem
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphResult, RetrievalResult, SearchIntent, StructuredQuery
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.query import describe
+from agentic_rag.protocol.roles import CardEntity, ContextCard, GradeItem
 from agentic_rag.retrievers.dsl import QueryResult
 
 ROW_FIELDS = ("id", "entity_type", "name", "year", "format", "anime_ids", "anime_id", "franchise_id", "number",

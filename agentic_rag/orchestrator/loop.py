@@ -21,17 +21,6 @@ from pydantic import BaseModel
 from agentic_rag.errors import ErrorKind, InvalidInput
 from agentic_rag.logs import ERROR_TEXT_MAX, request_context
 from agentic_rag.models.base import GenerationError, ModelUnavailable, StructuredModel
-from agentic_rag.models.prompts import MAX_OUTPUT_TOKENS, render
-from agentic_rag.models.roles import (
-    ROLES,
-    DraftInput,
-    GradeInput,
-    GradeItem,
-    RewriteInput,
-    RoleInput,
-    SelectInput,
-    ValidateInput,
-)
 from agentic_rag.orchestrator import stages
 from agentic_rag.orchestrator.cards import from_image
 from agentic_rag.orchestrator.clarify import clarification
@@ -60,6 +49,7 @@ from agentic_rag.orchestrator.trajectory import (
     TrajectoryNotWaiting,
     TrajectoryStore,
 )
+from agentic_rag.planners.llm.prompts import MAX_OUTPUT_TOKENS, render
 from agentic_rag.protocol import (
     AgentResponse,
     ClarificationChoice,
@@ -75,6 +65,16 @@ from agentic_rag.protocol import (
     TerminationReason,
 )
 from agentic_rag.protocol.limits import max_len
+from agentic_rag.protocol.roles import (
+    ROLES,
+    DraftInput,
+    GradeInput,
+    GradeItem,
+    RewriteInput,
+    RoleInput,
+    SelectInput,
+    ValidateInput,
+)
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
 

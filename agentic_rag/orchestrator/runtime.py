@@ -14,13 +14,13 @@ from dataclasses import dataclass
 
 from agentic_rag.errors import Unavailable
 from agentic_rag.models.embeddings import Embedder
-from agentic_rag.models.factory import build_fallback, build_model
 from agentic_rag.models.image_embeddings import ImageEmbedder
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.loop import Orchestrator
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
 from agentic_rag.orchestrator.sweep import sweep_abandoned
 from agentic_rag.orchestrator.trajectory import TrajectoryStore
+from agentic_rag.planners.factory import build_fallback, build_model
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import close_pool, make_pool, migrate, resolve_dsn
 from agentic_rag.storage.qdrant import VectorStore, open_qdrant

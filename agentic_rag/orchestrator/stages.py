@@ -15,11 +15,11 @@ import logging
 import time
 from typing import TYPE_CHECKING, Any
 
-from agentic_rag.models.roles import CardEntity, ContextCard, GradeInput, GradeItem, StepStatus
 from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
 from agentic_rag.orchestrator.state import dependency_of, describe, failure_text, source_of, step_key
 from agentic_rag.protocol import MAX_BATCH, BatchIntent, GraphIntent, NextStep, SearchIntent
 from agentic_rag.protocol.limits import max_len
+from agentic_rag.protocol.roles import CardEntity, ContextCard, GradeInput, GradeItem, StepStatus
 
 if TYPE_CHECKING:
     from agentic_rag.orchestrator.loop import RunContext

@@ -16,7 +16,6 @@ from dataclasses import dataclass, field, replace
 from typing import Literal
 
 from agentic_rag.errors import InvalidInput
-from agentic_rag.models.roles import ContextCard, RewriteInput, StepStatus
 from agentic_rag.protocol import (
     AgentResponse,
     BatchIntent,
@@ -35,6 +34,7 @@ from agentic_rag.protocol import (
 )
 from agentic_rag.protocol.base import SHORT_TEXT_MAX
 from agentic_rag.protocol.limits import max_len
+from agentic_rag.protocol.roles import ContextCard, RewriteInput, StepStatus
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
 

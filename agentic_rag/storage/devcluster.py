@@ -17,8 +17,8 @@ import shutil
 import subprocess
 from pathlib import Path
 
+from agentic_rag.dsn import with_database
 from agentic_rag.settings import Settings
-from agentic_rag.storage.dsn import with_database
 from agentic_rag.storage.postgres import (
     SYSTEM_SERVER,
     DatabaseUnavailable,

@@ -19,9 +19,9 @@ from typing import Any, TypeVar
 
 import asyncpg
 
+from agentic_rag.dsn import asyncpg_args, with_database
 from agentic_rag.errors import Unavailable
 from agentic_rag.settings import Settings
-from agentic_rag.storage.dsn import asyncpg_args, with_database
 from agentic_rag.storage.sql import Conn, Pool, ident
 
 log = logging.getLogger(__name__)

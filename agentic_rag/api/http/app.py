@@ -1,0 +1,260 @@
+"""The HTTP API (v1): typeahead, the agent loop (JSON or server-sent events), trajectories, hydration, probes.
+
+``create_app(service, settings)`` builds a FastAPI app over any :class:`AgentService`; it knows nothing
+of Ray, so the same app runs under uvicorn with a :class:`LocalAgentService` and behind Ray Serve's
+``@serve.ingress`` with handles. The OpenAPI document is at ``/openapi.json``. The planner and validator
+models are also served over OpenAI's chat-completions API under ``/openai/v1``
+(:mod:`agentic_rag.api.openai`).
+"""
+
+# No ``from __future__ import annotations``: FastAPI reads the route signatures at runtime, and they
+# name dependencies local to create_app.
+import asyncio
+import uuid
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from typing import Annotated
+
+from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, params
+from fastapi.responses import JSONResponse, Response
+from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
+from prometheus_client import CONTENT_TYPE_LATEST
+from pydantic import StringConstraints
+
+from agentic_rag.api import openai as openai_server
+from agentic_rag.api.auth import key_matches
+from agentic_rag.api.errors import RETRY_AFTER, ApiError
+from agentic_rag.api.http.errors import MAX_BODY_BYTES, ApiMiddleware, install_error_handlers, request_id_of
+from agentic_rag.api.http.metrics import ApiMetrics
+from agentic_rag.api.http.models import (
+    MAX_ENTITY_REFS,
+    AskRequest,
+    AskResponse,
+    ClarifyRequest,
+    EntitiesResponse,
+    ErrorResponse,
+    HealthResponse,
+    QueryResponse,
+    ReadyResponse,
+    SearchRequest,
+    SearchResponse,
+)
+from agentic_rag.api.http.runs import RunExecutor
+from agentic_rag.api.service import AgentService
+from agentic_rag.logs import QUOTED_INPUT_MAX
+from agentic_rag.models.images import base64_body_bytes, read_request_image
+from agentic_rag.orchestrator.trajectory import Trajectory
+from agentic_rag.protocol import EntityRef
+from agentic_rag.protocol.vocabulary import ENTITY_TYPES
+from agentic_rag.settings import Settings
+
+__all__ = ["API_VERSION", "create_app"]
+
+API_VERSION = "1.0.0"
+OPENAI_PREFIX = "/openai"
+TENANT_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
+UUID_RE = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
+REF = f"({'|'.join(ENTITY_TYPES)}):{UUID_RE}"  # an entity reference, "anime:<uuid>"
+EVENT_STREAM = "text/event-stream"
+_ERRORS = {"model": ErrorResponse}
+ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
+    401: {**_ERRORS, "description": "An API key is required (when the server is configured with keys)."},
+    400: {**_ERRORS, "description": "The body is not valid JSON, or it carries an image and this server has no "
+                                    "image model."},
+    413: {**_ERRORS, "description": "The body is too large."},
+    422: {**_ERRORS, "description": "The request does not validate."},
+    503: {**_ERRORS, "description": "Overloaded or a store is down; retry after Retry-After seconds."},
+}
+RUN_RESPONSES: dict[int | str, dict[str, object]] = {
+    **ERROR_RESPONSES,
+    200: {"content": {EVENT_STREAM: {"schema": {
+        "type": "object", "title": "RunStreamEvent", "required": ["event", "data"],
+        "description": (
+            "With stream=true, one server-sent event each: `trajectory` per recorded event in seq order (data: "
+            "the event as JSON, id: its seq), then `response` (data: the JSON body of the non-streamed answer), "
+            "then `end`. `error` (data: the error body plus its status) replaces `response` if the run fails."),
+        "properties": {
+            "event": {"type": "string", "enum": ["trajectory", "response", "error", "end"]},
+            "data": {"type": "string", "description": "JSON."},
+            "id": {"type": "string", "description": "The trajectory event's seq."},
+        },
+    }}}},
+    504: {**_ERRORS, "description": "The run did not finish in time."},
+}
+
+
+@dataclass(frozen=True, slots=True)
+class Caller:
+    """Who asks: the tenant, and this request's id."""
+
+    tenant: str
+    request_id: str
+
+
+# async, as every dependency here: FastAPI runs a plain ``def`` dependency in its thread pool, a thread handoff on
+# every request (about a tenth of the Ingress replica's samples under 64 runs, docs/benchmarks.md)
+async def _caller(request: Request, tenant: Annotated[str, Header(
+        alias="X-Tenant", pattern=TENANT_PATTERN, description="Whose runs these are (default: default).",
+)] = "default") -> Caller:
+    return Caller(tenant=tenant, request_id=request_id_of(request))
+
+
+def _wants_stream(request: Request, stream: bool) -> bool:
+    return stream or EVENT_STREAM in request.headers.get("accept", "")
+
+
+def _parse_refs(ids: str | None, refs: list[str]) -> list[EntityRef]:
+    raw = [*(p for p in (ids or "").split(",") if p), *refs]
+    if not raw:
+        raise ApiError("validation_error", "give entity references as ids=type:uuid,... or ref=type:uuid")
+    if len(raw) > MAX_ENTITY_REFS:
+        raise ApiError("validation_error", f"at most {MAX_ENTITY_REFS} entities per request, got {len(raw)}")
+    out: list[EntityRef] = []
+    for item in raw:
+        entity_type, _, id_ = item.partition(":")
+        try:
+            out.append(EntityRef.model_validate({"entity_type": entity_type, "id": str(uuid.UUID(id_))}))
+        except ValueError:
+            raise ApiError("validation_error", f"{item[:QUOTED_INPUT_MAX]!r} is not type:uuid with a type among "
+                                                    f"{', '.join(ENTITY_TYPES)}") from None
+    return out
+
+
+def _key_check(settings: Settings) -> list[params.Depends]:
+    """The dependency that enforces API keys, when keys are configured (documented in OpenAPI)."""
+    if not settings.api_keys:
+        return []
+    keys = list(settings.api_keys)
+    bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <api key>")
+    header = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: <api key>")
+
+    async def require_key(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
+                          api_key: Annotated[str | None, Depends(header)]) -> None:
+        if not key_matches((creds.credentials if creds else None, api_key), keys):
+            raise ApiError("unauthorized", "a valid API key is required (Authorization: Bearer or X-API-Key)",
+                           headers={"WWW-Authenticate": "Bearer"})
+
+    return [Depends(require_key)]
+
+
+def _openai_error(err: ApiError, request_id: str | None) -> Response:
+    """An error of the outer middleware (a bad request id, the last-resort 500) on the OpenAI route, in its shape."""
+    return openai_server.status_error(err.status, err.message, headers=err.headers)
+
+
+def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_id: bool = False) -> FastAPI:
+    """The versioned HTTP API over ``service``; metrics live in a registry of this app's own.
+
+    ``proxy_sets_request_id``: a proxy in front (Ray Serve's) assigns ``X-Request-ID`` and echoes it on every
+    response, so the app uses its id and adds no header of its own (:class:`ApiMiddleware`)."""
+    metrics = ApiMetrics()
+    runs = RunExecutor(metrics, settings)
+    app = FastAPI(title="agentic-rag", version=API_VERSION,
+                  description="Question answering over the anime catalog: typeahead, and a typed agent loop.")
+    install_error_handlers(app)
+    # a question may carry an image (base64 in the JSON) where an image model is configured: those two routes
+    # take a body as large as the largest accepted image, every other route keeps the default bound
+    ask_bytes = MAX_BODY_BYTES + base64_body_bytes(settings) if settings.image_model is not None else MAX_BODY_BYTES
+    app.add_middleware(ApiMiddleware, metrics=metrics, proxy_sets_request_id=proxy_sets_request_id,
+                       mounted={OPENAI_PREFIX: _openai_error},
+                       body_limits={"/v1/search_ai": ask_bytes, "/v1/query": ask_bytes})
+    in_flight = 0
+
+    async def run_slot() -> AsyncIterator[None]:
+        # Held until the response (a stream included) has been sent. Over the limit the answer is an
+        # immediate 503: a queue here would only turn overload into timeouts.
+        nonlocal in_flight
+        if in_flight >= settings.max_inflight_runs:
+            raise ApiError("overloaded", f"{in_flight} runs in flight, the limit; retry shortly",
+                           headers=RETRY_AFTER)
+        in_flight += 1
+        metrics.runs_in_flight.inc()
+        try:
+            yield
+        finally:
+            in_flight -= 1
+            metrics.runs_in_flight.dec()
+
+    v1 = APIRouter(prefix="/v1", dependencies=_key_check(settings), responses=ERROR_RESPONSES)
+    CallerDep = Annotated[Caller, Depends(_caller)]
+    SlotDep = Annotated[None, Depends(run_slot)]
+
+    @v1.post("/search", response_model=SearchResponse, summary="Typeahead over every entity type")
+    async def search(body: SearchRequest) -> SearchResponse:
+        return SearchResponse(hits=await service.search(body.query()))
+
+    async def image_of(body: AskRequest) -> bytes | None:
+        # the image is checked (bounds, format, decodable) before the run starts, off the event loop
+        return None if body.image is None else await asyncio.to_thread(read_request_image, body.image, settings)
+
+    @v1.post("/search_ai", response_model=AskResponse, responses=RUN_RESPONSES, summary="Ask the agent loop")
+    async def search_ai(body: AskRequest, request: Request, caller: CallerDep, _: SlotDep) -> Response:
+        image = await image_of(body)
+        return await runs.respond(
+            request, lambda sink: service.ask(body.question, mode=body.mode, tenant=caller.tenant,
+                                              request_id=caller.request_id, sink=sink, budget=body.budget,
+                                              image=image),
+            mode=body.mode, stream=_wants_stream(request, body.stream), with_plan=False)
+
+    @v1.post("/query", response_model=QueryResponse, responses=RUN_RESPONSES,
+             summary="Ask the agent loop; the answer lists the executed retrieval steps")
+    async def query(body: AskRequest, request: Request, caller: CallerDep, _: SlotDep) -> Response:
+        image = await image_of(body)
+        return await runs.respond(
+            request, lambda sink: service.ask(body.question, mode=body.mode, tenant=caller.tenant,
+                                              request_id=caller.request_id, sink=sink, budget=body.budget,
+                                              image=image),
+            mode=body.mode, stream=_wants_stream(request, body.stream), with_plan=True)
+
+    @v1.post("/search_ai/{trajectory_id}/clarify", response_model=AskResponse, summary="Answer a clarification",
+             responses={**RUN_RESPONSES, 404: {**_ERRORS, "description": "No such trajectory for this tenant."},
+                        409: {**_ERRORS, "description": "The run is not waiting for a clarification."}})
+    async def clarify(trajectory_id: uuid.UUID, body: ClarifyRequest, request: Request, caller: CallerDep,
+                      _: SlotDep) -> Response:
+        return await runs.respond(
+            request, lambda sink: service.resume(trajectory_id, body.choice, tenant=caller.tenant,
+                                                 request_id=caller.request_id, sink=sink, budget=body.budget),
+            mode="agentic", stream=_wants_stream(request, body.stream), with_plan=False)
+
+    @v1.get("/trajectories/{trajectory_id}", response_model=Trajectory, summary="A run's trajectory with events",
+            responses={404: {**_ERRORS, "description": "No such trajectory for this tenant."}})
+    async def trajectory(trajectory_id: Annotated[uuid.UUID, Path(description="The trajectory id.")],
+                         caller: CallerDep) -> Trajectory:
+        found = await service.trajectory(trajectory_id, tenant=caller.tenant)
+        if found is None:
+            raise ApiError("not_found", f"trajectory {trajectory_id} not found")
+        return found
+
+    @v1.get("/entities", response_model=EntitiesResponse, summary="Hydrate entity records by reference")
+    async def entities(
+        ids: Annotated[str | None, Query(max_length=MAX_ENTITY_REFS * 48, pattern=f"^{REF}(,{REF})*$", description=(
+            "Comma-separated type:uuid references, e.g. anime:6f1c...,character:0a2b..."))] = None,
+        ref: Annotated[list[Annotated[str, StringConstraints(pattern=f"^{REF}$")]] | None, Query(
+            max_length=MAX_ENTITY_REFS, description="One type:uuid reference per parameter (repeatable).")] = None,
+    ) -> EntitiesResponse:
+        refs = _parse_refs(ids, ref or [])
+        found = await service.entities(refs)
+        seen = {(str(r.get("entity_type")), str(r.get("id"))) for r in found}
+        return EntitiesResponse(entities=found, missing=[r for r in refs if (r.entity_type, r.id) not in seen])
+
+    app.include_router(v1)
+
+    @app.get("/healthz", response_model=HealthResponse, summary="The process is up")
+    async def healthz() -> HealthResponse:
+        return HealthResponse()
+
+    @app.get("/readyz", response_model=ReadyResponse, summary="PostgreSQL, Qdrant, the models and the loop answer",
+             responses={503: {"model": ReadyResponse, "description": "Not ready; the body says which check failed."}})
+    async def readyz() -> JSONResponse:
+        checks = await service.ready()
+        body = ReadyResponse(ready=all(checks.values()) and bool(checks), checks=checks)
+        return JSONResponse(body.model_dump(), status_code=200 if body.ready else 503)
+
+    @app.get("/metrics", include_in_schema=False)
+    async def prometheus() -> Response:
+        return Response(metrics.exposition(), media_type=CONTENT_TYPE_LATEST)
+
+    # The planner and validator models over OpenAI's chat-completions API (its own OpenAPI document,
+    # /openai/openapi.json, and OpenAI's error shape): an OpenAI client's base_url is <server>/openai/v1.
+    app.mount(OPENAI_PREFIX, openai_server.create_app(service.chat_models(), api_keys=settings.api_keys))
+    return app

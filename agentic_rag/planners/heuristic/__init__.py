@@ -1,0 +1,118 @@
+"""The heuristic model: all five roles, deterministic, no model at all.
+
+It follows the same protocol as the LLM backends (it reads the rendered prompt's state block and
+returns the requested contract), so the loop cannot tell the difference. It is the default when no
+model is configured and the baseline the models are evaluated against.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TypeVar, cast
+
+from pydantic import BaseModel
+
+from agentic_rag.models.base import Generation, Message, Usage
+from agentic_rag.planners.heuristic.context import names_match, words
+from agentic_rag.planners.heuristic.planner import select
+from agentic_rag.planners.heuristic.writer import draft
+from agentic_rag.planners.llm.prompts import read_state
+from agentic_rag.protocol import DocumentGrade, GradeReport, QueryRewrite, RetrievalMode, SufficiencyReport
+from agentic_rag.protocol.limits import max_len
+from agentic_rag.protocol.roles import ROLES, DraftInput, GradeInput, RewriteInput, SelectInput, ValidateInput
+from agentic_rag.protocol.vocabulary import EDGE_TYPE_BY_NAME
+from agentic_rag.understanding.plan import Analysis
+from agentic_rag.understanding.reading import read
+
+T = TypeVar("T", bound=BaseModel)
+MODE: dict[str, RetrievalMode] = {"relation": "hybrid", "compare": "hybrid", "lookup": "vector", "chain": "hybrid",
+                                  "attribute": "hybrid", "aggregate": "hybrid", "filter": "graph"}
+SNIPPET_CHARS = 200  # characters of an item's snippet whose words count toward its relevance
+_REWRITTEN = max_len(QueryRewrite, "rewritten_query")
+_MENTIONS = max_len(QueryRewrite, "mentions")
+_MENTION = max_len(QueryRewrite, "mentions", item=True)
+_MISSING = max_len(SufficiencyReport, "missing")
+_MISSING_ITEM = max_len(SufficiencyReport, "missing", item=True)
+
+
+def rewrite(inp: RewriteInput) -> QueryRewrite:
+    a = read(inp.question, inp.links)
+    question = " ".join(inp.question.split())[:_REWRITTEN] or "?"
+    return QueryRewrite(rewritten_query=question, needs_external_context=True,
+                        retrieval_mode=MODE.get(a.intent, "hybrid"),
+                        mentions=[m[:_MENTION] for m in a.mentions][:_MENTIONS], rationale=f"{a.intent} question")
+
+
+def grade(inp: GradeInput) -> GradeReport:
+    a = read(inp.question, inp.links)
+    asked = set().union(*(words(m) for m in a.mentions)) if a.mentions else words(inp.question)
+    # lenient on purpose: resolution (context.resolve) is the strict test of what a mention names
+    return GradeReport(grades=[
+        DocumentGrade(index=item.index, relevant=any(names_match(m, item.entity) for m in a.mentions)
+                      or bool(asked & words(item.entity.name)) or bool(asked & words(item.snippet[:SNIPPET_CHARS])))
+        for item in inp.items
+    ])
+
+
+def answer_types(a: Analysis) -> set[str]:
+    """The entity types the answer of a chain question can be: where its last hop leads (none: any)."""
+    if a.attr is not None or not a.hops or a.intent != "chain":
+        return set()
+    last = a.hops[-1]
+    if last.node_types:
+        return set(last.node_types)
+    types = {t for e in last.edges if e in EDGE_TYPE_BY_NAME for t in EDGE_TYPE_BY_NAME[e].dst}
+    # an original anime comes from no manga: the people who created it are where it comes from
+    return types | {"person"} if last.edges == ("adapted_from",) else types
+
+
+def validate(inp: ValidateInput) -> SufficiencyReport:
+    d = inp.draft
+    a = read(inp.question, inp.links)
+    # an answer that neither names nor rests on the kind of entity asked (a character where the question asks
+    # who directed) answers nothing yet
+    wanted = answer_types(a)
+    if wanted and d.result_entities and not any(e.entity_type in wanted
+                                                for e in (*d.result_entities, *d.source_entities)):
+        return SufficiencyReport(sufficient=False, rationale="the draft's answer is not the kind of entity asked",
+                                 missing=[f"the {' or '.join(sorted(wanted))} the question asks for"])
+    if d.result_entities and d.confidence >= 0.6:
+        return SufficiencyReport(sufficient=True, rationale="the draft names its answer entities from context")
+    if d.confidence >= 0.8 and d.evidence.facts:
+        return SufficiencyReport(sufficient=True, rationale="the draft states the asked value from context")
+    found = {e.id for e in d.source_entities}
+    named = [m for m in a.mentions if not any(names_match(m, e) for c in inp.cards for e in c.entities
+                                              if e.ref.id in found)]
+    what = a.intent.replace("_", " ")
+    missing = named or ([f"the {what} of {' and '.join(a.mentions)}"] if a.mentions else ["an answer to the question"])
+    return SufficiencyReport(sufficient=False, rationale="the draft does not answer the question yet",
+                             missing=[m[:_MISSING_ITEM] for m in missing][:_MISSING])
+
+
+class HeuristicModel:
+    """A :class:`~agentic_rag.models.base.StructuredModel` that plays every role without a model."""
+
+    name = "heuristic"
+
+    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+                       temperature: float = 0.0) -> Generation[T]:
+        t0 = time.perf_counter()
+        role, state = read_state(messages)
+        if output_type not in ROLES or ROLES[output_type][0] != role:
+            raise ValueError(f"the {role} role does not produce {output_type.__name__}")
+        inp = ROLES[output_type][1].model_validate(state)
+        out: BaseModel
+        if isinstance(inp, RewriteInput):
+            out = rewrite(inp)
+        elif isinstance(inp, SelectInput):
+            out = select(inp)
+        elif isinstance(inp, DraftInput):
+            out = draft(inp)
+        elif isinstance(inp, GradeInput):
+            out = grade(inp)
+        else:
+            out = validate(cast(ValidateInput, inp))
+        return Generation(output=cast(T, out), usage=Usage(attempts=1, latency_ms=(time.perf_counter() - t0) * 1000))
+
+
+__all__ = ["HeuristicModel", "draft", "grade", "rewrite", "select", "validate"]

@@ -1,0 +1,384 @@
+"""The heuristic planner's draft role: an answer built only from the cards, with ids and citations.
+
+It reads the same :func:`~agentic_rag.planners.heuristic.progress.progress` as the planner: while
+steps are pending the draft says so (no result entities, so the validator asks for more); a name
+that matched nothing is an explicit not-found; otherwise the answer says, in plain sentences
+(:mod:`~agentic_rag.planners.heuristic.sentences`), what each step found and the values it read
+("Luffy appears in One Piece (1999) and ... One Piece (1999) was animated by Toei Animation.").
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from agentic_rag.planners.heuristic.context import bare
+from agentic_rag.planners.heuristic.pictured import IMAGE_MATCH, image_attached, pictured
+from agentic_rag.planners.heuristic.progress import LISTED, Progress, described, progress, ranked_field
+from agentic_rag.planners.heuristic.sentences import (
+    attribute_sentence,
+    compare_sentence,
+    fact_sentence,
+    hop_sentence,
+    join,
+    nothing_sentence,
+    path_sentence,
+    ranking_sentence,
+    titled,
+)
+from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphPath
+from agentic_rag.protocol.limits import max_len
+from agentic_rag.protocol.roles import CardEntity, DraftInput
+from agentic_rag.understanding.plan import Analysis
+from agentic_rag.understanding.reading import read
+
+MIN_REPEATED = 4  # words a sentence needs before a repeat of it is dropped from a multi-part answer
+ATTRS = ("year", "episode_count", "volumes", "magazine", "founded", "format", "status", "genres")
+ATTRIBUTE_ROWS = 20  # rows whose values an attribute answer states
+LISTED_ROWS = 30  # rows an answer lists by name
+_ANSWER = max_len(DraftAnswer, "answer")
+_ENTITIES = min(max_len(DraftAnswer, "source_entities"), max_len(DraftAnswer, "result_entities"))
+_PATHS = max_len(Evidence, "paths")
+_FACTS, _FACT = max_len(Evidence, "facts"), max_len(Evidence, "facts", item=True)
+_CITATIONS, _CITATION = max_len(DraftAnswer, "citations"), max_len(DraftAnswer, "citations", item=True)
+
+
+def _result(text: str, sources: list[EntityRef], results: list[EntityRef], *, confidence: float,
+            paths: list[GraphPath] | None = None, facts: list[str] | None = None,
+            citations: list[str] | None = None) -> DraftAnswer:
+    return DraftAnswer(
+        answer=text[:_ANSWER], source_entities=list(dict.fromkeys(sources))[:_ENTITIES],
+        result_entities=list(dict.fromkeys(results))[:_ENTITIES], confidence=confidence,
+        evidence=Evidence(paths=(paths or [])[:_PATHS], facts=[f[:_FACT] for f in (facts or [])][:_FACTS]),
+        citations=[c[:_CITATION] for c in (citations or [])][:_CITATIONS],
+    )
+
+
+def draft(inp: DraftInput) -> DraftAnswer:
+    a = read(inp.question, inp.links)
+    if not a.mentions and a.filter is None and image_attached(inp.cards):
+        return _by_image(inp)
+    if not a.more:
+        return _draft(inp, a)
+    # a question in parts: one answer per part, said one after the other
+    parts = [_draft(inp, x) for x in (a, *a.more)]
+    weakest = min(parts, key=lambda d: d.confidence)
+    if weakest.confidence < 0.6:
+        return weakest  # a part is still pending or not found: that is what the run must hear
+    said: list[str] = []
+    for d in parts:  # a later part restates the chain an earlier one walked: each sentence once (a short
+        # piece is kept: the split also cuts after initials, "Monkey D." in "Monkey D. Luffy")
+        said += [x for x in re.split(r"(?<=\.) ", d.answer) if x not in said or len(x.split()) < MIN_REPEATED]
+    return _result(" ".join(said), [r for d in parts for r in d.source_entities],
+                   [r for d in parts for r in d.result_entities], confidence=weakest.confidence,
+                   paths=[x for d in parts for x in d.evidence.paths],
+                   facts=[x for d in parts for x in d.evidence.facts],
+                   citations=[x for d in parts for x in d.citations])
+
+
+def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
+    p = progress(a, inp.cards)
+    if p.missing:
+        # no facts and no entities: the loop ends with an explicit not-found, never a guess
+        return _result(f"I could not find {', '.join(p.missing)} in the catalog.", [], [], confidence=0.1)
+    if p.pending:
+        return _result("The context does not answer the question yet.", [], [], confidence=0.2)
+    if a.filter is not None and not p.starts:
+        return _query_answer(a, p, [])
+    ents = p.starts or [r.entity for r in p.found if r.entity is not None]
+    if not ents:
+        return _by_meaning(inp)
+    if a.intent in ("relation", "compare"):
+        return _pair(a, p, ents)
+    starts = ents if a.together or p.starts else ents[:1]  # "s1 + s2 combined": every name is a start
+    chain = [*starts, *(e for level in p.levels for e in level)]
+    sources = [e.ref for e in chain]
+    lines: list[str] = []
+    if p.starts and a.described:
+        lines.append(f"That sounds like {titled(starts[0])}.")
+    if p.starts and a.filter is not None:
+        # "the manga serialized in Ura Sunday": which entities the description picked, then the chain from them
+        kind = {"anime": "anime", "manga": "manga", "studio": "studio"}.get(a.filter.entity_type, "entry")
+        lines.append(f"The {kind} matching that description: {join([bare(e.name) for e in starts])}.")
+    current = starts
+    for hop, level in zip(a.hops, p.levels, strict=False):
+        if not level:
+            lines.append(nothing_sentence(hop, current))
+            if p.creators:
+                lines.append(f"It was created by {join([bare(e.name) for e in p.creators])}.")
+                sources += [e.ref for e in p.creators]
+            break
+        if not (hop.include_start and level == current):  # a chain of one: nothing to say about its order
+            lines.append(hop_sentence(hop, current, level, p.details))
+        current = level
+    if a.hops and (len(p.levels) < len(a.hops) or not p.levels[-1]):
+        return _result(" ".join(lines), sources, [ents[0].ref], confidence=0.6, citations=[ents[0].name])
+    if p.card is not None:
+        return _query_answer(a, p, lines, sources, current)
+    final = current
+    if a.attr == "count":
+        lines.append(f"That is {len(final)} in total.")
+    if not a.hops:
+        lines.append(_about(inp, ents[0]))
+    return _result(" ".join(lines), sources, [e.ref for e in final], confidence=0.85,
+                   citations=[bare(e.name) for e in chain][:_CITATIONS], facts=lines[:_FACTS])
+
+
+def _by_meaning(inp: DraftInput) -> DraftAnswer:
+    """No name in the question is in the catalog: the entries closest in meaning, if any is close."""
+    close = described(inp.cards)[:5]
+    if not close:
+        return _result("I could not find anything in the catalog that the question names.", [], [], confidence=0.1)
+    shown = [f"{titled(e)} ({e.ref.entity_type})" for _, e in close]
+    text = (f"No name in the question is in the catalog. The closest entries by meaning are {join(shown)}; "
+            f"{'this is' if len(close) == 1 else 'these are'} a guess from the description, not a match.")
+    # a guess: low confidence, so the validator does not call it sufficient and the run ends best-effort
+    refs = [e.ref for _, e in close]
+    facts = [f"similarity {s:.2f}: {bare(e.name)}" for s, e in close]
+    return _result(text, refs, refs[:1], confidence=0.5, facts=facts)
+
+
+def _by_image(inp: DraftInput) -> DraftAnswer:
+    """A question about the attached image: the entity whose images are closest to it."""
+    close = pictured(inp.cards)
+    if not close:
+        return _result("Nothing in the catalog has an image like the one attached.", [], [], confidence=0.1)
+    score, top = close[0]
+    facts = [f"image similarity {s:.2f}: {bare(e.name)}" for s, e in close[:5]]
+    if score >= IMAGE_MATCH:
+        text = f"The image matches {titled(top)} ({top.ref.entity_type}). {_about(inp, top)}"
+        return _result(text, [top.ref], [top.ref], confidence=0.85, facts=facts, citations=[top.name])
+    # no near copy: the closest is a guess, said as one (the validator does not call it sufficient)
+    others = [titled(e) for _, e in close[1:3]]
+    text = (f"The closest image in the catalog is of {titled(top)} ({top.ref.entity_type}), similarity "
+            f"{score:.2f}: a guess, not a match" + (f"; then {join(others)}." if others else "."))
+    return _result(text, [e.ref for _, e in close[:3]], [top.ref], confidence=0.5, facts=facts)
+
+
+def _about(inp: DraftInput, entity: CardEntity) -> str:
+    """A lookup's answer: what the entity is, its other names, and its description."""
+    row = next((r for c in inp.cards for r in c.data.get("rows", [])
+                if isinstance(r, dict) and r.get("id") == entity.ref.id), {})
+    kind = {"anime": "an anime", "manga": "a manga", "character": "a character", "person": "a person",
+            "studio": "a studio", "franchise": "a franchise"}.get(entity.ref.entity_type, entity.ref.entity_type)
+    fmt = row.get("format")
+    if entity.ref.entity_type == "anime" and fmt in ("movie", "ova", "ona", "special"):
+        kind = {"movie": "an anime film", "ova": "an OVA", "ona": "an ONA", "special": "an anime special"}[fmt]
+    head = f"{bare(entity.name)} is {kind}"
+    if row.get("year") and entity.ref.entity_type in ("anime", "manga"):
+        head += f" from {row['year']}"
+    said, genres, names, story = _document_parts(str(row.get("snippet") or ""), bare(entity.name))
+    head += "".join(f" {x}" for x in said) + (f" ({genres})" if genres else "")
+    aliases = [x for x in dict.fromkeys([*map(str, row.get("aliases") or []), *names]) if x != bare(entity.name)][:6]
+    if aliases:
+        head += f", also known as {join(aliases)}"
+    return f"{head}. {story}" if story else f"{head}."
+
+
+# the sentences of an indexed entity's document (catalog/index.py) that the answer's first sentence says
+# in its own words: "Studio: Madhouse" is "by Madhouse"
+_DOC_PARTS: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"^Studio: (.+)$"), "by {}"),
+    (re.compile(r"^Manga from \d{4} by (.+)$"), "by {}"),
+    (re.compile(r"^Serialized in (.+)$"), "serialized in {}"),
+    (re.compile(r"^Character in (.+)$"), "in {}"),
+    (re.compile(r"^Animation studio, founded (\d{4})$"), "founded in {}"),
+    (re.compile(r"^Credited on (.+)$"), "credited on {}"),
+    (re.compile(r"^Animated (.+)$"), "behind {}"),
+)
+_DOC_GENRES = re.compile(r"^Genres: (.+)$")
+_DOC_DROPPED = re.compile(r"^(?:[A-Z]+ anime from \d{4}|Manga from \d{4}|Animation studio)$")
+
+
+def _document_parts(snippet: str, name: str) -> tuple[list[str], str, list[str], str]:
+    """An indexed document ("Death Note. DEATH NOTE, デスノート. TV anime from 2006. Studio: Madhouse. Genres: ...
+    Light Yagami ...") as phrases for the answer's first sentence, the genres, the other names (native and
+    romaji titles among them), and the story after it."""
+    parts = [p.strip().rstrip(".") for p in snippet.strip().split(". ")]
+    if not parts or parts[0] not in (name, f"{name} franchise"):
+        return [], "", [], snippet.strip()
+    said: list[str] = []
+    genres = ""
+    # the second part lists the other names (said from the row's aliases) unless it is already a known part
+    i = 1 if len(parts) < 2 or _DOC_GENRES.match(parts[1]) or _DOC_DROPPED.match(parts[1]) or any(
+        rx.match(parts[1]) for rx, _ in _DOC_PARTS) or parts[0] != name else 2
+    names = parts[1].split(", ") if i == 2 else []
+    while i < len(parts):
+        hit = next((m for rx, fmt in _DOC_PARTS if (m := rx.match(parts[i]))), None)
+        if hit is not None:
+            listed = join(hit.group(1).split(", "))  # "Naruto, Naruto Shippuden and Boruto"
+            said.append(next(fmt for rx, fmt in _DOC_PARTS if rx.match(parts[i])).format(listed))
+        elif genre := _DOC_GENRES.match(parts[i]):
+            genres = ", ".join(g.replace("_", " ") for g in genre.group(1).split(", "))
+        elif not _DOC_DROPPED.match(parts[i]):
+            break
+        i += 1
+    story = ". ".join(parts[i:]).strip()
+    return said, genres, names, f"{story}." if story and not story.endswith((".", "!", "?", "...")) else story
+
+
+def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:
+    card = p.card
+    x, y = bare(ents[0].name), bare(ents[1].name)
+    if card is not None and a.intent == "compare" and "rows" in card.data:  # three or more, in order
+        field = ranked_field(a, ents[0].ref.entity_type)
+        rows = [r for r in card.data["rows"] if isinstance(r, dict)]
+        text = ranking_sentence(field, [(str(r.get("name")), r.get(field)) for r in rows])
+        refs = [e.ref for e in card.entities] or [e.ref for e in ents]
+        return _result(text or f"I found none of {join([bare(e.name) for e in ents])} in the catalog.", refs, refs,
+                       confidence=0.85 if text else 0.4, facts=[text], citations=[bare(e.name) for e in ents])
+    if card is None:
+        return _result(f"{x} and {y} are the same entry.", [ents[0].ref], [ents[0].ref], confidence=0.6)
+    if card.count == 0:
+        return _result(f"I found no connection between {x} and {y} in the catalog.",
+                       [e.ref for e in ents], [e.ref for e in ents], confidence=0.4, citations=[x, y])
+    meta: dict[str, Any] = card.data.get("meta", {})
+    if a.intent == "relation":
+        facts = [str(f) for f in meta.get("facts", [])]
+        # the qualifiers of relations between people ("Zeke Yeager is Eren Yeager's older half-brother")
+        said = [s for f in facts if (s := fact_sentence(f))]
+        names = {e.ref.id: bare(e.name) for e in [*card.entities, *ents]}
+        chains = [path_sentence([names.get(n.id, n.id) for n in path.nodes], list(path.rels))
+                  for path in card.paths[:3]]
+        direct = bool(card.paths) and len(card.paths[0].rels) == 1
+        text = " ".join(said[:4]) if said and direct else " ".join(said[:2] + chains[: 1 if said else 3])
+        return _result(text, [e.ref for e in card.entities] or [e.ref for e in ents], [e.ref for e in ents],
+                       confidence=0.85, paths=card.paths, facts=facts or chains[:8], citations=[x, y])
+    left, right = meta.get("a", {}), meta.get("b", {})
+    # the asked field, else the ones people compare works by (every field when none of those is known)
+    headline = [f for f in ("year", "episode_count", "volumes", "studios", "authors") if f in left]
+    fields = [a.compare_field] if a.compare_field and a.compare_field in left else headline or [
+        f for f in left if f not in ("name", "id")]
+    parts = [compare_sentence(f, x, y, left.get(f), right.get(f)) for f in fields]
+    return _result(" ".join(parts), [e.ref for e in ents], [e.ref for e in ents], confidence=0.85,
+                   facts=parts, citations=[x, y])
+
+
+def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[EntityRef] | None = None,
+                  subject: list[CardEntity] | None = None) -> DraftAnswer:
+    card = p.card
+    assert card is not None
+    sources = sources or []
+    rows = [r for r in card.data.get("rows", []) if isinstance(r, dict)]
+    refs = [e.ref for e in card.entities]
+    who = join([bare(e.name) for e in subject or []], 4)
+    kind = a.filter.entity_type if a.filter else (subject[0].ref.entity_type if subject else "entry")
+    plural = {"anime": "anime", "manga": "manga", "studio": "studios"}.get(kind, f"{kind}s")
+    if not rows:
+        text = f"I found no {plural} in the catalog matching {card.request}."
+        if (a.attr and a.attr.startswith(("count", "sum"))) or (a.filter and a.filter.count):
+            text = f"The catalog has none ({card.request})."
+        return _result(" ".join([*lines, text]), sources, sources[:1], confidence=0.6, facts=[card.request])
+    if "value" in rows[0] and "group_key" not in rows[0]:
+        text = _aggregate_sentence(a, rows[0].get("value"), who, plural, card.request)
+        named = [r for r in (p.listing.data.get("rows", []) if p.listing else []) if isinstance(r, dict)]
+        if named and str(rows[0].get("value")) == str(len(named)):  # every one counted, named
+            text = f"{text[:-1]}: {join([_listed(r, []) for r in named], len(named))}."
+        elif named and a.filter is not None and a.filter.total and len(named) < LISTED:  # every one added up, named
+            text = f"{text[:-1]}: {join([_listed(r, [a.filter.total]) for r in named], len(named))}."
+        return _result(" ".join([*lines, text]), sources, sources[-1:] or [], confidence=0.85, facts=[text])
+    if "group_key" in rows[0]:
+        tops = [f"{r.get('group_key')} ({r.get('value')})" for r in rows[:3]]
+        text = f"{tops[0]} has the most" + (f", then {join(tops[1:])}." if len(tops) > 1 else ".")
+        return _result(text, [], [], confidence=0.85, facts=[text])
+    if a.attr in ATTRS:
+        attrs = [x for x in (a.attr, *a.also) if any(r.get(x) not in (None, "", []) for r in rows)]
+        shown = [attribute_sentence(attr, r, kind) for r in rows[:ATTRIBUTE_ROWS] for attr in attrs
+                 if r.get(attr) not in (None, "", [])]
+        # a value recorded for none of them is said once, not once per row
+        shown += [f"The catalog does not record the {x.replace('_', ' ')} of {who or 'these'}."
+                  for x in (a.attr, *a.also) if x not in attrs]
+        text = " ".join([*lines, *shown])
+    elif a.attr == "franchise_works" and not a.rank:
+        what = {"movie": "film", "ova": "OVA", "special": "special"}.get(a.fmt or "", a.counted)
+        what += "s" if len(rows) > 1 and what != a.counted else ""
+        shown = [f"{r.get('name')} ({r.get('year')})" if r.get("year") else str(r.get("name"))
+                 for r in rows[:LISTED_ROWS]]
+        text = " ".join([*lines, f"The {who} franchise has {len(rows)} {what} in the catalog: "
+                                 f"{join(shown, LISTED_ROWS)}."])
+    elif a.attr == "first_episode":
+        which = "first episode" if a.episode == 1 else f"episode {a.episode}"
+        shown = [f'The {which} of {who} is "{r.get("name")}".' for r in rows[:1]]
+        text = " ".join([*lines, *shown])
+    elif (a.filter is not None and a.filter.rank is not None) or (a.attr == "franchise_works" and a.rank):
+        # "which finished TV anime has the most episodes": the first, with the runners-up as evidence
+        ranked = a.filter.rank if a.filter is not None and a.filter.rank else a.rank
+        assert ranked is not None
+        fld, direction = ranked
+        what = {"episode_count": "episodes", "volumes": "volumes"}.get(fld, "")
+        shown = [_listed(r, [fld] if what else []) for r in rows]
+        if what:
+            lead = f"{rows[0].get('name')} has the {'most' if direction == 'desc' else 'fewest'} {what}"
+        else:
+            lead = f"{rows[0].get('name')} is the {'oldest' if direction == 'asc' else 'newest'}"
+        lead += f" ({_facts(rows[0], [fld] if what else [])})"
+        said = re.sub(r"(?:, )?\w+ >= 0\b", "", _conditions(card.request)).replace("(, ", "(")
+        scope = f"among {plural} matching {said}" if said not in ("()", "in the catalog") else f"among the {plural}"
+        if a.filter is None:
+            works = _FORMAT_PLURAL.get(a.fmt or "", "works")
+            scope = f"among the {who} franchise's {works}"
+        text = " ".join([*lines, f"{lead} {scope}" + (f"; then {join(shown[1:])}." if len(shown) > 1 else ".")])
+    else:
+        # each match with its year and the counts its conditions are on ("Brotherhood (2009, 64 episodes)")
+        counted = [f for f in ("episode_count", "volumes") if f in card.request or (a.filter and f in a.filter.shown)]
+        shown = [_listed(r, counted) for r in rows[:LISTED_ROWS]]
+        more = f", the first {len(shown)} of them" if len(rows) > len(shown) else ""
+        text = " ".join([*lines, f"{len(rows)} {plural} match {_conditions(card.request)}{more}: "
+                                 f"{join(shown, LISTED_ROWS)}."])
+    return _result(text, [*sources, *refs], refs, confidence=0.9, facts=shown[:_FACTS],
+                   citations=[str(r.get("name")) for r in rows[:_CITATIONS]])
+
+
+def _facts(row: dict[str, Any], counted: list[str]) -> str:
+    """A row's year and the counts asked of it: "2009, 64 episodes"."""
+    facts = [str(row.get("year") or row.get("founded") or "")]
+    facts += [f"{row[f]} {'episode' if f == 'episode_count' else 'volume'}{'' if row[f] == 1 else 's'}"
+              for f in counted if row.get(f)]
+    return ", ".join(x for x in facts if x)
+
+
+def _listed(row: dict[str, Any], counted: list[str]) -> str:
+    facts = _facts(row, counted)
+    return f"{row.get('name')} ({facts})" if facts else str(row.get("name"))
+
+
+_FORMAT_PLURAL = {"movie": "films", "tv": "TV series", "ova": "OVAs", "special": "specials"}
+_OPS = {" eq ": " = ", " lt ": " < ", " lte ": " <= ", " gt ": " > ", " gte ": " >= ", " contains ": " has ",
+        " in ": " in "}
+
+
+def _conditions(request: str) -> str:
+    """A query's conditions as a reader writes them: "(year < 2010, studio = 'Madhouse')"."""
+    where = request.split(" where ", 1)[1] if " where " in request else ""
+    for op, sign in _OPS.items():
+        where = where.replace(op, sign)
+    return f"({where.replace(' and ', ', ')})" if where else "in the catalog"
+
+
+def _aggregate_sentence(a: Analysis, value: Any, who: str, plural: str, request: str) -> str:
+    if a.filter is not None and a.filter.total:
+        unit = "episodes" if a.filter.total == "episode_count" else "volumes"
+        return f"Together, the {plural} matching {_conditions(request)} have {value} {unit}."
+    if a.filter is not None:
+        return f"The catalog has {value} {plural} matching {_conditions(request)}."
+    if a.attr == "sum_episodes":
+        if ("," in who or " and " in who) and a.fmt == "tv":
+            return f"Together, the TV series among {who} have {value} episodes."
+        if "," in who or " and " in who:
+            return f"Together, {who} have {value} episodes."
+        return f"{who} has {value} episodes." if who else f"Together they have {value} episodes."
+    if a.attr == "count_studio":
+        return f"{who} animated {value} anime in the catalog."
+    if a.attr == "count_author":
+        return f"{who} is credited on {value} manga."
+    if a.attr == "sum_volumes" and a.finished is not None:
+        return f"Together, the {'finished' if a.finished else 'ongoing'} manga among {who} have {value} volumes."
+    if a.attr == "sum_volumes":
+        return f"Together, {who} have {value} volumes."
+    if a.attr == "sum_franchise":
+        return f"Together, the {who} franchise's {_FORMAT_PLURAL.get(a.fmt or '', 'works')} have {value} episodes."
+    if a.attr == "count_franchise":
+        return f"The {who} franchise has {value} {_FORMAT_PLURAL.get(a.fmt or '', a.counted)}."
+    if a.attr == "count_characters":
+        return f"{who} has {value} characters in the catalog."
+    return f"The count is {value} ({request})."
