@@ -2,13 +2,17 @@
 
 Everything a model may name is listed here and nowhere else. The protocol builds its ``Literal``
 types from these lists, the catalog's data files are checked against them, and the SQL migrations
-mirror them (a test keeps them in step). A leaf: it imports nothing of ours.
+mirror them (a test keeps them in step). How each edge is said in words (:data:`EDGE_WORDS`) and
+which type a hop along edges starts from and leads to (:func:`hop_domain`, :func:`hop_range`) are
+here too, so the question reader, the answer writer, the model's forms and ``compare`` share one
+source. A leaf: it imports nothing of ours.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Literal, get_args
+from functools import cache
+from typing import Literal, cast, get_args
 
 EntityType = Literal["anime", "manga", "character", "episode", "franchise", "studio", "person"]
 ENTITY_TYPES: tuple[EntityType, ...] = get_args(EntityType)
@@ -92,3 +96,92 @@ EdgeTypeName = Literal[
     "shared_staff", "co_appears", "shares_franchise",
 ]
 STORED_EDGE_TYPES: tuple[str, ...] = tuple(e.name for e in EDGE_TYPES if e.derived_via is None)
+
+
+# -- how a hop is typed ----------------------------------------------------------------------------------------
+
+# Where an edge leads to several types, the one a hop along it is read to reach unless the question names
+# another (the hop then keeps that type: "which manga is Light in"): people mostly ask for the anime.
+PREFERRED_RANGE: dict[str, EntityType] = {"appears_in": "anime", "worked_on": "anime"}
+# Hops the question reader leaves untyped though the vocabulary types them: a kin step alone ("naruto's son",
+# "sasuke's daughter's mother") keeps the type the reading had reached, so what follows it is composed as it
+# always was (typing it as a character would insert a coercion before it where a work was reached).
+UNTYPED_HOPS: frozenset[tuple[str, ...]] = frozenset({("family",)})
+
+
+def _one(types: set[str]) -> EntityType | None:
+    return cast(EntityType, next(iter(types))) if len(types) == 1 else None
+
+
+@cache
+def hop_domain(edges: tuple[str, ...]) -> EntityType | None:
+    """The one type a hop along ``edges`` starts from; None where they start from several (``staff``: an anime
+    or a manga, which the reader decides from the roles asked) or the hop is in :data:`UNTYPED_HOPS`."""
+    if edges in UNTYPED_HOPS:
+        return None
+    return _one({t for e in edges for t in EDGE_TYPE_BY_NAME[e].src})
+
+
+@cache
+def hop_range(edges: tuple[str, ...]) -> EntityType | None:
+    """The one type a hop along ``edges`` leads to, taking :data:`PREFERRED_RANGE` where an edge leads to
+    several; None where they still lead to several or the hop is in :data:`UNTYPED_HOPS`."""
+    if edges in UNTYPED_HOPS:
+        return None
+    return _one({t for e in edges for t in ((PREFERRED_RANGE[e],) if e in PREFERRED_RANGE
+                                            else EDGE_TYPE_BY_NAME[e].dst)})
+
+
+# -- how an edge is said --------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True, slots=True)
+class EdgeWords:
+    """How one edge is said in words, one column per use. Where two uses say an edge differently, both are
+    kept: an answer's sentence and a form's option are each tuned to their reader."""
+
+    links: str  # how one entity stands to the next, "X <links> Y": answer sentences and paths
+    step: str  # a form's option for following it, "{x}": the entity's label ("studio that animated {x}")
+    shared: str | None = None  # compare: what two entities have in common along it ("studios"); None: not compared
+    missing: str | None = None  # an answer's "the catalog records no <missing> for X"; None: the edge's name
+    plural: str | None = None  # the people it leads to, listed ("X's rivals: ..."); None: not listed so
+
+
+# In the order a form offers an entity's steps: the common questions first.
+EDGE_WORDS: dict[str, EdgeWords] = {
+    "features": EdgeWords("features", "characters of {x}", shared="characters", missing="characters"),
+    "staff": EdgeWords("credits", "staff of {x}: director, author, composer, designers", shared="staff",
+                       missing="staff credit"),
+    "animated_by": EdgeWords("was animated by", "studio that animated {x}", shared="studios", missing="studio"),
+    "adapted_from": EdgeWords("is adapted from", "manga {x} is based on", shared="source material",
+                              missing="source manga"),
+    "adapted_into": EdgeWords("was adapted into", "anime made from {x}", missing="anime adaptation"),
+    "sequel": EdgeWords("is followed by", "sequel of {x}, what comes after", missing="sequel"),
+    "prequel": EdgeWords("follows", "prequel of {x}, what came before", missing="prequel"),
+    "appears_in": EdgeWords("appears in", "works {x} appears in", shared="works", missing="appearance"),
+    "worked_on": EdgeWords("worked on", "works of {x}", shared="works"),
+    "animated": EdgeWords("animated", "anime animated by {x}", shared="works"),
+    "includes": EdgeWords("includes", "works in {x}", shared="works"),
+    "part_of": EdgeWords("belongs to", "franchise of {x}", shared="franchise"),
+    "has_episode": EdgeWords("has the episode", "episode titles of {x}"),
+    "episode_of": EdgeWords("is an episode of", "anime of the episode {x}"),
+    "side_story": EdgeWords("has the side story", "side stories of {x}"),
+    "parent_story": EdgeWords("is a side story of", "main story of {x}"),
+    "spinoff": EdgeWords("has the spin-off", "spin-offs of {x}"),
+    "spinoff_of": EdgeWords("is a spin-off of", "series {x} is a spin-off of"),
+    "alternative_version": EdgeWords("is another version of", "other versions of {x}"),
+    "summary": EdgeWords("summarises", "story {x} recaps"),
+    "summarized_by": EdgeWords("is summarised by", "recaps of {x}"),
+    "family": EdgeWords("is family of", "family of {x}"),
+    "ally": EdgeWords("is an ally of", "allies of {x}", plural="allies"),
+    "rival": EdgeWords("is a rival of", "rivals of {x}", plural="rivals"),
+    "enemy": EdgeWords("is an enemy of", "enemies of {x}", plural="enemies"),
+    "teammate": EdgeWords("is a teammate of", "teammates of {x}", plural="teammates"),
+    "romantic": EdgeWords("is the partner of", "partner of {x}"),
+    "mentor_of": EdgeWords("mentored", "students of {x}", missing="student"),
+    "student_of": EdgeWords("was taught by", "mentor of {x}", missing="mentor"),
+    "same_studio": EdgeWords("shares a studio with", "anime from the same studio as {x}"),
+    "shared_staff": EdgeWords("shares staff with", "works sharing staff with {x}"),
+    "shares_franchise": EdgeWords("shares a franchise with", "works in the same franchise as {x}"),
+    "co_appears": EdgeWords("appears alongside", "characters appearing with {x}"),
+}

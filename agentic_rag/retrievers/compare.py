@@ -10,6 +10,7 @@ import asyncpg
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.protocol.limits import max_len
+from agentic_rag.protocol.vocabulary import EDGE_WORDS
 from agentic_rag.retrievers.hydrate import hydrate, labels
 from agentic_rag.storage.sql import Conn, Query
 
@@ -25,12 +26,11 @@ FIELDS: dict[str, tuple[str, ...]] = {
     "studio": ("year",),
     "person": (),
 }
-# What two entities can have in common: a group name for each outgoing relation.
-SHARED_BY: dict[str, str] = {
-    "features": "characters", "staff": "staff", "animated_by": "studios", "part_of": "franchise",
-    "adapted_from": "source material", "appears_in": "works", "worked_on": "works", "animated": "works",
-    "includes": "works",
-}
+# What two entities can have in common: a group name for each outgoing relation (the vocabulary's words), in the
+# order a comparison lists the groups.
+_SHARED_ORDER = ("features", "staff", "animated_by", "part_of", "adapted_from", "appears_in", "worked_on", "animated",
+                 "includes")
+SHARED_BY: dict[str, str] = {rel: group for rel in _SHARED_ORDER if (group := EDGE_WORDS[rel].shared)}
 NEIGHBOR_CAP = 1000  # per entity and relation; a hub cannot make compare unbounded
 SHARED_SHOWN = 15  # names a comparison's line of shared neighbors lists
 _NODES = max_len(GraphResult, "node_ids")

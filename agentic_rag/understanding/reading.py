@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agentic_rag.protocol import EntityLinks, LinkCandidate, LinkedMention
-from agentic_rag.protocol.vocabulary import EntityType
+from agentic_rag.protocol.vocabulary import EntityType, hop_domain, hop_range
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.asks import confident
 from agentic_rag.understanding.filters import Filter, lists, parse_filter, status_of, superlative
@@ -50,22 +50,7 @@ PART_OF = Hop(("part_of",), node_types=("franchise",))
 FAMILY = Hop(("family", "romantic"))
 STUDIO_WORKS = Hop(("animated",), node_types=("anime",))
 
-# What each hop starts from and leads to; None: any type.
-_DOMAIN: dict[tuple[str, ...], EntityType] = {
-    ("animated_by",): "anime", ("sequel",): "anime", ("prequel",): "anime", ("adapted_from",): "anime",
-    ("adapted_into",): "manga", ("appears_in",): "character", ("student_of",): "character",
-    ("family", "romantic"): "character", ("animated",): "studio", ("worked_on",): "person",
-    ("mentor_of",): "character", ("rival",): "character", ("enemy",): "character", ("teammate",): "character",
-    ("ally",): "character", ("side_story", "spinoff"): "anime",
-}
-_RANGE: dict[tuple[str, ...], EntityType] = {
-    ("animated_by",): "studio", ("sequel",): "anime", ("prequel",): "anime", ("adapted_from",): "manga",
-    ("adapted_into",): "anime", ("appears_in",): "anime", ("student_of",): "character",
-    ("family", "romantic"): "character", ("animated",): "anime", ("features",): "character",
-    ("staff",): "person", ("worked_on",): "anime", ("mentor_of",): "character", ("rival",): "character",
-    ("enemy",): "character", ("teammate",): "character", ("ally",): "character",
-    ("side_story", "spinoff"): "anime", ("part_of",): "franchise",
-}
+# What a hop starts from and leads to is the vocabulary's (hop_domain, hop_range); what an attribute is read off:
 _ATTR_DOMAIN: dict[str, EntityType] = {
     "episode_count": "anime", "format": "anime", "first_episode": "anime", "genres": "anime", "volumes": "manga",
     "magazine": "manga",
@@ -506,8 +491,8 @@ def _relation(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[
         hops.append(dataclasses.replace(works, roles=("main",)) if w.any(C.MAIN) else works)
     elif w.any(C.MADE) and anchor_types & {"anime", "manga"} and not w.set & {"movies", "films", "ovas", "specials"}:
         # who made X (not "which films have been made for X"); who made its source: the manga's authors
-        hops.append(AUTHORS if hops and _RANGE.get(hops[-1].edges) == "manga" else Hop(("staff",)))
-    if w.any(C.WHOSE) and hops and _RANGE.get(hops[-1].edges) == "manga":
+        hops.append(AUTHORS if hops and hop_range(hops[-1].edges) == "manga" else Hop(("staff",)))
+    if w.any(C.WHOSE) and hops and hop_range(hops[-1].edges) == "manga":
         hops.append(AUTHORS)  # "based on whose manga"
     if hops and hops[0] is APPEARS and C.FIRST_SEASON.search(w.text):
         hops[0] = Hop(APPEARS.edges, node_types=APPEARS.node_types, first=True)
@@ -569,7 +554,7 @@ def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] 
     first = hops[0] if hops else None
     domain: tuple[EntityType, ...] = attr.domain if attr and not hops else ()
     if first is not None:
-        d = _DOMAIN.get(first.edges)
+        d = hop_domain(first.edges)
         if first.edges == ("staff",):
             d = "manga" if set(first.roles) & {"story", "story_and_art", "art"} else "anime"
         elif first.edges == ("features",):
@@ -599,7 +584,7 @@ def _coerce(start: EntityType, ask: _Ask) -> list[Hop]:
                 current = d
 
     for h in ask.hops:
-        d = _DOMAIN.get(h.edges)
+        d = hop_domain(h.edges)
         if h.edges == ("staff",):
             d = "manga" if set(h.roles) & {"story", "story_and_art", "art"} else (
                 current if current in ("anime", "manga") else "anime")
@@ -608,7 +593,7 @@ def _coerce(start: EntityType, ask: _Ask) -> list[Hop]:
         reach(d)
         out.append(h)
         # a hop kept to one type ends there ("worked_on" a person's manga), else where its edge leads
-        current = h.node_types[0] if len(h.node_types) == 1 else _RANGE.get(h.edges, current)
+        current = h.node_types[0] if len(h.node_types) == 1 else (hop_range(h.edges) or current)
     if ask.attr is not None:
         d = _ATTR_DOMAIN.get(ask.attr)
         if ask.attr in ("year", "status"):
@@ -752,7 +737,7 @@ def _read_parts(question: str, links: EntityLinks | None) -> Analysis:
         return whole
     if a1.mentions[:1] != whole.mentions[:1]:
         return whole  # the first part alone is about another name than the question: read it whole
-    reached = _RANGE.get(a1.hops[-1].edges) if a1.hops and a1.attr is None else None
+    reached = hop_range(a1.hops[-1].edges) if a1.hops and a1.attr is None else None
     later = text[second[0]:second[1]].lower()
     # a work the first part reached is "it" too ("what's the sequel of X and who directed it"); a person or a
     # studio is not ("who directed X, and which studio made it": it is X)
@@ -774,7 +759,7 @@ def _read_parts(question: str, links: EntityLinks | None) -> Analysis:
         if ask is not None and _fits_type(reached, ask.domain) and (ask.hops or back.group() != "that"):
             a1.hops += _coerce(reached, ask)
             a1.attr, a1.also = ask.attr, ask.also
-            if a1.attr in (None, "year") and _RANGE.get(a1.hops[-1].edges) in ("anime", "manga") and (
+            if a1.attr in (None, "year") and hop_range(a1.hops[-1].edges) in ("anime", "manga") and (
                     period := _period(later, set())) is not None:
                 a1.period, a1.attr = period, None  # "... which of its anime came out between 2003 and 2011"
             return a1
@@ -1012,7 +997,7 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
                             c.entity.entity_type == "anime" for c in m.candidates) and m.text not in a.mentions:
                         _add(a, tokens, m, "anime", fixed=True)
                         a.together = True
-            if a.hops and a.attr is None and _RANGE.get(a.hops[-1].edges) in ("anime", "manga"):
+            if a.hops and a.attr is None and hop_range(a.hops[-1].edges) in ("anime", "manga"):
                 a.period = _period(question, set(a.years.values()))  # "what did X's studio make before 2010"
             credits = _staff_roles_asked(w)
             if a.hops and a.hops[-1].edges == ("staff",) and a.attr is None and a.hops[-1].roles in [
@@ -1021,7 +1006,7 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
                 for other in credits[:MAX_MORE]:
                     if other.roles != a.hops[-1].roles:
                         a.more.append(_same_start(a, [*a.hops[:-1], other]))
-            at = next((i for i, h in enumerate(a.hops) if _RANGE.get(h.edges) == "manga"), None)
+            at = next((i for i, h in enumerate(a.hops) if hop_range(h.edges) == "manga"), None)
             source_facts: tuple[tuple[Attr, frozenset[str]], ...] = (("magazine", C.MAGAZINE), ("volumes", C.VOLUMES))
             facts = [x for x, cue in source_facts if w.any(cue)]
             if at is not None and a.attr is None and not a.more and (facts or w.has(

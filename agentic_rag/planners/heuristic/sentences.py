@@ -12,6 +12,7 @@ from typing import Any
 
 from agentic_rag.planners.heuristic.context import bare, qualifiers, year_of
 from agentic_rag.protocol.roles import CardEntity
+from agentic_rag.protocol.vocabulary import EDGE_WORDS
 from agentic_rag.understanding.plan import Hop
 
 MAX_LISTED = 12
@@ -22,19 +23,8 @@ ROLE_PASSIVE = {
     "original_creator": "was created by", "story_and_art": "was written and drawn by", "story": "was written by",
     "art": "was drawn by", "producer": "was produced by",
 }
-# How one entity stands to the next along an edge: "X <phrase> Y".
-EDGE_PHRASES = {
-    "appears_in": "appears in", "features": "features", "animated_by": "was animated by", "animated": "animated",
-    "staff": "credits", "worked_on": "worked on", "adapted_from": "is adapted from", "adapted_into": "was adapted into",
-    "sequel": "is followed by", "prequel": "follows", "side_story": "has the side story", "parent_story": "is a side "
-    "story of", "spinoff": "has the spin-off", "spinoff_of": "is a spin-off of", "alternative_version": "is another "
-    "version of", "summary": "summarises", "summarized_by": "is summarised by", "part_of": "belongs to",
-    "includes": "includes", "family": "is family of", "ally": "is an ally of", "rival": "is a rival of",
-    "enemy": "is an enemy of", "teammate": "is a teammate of", "romantic": "is the partner of",
-    "mentor_of": "mentored", "student_of": "was taught by", "same_studio": "shares a studio with",
-    "shared_staff": "shares staff with", "co_appears": "appears alongside", "shares_franchise": "shares a franchise "
-    "with", "episode_of": "is an episode of", "has_episode": "has the episode",
-}
+# How one entity stands to the next along an edge: "X <phrase> Y" (the vocabulary's words).
+EDGE_PHRASES = {name: w.links for name, w in EDGE_WORDS.items()}
 
 
 def join(items: Sequence[str], limit: int = MAX_LISTED) -> str:
@@ -113,8 +103,7 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
     if edge in ("family", "romantic"):
         return f"{who}'s family and partners: {listed}."
     if edge in ("rival", "enemy", "ally", "teammate"):
-        plural = {"rival": "rivals", "enemy": "enemies", "ally": "allies", "teammate": "teammates"}[edge]
-        return f"{who}'s {plural}: {listed}."
+        return f"{who}'s {EDGE_WORDS[edge].plural}: {listed}."
     if edge == "part_of":
         return f"{who} belongs to the {listed} franchise."
     if edge in ("side_story", "spinoff"):
@@ -123,10 +112,8 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
 
 
 def nothing_sentence(hop: Hop, sources: Sequence[CardEntity]) -> str:
-    what = {"animated_by": "studio", "staff": "staff credit", "features": "characters", "appears_in": "appearance",
-            "sequel": "sequel", "prequel": "prequel", "adapted_from": "source manga",
-            "adapted_into": "anime adaptation", "student_of": "mentor", "mentor_of": "student"}.get(
-        hop.edges[0], hop.edges[0].replace("_", " "))
+    said = EDGE_WORDS.get(hop.edges[0])
+    what = said.missing if said is not None and said.missing else hop.edges[0].replace("_", " ")
     if hop.roles and hop.edges[0] == "staff":
         what = " or ".join(r.replace("_", " ") for r in hop.roles[:2])
     if hop.edges[0] == "adapted_from" and all(e.ref.entity_type == "anime" for e in sources):

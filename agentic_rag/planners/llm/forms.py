@@ -58,7 +58,7 @@ from agentic_rag.protocol.roles import (
     SelectInput,
     ValidateInput,
 )
-from agentic_rag.protocol.vocabulary import EDGE_TYPES
+from agentic_rag.protocol.vocabulary import EDGE_TYPES, EDGE_WORDS
 from agentic_rag.understanding.plan import Analysis, Hop
 from agentic_rag.understanding.reading import read
 
@@ -299,21 +299,7 @@ def _done(cards: list[ContextCard]) -> tuple[set[tuple[str, str]], set[str]]:
 
 # A step as a form names it: the words a person would use for what the relation finds ("{x}": the entity's
 # label). A small model matches these against the question far better than relation names it never saw.
-STEP_WORDS: dict[str, str] = {
-    "features": "characters of {x}", "staff": "staff of {x}: director, author, composer, designers",
-    "animated_by": "studio that animated {x}", "adapted_from": "manga {x} is based on",
-    "adapted_into": "anime made from {x}", "sequel": "sequel of {x}, what comes after",
-    "prequel": "prequel of {x}, what came before", "appears_in": "works {x} appears in",
-    "worked_on": "works of {x}", "animated": "anime animated by {x}", "includes": "works in {x}",
-    "part_of": "franchise of {x}", "has_episode": "episode titles of {x}", "episode_of": "anime of the episode {x}",
-    "side_story": "side stories of {x}", "parent_story": "main story of {x}", "spinoff": "spin-offs of {x}",
-    "spinoff_of": "series {x} is a spin-off of", "alternative_version": "other versions of {x}",
-    "summary": "story {x} recaps", "summarized_by": "recaps of {x}", "family": "family of {x}",
-    "ally": "allies of {x}", "rival": "rivals of {x}", "enemy": "enemies of {x}", "teammate": "teammates of {x}",
-    "romantic": "partner of {x}", "mentor_of": "students of {x}", "student_of": "mentor of {x}",
-    "same_studio": "anime from the same studio as {x}", "shared_staff": "works sharing staff with {x}",
-    "shares_franchise": "works in the same franchise as {x}", "co_appears": "characters appearing with {x}",
-}
+STEP_WORDS: dict[str, str] = {name: w.step for name, w in EDGE_WORDS.items()}  # the vocabulary's words
 _RELATION_ORDER = list(STEP_WORDS)  # the order a form lists an entity's steps in: the common questions first
 # Relations a form does not offer: what a comparison or a connection finds as well (a shared studio, staff or
 # franchise; co-stars), or that people rarely ask for. Each option costs the model a scoring pass.
