@@ -121,8 +121,8 @@ class Settings(BaseSettings):
     vllm_structured_backend: str = Field(
         "xgrammar", description="vLLM structured-outputs backend. Only xgrammar is supported: every role schema is "
                                 "rewritten for it and tested to hold the contract's bounds under it "
-                                "(tests/unit/test_xgrammar_role_schemas.py). See _UNSUPPORTED_CONSTRAINTS for the "
-                                "others.")
+                                "(tests/unit/models/test_xgrammar_role_schemas.py). See _UNSUPPORTED_CONSTRAINTS for "
+                                "the others.")
 
     # -- embeddings ----------------------------------------------------------------------------------
     embedding_model: str | None = Field(

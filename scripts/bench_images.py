@@ -3,7 +3,7 @@
     .venv/bin/python scripts/bench_images.py --images 256 --batch-sizes 1,8,32,128
     .venv/bin/python scripts/bench_images.py --model /path/to/clip-ViT-B-32 --device cuda
 
-Without ``--model`` it builds (or reuses) the tiny random CLIP of tests/models/tiny_clip.py under
+Without ``--model`` it builds (or reuses) the tiny random CLIP of tests/support/tiny_clip.py under
 .data/test-models: 2-layer towers 32 wide, at CLIP ViT-B/32's 224-pixel input. Its weights are random and
 tiny, so its figure is the pipeline's cost (verifying and decoding each encoded image, shrinking it, CLIP's
 preprocessing, sentence-transformers' batching, a forward pass that costs almost nothing), not a real CLIP's:
@@ -16,9 +16,9 @@ model. Images are generated PNGs (gradients with noise, 640x480 by default, seed
 from __future__ import annotations
 
 import argparse
-import importlib.util
 import io
 import platform
+import sys
 import time
 from pathlib import Path
 
@@ -33,11 +33,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def tiny_clip_dir() -> Path:
-    spec = importlib.util.spec_from_file_location("tiny_clip", REPO / "tests" / "models" / "tiny_clip.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return Path(module.build_tiny_clip(REPO / ".data" / "test-models"))
+    sys.path.insert(0, str(REPO))  # the tests' helpers, importable as tests.support
+    from tests.support.tiny_clip import build_tiny_clip
+
+    return Path(build_tiny_clip(REPO / ".data" / "test-models"))
 
 
 def pictures(n: int, size: tuple[int, int]) -> list[bytes]:

@@ -2,7 +2,7 @@
 
     .venv/bin/python scripts/bench_models.py --n 20
 
-Builds (or reuses) the tiny random Qwen2 model of tests/models/tiny.py under .data/test-models,
+Builds (or reuses) the tiny random Qwen2 model of tests/support/tiny.py under .data/test-models,
 then times, in one run and with the same prompts and seeds: structured generation through
 ``StructuredGenerator`` with outlines constraints, and the same calls unconstrained. Then the
 embedding model (``Embedder(Settings())``) on the same texts at several batch sizes. Prints a
@@ -14,8 +14,8 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import importlib.util
 import platform
+import sys
 import time
 from pathlib import Path
 from typing import Any
@@ -33,11 +33,10 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def tiny_model_dir() -> Path:
-    spec = importlib.util.spec_from_file_location("tiny", REPO / "tests" / "models" / "tiny.py")
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return Path(module.build_tiny_model(REPO / ".data" / "test-models"))
+    sys.path.insert(0, str(REPO))  # the tests' helpers, importable as tests.support
+    from tests.support.tiny import build_tiny_model
+
+    return Path(build_tiny_model(REPO / ".data" / "test-models"))
 
 
 def messages(output_type: type[BaseModel], i: int) -> list[Message]:

@@ -8,7 +8,7 @@ Starts a local Ray, deploys the config (two Orchestrator replicas, a short sweep
 Orchestrator, a GraphRetriever and the Embedder replica, terminates every PostgreSQL backend, and takes
 the embedded Qdrant down with the VectorRetriever replica that holds it. Prints one Markdown table (a row
 per fault: requests, status codes, degraded answers, recovery time) and the checks; exits 1 if one failed.
-The test suite runs a shorter form of the same (tests/integration/test_faults.py).
+The test suite runs a shorter form of the same (tests/integration/serve/test_faults.py).
 """
 
 from __future__ import annotations

@@ -33,7 +33,7 @@ from agentic_rag.loadtest.records import ReplicaSample
 
 REPLICAS_FILE = "replicas.jsonl"
 STATUS_FILE = "sampler.json"
-RUNS_IN_FLIGHT = "agentic_rag_runs_in_flight"  # the gauge of deployments/http_metrics.py
+RUNS_IN_FLIGHT = "agentic_rag_runs_in_flight"  # the gauge of api/http/metrics.py
 SERVE_LATENCY = "ray_serve_deployment_processing_latency_ms"  # a histogram, per replica and route
 NO_RAY = ("", "none", "off")
 ERROR_CHARS = 200  # characters of the error a status line gives when no Ray cluster answers

@@ -17,7 +17,7 @@ from agentic_rag.eval.metrics import percentile
 from agentic_rag.loadtest.plan import LANES, Lane, LoopMode
 from agentic_rag.loadtest.records import ReplicaSample, ReplicaTimeline, RequestSample, StepRecord
 
-# The run's timing keys in the order a reader expects them (deployments/http_metrics.py exports the same);
+# The run's timing keys in the order a reader expects them (api/http/metrics.py exports the same);
 # any other *_ms key a run reports follows these, so a new stage shows up without a change here.
 STAGES = ("planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms", "total_ms")
 CUT_OFF = "cut_off"

@@ -125,7 +125,7 @@ class EngineBacked(Protocol):
 class TextBackend(Protocol):
     """A model that completes chat messages, constrained to a JSON schema when ``schema`` is given.
 
-    What every backend does (tests/models/conformance.py checks it): a completion that ends (``finish_reason``
+    What every backend does (tests/support/conformance.py checks it): a completion that ends (``finish_reason``
     ``"stop"``) is valid under ``schema``; ``"length"`` means it was cut at ``max_tokens``; the token counts are
     the model tokenizer's (the prompt as its chat template renders it); a request the backend cannot serve (a
     schema it cannot compile) raises ``ValueError``; a model that cannot serve the call (its engine failed or died,

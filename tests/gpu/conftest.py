@@ -2,8 +2,6 @@
 
 from __future__ import annotations
 
-import importlib.util
-import sys
 from collections.abc import Callable
 from pathlib import Path
 
@@ -32,14 +30,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 
 @pytest.fixture(scope="session")
 def build_tiny_model() -> Callable[[Path], Path]:
-    """``tests/models/tiny.py``'s builder, loaded by path (tests/ is not a package)."""
-    path = Path(__file__).resolve().parents[1] / "models" / "tiny.py"
-    name = "agentic_rag_tests_tiny_model"
-    if name not in sys.modules:
-        spec = importlib.util.spec_from_file_location(name, path)
-        assert spec is not None and spec.loader is not None, path
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[name] = module
-        spec.loader.exec_module(module)
-    builder: Callable[[Path], Path] = sys.modules[name].build_tiny_model
-    return builder
+    """tests/support/tiny.py's builder."""
+    from tests.support.tiny import build_tiny_model
+
+    return build_tiny_model

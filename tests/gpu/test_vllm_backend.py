@@ -1,9 +1,8 @@
-"""vLLM on a GPU, on the tiny test model: the backend conformance suite (tests/models/conformance.py), and
+"""vLLM on a GPU, on the tiny test model: the backend conformance suite (tests/support/conformance.py), and
 a timeout aborts the request in the engine."""
 
 from __future__ import annotations
 
-import importlib.util
 import json
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -16,11 +15,7 @@ from agentic_rag.settings import Settings
 
 pytest.importorskip("vllm", reason="needs vLLM (install the vllm extra on a GPU machine)")
 
-_spec = importlib.util.spec_from_file_location("tests_models_conformance",
-                                               Path(__file__).parents[1] / "models" / "conformance.py")
-assert _spec is not None and _spec.loader is not None
-conformance = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(conformance)
+from tests.support.conformance import BackendConformance  # after the skip: nothing of the suite loads without vLLM
 
 
 @pytest.fixture(scope="module")
@@ -48,7 +43,7 @@ def model_dir(tiny_dir: Path) -> Path:
     return tiny_dir
 
 
-class TestVLLMConformance(conformance.BackendConformance):  # type: ignore[misc]
+class TestVLLMConformance(BackendConformance):
     """Every check of the suite, on vLLM."""
 
 

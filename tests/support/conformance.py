@@ -2,12 +2,13 @@
 
 :class:`BackendConformance` holds the checks; a test class that inherits it and provides two fixtures runs
 them on one backend: ``backend`` (the backend, serving the tiny test model of ``tiny.py``) and ``model_dir``
-(that model's directory, whose tokenizer gives the exact token counts). tests/models/test_conformance.py runs
-it on the transformers backend and on the OpenAI-compatible backend in front of our server;
-tests/gpu/test_vllm_backend.py on vLLM. A random model is a fuzzer: whatever it emits under a schema must
-fit it, and with no schema it emits garbage, which drives the correction retries to their bound.
+(that model's directory, whose tokenizer gives the exact token counts).
+tests/integration/models/test_conformance.py runs it on the transformers backend and on the OpenAI-compatible
+backend in front of our server; tests/gpu/test_vllm_backend.py on vLLM. A random model is a fuzzer: whatever it
+emits under a schema must fit it, and with no schema it emits garbage, which drives the correction retries to
+their bound.
 
-tests/ is not a package: a test module imports this one by path (``importlib.util.spec_from_file_location``).
+A test module imports it as ``tests.support.conformance``.
 """
 
 from __future__ import annotations

@@ -6,9 +6,8 @@ alphabet, so any text, every JSON character included, is representable), wrapped
 fixed seed. Saved with ``save_pretrained`` like any Hugging Face model directory, so the real loading
 code is what reads it. Its output is meaningless: a fuzzer for constrained decoding and retries.
 
-Import it by path from any test folder (pytest runs with ``--import-mode=importlib``)::
-
-    spec = importlib.util.spec_from_file_location("tiny", Path(__file__).parents[1] / "models" / "tiny.py")
+Import it as ``tests.support.tiny``: pytest puts the repository root on ``sys.path``, and so do the benchmark
+scripts that build it.
 """
 
 from __future__ import annotations
@@ -22,6 +21,9 @@ import uuid
 from collections.abc import Callable
 from pathlib import Path
 
+# Where the tests build the tiny models: .data/ is gitignored, and each model is keyed by its VERSION, so later
+# sessions reuse it.
+CACHE = Path(__file__).resolve().parents[2] / ".data" / "test-models"
 # Bump when anything below changes what gets built: a new version is built beside the old one.
 VERSION = "2"  # 2: the validator report lost suggested_next_action
 EOS = "<|im_end|>"

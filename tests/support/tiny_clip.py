@@ -7,16 +7,15 @@ sentence-transformers' real loading code reads it as a CLIP model, as it would r
 mean nothing semantically; a function of the pixels they are, so the same pixels give the same vector and
 nearby pixels nearby vectors.
 
-Import it by path from any test folder (pytest runs with ``--import-mode=importlib``)::
-
-    spec = importlib.util.spec_from_file_location("tiny_clip", Path(__file__).parents[1] / "models" / "tiny_clip.py")
+Import it as ``tests.support.tiny_clip``: pytest puts the repository root on ``sys.path``, and so do the benchmark
+scripts that build it.
 """
 
 from __future__ import annotations
 
-import importlib.util
 from pathlib import Path
-from types import ModuleType
+
+from tests.support.tiny import built_once
 
 # Bump when anything below changes what gets built: a new version is built beside the old one.
 VERSION = "1"
@@ -28,16 +27,7 @@ WIDTH = 32  # hidden size of both towers, and of the shared embedding
 
 def build_tiny_clip(root: Path) -> Path:
     """The tiny CLIP's directory under ``root``, built on first use (a second or two) and reused after."""
-    return _tiny().built_once(Path(root) / f"tiny-clip-v{VERSION}", _build)
-
-
-def _tiny() -> ModuleType:
-    """tiny.py beside this file (tests/ is not a package: loaded by path, as the conftest loads it)."""
-    spec = importlib.util.spec_from_file_location("tests_models_tiny", Path(__file__).with_name("tiny.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
+    return built_once(Path(root) / f"tiny-clip-v{VERSION}", _build)
 
 
 def _build(out: Path) -> None:

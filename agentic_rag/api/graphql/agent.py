@@ -1,4 +1,4 @@
-"""The agent, as the GraphQL backend reaches it: the SearchAI gRPC service (``deployments/proto/searchai.proto``),
+"""The agent, as the GraphQL backend reaches it: the SearchAI gRPC service (``api/grpc/proto/searchai.proto``),
 its unary calls and its streams (a run's trajectory events as they are written, then its reply).
 
 Natural-language questions and clarifications go over gRPC, as the seeds draw the system: the backend holds

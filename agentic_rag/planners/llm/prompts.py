@@ -1,4 +1,4 @@
-"""Prompts per role (background, steps, output instructions), from the template files in prompts/.
+"""Prompts per role (background, steps, output instructions), from the template files in templates/.
 
 A prompt is a system message (the role's template) and a user message holding the role input as a
 JSON state block, plus the output schema. Each role has a token budget; when the context cards do

@@ -19,29 +19,25 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
-from agentic_rag.catalog.ids import entity_id
-from agentic_rag.deployments.http import create_app
-from agentic_rag.deployments.service import LocalAgentService
+from agentic_rag.api.http.app import create_app
+from agentic_rag.api.openai import MAX_BODY_BYTES as MAX_ROUTE_BODY
+from agentic_rag.api.service import LocalAgentService
 from agentic_rag.models.base import StructuredGenerator, schema_for
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
-from agentic_rag.models.openai_server import MAX_BODY_BYTES as MAX_ROUTE_BODY
-from agentic_rag.models.prompts import render
-from agentic_rag.models.roles import CardEntity, GradeInput, GradeItem, RewriteInput, SelectInput
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.orchestrator.sweep import sweep_abandoned
+from agentic_rag.planners.llm.prompts import render
 from agentic_rag.protocol import EntityRef, GradeReport, Mode, NextStep, QueryRewrite, RunBudget
+from agentic_rag.protocol.roles import CardEntity, GradeInput, GradeItem, RewriteInput, SelectInput
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool
 from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
+from tests.support.helpers import client_for, eid
 
 pytestmark = pytest.mark.integration
-
-
-def eid(entity_type: str, key: str) -> str:
-    return str(entity_id(entity_type, key))
 
 
 LUFFY, NAMI, ONE_PIECE = eid("character", "monkey-d-luffy"), eid("character", "nami"), eid("anime", "one-piece")
@@ -61,10 +57,6 @@ def service(runtime: Runtime) -> LocalAgentService:
 @pytest.fixture(scope="module")
 def app(service: LocalAgentService, settings: Settings) -> FastAPI:
     return create_app(service, settings)
-
-
-def client_for(app: FastAPI) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://api", timeout=60)
 
 
 @pytest.fixture
@@ -206,9 +198,9 @@ async def test_grpc_ask_may_lower_its_runs_budget_but_not_raise_it(service: Loca
                                                                   settings: Settings) -> None:
     import grpc
 
-    from agentic_rag.deployments.grpc_api import SearchAIApi, SearchAIServicer
-    from agentic_rag.deployments.proto import searchai_pb2 as pb
-    from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
+    from agentic_rag.api.grpc.proto import searchai_pb2 as pb
+    from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
+    from agentic_rag.api.grpc.service import SearchAIApi, SearchAIServicer
 
     server = grpc.aio.server()
     servicer = SearchAIServicer(SearchAIApi(service, settings))

@@ -28,11 +28,11 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
+from agentic_rag.api.graphql import create_app
+from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
+from agentic_rag.api.grpc.service import SearchAIApi, SearchAIServicer
+from agentic_rag.api.service import LocalAgentService
 from agentic_rag.catalog.ids import entity_id
-from agentic_rag.deployments.grpc_api import SearchAIApi, SearchAIServicer
-from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
-from agentic_rag.deployments.service import LocalAgentService
-from agentic_rag.graphql import create_app
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
@@ -41,7 +41,7 @@ from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 ARTIFACTS = ROOT / "tests" / "artifacts" / "playground"
 DOCS_SHOT = ROOT / "docs" / "playground.png"
 

@@ -1,10 +1,9 @@
-"""The backend conformance suite (conformance.py) on the backends that run without a GPU, on the tiny model:
-the transformers backend, and the OpenAI-compatible backend in front of our chat-completions server (in
-process, over httpx's ASGI transport) with that same transformers backend behind it."""
+"""The backend conformance suite (tests/support/conformance.py) on the backends that run without a GPU, on the
+tiny model: the transformers backend, and the OpenAI-compatible backend in front of our chat-completions server
+(in process, over httpx's ASGI transport) with that same transformers backend behind it."""
 
 from __future__ import annotations
 
-import importlib.util
 from collections.abc import AsyncIterator
 from pathlib import Path
 
@@ -12,20 +11,15 @@ import httpx
 import openai
 import pytest
 
+from agentic_rag.api.openai import create_app
 from agentic_rag.models.base import TextBackend
 from agentic_rag.models.openai_backend import OpenAIBackend
-from agentic_rag.models.openai_server import create_app
 from agentic_rag.models.transformers_backend import TransformersBackend
 from agentic_rag.settings import Settings
+from tests.support.conformance import BackendConformance
 
 # Loads and runs a real (tiny) model for minutes on 2 CPU cores: not a unit test.
 pytestmark = pytest.mark.integration
-
-_spec = importlib.util.spec_from_file_location("tests_models_conformance", Path(__file__).with_name("conformance.py"))
-assert _spec is not None and _spec.loader is not None
-conformance = importlib.util.module_from_spec(_spec)
-_spec.loader.exec_module(conformance)
-
 
 @pytest.fixture(scope="module")
 def model_dir(tiny_model_dir: Path) -> Path:
@@ -45,5 +39,5 @@ async def backend(request: pytest.FixtureRequest, tiny_backend: TransformersBack
     await remote.aclose()
 
 
-class TestConformance(conformance.BackendConformance):  # type: ignore[misc]
+class TestConformance(BackendConformance):
     """Every check, on each backend above."""

@@ -1,8 +1,8 @@
-"""The image embedder loads a CLIP directory through sentence-transformers: the tiny random CLIP of tiny_clip.py."""
+"""The image embedder loads a CLIP directory through sentence-transformers: the tiny random CLIP of
+tests/support/tiny_clip.py (the ``tiny_clip_dir`` fixture, tests/integration/conftest.py)."""
 
 from __future__ import annotations
 
-import importlib.util
 import io
 from pathlib import Path
 
@@ -15,17 +15,6 @@ from agentic_rag.models.embeddings import default_model_path
 from agentic_rag.models.image_embeddings import ImageEmbedder
 from agentic_rag.models.images import InvalidImage
 from agentic_rag.settings import Settings
-
-CACHE = Path(__file__).resolve().parents[2] / ".data" / "test-models"
-
-
-@pytest.fixture(scope="module")
-def tiny_clip_dir() -> Path:
-    spec = importlib.util.spec_from_file_location("tests_models_tiny_clip", Path(__file__).with_name("tiny_clip.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return Path(module.build_tiny_clip(CACHE))
 
 
 def encoded(image: Image.Image, fmt: str) -> bytes:

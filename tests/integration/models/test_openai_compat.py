@@ -18,11 +18,11 @@ import openai
 import pytest
 from openai.types.chat import ChatCompletion
 
+from agentic_rag.api.openai import create_app
 from agentic_rag.models.base import Message, StructuredGenerator, schema_for
-from agentic_rag.models.factory import text_backend
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
-from agentic_rag.models.openai_server import create_app
 from agentic_rag.models.transformers_backend import TransformersBackend
+from agentic_rag.planners.factory import text_backend
 from agentic_rag.protocol import QueryRewrite
 from agentic_rag.settings import Settings
 

@@ -16,12 +16,13 @@ from fastapi import FastAPI
 from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel
 
+from agentic_rag.api.openai import MAX_BODY_BYTES, create_app
 from agentic_rag.models.base import Completion, Message
 from agentic_rag.models.chat import StructuredTextBackend, approximate_tokens
-from agentic_rag.models.heuristic import HeuristicModel, draft, rewrite
-from agentic_rag.models.openai_server import MAX_BODY_BYTES, create_app
-from agentic_rag.models.prompts import render
-from agentic_rag.models.roles import (
+from agentic_rag.planners.heuristic import HeuristicModel, draft, rewrite
+from agentic_rag.planners.llm.prompts import render
+from agentic_rag.protocol import DraftAnswer, EntityRef, GradeReport, NextStep, QueryRewrite, SufficiencyReport
+from agentic_rag.protocol.roles import (
     ROLES,
     CardEntity,
     ContextCard,
@@ -32,7 +33,6 @@ from agentic_rag.models.roles import (
     SelectInput,
     ValidateInput,
 )
-from agentic_rag.protocol import DraftAnswer, EntityRef, GradeReport, NextStep, QueryRewrite, SufficiencyReport
 
 QUESTION = "Which anime is Monkey D. Luffy in?"
 LUFFY = CardEntity(ref=EntityRef(entity_type="character", id="00000000-0000-4000-8000-000000000001"),

@@ -17,18 +17,18 @@ import openai
 import pytest
 from pydantic import BaseModel, Field
 
+from agentic_rag.api.openai import create_app
 from agentic_rag.models.base import StructuredGenerator
 from agentic_rag.models.embeddings import Embedder
-from agentic_rag.models.factory import text_backend
-from agentic_rag.models.heuristic import HeuristicModel
-from agentic_rag.models.openai_server import create_app
 from agentic_rag.models.packaged import PACKAGED, fetch, fetched, resolve_model
-from agentic_rag.models.prompts import MAX_OUTPUT_TOKENS, render, shaper
-from agentic_rag.models.roles import RewriteInput
 from agentic_rag.models.transformers_backend import TransformersBackend
 from agentic_rag.orchestrator.loop import Orchestrator
 from agentic_rag.orchestrator.runtime import build_orchestrator
+from agentic_rag.planners.factory import text_backend
+from agentic_rag.planners.heuristic import HeuristicModel
+from agentic_rag.planners.llm.prompts import MAX_OUTPUT_TOKENS, render, shaper
 from agentic_rag.protocol import QueryRewrite
+from agentic_rag.protocol.roles import RewriteInput
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool

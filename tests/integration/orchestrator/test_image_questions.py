@@ -2,37 +2,32 @@
 picture it is), and the image as the HTTP API, gRPC SearchAI and GraphQL (over gRPC) take it, checked before a
 run starts.
 
-The catalog is test_image_search.py's gallery (generated pictures, a tiny random CLIP), ingested into real
+The catalog is tests/support/gallery.py's (generated pictures, embedded by a tiny random CLIP), ingested into real
 PostgreSQL and a local-mode Qdrant; the runs use the heuristic planner over the real retrievers.
 """
 
 from __future__ import annotations
 
-import base64
-import importlib.util
 import json
 import os
-import sys
 from collections.abc import AsyncIterator, Callable, Iterator
 from contextlib import AbstractContextManager, asynccontextmanager
 from pathlib import Path
-from types import ModuleType
 from typing import Any
 
 import grpc
 import httpx
 import pytest
-from fastapi import FastAPI
 
+from agentic_rag.api.graphql import create_app as graphql_app
+from agentic_rag.api.grpc.proto import searchai_pb2 as pb
+from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
+from agentic_rag.api.grpc.service import SearchAIApi, SearchAIServicer
+from agentic_rag.api.http.app import create_app
+from agentic_rag.api.http.errors import MAX_BODY_BYTES
+from agentic_rag.api.service import LocalAgentService
 from agentic_rag.catalog.ids import entity_id
 from agentic_rag.catalog.ingest import ingest_demo
-from agentic_rag.deployments.grpc_api import SearchAIApi, SearchAIServicer
-from agentic_rag.deployments.http import create_app
-from agentic_rag.deployments.http_errors import MAX_BODY_BYTES
-from agentic_rag.deployments.proto import searchai_pb2 as pb
-from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
-from agentic_rag.deployments.service import LocalAgentService
-from agentic_rag.graphql import create_app as graphql_app
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.image_embeddings import ImageEmbedder
 from agentic_rag.models.images import base64_body_bytes
@@ -40,36 +35,18 @@ from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool
 from agentic_rag.storage.qdrant import open_qdrant
+from tests.support.gallery import GUIDE_PICTURE, TITLES, Web, anime_id, b64, bomb_png, encode, picture, write_catalog
+from tests.support.helpers import client_for
 
 pytestmark = pytest.mark.integration
-
-
-def _load(name: str) -> ModuleType:
-    spec = importlib.util.spec_from_file_location(f"tests_integration_{name}", Path(__file__).with_name(f"{name}.py"))
-    assert spec is not None and spec.loader is not None
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[spec.name] = module  # its dataclasses look their module up while they are built
-    spec.loader.exec_module(module)
-    return module
-
-
-gallery_module = _load("test_image_search")  # tests/ is not a package: its pictures and catalog, by path
-picture, encode, bomb_png, anime_id = (gallery_module.picture, gallery_module.encode, gallery_module.bomb_png,
-                                       gallery_module.anime_id)
-web = gallery_module.web  # the fixture: the gallery's one picture given by URL is served from it
-GUIDE = str(entity_id("character", "guide"))
-GUIDE_PICTURE = 40  # the guide's picture (test_image_search.write_catalog)
+GUIDE = str(entity_id("character", "guide"))  # its picture is GUIDE_PICTURE
 ASKED = "what anime is this from?"
 
 
-def b64(data: bytes) -> str:
-    return base64.b64encode(data).decode()
-
-
 @pytest.fixture(scope="module")
-def image_settings(settings: Settings, tmp_path_factory: pytest.TempPathFactory) -> Settings:
+def image_settings(settings: Settings, tiny_clip_dir: Path, tmp_path_factory: pytest.TempPathFactory) -> Settings:
     return settings.model_copy(update={
-        "image_model": str(gallery_module._tiny_clip_dir()), "qdrant_engine": "local",
+        "image_model": str(tiny_clip_dir), "qdrant_engine": "local",
         "qdrant_path": tmp_path_factory.mktemp("image-questions") / "qdrant"})
 
 
@@ -80,11 +57,11 @@ def questions_dsn(scratch: Callable[[str], AbstractContextManager[str]]) -> Iter
 
 
 @pytest.fixture(scope="module")
-async def runtime(image_settings: Settings, questions_dsn: str, embedder: Embedder, web: Any,
+async def runtime(image_settings: Settings, questions_dsn: str, embedder: Embedder, web: Web,
                   tmp_path_factory: pytest.TempPathFactory) -> AsyncIterator[Runtime]:
     """The gallery ingested with its pictures, and the loop over it with image search."""
     folder = tmp_path_factory.mktemp("gallery")
-    gallery_module.write_catalog(folder, web)
+    write_catalog(folder, web)
     images = ImageEmbedder(image_settings)
     store = open_qdrant(image_settings)
     pool = await make_pool(questions_dsn, image_settings)
@@ -107,7 +84,7 @@ async def test_what_anime_is_this_from_answers_the_entity_whose_picture_it_is(ru
         r = result.response
         assert r.status == "answered", r.answer
         assert [e.id for e in r.result_entities] == [anime_id(i)]
-        assert gallery_module.TITLES[i] in r.answer
+        assert TITLES[i] in r.answer
 
 
 async def test_who_is_this_searches_the_characters_by_the_picture(runtime: Runtime) -> None:
@@ -143,10 +120,6 @@ async def test_without_an_image_the_question_is_searched_by_its_words(runtime: R
 @pytest.fixture(scope="module")
 def service(runtime: Runtime) -> LocalAgentService:
     return LocalAgentService(runtime)
-
-
-def client_for(app: FastAPI) -> httpx.AsyncClient:
-    return httpx.AsyncClient(transport=httpx.ASGITransport(app), base_url="http://api", timeout=60)
 
 
 @pytest.mark.parametrize("route", ["/v1/search_ai", "/v1/query"])

@@ -27,11 +27,11 @@ from agentic_rag.models.base import (
     Usage,
 )
 from agentic_rag.models.embeddings import Embedder
-from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.loop import Orchestrator, RunResult
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
 from agentic_rag.orchestrator.trajectory import Trajectory, TrajectoryStore
+from agentic_rag.planners.heuristic import HeuristicModel
 from agentic_rag.protocol import (
     DocumentGrade,
     GradeReport,

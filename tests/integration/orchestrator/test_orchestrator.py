@@ -13,9 +13,7 @@ import pytest
 from PIL import Image
 from ray.exceptions import RayActorError
 
-from agentic_rag.catalog.ids import entity_id
 from agentic_rag.models.embeddings import Embedder
-from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.loop import (
     IMAGE_NOT_RESUMED,
@@ -26,6 +24,7 @@ from agentic_rag.orchestrator.loop import (
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
 from agentic_rag.orchestrator.runtime import build_orchestrator
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryStore
+from agentic_rag.planners.heuristic import HeuristicModel
 from agentic_rag.protocol import GraphIntent, GraphResult
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
@@ -33,12 +32,9 @@ from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import connect, make_pool
 from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
+from tests.support.helpers import eid
 
 pytestmark = pytest.mark.integration
-
-
-def eid(entity_type: str, key: str) -> str:
-    return str(entity_id(entity_type, key))
 
 
 LUFFY, NAMI, ONE_PIECE = eid("character", "monkey-d-luffy"), eid("character", "nami"), eid("anime", "one-piece")

@@ -11,10 +11,9 @@ from dataclasses import dataclass, field
 import pytest
 
 from agentic_rag.models.embeddings import Embedder
-from agentic_rag.models.heuristic import HeuristicModel, validate
-from agentic_rag.models.prompts import render
-from agentic_rag.models.roles import ContextCard, DraftInput, SelectInput, StepStatus, ValidateInput
 from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
+from agentic_rag.planners.heuristic import HeuristicModel, validate
+from agentic_rag.planners.llm.prompts import render
 from agentic_rag.protocol import (
     DraftAnswer,
     EntityRef,
@@ -25,6 +24,7 @@ from agentic_rag.protocol import (
     StructuredQuery,
     SufficiencyReport,
 )
+from agentic_rag.protocol.roles import ContextCard, DraftInput, SelectInput, StepStatus, ValidateInput
 from agentic_rag.retrievers.dsl import run_query
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hybrid import HybridRetriever
@@ -65,7 +65,7 @@ def drive(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Setting
     graph = PostgresGraphExecutor(pool, settings)
 
     async def run(question: str, max_turns: int = 8) -> Run:
-        from agentic_rag.models.roles import RewriteInput
+        from agentic_rag.protocol.roles import RewriteInput
 
         r = Run()
         async with pool.acquire() as conn:

@@ -8,21 +8,14 @@ import asyncpg
 import pytest
 
 from agentic_rag.catalog.ingest import IngestReport
-from agentic_rag.protocol import FIELDS, OPS_BY_KIND, StructuredQuery
+from agentic_rag.protocol import FIELDS, OPS_BY_KIND
 from agentic_rag.retrievers.dsl import QueryResult, compile_query, run_query
 from agentic_rag.storage.postgres import connect
 from agentic_rag.storage.sql import Conn
+from tests.support.dsl import cond, q
 
 pytestmark = pytest.mark.integration
 TIMEOUT = 5.0
-
-
-def q(**kw: Any) -> StructuredQuery:
-    return StructuredQuery.model_validate({"rationale": "test", **kw})
-
-
-def cond(field: str, op: str, value: Any) -> dict[str, Any]:
-    return {"field": field, "op": op, "value": value}
 
 
 async def run(conn: Conn, **kw: Any) -> QueryResult:

@@ -29,12 +29,9 @@ from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Conn, Pool
+from tests.support.helpers import eid
 
 pytestmark = pytest.mark.integration
-
-
-def eid(entity_type: str, key: str) -> str:
-    return str(entity_id(entity_type, key))
 
 
 @pytest.fixture

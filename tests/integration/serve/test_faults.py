@@ -12,34 +12,28 @@ with more clients and its figures: ``scripts/fault_suite.py`` (docs/benchmarks.m
 from __future__ import annotations
 
 import asyncio
-import socket
 from pathlib import Path
 
 import pytest
 
-from agentic_rag.deployments import launch
-from agentic_rag.deployments.faults import FAULT_ARGS, fault_config, fault_suite
 from agentic_rag.eval import load_demo_questions
 from agentic_rag.loadtest.faults import CHECKS, FaultRun, Verdict, markdown
+from agentic_rag.serve import launch
+from agentic_rag.serve.faults import FAULT_ARGS, fault_config, fault_suite
 from agentic_rag.settings import Settings
+from tests.support.helpers import free_port
 
 pytestmark = pytest.mark.integration
 
-CONFIG = Path(__file__).resolve().parents[2] / "configs" / "local.yaml"
+CONFIG = Path(__file__).resolve().parents[3] / "configs" / "local.yaml"
 CLIENTS = 12
 FAULTS = 5
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 @pytest.fixture(scope="module")
 def fault_run(serve_qdrant: Path, dsn: str, settings: Settings) -> tuple[FaultRun, Verdict]:
     """The app deployed, the faults injected under load, the checks made; Ray stopped again."""
-    config = fault_config(launch.load_config(CONFIG, port=_free_port(), grpc_port=_free_port(), args={
+    config = fault_config(launch.load_config(CONFIG, port=free_port(), grpc_port=free_port(), args={
         "database_url": dsn, "qdrant_path": str(serve_qdrant), "data_dir": str(settings.data_dir.resolve()),
         "log_level": "WARNING",
     }), orchestrators=2, args=FAULT_ARGS)

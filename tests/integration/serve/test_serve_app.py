@@ -1,7 +1,7 @@
 """The Ray Serve application end to end: configs/local.yaml on a local Ray, over real HTTP and gRPC.
 
 The app gets the session's database and an embedded Qdrant path of its own, holding a copy of the
-session's indexed points (``serve_qdrant``, tests/integration/conftest.py). A Ray cluster and a deployed
+session's indexed points (``serve_qdrant``, tests/integration/serve/conftest.py). A Ray cluster and a deployed
 app cost most of the time, so the app starts once for the module: one test over HTTP (cold start, both
 lanes, streaming, trajectories, readiness, 64 concurrent runs), one over gRPC through Serve's gRPC proxy.
 """
@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import asyncio
 import json
-import socket
 import time
 import uuid
 from collections.abc import Iterator
@@ -22,36 +21,32 @@ import openai
 import pytest
 from ray.serve.schema import ServeDeploySchema
 
+from agentic_rag.api import costs
+from agentic_rag.api.grpc.proto import searchai_pb2 as pb
+from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
 from agentic_rag.catalog.ids import entity_id
-from agentic_rag.deployments import costs, launch
-from agentic_rag.deployments.proto import searchai_pb2 as pb
-from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
 from agentic_rag.models.base import StructuredGenerator, schema_for
-from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
-from agentic_rag.models.prompts import render
-from agentic_rag.models.roles import GradeInput, RewriteInput
+from agentic_rag.planners.heuristic import HeuristicModel
+from agentic_rag.planners.llm.prompts import render
 from agentic_rag.protocol import EntityLinks, EntityRef, GradeReport, LinkCandidate, LinkedMention, QueryRewrite
+from agentic_rag.protocol.roles import GradeInput, RewriteInput
+from agentic_rag.serve import launch
 from agentic_rag.settings import Settings
+from tests.support.helpers import free_port
 
 pytestmark = pytest.mark.integration
 
-CONFIG = Path(__file__).resolve().parents[2] / "configs" / "local.yaml"
+CONFIG = Path(__file__).resolve().parents[3] / "configs" / "local.yaml"
 LUFFY, ONE_PIECE = str(entity_id("character", "monkey-d-luffy")), str(entity_id("anime", "one-piece"))
 NAMI = str(entity_id("character", "nami"))
 CONCURRENT = 64
 
 
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
 @pytest.fixture(scope="module")
 def serve_config(serve_qdrant: Path, dsn: str, settings: Settings) -> ServeDeploySchema:
     """configs/local.yaml on free ports, over the session's database and a copy of its Qdrant points."""
-    return launch.load_config(CONFIG, port=_free_port(), grpc_port=_free_port(), args={
+    return launch.load_config(CONFIG, port=free_port(), grpc_port=free_port(), args={
         "database_url": dsn, "qdrant_path": str(serve_qdrant), "data_dir": str(settings.data_dir.resolve()),
         "log_level": "WARNING",
     })

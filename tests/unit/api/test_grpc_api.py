@@ -13,10 +13,10 @@ from typing import Any, get_args
 import grpc
 import pytest
 
-from agentic_rag.deployments.grpc_api import MATCH_TIERS, STATUSES, SearchAIApi, SearchAIServicer
-from agentic_rag.deployments.proto import searchai_pb2 as pb
-from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
-from agentic_rag.deployments.service import NotAwaitingClarification, ServiceUnavailable
+from agentic_rag.api.grpc.proto import searchai_pb2 as pb
+from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
+from agentic_rag.api.grpc.service import MATCH_TIERS, STATUSES, SearchAIApi, SearchAIServicer
+from agentic_rag.api.service import NotAwaitingClarification, ServiceUnavailable
 from agentic_rag.orchestrator.loop import ClarificationError, RunResult
 from agentic_rag.orchestrator.trajectory import TrajectoryNotFound
 from agentic_rag.protocol import AgentResponse, EntityRef, RunBudget
@@ -27,8 +27,8 @@ from agentic_rag.settings import Settings
 LUFFY = EntityRef(entity_type="character", id=str(uuid.UUID(int=1)))
 NAMI = EntityRef(entity_type="character", id=str(uuid.UUID(int=2)))
 TID = uuid.UUID(int=99)
-REPO = Path(__file__).resolve().parents[2]
-PROTO = REPO / "agentic_rag" / "deployments" / "proto" / "searchai.proto"
+REPO = Path(__file__).resolve().parents[3]
+PROTO = REPO / "agentic_rag" / "api" / "grpc" / "proto" / "searchai.proto"
 
 
 def _result(status: str = "answered", request_id: str = "r") -> RunResult:

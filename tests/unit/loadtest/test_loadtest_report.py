@@ -26,7 +26,7 @@ from agentic_rag.loadtest.report import build_report, write_report
 from agentic_rag.loadtest.stats import client_in_flight, find_knee, summarize
 from agentic_rag.loadtest.targets import Objective, Targets, check, load_targets
 
-ROOT = Path(__file__).resolve().parents[2]
+ROOT = Path(__file__).resolve().parents[3]
 T0 = 1_700_000_000.0
 
 

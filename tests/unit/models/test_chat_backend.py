@@ -6,11 +6,11 @@ import pytest
 
 from agentic_rag.models.base import Message, StructuredGenerator, schema_for
 from agentic_rag.models.chat import StructuredTextBackend, text_backend_of
-from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.models.openai_backend import OpenAIBackend
-from agentic_rag.models.prompts import render
-from agentic_rag.models.roles import RewriteInput
+from agentic_rag.planners.heuristic import HeuristicModel
+from agentic_rag.planners.llm.prompts import render
 from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention, NextStep, QueryRewrite
+from agentic_rag.protocol.roles import RewriteInput
 from agentic_rag.settings import Settings
 
 

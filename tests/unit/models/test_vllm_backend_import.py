@@ -201,8 +201,8 @@ async def test_a_cancelled_call_aborts_the_request_in_the_engine(fake_vllm: Any)
 
 
 def test_the_factory_builds_the_role_model_on_vllm(fake_vllm: Any) -> None:
-    from agentic_rag.models.factory import text_backend
     from agentic_rag.models.vllm_backend import VLLMBackend
+    from agentic_rag.planners.factory import text_backend
 
     settings = Settings(planner_backend="vllm", planner_model="/models/planner", validator_backend="vllm")
     backend = text_backend(settings, "planner")

@@ -5,10 +5,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from agentic_rag.models.forms import STEP_WORDS
-from agentic_rag.models.prompts import render, shaper
-from agentic_rag.models.roles import CardEntity, ContextCard, DraftInput, SelectInput
 from agentic_rag.models.schemas import closed_options, narrow
+from agentic_rag.planners.llm.forms import STEP_WORDS
+from agentic_rag.planners.llm.prompts import render, shaper
 from agentic_rag.protocol import (
     DraftAnswer,
     EntityLinks,
@@ -19,6 +18,7 @@ from agentic_rag.protocol import (
     QueryRewrite,
     SearchIntent,
 )
+from agentic_rag.protocol.roles import CardEntity, ContextCard, DraftInput, SelectInput
 from agentic_rag.protocol.vocabulary import EDGE_TYPES
 
 BEBOP = "1b62e624-1240-5f43-bbba-dfcca7b108d9"
@@ -217,7 +217,7 @@ def test_a_compact_answer_quotes_what_its_steps_found_as_a_whole() -> None:
 
 
 def test_the_state_block_is_the_role_input_as_written_and_a_lone_surrogate_does_not_break_it() -> None:
-    from agentic_rag.models.prompts import read_state
+    from agentic_rag.planners.llm.prompts import read_state
 
     inp = _select()
     role, state = read_state(render(inp, NextStep))
@@ -228,8 +228,8 @@ def test_the_state_block_is_the_role_input_as_written_and_a_lone_surrogate_does_
 
 
 def test_a_state_over_its_budget_shortens_the_oldest_cards_and_keeps_their_ids() -> None:
-    from agentic_rag.models.prompts import read_state
-    from agentic_rag.models.roles import ContextCard
+    from agentic_rag.planners.llm.prompts import read_state
+    from agentic_rag.protocol.roles import ContextCard
 
     bebop = CardEntity(ref=EntityRef(entity_type="anime", id=BEBOP), name="Cowboy Bebop", detail="1998")
     cards = [ContextCard(turn=i, source="qdrant_search", request=f"step {i}", summary=f"{i} " + "x" * 7990,
@@ -244,7 +244,7 @@ def test_a_state_over_its_budget_shortens_the_oldest_cards_and_keeps_their_ids()
 
 
 def test_the_loop_renders_the_whole_state_and_only_a_full_style_prompt_is_fitted_to_its_budget() -> None:
-    from agentic_rag.models.prompts import read_state
+    from agentic_rag.planners.llm.prompts import read_state
 
     card = _neighbors(BEBOP, "features", "character",
                       [(f"{i:08d}-0000-4000-8000-000000000000", f"Character {i}", "main") for i in range(40)])

@@ -17,14 +17,7 @@ from agentic_rag.protocol import FIELDS, OPS_BY_KIND, Condition, StructuredQuery
 from agentic_rag.protocol.query import describe
 from agentic_rag.protocol.vocabulary import ENTITY_TYPES
 from agentic_rag.retrievers.dsl import QueryResult, _summarise, compile_query, like_escape
-
-
-def q(**kw: Any) -> StructuredQuery:
-    return StructuredQuery.model_validate({"rationale": "test", **kw})
-
-
-def cond(field: str, op: str, value: Any) -> dict[str, Any]:
-    return {"field": field, "op": op, "value": value}
+from tests.support.dsl import cond, q
 
 
 def render(query: StructuredQuery) -> tuple[str, list[Any]]:

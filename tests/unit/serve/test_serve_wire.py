@@ -11,23 +11,12 @@ from pydantic import ValidationError
 from ray.exceptions import RayActorError, RayTaskError
 from ray.serve.handle import DeploymentResponse
 
-from agentic_rag.deployments.models import PlannerReplica, gpu_request_problem
-from agentic_rag.deployments.service import NotAwaitingClarification
-from agentic_rag.deployments.wire import (
-    OUTPUT_TYPES,
-    HandleModel,
-    HandleRetrieval,
-    RunReply,
-    ok,
-    settle,
-    unwrap,
-)
+from agentic_rag.api.service import NotAwaitingClarification
 from agentic_rag.errors import AgenticRagError
 from agentic_rag.models.base import GenerationError, ModelOverloaded, ModelUnavailable
-from agentic_rag.models.prompts import render
-from agentic_rag.models.roles import ROLES, RewriteInput
 from agentic_rag.orchestrator.loop import ClarificationError, RunResult
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
+from agentic_rag.planners.llm.prompts import render
 from agentic_rag.protocol import (
     AgentResponse,
     EntityLinks,
@@ -37,7 +26,18 @@ from agentic_rag.protocol import (
     LinkedMention,
     QueryRewrite,
 )
+from agentic_rag.protocol.roles import ROLES, RewriteInput
 from agentic_rag.retrievers.errors import RetrievalError
+from agentic_rag.serve.models import PlannerReplica, gpu_request_problem
+from agentic_rag.serve.wire import (
+    OUTPUT_TYPES,
+    HandleModel,
+    HandleRetrieval,
+    RunReply,
+    ok,
+    settle,
+    unwrap,
+)
 from agentic_rag.settings import Settings
 
 
@@ -97,8 +97,6 @@ def _subclasses(cls: type[AgenticRagError]) -> set[type[AgenticRagError]]:
 
 def test_every_error_of_ours_pickles_with_its_fields() -> None:
     # the modules that define them are imported above (directly or through the deployments)
-    import agentic_rag.cli._errors
-    import agentic_rag.deployments.errors  # noqa: F401
 
     # Ray's dual classes (RayTaskError(X), made as errors cross) are subclasses too: only ours are checked
     classes = {c for c in _subclasses(AgenticRagError) if c.__module__.startswith("agentic_rag.")}
