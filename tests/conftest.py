@@ -15,9 +15,9 @@ import asyncpg
 import pytest
 
 from agentic_rag.catalog.ingest import IngestReport, ingest_demo
+from agentic_rag.dsn import to_url, with_database
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.settings import Settings
-from agentic_rag.storage.dsn import to_url, with_database
 from agentic_rag.storage.postgres import connect, make_pool, resolve_dsn
 from agentic_rag.storage.qdrant import VectorStore, open_qdrant
 from agentic_rag.storage.sql import Pool, ident

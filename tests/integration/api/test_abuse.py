@@ -15,6 +15,7 @@ import pytest
 from pydantic import ValidationError
 
 from agentic_rag.catalog.ids import entity_id
+from agentic_rag.dsn import with_database
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.protocol import EntityRef, GraphIntent, SearchFilters, SearchIntent
 from agentic_rag.retrievers.errors import RetrievalError
@@ -23,7 +24,6 @@ from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
-from agentic_rag.storage.dsn import with_database
 from agentic_rag.storage.postgres import connect, make_pool
 from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool

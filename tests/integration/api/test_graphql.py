@@ -29,14 +29,14 @@ from hypothesis import settings as hypothesis_settings
 from starlette.applications import Starlette
 from websockets import Subprotocol
 
+from agentic_rag.api.graphql import build_schema, create_app
+from agentic_rag.api.graphql.errors import INTERNAL_MESSAGE, MaskInternalErrors
+from agentic_rag.api.graphql.limits import MAX_COST, MAX_DEPTH
+from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
+from agentic_rag.api.grpc.service import SearchAIApi, SearchAIServicer
+from agentic_rag.api.service import LocalAgentService
 from agentic_rag.catalog.ids import entity_id
 from agentic_rag.catalog.ingest import IngestReport
-from agentic_rag.deployments.grpc_api import SearchAIApi, SearchAIServicer
-from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
-from agentic_rag.deployments.service import LocalAgentService
-from agentic_rag.graphql import build_schema, create_app
-from agentic_rag.graphql.errors import INTERNAL_MESSAGE, MaskInternalErrors
-from agentic_rag.graphql.limits import MAX_COST, MAX_DEPTH
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator

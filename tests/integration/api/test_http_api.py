@@ -19,19 +19,19 @@ import pytest
 import uvicorn
 from fastapi import FastAPI
 
+from agentic_rag.api.http.app import create_app
+from agentic_rag.api.openai import MAX_BODY_BYTES as MAX_ROUTE_BODY
+from agentic_rag.api.service import LocalAgentService
 from agentic_rag.catalog.ids import entity_id
-from agentic_rag.deployments.http import create_app
-from agentic_rag.deployments.service import LocalAgentService
-from agentic_rag.models.base import StructuredGenerator, schema_for
+from agentic_rag.models.base import CallShape, StructuredGenerator, schema_for
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
-from agentic_rag.models.openai_server import MAX_BODY_BYTES as MAX_ROUTE_BODY
-from agentic_rag.models.prompts import render
-from agentic_rag.models.roles import CardEntity, GradeInput, GradeItem, RewriteInput, SelectInput
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.orchestrator.sweep import sweep_abandoned
+from agentic_rag.planners.llm.prompts import render
 from agentic_rag.protocol import EntityRef, GradeReport, Mode, NextStep, QueryRewrite, RunBudget
+from agentic_rag.protocol.roles import CardEntity, GradeInput, GradeItem, RewriteInput, SelectInput
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool
 from agentic_rag.storage.qdrant import VectorStore
@@ -206,9 +206,9 @@ async def test_grpc_ask_may_lower_its_runs_budget_but_not_raise_it(service: Loca
                                                                   settings: Settings) -> None:
     import grpc
 
-    from agentic_rag.deployments.grpc_api import SearchAIApi, SearchAIServicer
-    from agentic_rag.deployments.proto import searchai_pb2 as pb
-    from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
+    from agentic_rag.api.grpc.proto import searchai_pb2 as pb
+    from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
+    from agentic_rag.api.grpc.service import SearchAIApi, SearchAIServicer
 
     server = grpc.aio.server()
     servicer = SearchAIServicer(SearchAIApi(service, settings))
@@ -622,7 +622,8 @@ async def test_the_models_answer_openai_clients(app: FastAPI, runtime: Runtime) 
     assert done.object == "chat.completion" and done.model == "planner"
     assert done.choices[0].finish_reason == "stop"
     served = QueryRewrite.model_validate_json(done.choices[0].message.content or "")
-    direct = await runtime.orchestrator.planner.generate(request["messages"], QueryRewrite)
+    direct = await runtime.orchestrator.planner.generate(RewriteInput(question="How is Luffy related to Nami?"),
+                                                         QueryRewrite)
     assert served == direct.output, "the route serves exactly what the loop gets from the same model"
     # the loop's own client (OpenAIBackend through StructuredGenerator) reads it as a model like any other
     generator = StructuredGenerator(OpenAIBackend(runtime.settings, "validator", client=client))
@@ -630,8 +631,9 @@ async def test_the_models_answer_openai_clients(app: FastAPI, runtime: Runtime) 
     nami = CardEntity(ref=EntityRef(entity_type="character", id=NAMI), name="Nami")
     items = [GradeItem(index=0, entity=luffy, snippet="Monkey D. Luffy, captain of the Straw Hat Pirates"),
              GradeItem(index=1, entity=nami, snippet="Nami, navigator of the Straw Hat Pirates")]
-    grade = render(GradeInput(question="Which anime is Luffy in?", items=items), GradeReport)
-    assert (await generator.generate(grade, GradeReport)).output.model_dump() == \
+    grade = GradeInput(question="Which anime is Luffy in?", items=items)
+    shaped = CallShape(messages=render(grade, GradeReport), schema=schema_for(GradeReport))
+    assert (await generator.generate_shaped(shaped, GradeReport)).output.model_dump() == \
         (await runtime.orchestrator.validator.generate(grade, GradeReport)).output.model_dump()
 
 

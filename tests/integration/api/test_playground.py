@@ -28,11 +28,11 @@ from selenium.webdriver.remote.webdriver import WebDriver
 from selenium.webdriver.remote.webelement import WebElement
 from selenium.webdriver.support.ui import WebDriverWait
 
+from agentic_rag.api.graphql import create_app
+from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
+from agentic_rag.api.grpc.service import SearchAIApi, SearchAIServicer
+from agentic_rag.api.service import LocalAgentService
 from agentic_rag.catalog.ids import entity_id
-from agentic_rag.deployments.grpc_api import SearchAIApi, SearchAIServicer
-from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
-from agentic_rag.deployments.service import LocalAgentService
-from agentic_rag.graphql import create_app
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator

@@ -19,8 +19,8 @@ from pathlib import Path
 import pytest
 import uvicorn
 
-from agentic_rag.deployments.http import create_app
-from agentic_rag.deployments.service import LocalAgentService
+from agentic_rag.api.http.app import create_app
+from agentic_rag.api.service import LocalAgentService
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.settings import Settings

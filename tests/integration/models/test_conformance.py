@@ -12,9 +12,9 @@ import httpx
 import openai
 import pytest
 
+from agentic_rag.api.openai import create_app
 from agentic_rag.models.base import TextBackend
 from agentic_rag.models.openai_backend import OpenAIBackend
-from agentic_rag.models.openai_server import create_app
 from agentic_rag.models.transformers_backend import TransformersBackend
 from agentic_rag.settings import Settings
 

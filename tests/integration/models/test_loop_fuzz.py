@@ -28,14 +28,14 @@ import agentic_rag
 from agentic_rag.eval import load_demo_questions
 from agentic_rag.models.base import StructuredGenerator, schema_for
 from agentic_rag.models.embeddings import Embedder
-from agentic_rag.models.factory import build_fallback
-from agentic_rag.models.roles import ROLES
 from agentic_rag.models.transformers_backend import TransformersBackend
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.loop import Orchestrator
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
 from agentic_rag.orchestrator.trajectory import TrajectoryStore
+from agentic_rag.planners.factory import build_fallback
 from agentic_rag.protocol import AgentResponse, StructuredQuery
+from agentic_rag.protocol.roles import ROLES
 from agentic_rag.retrievers.dsl import compile_query
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool

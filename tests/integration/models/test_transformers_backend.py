@@ -16,9 +16,9 @@ import pytest
 import torch
 
 from agentic_rag.models.base import Message, schema_for
-from agentic_rag.models.factory import text_backend
 from agentic_rag.models.schemas import closed_options, outlines_schema
 from agentic_rag.models.transformers_backend import TransformersBackend
+from agentic_rag.planners.factory import text_backend
 from agentic_rag.protocol import AgentResponse, SufficiencyReport
 from agentic_rag.settings import Settings
 

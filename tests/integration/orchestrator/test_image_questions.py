@@ -24,15 +24,15 @@ import httpx
 import pytest
 from fastapi import FastAPI
 
+from agentic_rag.api.graphql import create_app as graphql_app
+from agentic_rag.api.grpc.proto import searchai_pb2 as pb
+from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
+from agentic_rag.api.grpc.service import SearchAIApi, SearchAIServicer
+from agentic_rag.api.http.app import create_app
+from agentic_rag.api.http.errors import MAX_BODY_BYTES
+from agentic_rag.api.service import LocalAgentService
 from agentic_rag.catalog.ids import entity_id
 from agentic_rag.catalog.ingest import ingest_demo
-from agentic_rag.deployments.grpc_api import SearchAIApi, SearchAIServicer
-from agentic_rag.deployments.http import create_app
-from agentic_rag.deployments.http_errors import MAX_BODY_BYTES
-from agentic_rag.deployments.proto import searchai_pb2 as pb
-from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
-from agentic_rag.deployments.service import LocalAgentService
-from agentic_rag.graphql import create_app as graphql_app
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.image_embeddings import ImageEmbedder
 from agentic_rag.models.images import base64_body_bytes

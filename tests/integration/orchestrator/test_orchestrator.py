@@ -15,7 +15,6 @@ from ray.exceptions import RayActorError
 
 from agentic_rag.catalog.ids import entity_id
 from agentic_rag.models.embeddings import Embedder
-from agentic_rag.models.heuristic import HeuristicModel
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.loop import (
     IMAGE_NOT_RESUMED,
@@ -26,6 +25,7 @@ from agentic_rag.orchestrator.loop import (
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
 from agentic_rag.orchestrator.runtime import build_orchestrator
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryStore
+from agentic_rag.planners.heuristic import HeuristicModel
 from agentic_rag.protocol import GraphIntent, GraphResult
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.graph import PostgresGraphExecutor

@@ -17,10 +17,10 @@ from pathlib import Path
 
 import pytest
 
-from agentic_rag.deployments import launch
-from agentic_rag.deployments.faults import FAULT_ARGS, fault_config, fault_suite
 from agentic_rag.eval import load_demo_questions
 from agentic_rag.loadtest.faults import CHECKS, FaultRun, Verdict, markdown
+from agentic_rag.serve import launch
+from agentic_rag.serve.faults import FAULT_ARGS, fault_config, fault_suite
 from agentic_rag.settings import Settings
 
 pytestmark = pytest.mark.integration

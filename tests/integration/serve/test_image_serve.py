@@ -28,12 +28,12 @@ import pytest
 from PIL import Image
 from ray.serve.schema import ServeDeploySchema
 
+from agentic_rag.api.grpc.proto import searchai_pb2 as pb
+from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
 from agentic_rag.catalog.ingest import ingest_demo
-from agentic_rag.deployments import launch
-from agentic_rag.deployments.proto import searchai_pb2 as pb
-from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.image_embeddings import ImageEmbedder
+from agentic_rag.serve import launch
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import open_qdrant
 

@@ -6,8 +6,8 @@ import hmac
 
 import pytest
 
-from agentic_rag import auth
-from agentic_rag.auth import key_matches
+from agentic_rag.api import auth
+from agentic_rag.api.auth import key_matches
 
 KEYS = ["first-key", "second-key", "third-key"]
 

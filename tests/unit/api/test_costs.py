@@ -8,8 +8,8 @@ from typing import Any
 import pytest
 from fastapi.testclient import TestClient
 
-from agentic_rag.deployments import costs
-from agentic_rag.deployments.wire import Reply, accounted
+from agentic_rag.api import costs
+from agentic_rag.serve.wire import Reply, accounted
 
 
 class Replica:
@@ -70,7 +70,7 @@ def test_server_timing_round_trips_and_skips_metrics_it_did_not_write() -> None:
 
 @pytest.mark.parametrize("path", ["/healthz", "/v1/nothing-here"])
 def test_every_http_response_says_how_long_the_app_took(path: str) -> None:
-    from agentic_rag.deployments.http import create_app
+    from agentic_rag.api.http.app import create_app
     from agentic_rag.settings import Settings
 
     class Nothing:  # the routes probed here never reach the service

@@ -9,8 +9,8 @@ import grpc
 import pytest
 from starlette.exceptions import HTTPException
 
-from agentic_rag.deployments.errors import STATUSES, ApiError, api_error
-from agentic_rag.deployments.service import ServiceUnavailable
+from agentic_rag.api.errors import STATUSES, ApiError, api_error
+from agentic_rag.api.service import ServiceUnavailable
 from agentic_rag.errors import AgenticRagError, ErrorKind
 from agentic_rag.models.base import GenerationError
 from agentic_rag.orchestrator.loop import ClarificationError, NotAwaitingClarification

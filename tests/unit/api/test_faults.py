@@ -9,16 +9,16 @@ from pathlib import Path
 
 import pytest
 
-from agentic_rag.deployments import launch
-from agentic_rag.deployments.errors import api_error
-from agentic_rag.deployments.faults import FAULT_ARGS, fault_config
-from agentic_rag.deployments.http_errors import error_body
-from agentic_rag.deployments.service import Degradations, ServiceUnavailable
+from agentic_rag.api.errors import api_error
+from agentic_rag.api.http.errors import error_body
+from agentic_rag.api.service import Degradations, ServiceUnavailable
 from agentic_rag.loadtest.faults import LEAKED, FaultRun, Outcome, Phase, Probe, Verdict, markdown
 from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.orchestrator.state import dependency_of
 from agentic_rag.protocol import AgentResponse
 from agentic_rag.retrievers.errors import RetrievalError
+from agentic_rag.serve import launch
+from agentic_rag.serve.faults import FAULT_ARGS, fault_config
 
 CONFIG = Path(__file__).resolve().parents[2] / "configs" / "local.yaml"
 

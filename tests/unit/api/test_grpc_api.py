@@ -13,10 +13,10 @@ from typing import Any, get_args
 import grpc
 import pytest
 
-from agentic_rag.deployments.grpc_api import MATCH_TIERS, STATUSES, SearchAIApi, SearchAIServicer
-from agentic_rag.deployments.proto import searchai_pb2 as pb
-from agentic_rag.deployments.proto import searchai_pb2_grpc as pb_grpc
-from agentic_rag.deployments.service import NotAwaitingClarification, ServiceUnavailable
+from agentic_rag.api.grpc.proto import searchai_pb2 as pb
+from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
+from agentic_rag.api.grpc.service import MATCH_TIERS, STATUSES, SearchAIApi, SearchAIServicer
+from agentic_rag.api.service import NotAwaitingClarification, ServiceUnavailable
 from agentic_rag.orchestrator.loop import ClarificationError, RunResult
 from agentic_rag.orchestrator.trajectory import TrajectoryNotFound
 from agentic_rag.protocol import AgentResponse, EntityRef, RunBudget

@@ -10,9 +10,9 @@ from openai.lib._pydantic import to_strict_json_schema
 from pydantic import BaseModel, Field
 
 from agentic_rag.models.base import schema_for
-from agentic_rag.models.roles import ROLES
 from agentic_rag.models.schema_match import MAX_NODES, canonical_schema, schema_key
 from agentic_rag.protocol import QueryRewrite, SufficiencyReport
+from agentic_rag.protocol.roles import ROLES
 
 OUTPUT_TYPES = list(ROLES)
 

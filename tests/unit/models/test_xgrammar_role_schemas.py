@@ -19,7 +19,6 @@ from pydantic import BaseModel, ValidationError
 from xgrammar.testing import _is_grammar_accept_string
 
 from agentic_rag.models.base import schema_for
-from agentic_rag.models.roles import ROLES
 from agentic_rag.models.schemas import xgrammar_schema
 from agentic_rag.protocol import (
     DocumentGrade,
@@ -33,6 +32,7 @@ from agentic_rag.protocol import (
     SearchIntent,
     SufficiencyReport,
 )
+from agentic_rag.protocol.roles import ROLES
 
 ID = "2f1c8a8e-6b4e-4c1e-9d55-0a3f3c2b7e11"
 REF = EntityRef(entity_type="character", id=ID)

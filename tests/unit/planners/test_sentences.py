@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from agentic_rag.models.heuristic.sentences import (
+from agentic_rag.planners.heuristic.sentences import (
     attribute_sentence,
     compare_sentence,
     fact_sentence,
@@ -10,8 +10,8 @@ from agentic_rag.models.heuristic.sentences import (
     join,
     path_sentence,
 )
-from agentic_rag.models.roles import CardEntity
 from agentic_rag.protocol import EntityRef
+from agentic_rag.protocol.roles import CardEntity
 from agentic_rag.understanding.plan import Hop
 
 
@@ -62,7 +62,7 @@ def test_paths_and_people_facts() -> None:
 
 
 def test_a_lookup_says_the_indexed_document_in_its_own_words() -> None:
-    from agentic_rag.models.heuristic.writer import _document_parts
+    from agentic_rag.planners.heuristic.writer import _document_parts
 
     doc = ("Death Note. DEATH NOTE, デスノート. TV anime from 2006. Studio: Madhouse. Genres: mystery, dark_fantasy. "
            "Light Yagami finds a notebook. L hunts him.")

@@ -8,10 +8,8 @@ from typing import Annotated, Any
 import pytest
 from pydantic import BaseModel, Field, StringConstraints, TypeAdapter, ValidationError
 
-from agentic_rag.deployments.wire import CompletionOutput, ModelOutput
-from agentic_rag.models.heuristic.writer import _result
-from agentic_rag.models.roles import CardEntity, ContextCard, GradeInput, GradeItem, RewriteInput, SelectInput
 from agentic_rag.orchestrator import cards, clarify, state
+from agentic_rag.planners.heuristic.writer import _result
 from agentic_rag.protocol import (
     AgentResponse,
     Clarification,
@@ -33,7 +31,9 @@ from agentic_rag.protocol import (
     SufficiencyReport,
 )
 from agentic_rag.protocol.limits import clip, max_len
+from agentic_rag.protocol.roles import CardEntity, ContextCard, GradeInput, GradeItem, RewriteInput, SelectInput
 from agentic_rag.retrievers.typeahead import TypeaheadQuery
+from agentic_rag.serve.wire import CompletionOutput, ModelOutput
 from agentic_rag.understanding.linker import _candidate
 
 # Every (contract, field, of each item) that code under agentic_rag/ cuts a value to.

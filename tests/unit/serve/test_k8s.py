@@ -86,7 +86,7 @@ def test_the_image_builds_on_the_cuda_and_the_vllm_that_the_extra_pins() -> None
 
 
 def test_the_pods_run_serve_in_the_environment_agentic_rag_serve_sets() -> None:
-    from agentic_rag.deployments.launch import SERVE_ENV
+    from agentic_rag.serve.launch import SERVE_ENV
 
     (service,) = [d for d in load("rayservice.yaml") if d["kind"] == "RayService"]
     cluster = service["spec"]["rayClusterConfig"]

@@ -14,12 +14,12 @@ from ray.serve._private.client import ServeControllerClient
 from ray.serve.config import gRPCOptions
 from ray.serve.schema import ServeDeploySchema
 
-from agentic_rag.deployments.app import DEPLOYMENTS, build_app
-from agentic_rag.deployments.args import settings_from
-from agentic_rag.deployments.graphql import GraphQL, build_graphql_app
-from agentic_rag.deployments.ingress import Ingress
-from agentic_rag.deployments.proto import searchai_pb2
-from agentic_rag.graphql.app import APPLICATION
+from agentic_rag.api.graphql.app import APPLICATION
+from agentic_rag.api.grpc.proto import searchai_pb2
+from agentic_rag.serve.app import DEPLOYMENTS, build_app
+from agentic_rag.serve.args import settings_from
+from agentic_rag.serve.graphql import GraphQL, build_graphql_app
+from agentic_rag.serve.ingress import Ingress
 from agentic_rag.settings import Settings
 
 CONFIGS = Path(__file__).resolve().parents[2] / "configs"
@@ -40,11 +40,11 @@ def test_config_is_valid_for_serve_and_names_the_app_builders(name: str) -> None
     config = _load(name)
     agent, graphql = config.applications
     assert (agent.name, agent.route_prefix, agent.import_path) == (
-        "agentic_rag", "/", "agentic_rag.deployments.app:build_app")
-    assert build_app.__module__ == "agentic_rag.deployments.app"
+        "agentic_rag", "/", "agentic_rag.serve.app:build_app")
+    assert build_app.__module__ == "agentic_rag.serve.app"
     assert (graphql.route_prefix, graphql.import_path) == (
-        "/graphql", "agentic_rag.deployments.graphql:build_graphql_app")
-    assert build_graphql_app.__module__ == "agentic_rag.deployments.graphql"
+        "/graphql", "agentic_rag.serve.graphql:build_graphql_app")
+    assert build_graphql_app.__module__ == "agentic_rag.serve.graphql"
     # every override names a deployment of its application, or Serve refuses the whole config at deploy time
     assert set(_overrides(config)) == NAMES
     assert set(_overrides(config, 1)) == {GraphQL.name}
@@ -185,8 +185,8 @@ def test_a_vllm_model_deployment_asks_for_a_gpu_of_its_own() -> None:
 def test_calls_between_replicas_hold_the_largest_image(monkeypatch: pytest.MonkeyPatch) -> None:
     from ray.serve._private import constants
 
-    from agentic_rag.deployments import launch
-    from agentic_rag.deployments.app import replica_message_problem
+    from agentic_rag.serve import launch
+    from agentic_rag.serve.app import replica_message_problem
 
     largest = Settings(image_model="/models/clip", image_max_bytes=10 * 2**20)  # the most the settings allow
     monkeypatch.setattr(constants, "RAY_SERVE_USE_GRPC_BY_DEFAULT", True)
@@ -208,7 +208,7 @@ def test_calls_between_replicas_hold_the_largest_image(monkeypatch: pytest.Monke
 def test_a_local_ray_that_fails_to_start_is_stopped_and_started_again(monkeypatch: pytest.MonkeyPatch) -> None:
     from tenacity import wait_none
 
-    from agentic_rag.deployments import launch
+    from agentic_rag.serve import launch
 
     calls: list[str] = []
     failures = [2]

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from agentic_rag.storage.dsn import asyncpg_args, conninfo, to_url, with_database
+from agentic_rag.dsn import asyncpg_args, conninfo, to_url, with_database
 from agentic_rag.storage.sql import Query, affected, ident
 
 

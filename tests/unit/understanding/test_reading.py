@@ -401,7 +401,7 @@ def test_episodes_of_a_title_the_catalog_lacks_are_no_catalog_filter() -> None:
 
 
 def test_a_question_naming_what_the_catalog_lacks_is_not_searched_by_meaning() -> None:
-    from agentic_rag.models.heuristic.progress import unknown_names
+    from agentic_rag.planners.heuristic.progress import unknown_names
 
     assert unknown_names("who is naoko yamada?") == ["naoko", "yamada"]
     assert unknown_names("Who directed the Vinland Saga anime?") == ["Vinland", "Saga"]
