@@ -23,7 +23,7 @@ from typing import Any
 import torch
 from pydantic import BaseModel
 
-from agentic_rag.models.base import Completion, GenerationError, Message, StructuredGenerator, schema_for
+from agentic_rag.models.base import CallShape, Completion, GenerationError, Message, StructuredGenerator, schema_for
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.transformers_backend import TransformersBackend
 from agentic_rag.protocol import NextStep, QueryRewrite
@@ -82,8 +82,9 @@ async def generation_rows(backend: TransformersBackend, n: int, max_tokens: int)
             for i in range(n):
                 torch.manual_seed(i)
                 try:
-                    await generator.generate(messages(output_type, i), output_type, max_tokens=max_tokens,
-                                             temperature=1.0)
+                    await generator.generate_shaped(CallShape(messages=messages(output_type, i),
+                                                              schema=schema_for(output_type)), output_type,
+                                                    max_tokens=max_tokens, temperature=1.0)
                 except GenerationError:
                     continue
                 valid += 1

@@ -35,10 +35,10 @@ from rich.progress import track
 from agentic_rag.eval import EvalQuestion, compute_report, load_questions, resolve_gold, run_eval
 from agentic_rag.eval.metrics import percentile
 from agentic_rag.eval.stress import SplitChoice, build_stress_set, write_stress_set
-from agentic_rag.models.base import Generation, GenerationError, Message, StructuredModel, T
+from agentic_rag.models.base import Generation, GenerationError, StructuredModel, T
 from agentic_rag.orchestrator.runtime import open_runtime
 from agentic_rag.planners.llm import forms
-from agentic_rag.protocol.roles import ROLES
+from agentic_rag.protocol.roles import ROLES, RoleInput
 from agentic_rag.settings import Settings
 
 DATA = Path(__file__).resolve().parents[1] / "agentic_rag" / "eval" / "data"
@@ -67,13 +67,13 @@ class Recorded:
         self.name = inner.name
         self.calls = calls
 
-    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+    async def generate(self, role_input: RoleInput, output_type: type[T], *, max_tokens: int = 512,
                        temperature: float = 0.0) -> Generation[T]:
         c = self.calls[ROLES[output_type][0]]
         c.n += 1
         t0 = time.perf_counter()
         try:
-            gen = await self.inner.generate(messages, output_type, max_tokens=max_tokens, temperature=temperature)
+            gen = await self.inner.generate(role_input, output_type, max_tokens=max_tokens, temperature=temperature)
         except asyncio.CancelledError:  # the run's deadline ended it: no verdict on the model's output
             c.cut_off += 1
             raise

@@ -7,11 +7,11 @@ decoding to that schema; ``{"type": "json_object"}``, ``{"type": "text"}`` or no
 ``response_format`` leave the output unconstrained. The official client's
 ``chat.completions.parse(response_format=Type)`` works too: it sends ``Type``'s schema in OpenAI's strict
 form, which a text model takes like any schema and the heuristic model matches to its type by meaning
-(:mod:`agentic_rag.models.chat`).
+(:mod:`agentic_rag.planners.llm.chat`).
 
 ``usage`` counts what the backend reports: a text model's tokenizer counts (prompt as templated, tokens
 generated); for the heuristic model, which has no tokenizer, the approximation documented in
-:mod:`agentic_rag.models.chat` (words and punctuation marks of the messages and of the answer).
+:mod:`agentic_rag.planners.llm.chat` (words and punctuation marks of the messages and of the answer).
 
 Scope, on purpose: no streaming (``stream`` must be false), one choice (``n`` must be 1), no
 tools. Request policy: the body is validated by pydantic; every field the OpenAI API defines

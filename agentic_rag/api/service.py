@@ -27,10 +27,10 @@ from typing import Any, Protocol, TypeVar
 
 from agentic_rag.errors import Unavailable
 from agentic_rag.models.base import TextBackend
-from agentic_rag.models.chat import text_backend_of
 from agentic_rag.orchestrator.loop import EventSink, NotAwaitingClarification, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, open_runtime
 from agentic_rag.orchestrator.trajectory import Trajectory, TrajectoryError, TrajectoryNotFound
+from agentic_rag.planners.llm.chat import text_backend_of
 from agentic_rag.protocol import EntityRef, Mode, RunBudget
 from agentic_rag.retrievers.hydrate import hydrate
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, typeahead

@@ -1,11 +1,12 @@
-"""The one model interface: ``generate(messages, output_type) -> instance of output_type``.
+"""The one model interface: ``generate(role_input, output_type) -> instance of output_type``.
 
 Every role (rewrite, select, draft for the planner; grade, validate for the validator) goes
-through it, on every backend. Text backends (vLLM, OpenAI-compatible, transformers) implement
-:class:`TextBackend.complete`, a schema-constrained completion; :class:`StructuredGenerator`
-turns that into validated objects: it parses the text with the pydantic model, and on failure
-retries with a correction message that quotes the validation error, a bounded number of times,
-before raising one typed :class:`GenerationError`.
+through it, on every backend, with the role's typed input (:mod:`agentic_rag.protocol.roles`): the
+heuristic model reads it as it is, a text model renders it through its :data:`Shaper`. Text backends
+(vLLM, OpenAI-compatible, transformers) implement :class:`TextBackend.complete`, a schema-constrained
+completion; :class:`StructuredGenerator` turns that into validated objects: it parses the text with the
+pydantic model, and on failure retries with a correction message that quotes the validation error, a
+bounded number of times, before raising one typed :class:`GenerationError`.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pydantic import BaseModel, ValidationError
 from typing_extensions import TypedDict
 
 from agentic_rag.errors import AgenticRagError, Overloaded, Unavailable
+from agentic_rag.protocol.roles import RoleInput, role_of
 
 T = TypeVar("T", bound=BaseModel)
 ECHOED_CHARS = 4000  # characters of a rejected output a correction echoes back to the model
@@ -100,11 +102,12 @@ class ModelOverloaded(ModelUnavailable, Overloaded):
 
 
 class StructuredModel(Protocol):
-    """What the orchestrator calls: any backend, any role."""
+    """What the orchestrator calls: any backend, any role. ``role_input`` is the input of the role that produces
+    ``output_type`` (:data:`~agentic_rag.protocol.roles.ROLES`); a model raises ``ValueError`` when it is not."""
 
     name: str
 
-    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+    async def generate(self, role_input: RoleInput, output_type: type[T], *, max_tokens: int = 512,
                        temperature: float = 0.0) -> Generation[T]: ...
 
 
@@ -183,13 +186,17 @@ class CallShape:
     calibration: list[Message] | None = None
 
 
-# Shapes a call from the loop's messages (agentic_rag.planners.llm.prompts.shaper): prompt style, the entities
-# the call may name, token budget. Composed in models/factory.py, so this module needs no prompt code.
-Shaper = Callable[[list[Message], type[BaseModel]], CallShape]
+# Shapes a role call for a text model (agentic_rag.planners.llm.prompts.shaper): renders the typed input in its
+# prompt style, holds decoding to the entities the call may name, sets the token budget. Composed in
+# planners/factory.py, so this module needs no prompt code.
+Shaper = Callable[[RoleInput, type[BaseModel]], CallShape]
 
 
 class StructuredGenerator:
-    """Validated structured generation over any :class:`TextBackend`, with bounded correction retries."""
+    """Validated structured generation over any :class:`TextBackend`, with bounded correction retries.
+
+    ``shape`` puts a role call to the text model (:meth:`generate`); a generator without one serves only calls
+    already put as messages (:meth:`generate_shaped`)."""
 
     def __init__(self, backend: TextBackend, *, max_attempts: int = 3, constrained: bool = True,
                  shape: Shaper | None = None) -> None:
@@ -200,14 +207,21 @@ class StructuredGenerator:
         self.constrained = constrained
         self.shape = shape
 
-    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+    async def generate(self, role_input: RoleInput, output_type: type[T], *, max_tokens: int = 512,
                        temperature: float = 0.0) -> Generation[T]:
+        role_of(role_input, output_type)
+        if self.shape is None:
+            raise ValueError(f"the {self.name} model has no shaper to put a role call to it as text")
+        return await self.generate_shaped(self.shape(role_input, output_type), output_type, max_tokens=max_tokens,
+                                          temperature=temperature)
+
+    async def generate_shaped(self, shaped: CallShape, output_type: type[T], *, max_tokens: int = 512,
+                              temperature: float = 0.0) -> Generation[T]:
+        """One call already put as messages (``CallShape(messages, schema_for(output_type))`` for plain ones)."""
         usage = Usage()
-        shaped = self.shape(messages, output_type) if self.shape is not None else None
-        if shaped is not None:
-            messages = shaped.messages
-            max_tokens = min(max_tokens, shaped.max_tokens or max_tokens)
-        schema = (shaped.schema if shaped is not None else schema_for(output_type)) if self.constrained else None
+        messages = shaped.messages
+        max_tokens = min(max_tokens, shaped.max_tokens or max_tokens)
+        schema = shaped.schema if self.constrained else None
         convo = list(messages)
         errors: list[str] = []
         text = ""
@@ -216,12 +230,12 @@ class StructuredGenerator:
             usage.attempts = attempt
             done = await self.backend.complete(
                 convo, schema, max_tokens=max_tokens, temperature=temperature,
-                calibration=shaped.calibration if shaped is not None and attempt == 1 else None)
+                calibration=shaped.calibration if attempt == 1 else None)
             usage.prompt_tokens += done.prompt_tokens
             usage.completion_tokens += done.completion_tokens
             text = done.text
             try:
-                output = output_type.model_validate_json(shaped.restore(text) if shaped is not None else text)
+                output = output_type.model_validate_json(shaped.restore(text))
             except (ValidationError, ValueError) as exc:
                 errors.append(_first_error(exc))
                 convo = [*messages, *correction(output_type, text, errors[-1])]

@@ -49,7 +49,7 @@ from agentic_rag.orchestrator.trajectory import (
     TrajectoryNotWaiting,
     TrajectoryStore,
 )
-from agentic_rag.planners.llm.prompts import MAX_OUTPUT_TOKENS, render
+from agentic_rag.planners.llm.prompts import MAX_OUTPUT_TOKENS
 from agentic_rag.protocol import (
     AgentResponse,
     ClarificationChoice,
@@ -66,7 +66,6 @@ from agentic_rag.protocol import (
 )
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.roles import (
-    ROLES,
     DraftInput,
     GradeInput,
     GradeItem,
@@ -74,6 +73,7 @@ from agentic_rag.protocol.roles import (
     RoleInput,
     SelectInput,
     ValidateInput,
+    role_of,
 )
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
@@ -390,14 +390,13 @@ class RunContext:
                    *, model_ok: bool = True) -> T:
         """One role call, bounded in time; a failed model falls back to the heuristic with a warning."""
         model = self.o.planner if who == "planner" else self.o.validator
-        messages = render(inp, output_type, fit=False)  # whole: the model's shaper fits it to its own prompt
-        role = ROLES[output_type][0]
+        role = role_of(inp, output_type)  # a text model's shaper renders the input in its own prompt style
         t0 = time.perf_counter()
         try:
             if not model_ok:
                 raise TimeoutError("no time left for a model call")
             async with asyncio.timeout(self.settings.generation_timeout_ms / 1000):
-                gen = await model.generate(messages, output_type, max_tokens=MAX_OUTPUT_TOKENS[role])
+                gen = await model.generate(inp, output_type, max_tokens=MAX_OUTPUT_TOKENS[role])
             usage = gen.usage
             output = gen.output
             decided_by = model.name if model_ok else self.o.fallback.name
@@ -409,7 +408,7 @@ class RunContext:
                 # what each attempt said is the trajectory's to keep (GenerationError carries it for that)
                 await self.event(stage, "error", {"model": model.name, "error": str(exc)[:ERROR_TEXT_MAX],
                                                   "fallback": self.o.fallback.name})
-            gen = await self.o.fallback.generate(messages, output_type)
+            gen = await self.o.fallback.generate(inp, output_type)
             usage, output = gen.usage, gen.output
             # the usage names what decided: the heuristic, and which model failed before it
             decided_by, failed = self.o.fallback.name, model.name if model_ok else None

@@ -1,8 +1,10 @@
 """What each role sees: typed inputs for rewrite, select, draft (planner) and grade, validate (validator).
 
-The orchestrator builds one of these per call; :mod:`agentic_rag.planners.llm.prompts` renders it into
-chat messages (background, steps and output instructions from a template file, then the input as a
-JSON state block). Text models read the whole prompt; the heuristic model reads the state block.
+The orchestrator builds one of these per call and hands it to the model as it is
+(:meth:`~agentic_rag.models.base.StructuredModel.generate`). A text model renders it through its shaper
+(:mod:`agentic_rag.planners.llm.prompts`: background, steps and output instructions from a template file,
+then the input as a JSON state block, or a compact form); the heuristic model reads the typed input.
+:data:`ROLES` is the one place that says which role takes which input and produces which contract.
 """
 
 from __future__ import annotations
@@ -126,3 +128,15 @@ ROLES: dict[type[BaseModel], tuple[Role, type[_Input]]] = {
     SufficiencyReport: ("validate", ValidateInput),
 }
 ROLE_OF_INPUT: dict[type[_Input], Role] = {inp: role for role, inp in ROLES.values()}
+# Each role's contract and input, by the role's name (how a role call is named on the wire).
+ROLE_TYPES: dict[Role, tuple[type[BaseModel], type[_Input]]] = {role: (out, inp) for out, (role, inp) in ROLES.items()}
+
+
+def role_of(role_input: RoleInput, output_type: type[BaseModel]) -> Role:
+    """The role a call plays: the role whose input ``role_input`` is, checked to produce ``output_type``."""
+    role = ROLE_OF_INPUT.get(type(role_input))
+    if role is None:
+        raise ValueError(f"{type(role_input).__name__} is not the input of any role")
+    if ROLES.get(output_type, (None,))[0] != role:
+        raise ValueError(f"the {role} role does not produce {output_type.__name__}")
+    return role

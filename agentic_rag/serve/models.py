@@ -9,7 +9,7 @@ from __future__ import annotations
 import asyncio
 from collections.abc import Sequence
 from dataclasses import asdict
-from typing import Any, ClassVar
+from typing import Any, ClassVar, cast
 
 import numpy as np
 import ray
@@ -22,17 +22,16 @@ from agentic_rag.api.openai import MAX_COMPLETION_TOKENS
 from agentic_rag.errors import InvalidInput, Timeout
 from agentic_rag.logs import QUOTED_INPUT_MAX
 from agentic_rag.models.base import EngineBacked, Message, ModelRole
-from agentic_rag.models.chat import text_backend_of
 from agentic_rag.models.embeddings import Embedder as SentenceEmbedder
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.models.image_embeddings import ImageEmbedder
 from agentic_rag.models.images import IMAGE_SEARCH_OFF, ImageSearchOff
 from agentic_rag.planners.factory import build_model
+from agentic_rag.planners.llm.chat import text_backend_of
 from agentic_rag.protocol.limits import clip
+from agentic_rag.protocol.roles import ROLE_TYPES, Role, RoleInput
 from agentic_rag.serve.args import replica_settings
 from agentic_rag.serve.wire import (
-    MESSAGES,
-    OUTPUT_TYPES,
     CompletionOutput,
     ModelOutput,
     accounted,
@@ -93,7 +92,7 @@ def gpu_request_problem(backend: str, gpu_ids: Sequence[Any]) -> str | None:
 
 
 class _ModelServer:
-    """One role's model behind a handle: ``generate`` with the output type named from the allowlist."""
+    """One role's model behind a handle: ``generate`` with the role named from :data:`ROLE_TYPES` and its input."""
 
     role: ClassVar[ModelRole]
 
@@ -121,16 +120,18 @@ class _ModelServer:
             text.shutdown()
 
     @accounted
-    async def generate(self, messages: Any, output_type_name: Any, max_tokens: Any, temperature: Any) -> dict[str, Any]:
-        """One validated generation: ``{"value": {"model", "output", "usage"}}``; a model that gives no valid
-        output raises its GenerationError, which the caller's loop answers with the heuristic."""
-        output_type = OUTPUT_TYPES.get(output_type_name) if isinstance(output_type_name, str) else None
-        if output_type is None:
-            raise InvalidInput(f"{str(output_type_name)[:QUOTED_INPUT_MAX]!r} is not an output type of this model "
-                               f"({', '.join(OUTPUT_TYPES)})")
-        msgs = parse(MESSAGES, messages)
+    async def generate(self, role: Any, role_input: Any, max_tokens: Any, temperature: Any) -> dict[str, Any]:
+        """One validated generation of ``role`` (a name from :data:`ROLE_TYPES`) over ``role_input`` (the role's
+        input as JSON): ``{"value": {"model", "output", "usage"}}``; a model that gives no valid output raises its
+        GenerationError, which the caller's loop answers with the heuristic."""
+        types = ROLE_TYPES.get(cast(Role, role)) if isinstance(role, str) else None
+        if types is None:
+            raise InvalidInput(f"{str(role)[:QUOTED_INPUT_MAX]!r} is not a role of this model "
+                               f"({', '.join(ROLE_TYPES)})")
+        output_type, input_type = types
+        inp = cast(RoleInput, parse(input_type, role_input))
         budget = parse(Budget, {"max_tokens": max_tokens, "temperature": temperature})
-        gen = await self._model.generate(msgs, output_type, max_tokens=budget.max_tokens,
+        gen = await self._model.generate(inp, output_type, max_tokens=budget.max_tokens,
                                          temperature=budget.temperature)
         return ok(ModelOutput(model=clip(self._model.name, ModelOutput, "model"),
                               output=gen.output.model_dump(mode="json"), usage=asdict(gen.usage)))

@@ -47,7 +47,7 @@ from agentic_rag.protocol import (
     StructuredQuery,
 )
 from agentic_rag.protocol.contracts import IMAGE_QUERY_MAX
-from agentic_rag.protocol.roles import ROLES
+from agentic_rag.protocol.roles import RoleInput, role_of
 from agentic_rag.retrievers.dsl import QueryResult
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.typeahead import TypeaheadHit
@@ -59,10 +59,6 @@ T = TypeVar("T", bound=BaseModel)
 M = TypeVar("M")
 P = ParamSpec("P")
 
-# The only output types a model deployment builds: the contracts the loop's roles produce. A name
-# from the wire is looked up here, never imported.
-OUTPUT_TYPES: dict[str, type[BaseModel]] = {t.__name__: t for t in ROLES}
-MESSAGES = TypeAdapter(list[Message])
 HITS = TypeAdapter(list[TypeaheadHit])
 MAX_MESSAGE = 4000  # the longest error message a replica sends back (pydantic's can run to pages)
 # Transport failures: the deployment is gone, overloaded (BackPressureError) or raised something unexpected.
@@ -265,13 +261,14 @@ class HandleModel:
         # the deployment name until the first reply says which model actually runs there
         self.name = name
 
-    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+    async def generate(self, role_input: RoleInput, output_type: type[T], *, max_tokens: int = 512,
                        temperature: float = 0.0) -> Generation[T]:
+        # the role names the call on the wire (the replica looks it up in ROLES); its input travels as JSON
+        role = role_of(role_input, output_type)
         type_name = output_type.__name__
-        if OUTPUT_TYPES.get(type_name) is not output_type:
-            raise ValueError(f"{type_name} is not an output type a model deployment produces")
+        state = role_input.model_dump(mode="json", exclude_none=True)
         try:
-            raw = await settle(self._handle.generate.remote(list(messages), type_name, max_tokens, temperature),
+            raw = await settle(self._handle.generate.remote(role, state, max_tokens, temperature),
                                f"{self._deployment}.generate")
         except TRANSPORT_ERRORS as exc:  # the loop falls back to the heuristic on it
             raise ModelUnavailable(_unreachable(self.name, exc), retryable=True) from exc

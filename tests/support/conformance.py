@@ -24,6 +24,7 @@ from pydantic import BaseModel, ValidationError
 from transformers import AutoTokenizer
 
 from agentic_rag.models.base import (
+    CallShape,
     Completion,
     Generation,
     GenerationError,
@@ -103,8 +104,9 @@ class BackendConformance:
         generator = StructuredGenerator(recording, max_attempts=ATTEMPTS)
         # concurrent, as the loop's callers are; sampled: a random model's greedy strings run to their limit
         results = await asyncio.gather(*(
-            generator.generate(messages_for(output_type, i), output_type, max_tokens=MAX_TOKENS[output_type],
-                               temperature=1.0) for i in range(N)
+            generator.generate_shaped(CallShape(messages=messages_for(output_type, i), schema=schema_for(output_type)),
+                                      output_type, max_tokens=MAX_TOKENS[output_type], temperature=1.0)
+            for i in range(N)
         ), return_exceptions=True)
 
         # the constraint: every completion that ended fits the JSON schema it was sent, and most end
@@ -159,7 +161,8 @@ class BackendConformance:
         generator = StructuredGenerator(recording, max_attempts=ATTEMPTS, constrained=False)
         messages = messages_for(QueryRewrite, 7)
         with pytest.raises(GenerationError) as info:
-            await generator.generate(messages, QueryRewrite, max_tokens=48, temperature=1.0)
+            await generator.generate_shaped(CallShape(messages=messages, schema=schema_for(QueryRewrite)), QueryRewrite,
+                                            max_tokens=48, temperature=1.0)
         exc = info.value
         assert exc.attempts == ATTEMPTS and len(recording.calls) == ATTEMPTS and len(exc.errors) == ATTEMPTS
         assert all(schema is None for _, schema, _ in recording.calls)

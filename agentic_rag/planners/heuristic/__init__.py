@@ -1,7 +1,7 @@
 """The heuristic model: all five roles, deterministic, no model at all.
 
-It follows the same protocol as the LLM backends (it reads the rendered prompt's state block and
-returns the requested contract), so the loop cannot tell the difference. It is the default when no
+It follows the same protocol as the LLM backends (it takes the role's typed input and returns the
+requested contract), so the loop cannot tell the difference. It is the default when no
 model is configured and the baseline the models are evaluated against.
 """
 
@@ -12,14 +12,21 @@ from typing import TypeVar, cast
 
 from pydantic import BaseModel
 
-from agentic_rag.models.base import Generation, Message, Usage
+from agentic_rag.models.base import Generation, Usage
 from agentic_rag.planners.heuristic.context import names_match, words
 from agentic_rag.planners.heuristic.planner import select
 from agentic_rag.planners.heuristic.writer import draft
-from agentic_rag.planners.llm.prompts import read_state
 from agentic_rag.protocol import DocumentGrade, GradeReport, QueryRewrite, RetrievalMode, SufficiencyReport
 from agentic_rag.protocol.limits import max_len
-from agentic_rag.protocol.roles import ROLES, DraftInput, GradeInput, RewriteInput, SelectInput, ValidateInput
+from agentic_rag.protocol.roles import (
+    DraftInput,
+    GradeInput,
+    RewriteInput,
+    RoleInput,
+    SelectInput,
+    ValidateInput,
+    role_of,
+)
 from agentic_rag.protocol.vocabulary import EDGE_TYPE_BY_NAME
 from agentic_rag.understanding.plan import Analysis
 from agentic_rag.understanding.reading import read
@@ -94,13 +101,10 @@ class HeuristicModel:
 
     name = "heuristic"
 
-    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+    async def generate(self, inp: RoleInput, output_type: type[T], *, max_tokens: int = 512,
                        temperature: float = 0.0) -> Generation[T]:
         t0 = time.perf_counter()
-        role, state = read_state(messages)
-        if output_type not in ROLES or ROLES[output_type][0] != role:
-            raise ValueError(f"the {role} role does not produce {output_type.__name__}")
-        inp = ROLES[output_type][1].model_validate(state)
+        role_of(inp, output_type)
         out: BaseModel
         if isinstance(inp, RewriteInput):
             out = rewrite(inp)
@@ -111,7 +115,7 @@ class HeuristicModel:
         elif isinstance(inp, GradeInput):
             out = grade(inp)
         else:
-            out = validate(cast(ValidateInput, inp))
+            out = validate(inp)
         return Generation(output=cast(T, out), usage=Usage(attempts=1, latency_ms=(time.perf_counter() - t0) * 1000))
 
 

@@ -9,10 +9,9 @@ recent findings are never the ones lost.
 from __future__ import annotations
 
 import json
-import re
 from functools import cache
 from importlib import resources
-from typing import Any, Literal, cast
+from typing import Any, Literal
 
 import pydantic_core
 from pydantic import BaseModel
@@ -21,7 +20,7 @@ from pydantic_core import PydanticSerializationError
 from agentic_rag.models.base import CallShape, Message, Shaper, schema_for
 from agentic_rag.models.schemas import MAX_REF_CHOICES, narrow, token_bound
 from agentic_rag.planners.llm.forms import expander, form_for
-from agentic_rag.protocol.roles import ROLE_OF_INPUT, ROLES, GradeInput, Role, RoleInput, SelectInput
+from agentic_rag.protocol.roles import GradeInput, Role, RoleInput, SelectInput, role_of
 
 # Approximate budgets in tokens (4 characters a token is close for English and JSON).
 TOKEN_BUDGET: dict[Role, int] = {"rewrite": 1024, "select": 4096, "draft": 4096, "grade": 3072, "validate": 4096}
@@ -29,7 +28,6 @@ CHARS_PER_TOKEN = 4
 # Most tokens a role's output may take (every contract is bounded; these leave room for its JSON).
 MAX_OUTPUT_TOKENS: dict[Role, int] = {"rewrite": 384, "select": 768, "draft": 1024, "grade": 512, "validate": 384}
 STATE_OPEN, STATE_CLOSE = "<state>\n```json\n", "\n```\n</state>"
-_STATE = re.compile(r"<state>\n```json\n(.*?)\n```\n</state>", re.DOTALL)
 
 
 # Compact prompts (``RAG_PROMPT_STYLE=compact``, for small models): the role's call becomes a short form
@@ -109,13 +107,9 @@ def _budget(role: Role, output_type: type[BaseModel]) -> int:
 def render(role_input: RoleInput, output_type: type[BaseModel], *, fit: bool = True) -> list[Message]:
     """Chat messages for one role call (the full style; a compact call is a form, see :func:`shaper`).
 
-    ``fit``: shorten the state to the full-style prompt's budget (the oldest cards' summaries first). The loop
-    renders the whole state (``fit=False``): a compact form shows its own short lines and needs every line a
-    card has, and :func:`shaper` fits the state for a full-style model."""
-    role = ROLE_OF_INPUT[type(role_input)]
-    if ROLES[output_type][0] != role:
-        raise ValueError(f"{type(role_input).__name__} is the input of {role}, which does not produce "
-                         f"{output_type.__name__}")
+    ``fit``: shorten the state to the full-style prompt's budget (the oldest cards' summaries first), as
+    :func:`shaper` does for a full-style model; ``fit=False``: the whole state."""
+    role = role_of(role_input, output_type)
     system = template(role)
     schema = _schema_text(output_type)
     state = _state_text(role_input, _budget(role, output_type) if fit else None)
@@ -124,48 +118,20 @@ def render(role_input: RoleInput, output_type: type[BaseModel], *, fit: bool = T
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
-def read_state(messages: list[Message]) -> tuple[Role, dict[str, Any]]:
-    """The role and the state block of the last user message (how the heuristic model reads a prompt)."""
-    for message in reversed(messages):
-        if message["role"] == "user":
-            match = _STATE.search(message["content"])
-            if match:
-                system = next((m["content"] for m in messages if m["role"] == "system"), "")
-                role = next((r for r in ROLES_BY_TASK if ROLES_BY_TASK[r] in system), None)
-                if role is None:
-                    raise ValueError("the system message names no known role")
-                return role, json.loads(match.group(1))
-    raise ValueError("no state block in the messages")
-
-
-ROLES_BY_TASK: dict[Role, str] = {
-    "rewrite": "## Your task: rewrite", "select": "## Your task: choose the next step",
-    "draft": "## Your task: draft the answer", "grade": "## Your task: grade retrieved items",
-    "validate": "## Your task: judge sufficiency",
-}
-
-
 def shaper(style: PromptStyle) -> Shaper:
-    """How a text model puts each call (see :class:`~agentic_rag.models.base.CallShape`). Full: the loop's
-    messages, decoding held to the entities the call was shown (:func:`~agentic_rag.models.schemas.narrow`),
-    at most the tokens that schema can take. Compact: the call's form (:mod:`agentic_rag.planners.llm.forms`),
-    expanded into the contract. Messages that are not a role call (no state block) keep the full schema."""
+    """How a text model puts each role call (see :class:`~agentic_rag.models.base.CallShape`), from its typed
+    input. Full: :func:`render`, the state fitted to the role's budget, decoding held to the entities the call
+    was shown (:func:`~agentic_rag.models.schemas.narrow`), at most the tokens that schema can take. Compact:
+    the call's form (:mod:`agentic_rag.planners.llm.forms`), from the whole input, expanded into the contract."""
 
-    def shape(messages: list[Message], output_type: type[BaseModel]) -> CallShape:
-        try:
-            role, state = read_state(messages)
-            inp = cast(RoleInput, ROLES[output_type][1].model_validate(state))
-        except (ValueError, KeyError):
-            return CallShape(messages=messages, schema=schema_for(output_type))
-        if ROLES[output_type][0] != role:
-            return CallShape(messages=messages, schema=schema_for(output_type))
+    def shape(inp: RoleInput, output_type: type[BaseModel]) -> CallShape:
+        role = role_of(inp, output_type)
         refs = refs_of(inp)[:MAX_REF_CHOICES]
         if style == "compact":
             form = form_for(inp, refs, template(role, "compact"))
             return CallShape(messages=form.messages, schema=form.schema, max_tokens=token_bound(form.schema),
                              restore=expander(form), calibration=form.calibration)
-        if len(messages[-1]["content"]) - len(_schema_text(output_type)) > _budget(role, output_type):
-            messages = render(inp, output_type)  # the whole state, from the loop: fitted to the prompt's budget
+        messages = render(inp, output_type)  # the state fitted to the prompt's budget
         schema = narrow(schema_for(output_type), refs)
         if isinstance(inp, SelectInput) and not inp.cards and "anyOf" in schema:
             # nothing retrieved yet: finishing now can only answer "not found", so it is not offered

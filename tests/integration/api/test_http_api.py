@@ -22,7 +22,7 @@ from fastapi import FastAPI
 from agentic_rag.api.http.app import create_app
 from agentic_rag.api.openai import MAX_BODY_BYTES as MAX_ROUTE_BODY
 from agentic_rag.api.service import LocalAgentService
-from agentic_rag.models.base import StructuredGenerator, schema_for
+from agentic_rag.models.base import CallShape, StructuredGenerator, schema_for
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
 from agentic_rag.orchestrator.loop import EventSink, RunResult
@@ -614,7 +614,8 @@ async def test_the_models_answer_openai_clients(app: FastAPI, runtime: Runtime) 
     assert done.object == "chat.completion" and done.model == "planner"
     assert done.choices[0].finish_reason == "stop"
     served = QueryRewrite.model_validate_json(done.choices[0].message.content or "")
-    direct = await runtime.orchestrator.planner.generate(request["messages"], QueryRewrite)
+    direct = await runtime.orchestrator.planner.generate(RewriteInput(question="How is Luffy related to Nami?"),
+                                                         QueryRewrite)
     assert served == direct.output, "the route serves exactly what the loop gets from the same model"
     # the loop's own client (OpenAIBackend through StructuredGenerator) reads it as a model like any other
     generator = StructuredGenerator(OpenAIBackend(runtime.settings, "validator", client=client))
@@ -622,8 +623,9 @@ async def test_the_models_answer_openai_clients(app: FastAPI, runtime: Runtime) 
     nami = CardEntity(ref=EntityRef(entity_type="character", id=NAMI), name="Nami")
     items = [GradeItem(index=0, entity=luffy, snippet="Monkey D. Luffy, captain of the Straw Hat Pirates"),
              GradeItem(index=1, entity=nami, snippet="Nami, navigator of the Straw Hat Pirates")]
-    grade = render(GradeInput(question="Which anime is Luffy in?", items=items), GradeReport)
-    assert (await generator.generate(grade, GradeReport)).output.model_dump() == \
+    grade = GradeInput(question="Which anime is Luffy in?", items=items)
+    shaped = CallShape(messages=render(grade, GradeReport), schema=schema_for(GradeReport))
+    assert (await generator.generate_shaped(shaped, GradeReport)).output.model_dump() == \
         (await runtime.orchestrator.validator.generate(grade, GradeReport)).output.model_dump()
 
 

@@ -29,12 +29,12 @@ from agentic_rag.api.http.app import create_app
 from agentic_rag.api.service import LocalAgentService
 from agentic_rag.catalog.ingest import IngestReport
 from agentic_rag.models.base import TextBackend
-from agentic_rag.models.chat import text_backend_of
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.orchestrator.trajectory import Trajectory
 from agentic_rag.planners.factory import build_model
+from agentic_rag.planners.llm.chat import text_backend_of
 from agentic_rag.protocol import EntityRef, Mode, RunBudget
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
 from agentic_rag.settings import Settings

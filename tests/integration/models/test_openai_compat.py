@@ -19,7 +19,7 @@ import pytest
 from openai.types.chat import ChatCompletion
 
 from agentic_rag.api.openai import create_app
-from agentic_rag.models.base import Message, StructuredGenerator, schema_for
+from agentic_rag.models.base import CallShape, Message, StructuredGenerator, schema_for
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
 from agentic_rag.models.transformers_backend import TransformersBackend
 from agentic_rag.planners.factory import text_backend
@@ -45,8 +45,9 @@ async def test_the_factory_builds_an_openai_backend_that_keeps_its_time_limit(ba
     assert isinstance(backend, OpenAIBackend) and backend.name == "tiny"
     messages: list[Message] = [{"role": "user", "content": "Who directed Akira?"}]
     try:
-        done = await StructuredGenerator(backend).generate(messages, QueryRewrite, max_tokens=MAX_TOKENS,
-                                                           temperature=1.0)
+        done = await StructuredGenerator(backend).generate_shaped(
+            CallShape(messages=messages, schema=schema_for(QueryRewrite)), QueryRewrite, max_tokens=MAX_TOKENS,
+            temperature=1.0)
         assert done.usage.prompt_tokens > 0 and done.usage.completion_tokens > 0
     finally:
         await backend.aclose()

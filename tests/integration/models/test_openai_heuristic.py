@@ -18,8 +18,8 @@ from pydantic import BaseModel
 
 from agentic_rag.api.openai import MAX_BODY_BYTES, create_app
 from agentic_rag.models.base import Completion, Message
-from agentic_rag.models.chat import StructuredTextBackend, approximate_tokens
 from agentic_rag.planners.heuristic import HeuristicModel, draft, rewrite
+from agentic_rag.planners.llm.chat import StructuredTextBackend, approximate_tokens
 from agentic_rag.planners.llm.prompts import render
 from agentic_rag.protocol import DraftAnswer, EntityRef, GradeReport, NextStep, QueryRewrite, SufficiencyReport
 from agentic_rag.protocol.roles import (
@@ -30,6 +30,7 @@ from agentic_rag.protocol.roles import (
     GradeInput,
     GradeItem,
     RewriteInput,
+    RoleInput,
     SelectInput,
     ValidateInput,
 )
@@ -41,22 +42,22 @@ CARD = ContextCard(turn=0, source="qdrant_search", request="Monkey D. Luffy", co
                    summary="Monkey D. Luffy: captain of the Straw Hat Pirates in One Piece.")
 
 
-def _role_prompts() -> dict[type[BaseModel], list[Message]]:
-    """One prompt per role, rendered as the loop renders it (the heuristic reads only such prompts)."""
+def _role_inputs() -> dict[type[BaseModel], RoleInput]:
+    """One input per role, as the loop builds it."""
     rewritten = rewrite(RewriteInput(question=QUESTION))
     to_draft = DraftInput(question=QUESTION, rewrite=rewritten, cards=[CARD])
     return {
-        QueryRewrite: render(RewriteInput(question=QUESTION), QueryRewrite),
-        NextStep: render(SelectInput(question=QUESTION, rewrite=rewritten, turn=0, max_turns=4), NextStep),
-        DraftAnswer: render(to_draft, DraftAnswer),
-        GradeReport: render(GradeInput(question=QUESTION, items=[GradeItem(index=0, entity=LUFFY,
-                                                                           snippet=CARD.summary)]), GradeReport),
-        SufficiencyReport: render(ValidateInput(question=QUESTION, rewrite=rewritten, draft=draft(to_draft),
-                                                cards=[CARD]), SufficiencyReport),
+        QueryRewrite: RewriteInput(question=QUESTION),
+        NextStep: SelectInput(question=QUESTION, rewrite=rewritten, turn=0, max_turns=4),
+        DraftAnswer: to_draft,
+        GradeReport: GradeInput(question=QUESTION, items=[GradeItem(index=0, entity=LUFFY, snippet=CARD.summary)]),
+        SufficiencyReport: ValidateInput(question=QUESTION, rewrite=rewritten, draft=draft(to_draft), cards=[CARD]),
     }
 
 
-PROMPTS = _role_prompts()
+INPUTS = _role_inputs()
+# each rendered as render() writes it (the route reads the heuristic's input back only from such prompts)
+PROMPTS: dict[type[BaseModel], list[Message]] = {t: render(inp, t) for t, inp in INPUTS.items()}
 
 
 class Failing:
@@ -115,7 +116,7 @@ async def test_the_official_clients_parse_gets_each_roles_output(client: openai.
                                                     response_format=output_type)
     message = done.choices[0].message
     assert isinstance(message.parsed, output_type)
-    assert message.parsed == (await HeuristicModel().generate(messages, output_type)).output
+    assert message.parsed == (await HeuristicModel().generate(INPUTS[output_type], output_type)).output
     # what came back fits the schema the client sent: its strict form, every property present
     content = message.content or ""
     jsonschema.Draft202012Validator(to_strict_json_schema(output_type)).validate(json.loads(content))

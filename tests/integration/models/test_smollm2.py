@@ -18,7 +18,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from agentic_rag.api.openai import create_app
-from agentic_rag.models.base import StructuredGenerator
+from agentic_rag.models.base import CallShape, StructuredGenerator, schema_for
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.packaged import PACKAGED, fetch, fetched, resolve_model
 from agentic_rag.models.transformers_backend import TransformersBackend
@@ -76,8 +76,9 @@ async def test_smollm2_writes_a_valid_rewrite(smollm2: TransformersBackend, ques
                                   max_tokens=MAX_OUTPUT_TOKENS["rewrite"], temperature=0.0)
     assert done.prompt_tokens > 100 and done.completion_tokens > 0
     json.loads(done.text)  # the grammar keeps it JSON, whatever the model wanted
-    gen = await StructuredGenerator(smollm2, max_attempts=2).generate(
-        messages, QueryRewrite, max_tokens=MAX_OUTPUT_TOKENS["rewrite"])
+    gen = await StructuredGenerator(smollm2, max_attempts=2).generate_shaped(
+        CallShape(messages=messages, schema=schema_for(QueryRewrite)), QueryRewrite,
+        max_tokens=MAX_OUTPUT_TOKENS["rewrite"])
     assert isinstance(gen.output, QueryRewrite)
     assert gen.usage.completion_tokens > 0 and gen.usage.attempts <= 2
 

@@ -20,7 +20,6 @@ from agentic_rag.errors import InvalidInput
 from agentic_rag.models.base import (
     Generation,
     GenerationError,
-    Message,
     ModelOverloaded,
     ModelUnavailable,
     StructuredModel,
@@ -41,6 +40,7 @@ from agentic_rag.protocol import (
     SearchIntent,
     SufficiencyReport,
 )
+from agentic_rag.protocol.roles import RoleInput
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
@@ -64,10 +64,10 @@ class Scripted:
         self.script = script
         self.calls = 0
 
-    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+    async def generate(self, role_input: RoleInput, output_type: type[T], *, max_tokens: int = 512,
                        temperature: float = 0.0) -> Generation[T]:
         if output_type is not self.output_type:
-            return await HEURISTIC.generate(messages, output_type, max_tokens=max_tokens, temperature=temperature)
+            return await HEURISTIC.generate(role_input, output_type, max_tokens=max_tokens, temperature=temperature)
         self.calls += 1
         out = self.script(self.calls - 1)
         if asyncio.iscoroutine(out):
@@ -80,7 +80,7 @@ class Broken:
 
     name = "broken"
 
-    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+    async def generate(self, role_input: RoleInput, output_type: type[T], *, max_tokens: int = 512,
                        temperature: float = 0.0) -> Generation[T]:
         raise GenerationError(output_type.__name__, attempts=3, errors=["not valid JSON"] * 3)
 
@@ -94,7 +94,7 @@ class Unavailable:
     def __init__(self, error: ModelUnavailable) -> None:
         self.error = error
 
-    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+    async def generate(self, role_input: RoleInput, output_type: type[T], *, max_tokens: int = 512,
                        temperature: float = 0.0) -> Generation[T]:
         raise self.error
 
@@ -104,7 +104,7 @@ class Hanging:
 
     name = "hanging"
 
-    async def generate(self, messages: list[Message], output_type: type[T], *, max_tokens: int = 512,
+    async def generate(self, role_input: RoleInput, output_type: type[T], *, max_tokens: int = 512,
                        temperature: float = 0.0) -> Generation[T]:
         await asyncio.sleep(3600)
         raise AssertionError("unreachable")

@@ -13,7 +13,6 @@ import pytest
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
 from agentic_rag.planners.heuristic import HeuristicModel, validate
-from agentic_rag.planners.llm.prompts import render
 from agentic_rag.protocol import (
     DraftAnswer,
     EntityRef,
@@ -70,13 +69,12 @@ def drive(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Setting
         r = Run()
         async with pool.acquire() as conn:
             links = await link(conn, question)
-        rewrite = (await model.generate(render(RewriteInput(question=question, links=links), QueryRewrite),
-                                        QueryRewrite)).output
+        rewrite = (await model.generate(RewriteInput(question=question, links=links), QueryRewrite)).output
         last: StepStatus | None = None
         for turn in range(max_turns):
             inp = SelectInput(question=question, links=links, rewrite=rewrite, cards=r.cards, last_step=last, turn=turn,
                               max_turns=max_turns)
-            step = (await model.generate(render(inp, NextStep), NextStep)).output
+            step = (await model.generate(inp, NextStep)).output
             r.steps.append(step)
             if step.action == "finish":
                 break
@@ -95,9 +93,9 @@ def drive(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Setting
                 r.cards.append(card)
             last = StepStatus(action=card.source, status="ok" if card.count else "empty", count=card.count)
         draft_in = DraftInput(question=question, links=links, rewrite=rewrite, cards=r.cards)
-        r.draft = (await model.generate(render(draft_in, DraftAnswer), DraftAnswer)).output
+        r.draft = (await model.generate(draft_in, DraftAnswer)).output
         validate_in = ValidateInput(question=question, links=links, rewrite=rewrite, draft=r.draft, cards=r.cards)
-        r.report = (await model.generate(render(validate_in, SufficiencyReport), SufficiencyReport)).output
+        r.report = (await model.generate(validate_in, SufficiencyReport)).output
         return r
 
     return run

@@ -25,7 +25,7 @@ from agentic_rag.api import costs
 from agentic_rag.api.grpc.proto import searchai_pb2 as pb
 from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
 from agentic_rag.catalog.ids import entity_id
-from agentic_rag.models.base import StructuredGenerator, schema_for
+from agentic_rag.models.base import CallShape, StructuredGenerator, schema_for
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
 from agentic_rag.planners.heuristic import HeuristicModel
 from agentic_rag.planners.llm.prompts import render
@@ -181,12 +181,13 @@ async def test_model_deployments_serve_openai_chat_completions(serve_url: tuple[
         LinkedMention(text=n, start=question.index(n), end=question.index(n) + len(n), candidates=[LinkCandidate(
             entity=EntityRef(entity_type="character", id=f"00000000-0000-4000-8000-00000000000{i}"), name=n,
             matched=n, match="alias")]) for i, n in enumerate(("Luffy", "Nami"))])
-    messages = render(RewriteInput(question=question, links=links), QueryRewrite)
+    inp = RewriteInput(question=question, links=links)
+    messages = render(inp, QueryRewrite)
     done = await client.chat.completions.create(model="planner", messages=list(messages), temperature=0,
                                                 response_format=response_format(schema_for(QueryRewrite)))
     served = QueryRewrite.model_validate_json(done.choices[0].message.content or "")
     # the deployment runs the configured model (the heuristic in configs/local.yaml): the same answer as in-process
-    assert served == (await HeuristicModel().generate(messages, QueryRewrite)).output
+    assert served == (await HeuristicModel().generate(inp, QueryRewrite)).output
     assert {"Luffy", "Nami"} <= set(served.mentions)
     # the official client's parse(): the strict form of the schema is the same type; usage is counted
     parsed = await client.beta.chat.completions.parse(model="planner", messages=list(messages), temperature=0,
@@ -196,8 +197,9 @@ async def test_model_deployments_serve_openai_chat_completions(serve_url: tuple[
 
     # the loop's own remote-model client reads the deployment like any OpenAI-compatible server
     remote = OpenAIBackend(Settings(openai_base_url=f"{url}/openai/v1"), "validator", client=client)
-    grade = render(GradeInput(question="Which anime is Luffy in?", items=[]), GradeReport)
-    assert (await StructuredGenerator(remote).generate(grade, GradeReport)).output.grades == []
+    grade = CallShape(messages=render(GradeInput(question="Which anime is Luffy in?", items=[]), GradeReport),
+                      schema=schema_for(GradeReport))
+    assert (await StructuredGenerator(remote).generate_shaped(grade, GradeReport)).output.grades == []
 
     with pytest.raises(openai.BadRequestError, match="json_schema response_format"):
         await client.chat.completions.create(model="validator", messages=[{"role": "user", "content": "hi"}])

@@ -12,7 +12,7 @@ import httpx
 import pytest
 from openai import AsyncOpenAI
 
-from agentic_rag.models.base import ModelOverloaded, ModelUnavailable, StructuredGenerator
+from agentic_rag.models.base import CallShape, ModelOverloaded, ModelUnavailable, StructuredGenerator, schema_for
 from agentic_rag.models.openai_backend import OpenAIBackend
 from agentic_rag.protocol import QueryRewrite
 from agentic_rag.settings import Settings
@@ -47,7 +47,8 @@ async def test_a_server_failure_is_a_typed_model_error(status: int, ours: type[M
     assert f"HTTP {status}" in str(raised.value) and f"status {status}" in str(raised.value)
     # not a bad output to correct: it reaches the loop, which answers with the heuristic
     with pytest.raises(ours):
-        await StructuredGenerator(backend).generate(HI, QueryRewrite)  # type: ignore[arg-type]
+        await StructuredGenerator(backend).generate_shaped(
+            CallShape(messages=HI, schema=schema_for(QueryRewrite)), QueryRewrite)  # type: ignore[arg-type]
 
 
 async def test_a_bad_request_is_still_a_value_error() -> None:

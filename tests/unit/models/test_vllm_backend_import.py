@@ -18,11 +18,14 @@ import pytest
 from pydantic import ValidationError
 
 from agentic_rag.errors import InvalidInput, Timeout
-from agentic_rag.models.base import ModelOverloaded, ModelUnavailable, StructuredGenerator
+from agentic_rag.models.base import CallShape, ModelOverloaded, ModelUnavailable, StructuredGenerator, schema_for
 from agentic_rag.protocol import QueryRewrite
 from agentic_rag.settings import Settings
 
 MODULE = "agentic_rag.models.vllm_backend"
+
+# one plain call (no role prompt), under the contract's whole schema
+HI = CallShape(messages=[{"role": "user", "content": "hi"}], schema=schema_for(QueryRewrite))
 
 
 def _hide_vllm(monkeypatch: pytest.MonkeyPatch) -> None:
@@ -153,8 +156,7 @@ async def test_settings_become_engine_args_and_a_schema_becomes_structured_outpu
     assert args.enforce_eager is True
     assert vars(args.structured_outputs_config) == {"backend": "xgrammar", "disable_any_whitespace": True}
 
-    gen = await StructuredGenerator(backend).generate([{"role": "user", "content": "hi"}], QueryRewrite,
-                                                      max_tokens=64)
+    gen = await StructuredGenerator(backend).generate_shaped(HI, QueryRewrite, max_tokens=64)
     assert gen.output.retrieval_mode == "none"
     assert (gen.usage.prompt_tokens, gen.usage.completion_tokens) == (len("<user>hi<assistant>"), 7)
     prompt, params, _ = fake_vllm.engines[0].requests[0]
@@ -241,7 +243,7 @@ async def test_each_engine_failure_is_a_typed_model_error(fake_vllm: Any, name: 
     assert isinstance(raised.value.__cause__, fake_vllm.errors[name])  # vLLM's own error stays its cause
     # the structured layer does not retry it as a bad output: it reaches the loop, which uses the heuristic
     with pytest.raises(ours):
-        await StructuredGenerator(backend).generate([{"role": "user", "content": "hi"}], QueryRewrite)
+        await StructuredGenerator(backend).generate_shaped(HI, QueryRewrite)
     assert len(fake_vllm.engines[0].requests) == 2
 
 

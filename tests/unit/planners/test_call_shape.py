@@ -5,9 +5,13 @@ from __future__ import annotations
 import json
 from typing import Any
 
+import pytest
+
+from agentic_rag.models.base import Message
 from agentic_rag.models.schemas import closed_options, narrow
+from agentic_rag.planners.llm.chat import read_input
 from agentic_rag.planners.llm.forms import STEP_WORDS
-from agentic_rag.planners.llm.prompts import render, shaper
+from agentic_rag.planners.llm.prompts import STATE_CLOSE, STATE_OPEN, render, shaper
 from agentic_rag.protocol import (
     DraftAnswer,
     EntityLinks,
@@ -67,13 +71,19 @@ def test_an_entity_can_be_named_only_if_the_call_was_shown_it() -> None:
     assert draft["properties"]["result_entities"]["maxItems"] == 0
 
 
+def _state(messages: list[Message]) -> dict[str, Any]:
+    """The state block of a rendered prompt's user message, as JSON (what the prompt shows the model)."""
+    user = messages[-1]["content"]
+    return dict(json.loads(user[user.index(STATE_OPEN) + len(STATE_OPEN):user.index(STATE_CLOSE)]))
+
+
 def _steps(schema: dict[str, Any]) -> list[str]:
     return list(schema["properties"]["step"]["enum"])
 
 
 def test_a_compact_call_is_a_form_whose_choices_are_what_the_call_was_shown() -> None:
     messages = render(_select(), NextStep)
-    shaped = shaper("compact")(messages, NextStep)
+    shaped = shaper("compact")(_select(), NextStep)
     prompt = "\n".join(m["content"] for m in shaped.messages)
     assert BEBOP not in prompt and "Cowboy Bebop (anime)" in prompt and "Output schema" not in prompt
     steps = _steps(shaped.schema)
@@ -92,8 +102,8 @@ def test_a_compact_call_is_a_form_whose_choices_are_what_the_call_was_shown() ->
     search = NextStep.model_validate_json(shaped.restore('{"step":"search the characters by description"}'))
     assert search.search_intent is not None and search.search_intent.entity_type == "character"
     assert search.search_intent.query == "which studio animated cowboy bebop"  # the question's own words
-    # the full style keeps the loop's messages and real ids
-    full = shaper("full")(messages, NextStep)
+    # the full style is the rendered prompt, with real ids
+    full = shaper("full")(_select(), NextStep)
     assert full.messages == messages and BEBOP in json.dumps(full.schema) and full.calibration is None
 
 
@@ -103,7 +113,7 @@ def test_a_step_already_taken_is_not_offered_again() -> None:
                        entities=[CardEntity(ref=EntityRef(entity_type="studio", id=SUNRISE), name="Sunrise (studio)")],
                        data={"kind": "neighbors", "start": BEBOP, "end": None, "edge_types": ["animated_by"]})
     inp = _select().model_copy(update={"cards": [card], "turn": 1})
-    shaped = shaper("compact")(render(inp, NextStep), NextStep)
+    shaped = shaper("compact")(inp, NextStep)
     steps = _steps(shaped.schema)
     assert "studio that animated Cowboy Bebop (anime)" not in steps
     assert "staff of Cowboy Bebop (anime): director, author, composer, designers" in steps
@@ -122,7 +132,7 @@ def test_a_compact_draft_picks_entities_and_the_answer_is_the_context_line() -> 
                        entities=[CardEntity(ref=EntityRef(entity_type="studio", id=SUNRISE), name="Sunrise (studio)")])
     inp = DraftInput(question="which studio animated cowboy bebop", links=_links(), rewrite=_select().rewrite,
                      cards=[card])
-    shaped = shaper("compact")(render(inp, DraftAnswer), DraftAnswer)
+    shaped = shaper("compact")(inp, DraftAnswer)
     assert shaped.schema["properties"]["answer"]["items"]["enum"] == ["Sunrise (studio)"]  # only what was found
     draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["Sunrise (studio)"]}'))
     assert draft.result_entities == [EntityRef(entity_type="studio", id=SUNRISE)]
@@ -132,20 +142,20 @@ def test_a_compact_draft_picks_entities_and_the_answer_is_the_context_line() -> 
 
 
 def test_a_select_call_says_what_the_words_ask_for_in_the_steps_words() -> None:
-    shaped = shaper("compact")(render(_select(), NextStep), NextStep)
+    shaped = shaper("compact")(_select(), NextStep)
     user = shaped.messages[-1]["content"]
     assert 'The words ask for: studio that animated "cowboy bebop"' in user  # the reader's cue words
     assert "studio that animated Cowboy Bebop (anime)" in _steps(shaped.schema)  # ... match a step's words
-    user = shaper("compact")(render(_asking("which studio made the sequel of cowboy bebop"), NextStep),
+    user = shaper("compact")(_asking("which studio made the sequel of cowboy bebop"),
                              NextStep).messages[-1]["content"]
     assert 'The words ask for: sequel of "cowboy bebop", then studio that animated that' in user
-    user = shaper("compact")(render(_asking("how many episodes does cowboy bebop have"), NextStep),
+    user = shaper("compact")(_asking("how many episodes does cowboy bebop have"),
                              NextStep).messages[-1]["content"]
     assert 'The words ask for: details of "cowboy bebop": episode count' in user
 
 
 def test_a_details_step_reads_the_record_and_its_story_in_one_turn() -> None:
-    shaped = shaper("compact")(render(_select(), NextStep), NextStep)
+    shaped = shaper("compact")(_select(), NextStep)
     words = "details of Cowboy Bebop (anime): year, episode count, genres, story"
     assert words in _steps(shaped.schema)
     step = NextStep.model_validate_json(shaped.restore(json.dumps({"step": words})))
@@ -169,7 +179,7 @@ def test_an_answer_quotes_a_records_values_before_its_story() -> None:
     inp = DraftInput(question="how many episodes does cowboy bebop have",
                      links=_links("how many episodes does cowboy bebop have"),
                      rewrite=_select().rewrite, cards=[record, story])
-    shaped = shaper("compact")(render(inp, DraftAnswer), DraftAnswer)
+    shaped = shaper("compact")(inp, DraftAnswer)
     assert BEBOP not in shaped.messages[-1]["content"]  # "(anime, id ...)" is written without the id
     draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["Cowboy Bebop (anime)"]}'))
     assert draft.answer == ("Cowboy Bebop (anime): year=1998, episode_count=26 | "
@@ -182,7 +192,7 @@ def test_a_draft_may_pick_a_steps_findings_whole_or_those_one_qualifier_marks() 
     card = _neighbors(BEBOP, "features", "character", cast)
     question = "who are the main characters of cowboy bebop"
     inp = DraftInput(question=question, links=_links(question), rewrite=_select().rewrite, cards=[card])
-    shaped = shaper("compact")(render(inp, DraftAnswer), DraftAnswer)
+    shaped = shaper("compact")(inp, DraftAnswer)
     options = shaped.schema["properties"]["answer"]["items"]["enum"]
     assert options[:3] == ["all found by step 1", "those marked main in step 1", "those marked supporting in step 1"]
     assert "Ein (character)" in options
@@ -194,9 +204,10 @@ def test_a_draft_may_pick_a_steps_findings_whole_or_those_one_qualifier_marks() 
     assert len(whole.result_entities) == 3 and whole.citations[-1] == "Ein (character)"
 
 
-def test_messages_that_are_no_role_call_keep_the_whole_schema() -> None:
-    shaped = shaper("compact")([{"role": "user", "content": "hello"}], QueryRewrite)
-    assert shaped.schema == QueryRewrite.model_json_schema() and shaped.restore("x") == "x"
+def test_an_input_that_is_not_the_output_types_role_is_refused() -> None:
+    for style in ("compact", "full"):
+        with pytest.raises(ValueError, match="the select role does not produce QueryRewrite"):
+            shaper(style)(_select(), QueryRewrite)
 
 
 def test_a_compact_answer_quotes_what_its_steps_found_as_a_whole() -> None:
@@ -210,25 +221,24 @@ def test_a_compact_answer_quotes_what_its_steps_found_as_a_whole() -> None:
                            data={"kind": "compare"})
     inp = DraftInput(question="how many anime did sunrise animate", links=_links(), rewrite=_select().rewrite,
                      cards=[animated, compared])
-    shaped = shaper("compact")(render(inp, DraftAnswer), DraftAnswer)
+    shaped = shaper("compact")(inp, DraftAnswer)
     draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["Show 0 (anime)"]}'))
     assert draft.answer.startswith("3 found (")  # how many the step found: what "how many" asks
     assert "year: 1998 vs 2004" in draft.answer  # the comparison's own facts, about no one entity
 
 
 def test_the_state_block_is_the_role_input_as_written_and_a_lone_surrogate_does_not_break_it() -> None:
-    from agentic_rag.planners.llm.prompts import read_state
-
     inp = _select()
-    role, state = read_state(render(inp, NextStep))
-    assert role == "select" and state == inp.model_dump(mode="json", exclude_none=True)
+    assert _state(render(inp, NextStep)) == inp.model_dump(mode="json", exclude_none=True)
+    assert read_input(render(inp, NextStep), NextStep) == inp  # what the chat route reads back
+    with pytest.raises(ValueError, match="the select role does not produce QueryRewrite"):
+        read_input(render(inp, NextStep), QueryRewrite)
     # UTF-8 cannot hold a lone surrogate (a model's JSON may decode to one): the prompt is still written
     odd = inp.model_copy(update={"question": "which studio animated cowboy bebop \ud800"})
-    assert read_state(render(odd, NextStep))[1]["question"].endswith("\ud800")
+    assert _state(render(odd, NextStep))["question"].endswith("\ud800")
 
 
 def test_a_state_over_its_budget_shortens_the_oldest_cards_and_keeps_their_ids() -> None:
-    from agentic_rag.planners.llm.prompts import read_state
     from agentic_rag.protocol.roles import ContextCard
 
     bebop = CardEntity(ref=EntityRef(entity_type="anime", id=BEBOP), name="Cowboy Bebop", detail="1998")
@@ -237,22 +247,20 @@ def test_a_state_over_its_budget_shortens_the_oldest_cards_and_keeps_their_ids()
              for i in range(3)]
     inp = _select().model_copy(update={"cards": cards})
     messages = render(inp, NextStep)
-    _, state = read_state(messages)
+    state = _state(messages)
     summaries = [c["summary"] for c in state["cards"]]
     assert all(len(s) <= 203 for s in summaries[:-1]) and summaries[-1] == cards[-1].summary  # the newest is kept
     assert all(c["entities"][0]["ref"]["id"] == BEBOP for c in state["cards"])
 
 
-def test_the_loop_renders_the_whole_state_and_only_a_full_style_prompt_is_fitted_to_its_budget() -> None:
-    from agentic_rag.planners.llm.prompts import read_state
-
+def test_only_a_full_style_prompt_is_fitted_to_its_budget() -> None:
     card = _neighbors(BEBOP, "features", "character",
                       [(f"{i:08d}-0000-4000-8000-000000000000", f"Character {i}", "main") for i in range(40)])
     inp = _select().model_copy(update={"cards": [card], "turn": 1})
     whole = render(inp, NextStep, fit=False)
-    assert read_state(whole)[1]["cards"][0]["summary"] == card.summary
-    full = shaper("full")(whole, NextStep)  # a full-style prompt is fitted to the role's budget ...
-    assert len(read_state(full.messages)[1]["cards"][0]["summary"]) < len(card.summary)
+    assert _state(whole)["cards"][0]["summary"] == card.summary
+    full = shaper("full")(inp, NextStep)  # a full-style prompt is fitted to the role's budget ...
+    assert len(_state(full.messages)["cards"][0]["summary"]) < len(card.summary)
     assert full.messages == render(inp, NextStep)
-    compact = shaper("compact")(whole, NextStep)  # ... a compact form shows its own lines, from the whole card
+    compact = shaper("compact")(inp, NextStep)  # ... a compact form shows its own lines, from the whole card
     assert "- features: Character 13 (character) (main)" in compact.messages[-1]["content"]

@@ -16,7 +16,6 @@ from agentic_rag.errors import AgenticRagError
 from agentic_rag.models.base import GenerationError, ModelOverloaded, ModelUnavailable
 from agentic_rag.orchestrator.loop import ClarificationError, RunResult
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
-from agentic_rag.planners.llm.prompts import render
 from agentic_rag.protocol import (
     AgentResponse,
     EntityLinks,
@@ -24,13 +23,13 @@ from agentic_rag.protocol import (
     GraphIntent,
     LinkCandidate,
     LinkedMention,
+    NextStep,
     QueryRewrite,
 )
-from agentic_rag.protocol.roles import ROLES, RewriteInput
+from agentic_rag.protocol.roles import ROLE_TYPES, ROLES, RewriteInput
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.serve.models import PlannerReplica, gpu_request_problem
 from agentic_rag.serve.wire import (
-    OUTPUT_TYPES,
     HandleModel,
     HandleRetrieval,
     RunReply,
@@ -41,8 +40,9 @@ from agentic_rag.serve.wire import (
 from agentic_rag.settings import Settings
 
 
-def test_output_types_are_exactly_the_role_contracts() -> None:
-    assert set(OUTPUT_TYPES.values()) == set(ROLES)
+def test_the_roles_by_name_are_exactly_the_role_contracts() -> None:
+    assert {out for out, _ in ROLE_TYPES.values()} == set(ROLES)
+    assert all(ROLES[out] == (role, inp) for role, (out, inp) in ROLE_TYPES.items())
 
 
 FAILURES = [
@@ -125,21 +125,23 @@ def test_run_reply_round_trip() -> None:
     assert RunReply.model_validate(unwrap(ok(RunReply.of(result)))).result() == result
 
 
-async def test_model_replica_answers_only_allowlisted_types_with_valid_messages() -> None:
+async def test_model_replica_answers_only_its_roles_with_valid_inputs() -> None:
     replica = PlannerReplica({"planner_backend": "heuristic", "log_level": "WARNING"})
     luffy = LinkCandidate(entity=EntityRef(entity_type="character", id="00000000-0000-4000-8000-000000000001"),
                           name="Monkey D. Luffy", matched="Luffy", match="alias")
     links = EntityLinks(mentions=[LinkedMention(text="Luffy", start=15, end=20, candidates=[luffy])])
-    messages = render(RewriteInput(question="Which anime is Luffy in?", links=links), QueryRewrite)
-    reply = unwrap(await replica.generate(messages, "QueryRewrite", 256, 0.0))
+    state = RewriteInput(question="Which anime is Luffy in?", links=links).model_dump(mode="json", exclude_none=True)
+    reply = unwrap(await replica.generate("rewrite", state, 256, 0.0))
     assert QueryRewrite.model_validate(reply["output"]).mentions == ["Luffy"]
-    for bad in ("os.system", "BaseModel", ["QueryRewrite"]):
-        with pytest.raises(ValueError, match="not an output type"):
-            unwrap(await replica.generate(messages, bad, 256, 0.0))
+    for bad in ("os.system", "BaseModel", "QueryRewrite", ["rewrite"]):
+        with pytest.raises(ValueError, match="not a role"):
+            unwrap(await replica.generate(bad, state, 256, 0.0))
+    with pytest.raises(ValueError):  # the input of another role, or none
+        unwrap(await replica.generate("select", state, 256, 0.0))
     with pytest.raises(ValueError):
-        unwrap(await replica.generate([{"role": "root", "content": "x"}], "QueryRewrite", 256, 0.0))
+        unwrap(await replica.generate("rewrite", [{"role": "user", "content": "x"}], 256, 0.0))
     with pytest.raises(ValueError):
-        unwrap(await replica.generate(messages, "QueryRewrite", 10**9, 0.0))
+        unwrap(await replica.generate("rewrite", state, 10**9, 0.0))
 
 
 RAY_TEXT = "The actor died unexpectedly before finishing this task. ip: 10.0.0.7, pid: 4242, " * 50
@@ -174,7 +176,7 @@ async def test_a_dead_deployment_is_reported_in_our_words() -> None:
     assert (info.value.source, info.value.reason) == ("postgres", "unavailable")
     assert "GraphRetriever deployment is unavailable" in str(info.value) and "10.0.0.7" not in str(info.value)
     with pytest.raises(ModelUnavailable) as failed:  # which the loop answers with the heuristic
-        await HandleModel(DeadHandle(), "PlannerModel").generate([], QueryRewrite)  # type: ignore[arg-type]
+        await HandleModel(DeadHandle(), "PlannerModel").generate(RewriteInput(question="Luffy?"), QueryRewrite)
     assert failed.value.retryable and "10.0.0.7" not in str(failed.value)
 
 
@@ -210,3 +212,8 @@ async def test_the_model_replica_forwards_its_engines_health_and_shuts_it_down()
         await replica.check_health()
     replica.__del__()
     assert dead.shut
+
+
+async def test_a_model_call_whose_input_is_not_its_roles_is_refused_before_the_wire() -> None:
+    with pytest.raises(ValueError, match="the rewrite role does not produce NextStep"):
+        await HandleModel(DeadHandle(), "PlannerModel").generate(RewriteInput(question="Luffy?"), NextStep)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import pytest
 
 from agentic_rag.models.base import Message, StructuredGenerator, schema_for
-from agentic_rag.models.chat import StructuredTextBackend, text_backend_of
 from agentic_rag.models.openai_backend import OpenAIBackend
 from agentic_rag.planners.heuristic import HeuristicModel
+from agentic_rag.planners.llm.chat import StructuredTextBackend, text_backend_of
 from agentic_rag.planners.llm.prompts import render
 from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention, NextStep, QueryRewrite
 from agentic_rag.protocol.roles import RewriteInput
@@ -25,18 +25,23 @@ def _links(question: str, *names: str) -> EntityLinks:
     return EntityLinks(mentions=mentions)
 
 
+def _rewrite_input(question: str, *names: str) -> RewriteInput:
+    return RewriteInput(question=question, links=_links(question, *names))
+
+
 def _rewrite_prompt(question: str, *names: str) -> list[Message]:
-    return render(RewriteInput(question=question, links=_links(question, *names)), QueryRewrite)
+    return render(_rewrite_input(question, *names), QueryRewrite)
 
 
 async def test_the_heuristic_answers_our_prompt_with_the_schema_it_was_given() -> None:
     model = HeuristicModel()
     backend = StructuredTextBackend(model)
-    messages = _rewrite_prompt("How is Luffy related to Nami?", "Luffy", "Nami")
-    done = await backend.complete(messages, schema_for(QueryRewrite), max_tokens=256, temperature=0.0)
+    inp = _rewrite_input("How is Luffy related to Nami?", "Luffy", "Nami")
+    done = await backend.complete(render(inp, QueryRewrite), schema_for(QueryRewrite), max_tokens=256,
+                                  temperature=0.0)
     assert done.finish_reason == "stop"
     served = QueryRewrite.model_validate_json(done.text)
-    direct = (await model.generate(messages, QueryRewrite)).output
+    direct = (await model.generate(inp, QueryRewrite)).output
     assert served == direct
     assert served.retrieval_mode in ("graph", "hybrid") and {"Luffy", "Nami"} <= set(served.mentions)
 
