@@ -11,8 +11,9 @@ from __future__ import annotations
 
 from agentic_rag.protocol import Clarification, ClarificationChoice, EntityLinks, LinkCandidate
 from agentic_rag.protocol.limits import max_len
+from agentic_rag.protocol.reading import Analysis
 from agentic_rag.understanding.linker import SEASON_SUFFIX
-from agentic_rag.understanding.reading import open_types, read
+from agentic_rag.understanding.reading import open_types
 from agentic_rag.understanding.text import link_key
 
 MAX_CHOICES = max_len(Clarification, "choices")
@@ -25,10 +26,9 @@ def _label(c: LinkCandidate) -> str:
     return f"{c.name} ({c.entity.entity_type}{year})"[:_LABEL]
 
 
-def clarification(question: str, links: EntityLinks) -> tuple[Clarification, str] | None:
-    """A clarification for the first mention with several strong readings the question allows, with that
-    mention (the resumed run fetches the chosen entity under it), else None."""
-    a = read(question, links)
+def clarification(a: Analysis, links: EntityLinks) -> tuple[Clarification, str] | None:
+    """A clarification for the first mention with several strong readings the question (as read: ``a``) allows,
+    with that mention (the resumed run fetches the chosen entity under it), else None."""
     for m in links.mentions:
         if m.text not in a.mentions:
             continue

@@ -77,6 +77,7 @@ from agentic_rag.protocol.roles import (
 )
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
+from agentic_rag.understanding.reading import read
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -334,6 +335,10 @@ class RunContext:
         s = self.s
         if s.links is None:
             await self._link()
+        if s.reading is None:
+            t0 = time.perf_counter()
+            s.reading = read(s.question, s.links)  # once a run: every role's input carries it
+            s.timings["link_ms"] += (time.perf_counter() - t0) * 1000
         if s.rewrite is None:
             s.rewrite = await self._rewrite([])
         if chosen is not None:
@@ -344,7 +349,7 @@ class RunContext:
             await stages.retrieve(self, [intent])
         elif s.mode == "agentic" and self.settings.agent_clarify and s.rewrite.needs_external_context:
             t0 = time.perf_counter()
-            asked = clarification(s.question, s.links) if s.links is not None else None
+            asked = clarification(s.reading, s.links) if s.links is not None else None
             s.timings["clarify_ms"] += (time.perf_counter() - t0) * 1000
             if asked is not None:
                 clarification_, mention_ = asked
@@ -422,7 +427,7 @@ class RunContext:
 
     async def _rewrite(self, history: list[str]) -> QueryRewrite:
         t0 = time.perf_counter()
-        inp = RewriteInput(question=self.s.question, links=self.s.links, history=history[-8:])
+        inp = RewriteInput(question=self.s.question, links=self.s.links, reading=self.s.reading, history=history[-8:])
         rw = await self.call("planner", inp, QueryRewrite, "rewrite")
         await self.event("rewrite", "decision", {"rewrite": rw.model_dump(mode="json"), "usage": self._usage},
                          latency_ms=(time.perf_counter() - t0) * 1000)
@@ -443,7 +448,7 @@ class RunContext:
         s = self.s
         assert s.rewrite is not None
         t0 = time.perf_counter()
-        inp = SelectInput(question=s.question, links=s.links, rewrite=s.rewrite, cards=s.cards,
+        inp = SelectInput(question=s.question, links=s.links, reading=s.reading, rewrite=s.rewrite, cards=s.cards,
                           last_step=s.last_step, missing=s.missing[:max_len(SelectInput, "missing")],
                           tried=s.tried[-20:], turn=s.turn, max_turns=s.max_turns)
         step = await self.call("planner", inp, NextStep, "select")
@@ -456,7 +461,7 @@ class RunContext:
     async def grade(self, items: list[GradeItem]) -> GradeReport:
         s = self.s
         t0 = time.perf_counter()
-        inp = GradeInput(question=s.question, links=s.links, items=items[:stages.GRADE_ITEMS])
+        inp = GradeInput(question=s.question, links=s.links, reading=s.reading, items=items[:stages.GRADE_ITEMS])
         report = await self.call("validator", inp, GradeReport, "grade")
         await self.event("grade", "decision", {
             "items": len(items), "relevant": [g.index for g in report.grades if g.relevant], "usage": self._usage,
@@ -469,7 +474,7 @@ class RunContext:
         if s.draft is not None and s.drafted_cards == len(s.cards):
             return s.draft
         t0 = time.perf_counter()
-        inp = DraftInput(question=s.question, links=s.links, rewrite=s.rewrite, cards=s.cards)
+        inp = DraftInput(question=s.question, links=s.links, reading=s.reading, rewrite=s.rewrite, cards=s.cards)
         draft = await self.call("planner", inp, DraftAnswer, "draft", model_ok=model_ok)
         s.draft, s.drafted_cards, s.report = draft, len(s.cards), None
         await self.event("draft", "decision", {
@@ -485,7 +490,8 @@ class RunContext:
         draft = await self._draft()
         if s.report is None:
             t0 = time.perf_counter()
-            s.report = await self.call("validator", ValidateInput(question=s.question, links=s.links, rewrite=s.rewrite,
+            s.report = await self.call("validator", ValidateInput(question=s.question, links=s.links, reading=s.reading,
+                                                                  rewrite=s.rewrite,
                                                                   draft=draft, cards=s.cards),
                                        SufficiencyReport, "validate")
             await self.event("validate", "decision", {

@@ -34,6 +34,7 @@ from agentic_rag.protocol import (
 )
 from agentic_rag.protocol.base import SHORT_TEXT_MAX
 from agentic_rag.protocol.limits import max_len
+from agentic_rag.protocol.reading import Analysis
 from agentic_rag.protocol.roles import ContextCard, RewriteInput, StepStatus
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
@@ -156,6 +157,7 @@ class RunState:
     image: AttachedImage | None = None  # the image attached to the question, searched with every meaning search
     started: float = field(default_factory=time.perf_counter)
     links: EntityLinks | None = None  # the names the question mentions (entity linking, before any model)
+    reading: Analysis | None = None  # what its words ask: read once, after linking, and handed to every role
     rewrite: QueryRewrite | None = None
     rewrites_seen: list[str] = field(default_factory=list)
     cards: list[ContextCard] = field(default_factory=list)

@@ -23,6 +23,7 @@ from agentic_rag.protocol import (
     QueryRewrite,
     SufficiencyReport,
 )
+from agentic_rag.protocol.reading import Analysis
 
 Role = Literal["rewrite", "select", "draft", "grade", "validate"]
 StepSource = Literal["qdrant_search", "pg_graph", "pg_query"]
@@ -68,6 +69,8 @@ class RewriteInput(_Input):
     question: str = Field(max_length=2000)
     links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
                                       "entities each may mean (found by code before planning).")
+    reading: Analysis | None = Field(None, description="What the reader made of the question's words (code, "
+                                     "computed once per run where it is linked); not shown in a prompt's state.")
     history: list[str] = Field(
         default_factory=list, max_length=8,
         description="Earlier rewrites whose searches found nothing relevant: write a different one.",
@@ -78,6 +81,8 @@ class SelectInput(_Input):
     question: str = Field(max_length=2000)
     links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
                                       "entities each may mean (found by code before planning).")
+    reading: Analysis | None = Field(None, description="What the reader made of the question's words (code, "
+                                     "computed once per run where it is linked); not shown in a prompt's state.")
     rewrite: QueryRewrite
     cards: list[ContextCard] = Field(default_factory=list)
     last_step: StepStatus | None = None
@@ -91,6 +96,8 @@ class DraftInput(_Input):
     question: str = Field(max_length=2000)
     links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
                                       "entities each may mean (found by code before planning).")
+    reading: Analysis | None = Field(None, description="What the reader made of the question's words (code, "
+                                     "computed once per run where it is linked); not shown in a prompt's state.")
     rewrite: QueryRewrite
     cards: list[ContextCard] = Field(default_factory=list)
 
@@ -105,6 +112,8 @@ class GradeInput(_Input):
     question: str = Field(max_length=2000)
     links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
                                       "entities each may mean (found by code before planning).")
+    reading: Analysis | None = Field(None, description="What the reader made of the question's words (code, "
+                                     "computed once per run where it is linked); not shown in a prompt's state.")
     items: list[GradeItem] = Field(max_length=50)
 
 
@@ -112,6 +121,8 @@ class ValidateInput(_Input):
     question: str = Field(max_length=2000)
     links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
                                       "entities each may mean (found by code before planning).")
+    reading: Analysis | None = Field(None, description="What the reader made of the question's words (code, "
+                                     "computed once per run where it is linked); not shown in a prompt's state.")
     rewrite: QueryRewrite
     draft: DraftAnswer
     cards: list[ContextCard] = Field(default_factory=list)

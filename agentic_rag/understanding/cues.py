@@ -29,6 +29,24 @@ STAFF_NOUNS = words("director directors composer composers writer writers author
 # a staff verb right after a person's name makes the person its subject ("the anime that X directed")
 STAFF_VERBS = words("directed directs wrote writes drew draws composed composes scored created creates illustrated "
                     "illustrates designed designs")
+def staff_roles(word: str) -> tuple[str, ...]:
+    """The staff roles a verb or noun names ("directed" -> director); empty: every credit."""
+    w = word.lower()
+    if "music" in w or "compos" in w or "scor" in w or "soundtrack" in w or w == "ost":
+        return ("music",)
+    if "design" in w:
+        return ("character_design",)
+    if "direct" in w:
+        return ("director", "chief_director")
+    if "screenplay" in w or "script" in w or "composition" in w:
+        return ("series_composition",)
+    if any(x in w for x in ("drew", "draw", "illustrat", "artist", "art")):
+        return ("story_and_art", "art")
+    if any(x in w for x in ("wrote", "writ", "author", "creat", "mangaka")):
+        return ("original_creator", "story_and_art", "story")
+    return ()
+
+
 MADE = words("made makes make produced producer")
 CAST = words("characters chars cast protagonist protagonists lead leads heroes hero heroine mc mcs")
 MAIN = words("main protagonist protagonists lead leads hero heroes heroine mc mcs")

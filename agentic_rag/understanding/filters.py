@@ -10,14 +10,12 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from dataclasses import dataclass, field
-from typing import Any, Literal
 
 from agentic_rag.protocol.query import FIELDS
+from agentic_rag.protocol.reading import Filter
 from agentic_rag.understanding.numbers import with_digits
 from agentic_rag.understanding.text import english_words
 
-Kind = Literal["list", "top"]
 # Facets whose values are names the question may contain, per entity type.
 FACETS: dict[str, tuple[str, ...]] = {"anime": ("studio", "genres"), "manga": ("magazine", "genres", "author")}
 
@@ -87,21 +85,6 @@ _STOP = frozenset((
     "serialization", "serialisation", "running", "airing", "during", "ended", "finished", "each", "one", "ones",
     "uh", "like", "know", "they", "it", "year", "want", "i", "need", "tell",
 ))
-
-
-@dataclass(slots=True)
-class Filter:
-    """A catalog-wide question: which entity type, the conditions read from the wording, the facets to match."""
-
-    entity_type: str
-    kind: Kind = "list"
-    where: list[dict[str, Any]] = field(default_factory=list)
-    words: str = ""  # the wording left for facet values (studio, magazine, genre names)
-    group_by: str | None = None
-    count: bool = False  # "how many anime came out in 2022": the number of matches, not the list
-    rank: tuple[str, str] | None = None  # (field, asc|desc): "which has the most episodes", "the oldest studio"
-    shown: tuple[str, ...] = ()  # counts to say beside each match ("... along with their volume counts")
-    total: str | None = None  # the field summed over the matches ("total episodes of Madhouse's TV series")
 
 
 # the extreme a list is asked for: (pattern, field per entity type, direction)

@@ -18,11 +18,13 @@ from dataclasses import dataclass, field
 from typing import Literal
 
 from agentic_rag.protocol import EntityLinks, LinkCandidate, LinkedMention
+from agentic_rag.protocol.reading import ANY_TYPE, Analysis, Attr, Filter, Hop
+from agentic_rag.protocol.roles import RoleInput
 from agentic_rag.protocol.vocabulary import EntityType, hop_domain, hop_range
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.asks import confident
-from agentic_rag.understanding.filters import Filter, lists, parse_filter, status_of, superlative
-from agentic_rag.understanding.plan import ANY_TYPE, Analysis, Attr, Hop, staff_roles
+from agentic_rag.understanding.cues import staff_roles
+from agentic_rag.understanding.filters import lists, parse_filter, status_of, superlative
 from agentic_rag.understanding.text import (
     ELLIPTIC_WORDS,
     Token,
@@ -664,6 +666,12 @@ def consults_asks(question: str, links: EntityLinks | None) -> bool:
     finally:
         _CONSULTED.reset(token)
     return bool(seen)
+
+
+def reading_of(inp: RoleInput) -> Analysis:
+    """The reading a role input carries (the loop reads each question once, where it is linked); read here only
+    for an input built without one (a prompt an outside client sent to the chat route, a test)."""
+    return inp.reading if inp.reading is not None else read(inp.question, inp.links)
 
 
 def read(question: str, links: EntityLinks | None) -> Analysis:
@@ -1416,4 +1424,4 @@ def open_types(a: Analysis, mention: str) -> tuple[str, ...]:
     return types[:1] if mention in a.fixed else types
 
 
-__all__ = ["ANY_TYPE", "consults_asks", "open_types", "read"]
+__all__ = ["ANY_TYPE", "consults_asks", "open_types", "read", "reading_of"]

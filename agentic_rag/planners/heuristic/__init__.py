@@ -18,6 +18,7 @@ from agentic_rag.planners.heuristic.planner import select
 from agentic_rag.planners.heuristic.writer import draft
 from agentic_rag.protocol import DocumentGrade, GradeReport, QueryRewrite, RetrievalMode, SufficiencyReport
 from agentic_rag.protocol.limits import max_len
+from agentic_rag.protocol.reading import Analysis
 from agentic_rag.protocol.roles import (
     DraftInput,
     GradeInput,
@@ -28,8 +29,7 @@ from agentic_rag.protocol.roles import (
     role_of,
 )
 from agentic_rag.protocol.vocabulary import EDGE_TYPE_BY_NAME
-from agentic_rag.understanding.plan import Analysis
-from agentic_rag.understanding.reading import read
+from agentic_rag.understanding.reading import reading_of
 
 T = TypeVar("T", bound=BaseModel)
 MODE: dict[str, RetrievalMode] = {"relation": "hybrid", "compare": "hybrid", "lookup": "vector", "chain": "hybrid",
@@ -43,7 +43,7 @@ _MISSING_ITEM = max_len(SufficiencyReport, "missing", item=True)
 
 
 def rewrite(inp: RewriteInput) -> QueryRewrite:
-    a = read(inp.question, inp.links)
+    a = reading_of(inp)
     question = " ".join(inp.question.split())[:_REWRITTEN] or "?"
     return QueryRewrite(rewritten_query=question, needs_external_context=True,
                         retrieval_mode=MODE.get(a.intent, "hybrid"),
@@ -51,7 +51,7 @@ def rewrite(inp: RewriteInput) -> QueryRewrite:
 
 
 def grade(inp: GradeInput) -> GradeReport:
-    a = read(inp.question, inp.links)
+    a = reading_of(inp)
     asked = set().union(*(words(m) for m in a.mentions)) if a.mentions else words(inp.question)
     # lenient on purpose: resolution (context.resolve) is the strict test of what a mention names
     return GradeReport(grades=[
@@ -75,7 +75,7 @@ def answer_types(a: Analysis) -> set[str]:
 
 def validate(inp: ValidateInput) -> SufficiencyReport:
     d = inp.draft
-    a = read(inp.question, inp.links)
+    a = reading_of(inp)
     # an answer that neither names nor rests on the kind of entity asked (a character where the question asks
     # who directed) answers nothing yet
     wanted = answer_types(a)

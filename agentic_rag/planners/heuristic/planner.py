@@ -18,7 +18,7 @@ from agentic_rag.planners.heuristic.progress import (
 from agentic_rag.protocol import MAX_BATCH, GraphIntent, NextStep, SearchIntent, StructuredQuery
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.roles import SelectInput
-from agentic_rag.understanding.reading import read
+from agentic_rag.understanding.reading import reading_of
 
 _RATIONALE = max_len(NextStep, "rationale")
 
@@ -28,7 +28,7 @@ def finish(why: str) -> NextStep:
 
 
 def select(inp: SelectInput) -> NextStep:
-    a = read(inp.question, inp.links)
+    a = reading_of(inp)
     if not a.mentions and a.filter is None and image_attached(inp.cards):
         # "what anime is this from?": the question is about the attached image
         if searched_by_image(inp.cards):

@@ -25,12 +25,12 @@ from agentic_rag.protocol import (
 )
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.query import describe
+from agentic_rag.protocol.reading import Analysis, Hop
 from agentic_rag.protocol.roles import CardEntity, ContextCard
 from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding.cues import CUES
 from agentic_rag.understanding.filters import FACETS, facet_matches
 from agentic_rag.understanding.linker import STOP
-from agentic_rag.understanding.plan import Analysis, Hop
 from agentic_rag.understanding.text import english_words, fold, tokenize
 
 MAX_SOURCES = MAX_BATCH  # entities one hop expands from (the nearest, earliest ones)

@@ -11,9 +11,9 @@ from collections.abc import Sequence
 from typing import Any
 
 from agentic_rag.planners.heuristic.context import bare, qualifiers, year_of
+from agentic_rag.protocol.reading import Hop
 from agentic_rag.protocol.roles import CardEntity
 from agentic_rag.protocol.vocabulary import EDGE_WORDS
-from agentic_rag.understanding.plan import Hop
 
 MAX_LISTED = 12
 FORMAT_NAMES = {"tv": "TV series", "movie": "film", "ova": "OVA", "ona": "ONA", "special": "special"}

@@ -28,9 +28,9 @@ from agentic_rag.planners.heuristic.sentences import (
 )
 from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphPath
 from agentic_rag.protocol.limits import max_len
+from agentic_rag.protocol.reading import Analysis
 from agentic_rag.protocol.roles import CardEntity, DraftInput
-from agentic_rag.understanding.plan import Analysis
-from agentic_rag.understanding.reading import read
+from agentic_rag.understanding.reading import reading_of
 
 MIN_REPEATED = 4  # words a sentence needs before a repeat of it is dropped from a multi-part answer
 ATTRS = ("year", "episode_count", "volumes", "magazine", "founded", "format", "status", "genres")
@@ -55,7 +55,7 @@ def _result(text: str, sources: list[EntityRef], results: list[EntityRef], *, co
 
 
 def draft(inp: DraftInput) -> DraftAnswer:
-    a = read(inp.question, inp.links)
+    a = reading_of(inp)
     if not a.mentions and a.filter is None and image_attached(inp.cards):
         return _by_image(inp)
     if not a.more:

@@ -49,6 +49,7 @@ from agentic_rag.protocol import (
     SufficiencyReport,
 )
 from agentic_rag.protocol.limits import max_len
+from agentic_rag.protocol.reading import Analysis, Hop
 from agentic_rag.protocol.roles import (
     ContextCard,
     DraftInput,
@@ -59,8 +60,7 @@ from agentic_rag.protocol.roles import (
     ValidateInput,
 )
 from agentic_rag.protocol.vocabulary import EDGE_TYPES, EDGE_WORDS
-from agentic_rag.understanding.plan import Analysis, Hop
-from agentic_rag.understanding.reading import read
+from agentic_rag.understanding.reading import reading_of
 
 MAX_ENTRIES = 40  # entities one form may name (linked candidates first, then the cards' entities)
 MAX_LINKED = 4  # readings of one mention shown
@@ -196,10 +196,9 @@ def _asked(a: Analysis) -> str:
     return ", then ".join(parts or [DETAILS_WORDS.split(":")[0].format(x=names[0])])
 
 
-def asked_text(question: str, links: EntityLinks | None) -> str | None:
+def asked_text(a: Analysis) -> str | None:
     """The line saying what the question asks for ("The words ask for: studio that animated "dororo""), or
     None when its words say nothing the steps could do."""
-    a = read(question, links)
     parts = [p for p in (_asked(x) for x in (a, *a.more)) if p]
     return "The words ask for: " + "; and ".join(dict.fromkeys(parts)) if parts else None
 
@@ -510,7 +509,7 @@ def validate_form(inp: ValidateInput) -> tuple[dict[str, Any], Expand]:
 def user_text(inp: RoleInput, book: dict[str, Entry]) -> str:
     """The call's input as plain text for a small model."""
     parts = [f"Question: {' '.join(inp.question.split())}", linked_text(inp.links, book)]
-    if (asked := asked_text(inp.question, inp.links)) is not None:
+    if (asked := asked_text(reading_of(inp))) is not None:
         parts[-1] += "\n" + asked
     if isinstance(inp, (SelectInput, DraftInput, ValidateInput)):
         parts.append(found_text(inp.cards, book))

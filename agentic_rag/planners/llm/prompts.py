@@ -28,6 +28,8 @@ CHARS_PER_TOKEN = 4
 # Most tokens a role's output may take (every contract is bounded; these leave room for its JSON).
 MAX_OUTPUT_TOKENS: dict[Role, int] = {"rewrite": 384, "select": 768, "draft": 1024, "grade": 512, "validate": 384}
 STATE_OPEN, STATE_CLOSE = "<state>\n```json\n", "\n```\n</state>"
+# what a role input holds for code, not for the model: the reader's analysis (a compact form says it in words)
+NOT_SHOWN = {"reading"}
 
 
 # Compact prompts (``RAG_PROMPT_STYLE=compact``, for small models): the role's call becomes a short form
@@ -74,12 +76,12 @@ def _state_text(role_input: RoleInput, budget_chars: int | None) -> str:
     """The role input as the state block's JSON, within ``budget_chars`` (None: whole): written once when it fits
     (the usual case), else shortened by :func:`_fit`."""
     try:
-        text = role_input.model_dump_json(exclude_none=True)
+        text = role_input.model_dump_json(exclude_none=True, exclude=NOT_SHOWN)
     except PydanticSerializationError:
         text = None
     if text is not None and (budget_chars is None or len(text) <= budget_chars):
         return text
-    data = role_input.model_dump(mode="json", exclude_none=True)
+    data = role_input.model_dump(mode="json", exclude_none=True, exclude=NOT_SHOWN)
     return _state(data if budget_chars is None else _fit(data, budget_chars))
 
 

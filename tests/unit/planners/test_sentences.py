@@ -11,8 +11,8 @@ from agentic_rag.planners.heuristic.sentences import (
     path_sentence,
 )
 from agentic_rag.protocol import EntityRef
+from agentic_rag.protocol.reading import Hop
 from agentic_rag.protocol.roles import CardEntity
-from agentic_rag.understanding.plan import Hop
 
 
 def ent(entity_type: str, label: str, n: int) -> CardEntity:

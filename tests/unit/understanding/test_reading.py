@@ -763,12 +763,12 @@ def test_a_season_titled_after_a_work_is_not_another_reading_of_its_name() -> No
     found = links(q, ("spy family", [cand("anime", "Spy x Family", "alias", 2022),
                                      cand("manga", "Spy x Family", "alias", 2019),
                                      cand("anime", "Spy x Family Season 2", "alias", 2023)]))
-    assert clarification(q, found) is None
+    assert clarification(read(q, found), found) is None
     q = "when did spy family start"  # the anime and the manga are still two readings
     found = links(q, ("spy family", [cand("anime", "Spy x Family", "alias", 2022),
                                      cand("manga", "Spy x Family", "alias", 2019),
                                      cand("anime", "Spy x Family Season 2", "alias", 2023)]))
-    asked = clarification(q, found)
+    asked = clarification(read(q, found), found)
     assert asked is not None and [c.label for c in asked[0].choices] == ["Spy x Family (anime, 2022)",
                                                                          "Spy x Family (manga, 2019)"]
 

@@ -1,13 +1,36 @@
-"""What a question asks, as a plan: the entities it names, the hops from them, what is read at the end."""
+"""What the reader makes of a question: the names to resolve, the hops to follow, what is read at the end.
+
+:class:`Analysis` is computed once per run (``agentic_rag.understanding.reading.read``, where the question is
+linked) and handed to every role in its typed input (``protocol/roles.py``), so no role reads the question again.
+Plain dataclasses: the reader builds one up pass by pass; pydantic validates and serializes them where a role
+input crosses a handle.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Literal
+from typing import Any, Literal
 
 from agentic_rag.protocol.links import LinkCandidate
 from agentic_rag.protocol.vocabulary import EntityType
-from agentic_rag.understanding.filters import Filter
+
+FilterKind = Literal["list", "top"]
+
+
+@dataclass(slots=True)
+class Filter:
+    """A catalog-wide question: which entity type, the conditions read from the wording, the facets to match."""
+
+    entity_type: str
+    kind: FilterKind = "list"
+    where: list[dict[str, Any]] = field(default_factory=list)
+    words: str = ""  # the wording left for facet values (studio, magazine, genre names)
+    group_by: str | None = None
+    count: bool = False  # "how many anime came out in 2022": the number of matches, not the list
+    rank: tuple[str, str] | None = None  # (field, asc|desc): "which has the most episodes", "the oldest studio"
+    shown: tuple[str, ...] = ()  # counts to say beside each match ("... along with their volume counts")
+    total: str | None = None  # the field summed over the matches ("total episodes of Madhouse's TV series")
+
 
 Intent = Literal["relation", "compare", "chain", "attribute", "aggregate", "filter", "lookup"]
 # What is read off the final entities: a catalog column, the first episode, or an aggregate.
@@ -65,21 +88,3 @@ class Analysis:
     # nothing is named: the kinds of entry a description may mean, the one it says first ("the show where ...")
     described: tuple[EntityType, ...] = ()
     description: str = ""  # ... and its words, when the question says where they start ("the show where ...")
-
-
-def staff_roles(word: str) -> tuple[str, ...]:
-    """The staff roles a verb or noun names ("directed" -> director); empty: every credit."""
-    w = word.lower()
-    if "music" in w or "compos" in w or "scor" in w or "soundtrack" in w or w == "ost":
-        return ("music",)
-    if "design" in w:
-        return ("character_design",)
-    if "direct" in w:
-        return ("director", "chief_director")
-    if "screenplay" in w or "script" in w or "composition" in w:
-        return ("series_composition",)
-    if any(x in w for x in ("drew", "draw", "illustrat", "artist", "art")):
-        return ("story_and_art", "art")
-    if any(x in w for x in ("wrote", "writ", "author", "creat", "mangaka")):
-        return ("original_creator", "story_and_art", "story")
-    return ()
