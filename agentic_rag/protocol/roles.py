@@ -65,24 +65,24 @@ class StepStatus(_Input):
     note: str = Field("", max_length=300)
 
 
-class RewriteInput(_Input):
+class _Asked(_Input):
+    """What every role is told of the question: its text, the names linked in it, and how it was read."""
+
     question: str = Field(max_length=2000)
     links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
                                       "entities each may mean (found by code before planning).")
     reading: Analysis | None = Field(None, description="What the reader made of the question's words (code, "
                                      "computed once per run where it is linked); not shown in a prompt's state.")
+
+
+class RewriteInput(_Asked):
     history: list[str] = Field(
         default_factory=list, max_length=8,
         description="Earlier rewrites whose searches found nothing relevant: write a different one.",
     )
 
 
-class SelectInput(_Input):
-    question: str = Field(max_length=2000)
-    links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
-                                      "entities each may mean (found by code before planning).")
-    reading: Analysis | None = Field(None, description="What the reader made of the question's words (code, "
-                                     "computed once per run where it is linked); not shown in a prompt's state.")
+class SelectInput(_Asked):
     rewrite: QueryRewrite
     cards: list[ContextCard] = Field(default_factory=list)
     last_step: StepStatus | None = None
@@ -92,12 +92,7 @@ class SelectInput(_Input):
     max_turns: int = Field(ge=1)
 
 
-class DraftInput(_Input):
-    question: str = Field(max_length=2000)
-    links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
-                                      "entities each may mean (found by code before planning).")
-    reading: Analysis | None = Field(None, description="What the reader made of the question's words (code, "
-                                     "computed once per run where it is linked); not shown in a prompt's state.")
+class DraftInput(_Asked):
     rewrite: QueryRewrite
     cards: list[ContextCard] = Field(default_factory=list)
 
@@ -108,21 +103,11 @@ class GradeItem(_Input):
     snippet: str = Field("", max_length=400)
 
 
-class GradeInput(_Input):
-    question: str = Field(max_length=2000)
-    links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
-                                      "entities each may mean (found by code before planning).")
-    reading: Analysis | None = Field(None, description="What the reader made of the question's words (code, "
-                                     "computed once per run where it is linked); not shown in a prompt's state.")
+class GradeInput(_Asked):
     items: list[GradeItem] = Field(max_length=50)
 
 
-class ValidateInput(_Input):
-    question: str = Field(max_length=2000)
-    links: EntityLinks | None = Field(None, description="The catalog names the question mentions, with the "
-                                      "entities each may mean (found by code before planning).")
-    reading: Analysis | None = Field(None, description="What the reader made of the question's words (code, "
-                                     "computed once per run where it is linked); not shown in a prompt's state.")
+class ValidateInput(_Asked):
     rewrite: QueryRewrite
     draft: DraftAnswer
     cards: list[ContextCard] = Field(default_factory=list)
