@@ -16,7 +16,6 @@ from pydantic import ValidationError
 
 from agentic_rag.catalog.ids import entity_id
 from agentic_rag.dsn import with_database
-from agentic_rag.models.embeddings import Embedder
 from agentic_rag.protocol import EntityRef, GraphIntent, SearchFilters, SearchIntent
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
@@ -25,7 +24,6 @@ from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import connect, make_pool
-from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
 
 pytestmark = pytest.mark.integration
@@ -45,11 +43,6 @@ async def _catalog_intact(pool: Pool) -> None:
         for table in ("anime", "character", "edge", "entity_name", "person"):
             row = await conn.fetchrow(f"SELECT count(*) > 0 FROM {table}")
             assert row == (True,), table
-
-
-@pytest.fixture(scope="module")
-def vector(qdrant: VectorStore, embedder: Embedder, settings: Settings) -> QdrantExecutor:
-    return QdrantExecutor(qdrant, embedder.aembed, settings)
 
 
 @pytest.mark.parametrize("text", INJECTIONS)

@@ -78,12 +78,6 @@ class StatementWindow:
         self.sent = self._log.sent[self._start:]
 
 
-@pytest.fixture(scope="module")
-def runtime(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Settings) -> Runtime:
-    orchestrator, store = build_orchestrator(settings, pool, qdrant, embedder)
-    return Runtime(settings, pool, qdrant, embedder, store, orchestrator)
-
-
 async def _grpc_server(runtime: Runtime, settings: Settings) -> tuple[grpc.aio.Server, str]:
     server = grpc.aio.server()
     pb_grpc.add_SearchAIServicer_to_server(  # type: ignore[no-untyped-call]  # generated, untyped

@@ -23,7 +23,6 @@ from agentic_rag.api.http.app import create_app
 from agentic_rag.api.openai import MAX_BODY_BYTES as MAX_ROUTE_BODY
 from agentic_rag.api.service import LocalAgentService
 from agentic_rag.models.base import CallShape, StructuredGenerator, schema_for
-from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
@@ -33,7 +32,6 @@ from agentic_rag.protocol import EntityRef, GradeReport, Mode, NextStep, QueryRe
 from agentic_rag.protocol.roles import CardEntity, GradeInput, GradeItem, RewriteInput, SelectInput
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool
-from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
 from tests.support.helpers import client_for, eid
 
@@ -41,12 +39,6 @@ pytestmark = pytest.mark.integration
 
 
 LUFFY, NAMI, ONE_PIECE = eid("character", "monkey-d-luffy"), eid("character", "nami"), eid("anime", "one-piece")
-
-
-@pytest.fixture(scope="module")
-def runtime(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Settings) -> Runtime:
-    orchestrator, store = build_orchestrator(settings, pool, qdrant, embedder)
-    return Runtime(settings, pool, qdrant, embedder, store, orchestrator)
 
 
 @pytest.fixture(scope="module")

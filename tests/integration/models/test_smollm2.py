@@ -19,19 +19,15 @@ from pydantic import BaseModel, Field
 
 from agentic_rag.api.openai import create_app
 from agentic_rag.models.base import CallShape, StructuredGenerator, schema_for
-from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.packaged import PACKAGED, fetch, fetched, resolve_model
 from agentic_rag.models.transformers_backend import TransformersBackend
 from agentic_rag.orchestrator.loop import Orchestrator
-from agentic_rag.orchestrator.runtime import build_orchestrator
 from agentic_rag.planners.factory import text_backend
 from agentic_rag.planners.heuristic import HeuristicModel
 from agentic_rag.planners.llm.prompts import MAX_OUTPUT_TOKENS, render, shaper
 from agentic_rag.protocol import QueryRewrite
 from agentic_rag.protocol.roles import RewriteInput
 from agentic_rag.settings import Settings
-from agentic_rag.storage.qdrant import VectorStore
-from agentic_rag.storage.sql import Pool
 
 pytestmark = pytest.mark.filterwarnings("ignore::DeprecationWarning")
 
@@ -81,12 +77,6 @@ async def test_smollm2_writes_a_valid_rewrite(smollm2: TransformersBackend, ques
         max_tokens=MAX_OUTPUT_TOKENS["rewrite"])
     assert isinstance(gen.output, QueryRewrite)
     assert gen.usage.completion_tokens > 0 and gen.usage.attempts <= 2
-
-
-@pytest.fixture(scope="module")
-def orchestrator(pool: Pool, qdrant: VectorStore, embedder: Embedder,
-                 settings: Settings) -> Orchestrator:
-    return build_orchestrator(settings, pool, qdrant, embedder)[0]
 
 
 async def test_smollm2_plans_a_whole_run_through_compact_forms(smollm2: TransformersBackend,

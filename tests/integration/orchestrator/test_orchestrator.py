@@ -40,12 +40,6 @@ pytestmark = pytest.mark.integration
 LUFFY, NAMI, ONE_PIECE = eid("character", "monkey-d-luffy"), eid("character", "nami"), eid("anime", "one-piece")
 
 
-@pytest.fixture(scope="module")
-def orchestrator(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Settings
-                 ) -> Orchestrator:
-    return build_orchestrator(settings, pool, qdrant, embedder)[0]
-
-
 def with_settings(o: Orchestrator, **changes: object) -> Orchestrator:
     return Orchestrator(o.settings.model_copy(update=changes), planner=o.planner, validator=o.validator,
                         fallback=o.fallback, retrieval=o.retrieval, store=o.store, policy=o.policy)

@@ -13,7 +13,6 @@ from hypothesis import strategies as st
 from pydantic import ValidationError
 
 from agentic_rag.catalog.ids import entity_id
-from agentic_rag.models.embeddings import Embedder
 from agentic_rag.protocol import EntityRef, SearchFilters, SearchIntent
 from agentic_rag.retrievers.hybrid import HybridRetriever, rrf
 from agentic_rag.retrievers.hydrate import hydrate
@@ -26,8 +25,6 @@ from agentic_rag.retrievers.typeahead import (
     typeahead,
 )
 from agentic_rag.retrievers.vector import QdrantExecutor
-from agentic_rag.settings import Settings
-from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Conn, Pool
 from tests.support.helpers import eid
 
@@ -38,11 +35,6 @@ pytestmark = pytest.mark.integration
 async def pconn(pool: Pool) -> AsyncIterator[Conn]:
     async with pool.acquire() as c:
         yield c
-
-
-@pytest.fixture(scope="module")
-def vector(qdrant: VectorStore, embedder: Embedder, settings: Settings) -> QdrantExecutor:
-    return QdrantExecutor(qdrant, embedder.aembed, settings)
 
 
 async def search(conn: Conn, q: str, **kw: object) -> list[tuple[str, str, str]]:
