@@ -29,11 +29,11 @@ def _print_tables(changes: dict[str, Change], seconds: float) -> None:
 
 def _print_index(changes: dict[str, IndexChange], seconds: float) -> None:
     table = Table(title=f"Qdrant ({seconds:.2f} s)")
-    for col in ("collection", "upserted", "deleted", "unchanged", "embeddings/s"):
+    for col in ("collection", "upserted", "embedded", "deleted", "unchanged", "embeddings/s"):
         table.add_column(col, justify="left" if col == "collection" else "right")
     for name, c in changes.items():
-        rate = f"{c.upserted / c.embed_seconds:.0f}" if c.embed_seconds > 0 else "-"
-        table.add_row(name, str(c.upserted), str(c.deleted), str(c.unchanged), rate)
+        rate = f"{c.embedded / c.embed_seconds:.0f}" if c.embed_seconds > 0 and c.embedded else "-"
+        table.add_row(name, str(c.upserted), str(c.embedded), str(c.deleted), str(c.unchanged), rate)
     console.print(table)
 
 

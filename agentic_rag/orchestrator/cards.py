@@ -26,9 +26,9 @@ from agentic_rag.retrievers.dsl import QueryResult
 ROW_FIELDS = ("id", "entity_type", "name", "year", "format", "anime_ids", "anime_id", "franchise_id", "number",
               "snippet", "matched_by", "value", "group_key", "n", "episode_count", "end_year", "status",
               "aliases", "volumes", "magazine", "founded", "genres", "aired", "score", "text_score", "text_words",
-              "image_score")
+              "image_score", "studios", "authors", "works", "native_names", "about_at")
 MAX_ROWS = 50
-ROW_LIST_MAX = 50  # items kept of a row's list field (anime_ids, aliases, genres, text_words)
+ROW_LIST_MAX = 50  # items kept of a row's list field (anime_ids, aliases, genres, text_words, works, ...)
 _ENTITIES = max_len(ContextCard, "entities")
 _REQUEST = max_len(ContextCard, "request")
 _NAME = max_len(CardEntity, "name")
@@ -38,7 +38,7 @@ _PATHS = max_len(ContextCard, "paths")
 
 def _trim(row: dict[str, Any]) -> dict[str, Any]:
     out = {k: row[k] for k in ROW_FIELDS if k in row and row[k] not in (None, [], "")}
-    for key in ("anime_ids", "aliases", "genres", "text_words"):
+    for key in ("anime_ids", "aliases", "genres", "text_words", "studios", "authors", "works", "native_names"):
         if isinstance(out.get(key), list):
             out[key] = out[key][:ROW_LIST_MAX]
     if isinstance(out.get("snippet"), str):

@@ -167,7 +167,7 @@ def _about(inp: DraftInput, entity: CardEntity) -> str:
     head = f"{bare(entity.name)} is {kind}"
     if row.get("year") and entity.ref.entity_type in ("anime", "manga"):
         head += f" from {row['year']}"
-    said, genres, names, story = _document_parts(str(row.get("snippet") or ""), bare(entity.name))
+    said, genres, names, story = _record_parts(row, entity.ref.entity_type)
     head += "".join(f" {x}" for x in said) + (f" ({genres})" if genres else "")
     aliases = [x for x in dict.fromkeys([*map(str, row.get("aliases") or []), *names]) if x != bare(entity.name)][:6]
     if aliases:
@@ -175,46 +175,34 @@ def _about(inp: DraftInput, entity: CardEntity) -> str:
     return f"{head}. {story}" if story else f"{head}."
 
 
-# the sentences of an indexed entity's document (catalog/index.py) that the answer's first sentence says
-# in its own words: "Studio: Madhouse" is "by Madhouse"
-_DOC_PARTS: tuple[tuple[re.Pattern[str], str], ...] = (
-    (re.compile(r"^Studio: (.+)$"), "by {}"),
-    (re.compile(r"^Manga from \d{4} by (.+)$"), "by {}"),
-    (re.compile(r"^Serialized in (.+)$"), "serialized in {}"),
-    (re.compile(r"^Character in (.+)$"), "in {}"),
-    (re.compile(r"^Animation studio, founded (\d{4})$"), "founded in {}"),
-    (re.compile(r"^Credited on (.+)$"), "credited on {}"),
-    (re.compile(r"^Animated (.+)$"), "behind {}"),
-)
-_DOC_GENRES = re.compile(r"^Genres: (.+)$")
-_DOC_DROPPED = re.compile(r"^(?:[A-Z]+ anime from \d{4}|Manga from \d{4}|Animation studio)$")
+# what an indexed entity's record (a search hit's row, catalog/index.py) says of the links the answer's first
+# sentence names, in the answer's words: studios ["Madhouse"] are "by Madhouse"
+_LINKED: dict[str, tuple[tuple[str, str], ...]] = {
+    "anime": (("studios", "by {}"),),
+    "manga": (("authors", "by {}"), ("magazine", "serialized in {}")),
+    "character": (("works", "in {}"),),
+    "studio": (("founded", "founded in {}"), ("works", "behind {}")),
+    "person": (("works", "credited on {}"),),
+}
 
 
-def _document_parts(snippet: str, name: str) -> tuple[list[str], str, list[str], str]:
-    """An indexed document ("Death Note. DEATH NOTE, デスノート. TV anime from 2006. Studio: Madhouse. Genres: ...
-    Light Yagami ...") as phrases for the answer's first sentence, the genres, the other names (native and
-    romaji titles among them), and the story after it."""
-    parts = [p.strip().rstrip(".") for p in snippet.strip().split(". ")]
-    if not parts or parts[0] not in (name, f"{name} franchise"):
-        return [], "", [], snippet.strip()
-    said: list[str] = []
-    genres = ""
-    # the second part lists the other names (said from the row's aliases) unless it is already a known part
-    i = 1 if len(parts) < 2 or _DOC_GENRES.match(parts[1]) or _DOC_DROPPED.match(parts[1]) or any(
-        rx.match(parts[1]) for rx, _ in _DOC_PARTS) or parts[0] != name else 2
-    names = parts[1].split(", ") if i == 2 else []
-    while i < len(parts):
-        hit = next((m for rx, fmt in _DOC_PARTS if (m := rx.match(parts[i]))), None)
-        if hit is not None:
-            listed = join(hit.group(1).split(", "))  # "Naruto, Naruto Shippuden and Boruto"
-            said.append(next(fmt for rx, fmt in _DOC_PARTS if rx.match(parts[i])).format(listed))
-        elif genre := _DOC_GENRES.match(parts[i]):
-            genres = ", ".join(g.replace("_", " ") for g in genre.group(1).split(", "))
-        elif not _DOC_DROPPED.match(parts[i]):
-            break
-        i += 1
-    story = ". ".join(parts[i:]).strip()
-    return said, genres, names, f"{story}." if story and not story.endswith((".", "!", "?", "...")) else story
+def _record_parts(row: dict[str, Any], entity_type: str) -> tuple[list[str], str, list[str], str]:
+    """A search hit's record as phrases for the answer's first sentence ("by Madhouse"), its genres, its native
+    and romaji names, and the start of its description (the stored text from ``about_at``). A row that is no
+    search hit (no snippet: a query's row) says none of them."""
+    snippet = row.get("snippet")
+    if not isinstance(snippet, str):
+        return [], "", [], ""
+    said = []
+    for field, phrase in _LINKED.get(entity_type, ()):
+        value = row.get(field)
+        if value not in (None, "", []):
+            said.append(phrase.format(join([str(v) for v in value]) if isinstance(value, list) else value))
+    genres = ", ".join(str(g).replace("_", " ") for g in row.get("genres") or [])
+    about = row.get("about_at")
+    story = snippet[about:].strip() if isinstance(about, int) else ""
+    story = f"{story}." if story and not story.endswith((".", "!", "?", "...")) else story
+    return said, genres, [str(n) for n in row.get("native_names") or []], story
 
 
 def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:

@@ -61,19 +61,22 @@ def test_paths_and_people_facts() -> None:
     assert fact_sentence("One Piece is Monkey D. Luffy's main (appears_in)") is None
 
 
-def test_a_lookup_says_the_indexed_document_in_its_own_words() -> None:
-    from agentic_rag.planners.heuristic.writer import _document_parts
+def test_a_lookup_says_the_indexed_record_in_its_own_words() -> None:
+    from agentic_rag.planners.heuristic.writer import _record_parts
 
-    doc = ("Death Note. DEATH NOTE, デスノート. TV anime from 2006. Studio: Madhouse. Genres: mystery, dark_fantasy. "
-           "Light Yagami finds a notebook. L hunts him.")
-    said, genres, names, story = _document_parts(doc, "Death Note")
-    assert said == ["by Madhouse"] and genres == "mystery, dark fantasy" and names == ["DEATH NOTE", "デスノート"]
-    assert story == "Light Yagami finds a notebook. L hunts him."
-    doc = "Rock Lee. Lee. Character in Naruto, Naruto Shippuden. A ninja."
-    said, _, names, story = _document_parts(doc, "Rock Lee")
-    assert said == ["in Naruto and Naruto Shippuden"] and names == ["Lee"] and story == "A ninja."
-    # a document of another shape is kept whole, never cut
-    assert _document_parts("Something else entirely.", "Death Note") == ([], "", [], "Something else entirely.")
+    text = ("Death Note. DEATH NOTE, デスノート. TV anime from 2006. Studio: Madhouse. Genres: mystery, dark_fantasy. "
+            "Light Yagami finds a notebook. L hunts him")
+    row = {"studios": ["Madhouse"], "genres": ["mystery", "dark_fantasy"], "native_names": ["デスノート"],
+           "snippet": text, "about_at": text.index("Light")}
+    said, genres, names, story = _record_parts(row, "anime")
+    assert said == ["by Madhouse"] and genres == "mystery, dark fantasy" and names == ["デスノート"]
+    assert story == "Light Yagami finds a notebook. L hunts him."  # a cut description ends as a sentence
+    row = {"works": ["Naruto", "Naruto Shippuden"], "snippet": "Rock Lee. Lee. Character in Naruto, Naruto Shippuden"}
+    assert _record_parts(row, "character") == (["in Naruto and Naruto Shippuden"], "", [], "")
+    studio = {"founded": 1972, "works": ["Naruto"], "snippet": "Studio Pierrot. Animation studio, founded 1972"}
+    assert _record_parts(studio, "studio")[0] == ["founded in 1972", "behind Naruto"]
+    # a row that is no search hit (a query's row) is not a document: nothing is said from it
+    assert _record_parts({"genres": ["action"], "magazine": "Weekly Shōnen Jump"}, "manga") == ([], "", [], "")
 
 
 def test_a_run_of_seasons_is_told_in_the_order_they_aired() -> None:
