@@ -245,6 +245,19 @@ def _hash(text: str, payload: dict[str, Any], model: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:HASH_CHARS]
 
 
+# payload fields a point has had since its document was built from records (issue 36): a point written before
+# them hashed the rest, so its text is recognised by that hash and its vector kept (no re-embedding on upgrade)
+RECORD_FIELDS = frozenset(("studios", "authors", "magazine", "works", "founded", "native_names", "about_at"))
+
+
+def _same_text(stored: Stored, doc: Document, model: str, text_hash: str) -> bool:
+    """Whether the stored point's vector embeds ``doc``'s text (a point of an earlier version: by its old hash)."""
+    if stored.text_hash:
+        return stored.text_hash == text_hash
+    legacy = {k: v for k, v in doc.payload.items() if k not in RECORD_FIELDS}
+    return bool(stored.hash) and stored.hash == _hash(doc.text, legacy, model)
+
+
 def _text_hash(text: str, model: str) -> str:
     """What the text vector depends on: a point whose payload alone changed keeps its vector."""
     return hashlib.sha256(json.dumps([text, model], ensure_ascii=False).encode()).hexdigest()[:HASH_CHARS]
@@ -355,7 +368,7 @@ async def _changed_points(docs: list[Document], existing: dict[str, Stored], emb
         th = _text_hash(doc.text, model)
         payload = {**doc.payload, "text": doc.text[:TEXT_IN_PAYLOAD], "_hash": h, "_text_hash": th,
                    **({"_image": key} if key else {})}
-        writes.append((doc, payload, key, stored.text_hash == th))
+        writes.append((doc, payload, key, _same_text(stored, doc, model, th)))
     if not writes:
         return []
     text_vectors = await asyncio.to_thread(_stored_text_vectors, client, name, [d.id for d, _, _, same in writes

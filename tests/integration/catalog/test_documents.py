@@ -11,7 +11,7 @@ from contextlib import AbstractContextManager
 import pytest
 from qdrant_client import models
 
-from agentic_rag.catalog.index import DOCUMENTS, RECORD_SQL, sync_index
+from agentic_rag.catalog.index import DOCUMENTS, RECORD_FIELDS, RECORD_SQL, TEXT_IN_PAYLOAD, _hash, sync_index
 from agentic_rag.catalog.ingest import IngestReport
 from agentic_rag.catalog.synthetic import load_synthetic
 from agentic_rag.models.embeddings import Embedder
@@ -153,3 +153,22 @@ async def test_a_payload_only_change_keeps_the_stored_vector(demo: IngestReport,
                                             payload={**stale, "_text_hash": "stale"})], wait=True)
     change = (await sync_index(dsn, qdrant, embedder, settings))["studio"]
     assert (change.upserted, change.embedded) == (1, 1)
+
+
+async def test_a_point_written_before_record_fields_keeps_its_vector(demo: IngestReport, dsn: str, conn: Conn,
+                                                                     settings: Settings, embedder: Embedder,
+                                                                     qdrant: VectorStore) -> None:
+    """A point as the version before wrote it (its payload without the record fields, its ``_hash`` over text and
+    that payload, no ``_text_hash``) is upgraded without embedding its text again: an index built before the move
+    is not re-embedded whole."""
+    name = collection_name(settings, "anime")
+    (point,) = qdrant.scroll(name, limit=1, with_payload=True, with_vectors=True)[0]
+    payload = point.payload or {}
+    old_payload, text = next((r[1], r[2]) for r in await conn.fetch(OLD_DOCUMENT_SQL["anime"]) if r[0] == point.id)
+    assert not RECORD_FIELDS & old_payload.keys()
+    legacy = {**old_payload, "text": text[:TEXT_IN_PAYLOAD], "_hash": _hash(text, old_payload, embedder.model_name)}
+    qdrant.upsert(name, [models.PointStruct(id=point.id, vector=point.vector, payload=legacy)], wait=True)  # type: ignore[arg-type]
+    change = (await sync_index(dsn, qdrant, embedder, settings))["anime"]
+    assert (change.upserted, change.embedded) == (1, 0)
+    (back,) = qdrant.retrieve(name, [point.id], with_payload=True, with_vectors=True)
+    assert back.payload == payload and back.vector == point.vector
