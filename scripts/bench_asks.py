@@ -3,7 +3,7 @@
     .venv/bin/python scripts/bench_asks.py agentic_rag/eval/data/demo.jsonl [more question sets ...]
 
 Links each question against the catalog (run ``agentic-rag ingest`` first) and asks
-:func:`~agentic_rag.understanding.reading.consults_asks` whether its reading reaches a name no cue word says
+its reading (:func:`~agentic_rag.understanding.reading.read`, ``by_meaning``) whether it reaches a name no cue word says
 anything about, the only questions linking now embeds (one MiniLM pass and, in Serve, one Embedder call each).
 Prints a markdown row per set: the share, and the reading's own time a question.
 """
@@ -19,7 +19,7 @@ from pathlib import Path
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool, resolve_dsn
 from agentic_rag.understanding.linker import link
-from agentic_rag.understanding.reading import consults_asks
+from agentic_rag.understanding.reading import read
 
 
 async def main(paths: list[Path]) -> None:
@@ -34,7 +34,7 @@ async def main(paths: list[Path]) -> None:
                 for question in questions:
                     links = await link(conn, question)
                     t0 = time.perf_counter()
-                    consulted += consults_asks(question, links)
+                    consulted += read(question, links).by_meaning
                     spent += time.perf_counter() - t0
             n = max(len(questions), 1)
             print(f"| {path.name} | {len(questions)} | {consulted} ({100 * consulted / n:.1f}%) | "

@@ -30,7 +30,7 @@ def main() -> None:
     total = [0, 0, 0]
     print(f"{'module':52} {'lines':>6} {'regex':>6} {'branch':>6}")
     for folder in READER:
-        for p in sorted((root / folder).glob("*.py")) if (root / folder).is_dir() else []:
+        for p in sorted((root / folder).rglob("*.py")) if (root / folder).is_dir() else []:
             c = counts(p)
             total = [a + b for a, b in zip(total, c, strict=True)]
             print(f"{p.relative_to(root)!s:52} {c[0]:6} {c[1]:6} {c[2]:6}")

@@ -317,7 +317,7 @@ class RunContext:
         s = self.s
         t0 = time.perf_counter()
         try:
-            s.links = await self.o.retrieval.link(s.question, s.timings)
+            s.links, s.reading = await self.o.retrieval.link(s.question, s.timings)
         except RetrievalError as exc:
             s.degraded.add(dependency_of("postgres", exc))
             what = failure_text("the catalog's name index", exc)
@@ -335,10 +335,8 @@ class RunContext:
         s = self.s
         if s.links is None:
             await self._link()
-        if s.reading is None:
-            t0 = time.perf_counter()
-            s.reading = read(s.question, s.links)  # once a run: every role's input carries it
-            s.timings["link_ms"] += (time.perf_counter() - t0) * 1000
+        if s.reading is None:  # linking failed: the words are read all the same
+            s.reading = read(s.question, None)
         if s.rewrite is None:
             s.rewrite = await self._rewrite([])
         if chosen is not None:

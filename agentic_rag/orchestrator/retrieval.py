@@ -10,7 +10,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import MutableMapping
-from typing import Protocol
+from typing import NamedTuple, Protocol
 
 from agentic_rag.protocol import (
     EntityLinks,
@@ -21,6 +21,7 @@ from agentic_rag.protocol import (
     SearchIntent,
     StructuredQuery,
 )
+from agentic_rag.protocol.reading import Analysis
 from agentic_rag.retrievers.dsl import QueryResult, run_query
 from agentic_rag.retrievers.errors import RetrievalError, on_pool
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
@@ -32,7 +33,15 @@ from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
 from agentic_rag.understanding.asks import AskClassifier
 from agentic_rag.understanding.linker import link
-from agentic_rag.understanding.reading import consults_asks
+from agentic_rag.understanding.reading import read
+
+
+class Linked(NamedTuple):
+    """A linked question: the catalog names it mentions (and what it asks by meaning, when its reading turned to
+    that), and its reading, which every role of the run is handed."""
+
+    links: EntityLinks
+    reading: Analysis
 
 
 class Retrieval(Protocol):
@@ -51,10 +60,10 @@ class Retrieval(Protocol):
         """A structured lookup or aggregate through the query DSL."""
         ...
 
-    async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> EntityLinks:
-        """The catalog names ``question`` mentions, each with the entities it may mean, and what it asks
-        by meaning (nearest labelled exemplars). ``timings["asks_ms"]`` is charged with the time the latter
-        took here (an encoder call: a model's time, not the loop's)."""
+    async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> Linked:
+        """The catalog names ``question`` mentions, each with the entities it may mean, what it asks by meaning
+        (nearest labelled exemplars) and its reading. ``timings["asks_ms"]`` is charged with the time the encoder
+        took here (a model's time, not the loop's)."""
         ...
 
 
@@ -84,7 +93,7 @@ class LocalRetrieval:
         return await on_pool(self._pool, "pg_query", lambda conn: run_query(conn, query, timeout_s=self._timeout_s),
                              attempts=self._attempts)
 
-    async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> EntityLinks:
+    async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> Linked:
         links = await on_pool(self._pool, "postgres", lambda conn: link(conn, question, timeout_s=self._timeout_s),
                               attempts=self._attempts)
         return await with_asks(self._asks, question, links, timings, timeout_s=self._timeout_s)
@@ -92,13 +101,14 @@ class LocalRetrieval:
 
 async def with_asks(asks: AskClassifier, question: str, links: EntityLinks,
                     timings: MutableMapping[str, float] | None = None, *,
-                    timeout_s: float | None = None) -> EntityLinks:
-    """``links`` with what the question asks by meaning; as they were when the encoder cannot be reached
-    within ``timeout_s``, or when the question's reading never turns to it (cue words read it: nine questions
-    in ten, :func:`~agentic_rag.understanding.reading.consults_asks`), so only those questions cost an
-    embedding. The time it took is added to ``timings["asks_ms"]``."""
-    if not consults_asks(question, links):
-        return links
+                    timeout_s: float | None = None) -> Linked:
+    """The question read with its ``links``, and with what it asks by meaning when its reading turns to that
+    (``Analysis.by_meaning``: a name no cue word says anything about, one question in ten), so only those
+    questions cost an embedding, and a second reading. The links stay as they were when the encoder cannot be
+    reached within ``timeout_s``. The time it took is added to ``timings["asks_ms"]``."""
+    reading = read(question, links)
+    if not reading.by_meaning:
+        return Linked(links, reading)
     t0 = time.perf_counter()
     try:
         # bounded: while the Embedder restarts, a call to it waits for a replica, and the names found already
@@ -106,8 +116,9 @@ async def with_asks(asks: AskClassifier, question: str, links: EntityLinks,
         async with asyncio.timeout(timeout_s):
             hints = await asks(question, links)
     except (RetrievalError, TimeoutError):
-        return links  # what is asked by meaning is a hint; the names stand without it
+        return Linked(links, reading)  # what is asked by meaning is a hint; the names stand without it
     finally:
         if timings is not None:
             timings["asks_ms"] = timings.get("asks_ms", 0.0) + (time.perf_counter() - t0) * 1000
-    return links.model_copy(update={"asks": hints})
+    links = links.model_copy(update={"asks": hints})
+    return Linked(links, read(question, links))

@@ -88,3 +88,6 @@ class Analysis:
     # nothing is named: the kinds of entry a description may mean, the one it says first ("the show where ...")
     described: tuple[EntityType, ...] = ()
     description: str = ""  # ... and its words, when the question says where they start ("the show where ...")
+    # the reading reached a name no cue word says anything about, where it reads what is asked by meaning
+    # (``EntityLinks.asks``): only then does linking embed the question (nine runs in ten it does not)
+    by_meaning: bool = False

@@ -19,9 +19,9 @@ from ray import serve
 from ray.serve.deployment import Deployment
 from ray.serve.handle import DeploymentHandle
 
-from agentic_rag.orchestrator.retrieval import with_asks
+from agentic_rag.orchestrator.retrieval import Linked, with_asks
 from agentic_rag.orchestrator.state import QUESTION_MAX
-from agentic_rag.protocol import EntityLinks, EntityRef, GraphIntent, SearchIntent, StructuredQuery
+from agentic_rag.protocol import EntityRef, GraphIntent, SearchIntent, StructuredQuery
 from agentic_rag.retrievers.dsl import run_query
 from agentic_rag.retrievers.errors import FailureKind, RetrievalError, on_pool
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
@@ -145,10 +145,11 @@ class GraphReplica:
 
     @accounted
     async def link(self, question: Any) -> dict[str, Any]:
-        """The catalog names a question mentions and what it asks by meaning (entity linking, before the planner)."""
+        """The catalog names a question mentions, what it asks by meaning, and its reading (entity linking, before
+        the planner: the reading decides whether the question is embedded, and the run is handed it)."""
         text = str(question)[:QUESTION_MAX]
 
-        async def run() -> EntityLinks:
+        async def run() -> Linked:
             links = await self._db("postgres", lambda conn: link(conn, text, timeout_s=self._timeout_s))
             return await with_asks(self._asks, text, links, timeout_s=self._timeout_s)
 

@@ -34,10 +34,10 @@ from agentic_rag.logs import ERROR_TEXT_MAX
 from agentic_rag.models.base import Completion, Generation, GenerationError, Message, ModelUnavailable, Usage
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.orchestrator.loop import RunResult
+from agentic_rag.orchestrator.retrieval import Linked
 from agentic_rag.orchestrator.state import QUESTION_MAX
 from agentic_rag.protocol import (
     AgentResponse,
-    EntityLinks,
     GraphIntent,
     GraphResult,
     Mode,
@@ -55,6 +55,7 @@ from agentic_rag.retrievers.vector import EmbedFn, ImageEmbedFn
 from agentic_rag.settings import Settings
 
 log = logging.getLogger(__name__)
+_LINKED = TypeAdapter(Linked)  # a link reply: the names and the question's reading
 T = TypeVar("T", bound=BaseModel)
 M = TypeVar("M")
 P = ParamSpec("P")
@@ -357,12 +358,12 @@ class HandleRetrieval:
         value = await self._call("postgres", "query", self._graph.query.remote(query.model_dump(mode="json")))
         return QueryResult.model_validate(value)
 
-    async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> EntityLinks:
+    async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> Linked:
         # asks_ms stays 0 here: the question is embedded in the GraphRetriever, whose Embedder call the
         # request's cost account (Server-Timing, Embedder.embed) shows
-        # the names and what is asked by meaning, in one call (the GraphRetriever asks the Embedder itself)
+        # the names, what is asked by meaning and the reading, in one call (the GraphRetriever asks the Embedder)
         raw = await self._call("postgres", "link", self._graph.link.remote(question[:QUESTION_MAX]))
-        return EntityLinks.model_validate(raw)
+        return _LINKED.validate_python(raw)
 
 
 def handle_embed(handle: DeploymentHandle[Any]) -> EmbedFn:

@@ -159,3 +159,31 @@ COMPARE_FIELDS = (
     (re.compile(r"\bfirst\b|\bearlier\b|\bolder\b|\bnewer\b|\brecent\b|\bcame out\b|\baired\b|\byears?\b|"
                 r"\breleased\b|\blater\b|\bbefore\b|\bafter\b|\bfounded\b|\bstarted\b"), "year"),
 )
+
+
+def phrases(*said: str) -> tuple[str, ...]:
+    """A family of multi-word cues, each read as whole words in the question's words outside the names."""
+    return said
+
+
+# Cue phrases: what a run of words asks for where no one word of it does.
+STUDIO_PHRASES = phrases("animation studio", "produced by", "who produced", "who animated")  # the studio of a work
+OTHER_WORKS_PHRASES = phrases("what did", "what has", "what else", "what other")  # "what else did X's studio make"
+CAST_PHRASES = phrases("who is in", "who are in", "who's in", "who appears in", "who stars in")  # a work's characters
+WHO_IS_PHRASES = phrases("who is", "whos", "who was", "who s")  # asks who a character is, not where
+OTHER_MANGA_PHRASES = phrases("other manga", "another manga", "more manga")  # a person's other credits are manga
+ADAPTED_FROM_PHRASES = phrases("adapted from", "adapted off")  # a work's source
+SPINOFF_MANGA_PHRASES = phrases("spinoff manga", "spinoffs manga", "side manga")  # the franchise's manga
+MAGAZINE_PHRASES = phrases("published in", "ran in", "serialized in")
+RAN_WHERE_PHRASES = phrases("where did it run", "where did that run", "where it ran", "where did the manga run")
+FORMAT_PHRASES = phrases("is it a movie", "what type", "what kind")
+CAME_OUT_PHRASES = phrases("came out", "come out")
+YEAR_PHRASES = phrases("what year", *CAME_OUT_PHRASES)
+STATUS_PHRASES = phrases("still running", "still going")
+ADD_UP_PHRASES = phrases("add up", "in all")  # a sum of each listed match's count
+SUM_PHRASES = phrases(*ADD_UP_PHRASES, "all together")  # a sum asked without a sum word
+IN_TOTAL_PHRASES = phrases("in total", "add up")  # every work of a format, added up
+WHICH_ONE_PHRASES = phrases("which one")  # one of two names is asked for: a comparison
+WORKED_PHRASES = phrases("who worked")  # someone who worked on both
+# The edges between characters, by the cue words that ask for them, in the order they are tried ("nemesis": a rival)
+PEER_EDGES: dict[str, frozenset[str]] = {"rival": RIVAL, "enemy": ENEMY, "teammate": TEAMMATE, "ally": ALLY}

@@ -93,10 +93,17 @@ def test_a_hops_domain_and_range_are_the_vocabularys_src_and_dst_but_for_the_doc
 
 
 def test_the_reader_types_its_hops_as_the_vocabulary_does() -> None:
-    from agentic_rag.understanding import reading
+    import importlib
+    import pkgutil
 
-    assert not hasattr(reading, "_DOMAIN") and not hasattr(reading, "_RANGE")  # one source: the vocabulary
-    for h in [*(h for h in vars(reading).values() if isinstance(h, reading.Hop)), *reading._COERCE.values()]:
+    from agentic_rag.protocol.reading import Hop
+    from agentic_rag.understanding import reading
+    from agentic_rag.understanding.reading.coerce import _COERCE
+
+    passes = [importlib.import_module(f"{reading.__name__}.{m.name}") for m in pkgutil.iter_modules(reading.__path__)]
+    # one source: the vocabulary
+    assert passes and not any(hasattr(p, "_DOMAIN") or hasattr(p, "_RANGE") for p in passes)
+    for h in [*(h for p in passes for h in vars(p).values() if isinstance(h, Hop)), *_COERCE.values()]:
         assert set(h.edges) <= set(v.EDGE_TYPE_BY_NAME), h.edges
         if len(h.node_types) == 1 and v.hop_range(h.edges) is not None:
             # a hop kept to one type keeps one the edge leads to

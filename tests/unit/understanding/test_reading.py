@@ -11,7 +11,7 @@ import pytest
 
 from agentic_rag.protocol import AskHint, EntityLinks, EntityRef, LinkCandidate, LinkedMention
 from agentic_rag.understanding.asks import confident, masked
-from agentic_rag.understanding.reading import consults_asks, open_types, read
+from agentic_rag.understanding.reading import open_types, read
 
 _ids = itertools.count(1)
 
@@ -188,7 +188,7 @@ SPIKE = [cand("character", "Spike Spiegel")]
 ])
 def test_only_a_question_no_cue_word_reads_turns_to_its_meaning(question: str, name: str, consults: bool) -> None:
     q_links = links(question, (name, SPIKE if name == "spike spiegel" else work("Cowboy Bebop")))
-    assert consults_asks(question, q_links) is consults
+    assert read(question, q_links).by_meaning is consults
     # and a reading that never turns to it is the same with any hints at all
     hinted = q_links.model_copy(update={"asks": [AskHint(label="sequel", score=0.95)]})
     if not consults:
@@ -726,11 +726,15 @@ async def test_linking_embeds_only_a_question_that_turns_to_its_meaning() -> Non
     classifier = AskClassifier(embed)
     q = "which studio animated cowboy bebop"
     timings: dict[str, float] = {}
-    got = await with_asks(classifier, q, links(q, ("cowboy bebop", work("Cowboy Bebop"))), timings)
+    found = links(q, ("cowboy bebop", work("Cowboy Bebop")))
+    got, reading = await with_asks(classifier, q, found, timings)
     assert got.asks == [] and embedded == [] and "asks_ms" not in timings
+    assert reading == read(q, found) and not reading.by_meaning  # the one reading the run is handed
     q = "who brought cowboy bebop to the screen"
-    got = await with_asks(classifier, q, links(q, ("cowboy bebop", work("Cowboy Bebop"))), timings)
+    found = links(q, ("cowboy bebop", work("Cowboy Bebop")))
+    got, reading = await with_asks(classifier, q, found, timings)
     assert got.asks and embedded[-1] == "who brought X to the screen" and timings["asks_ms"] > 0
+    assert reading == read(q, got)  # read again with what it asks by meaning
 
 
 def test_a_message_that_turns_from_telling_to_asking_reads_the_question() -> None:

@@ -1,0 +1,84 @@
+"""Reading a question: the linked names, plus what the words around them ask for, become a plan.
+
+No whole-question templates. The names come from :mod:`~agentic_rag.understanding.linker`; what is
+asked comes from cue words anywhere in the rest of the question (:mod:`~agentic_rag.understanding.cues`);
+hops compose by entity type: a relation that starts from an anime, asked of a character, first
+follows the character to the anime it appears in ("the studio of Luffy's show"), and a relation
+that starts from a manga, asked of an anime, first follows the anime to its source.
+
+The reader is passes over one question, each a module named for its concern; :func:`_read` says their order:
+focus (:mod:`.focus`, :mod:`.asides`, :mod:`.words`, :mod:`.names`), sums of several works (:mod:`.counts`),
+pairs (:mod:`.pairs`), conditions on the catalog (:mod:`.catalog`), and what is asked of one name
+(:mod:`.anchor`, :mod:`.ask`, :mod:`.relations`, :mod:`.counts`), its hops typed by coercion (:mod:`.coerce`).
+A message in two parts is read part by part (:mod:`.parts`)."""
+
+from __future__ import annotations
+
+from agentic_rag.protocol import EntityLinks
+from agentic_rag.protocol.reading import ANY_TYPE, Analysis
+from agentic_rag.protocol.roles import RoleInput
+from agentic_rag.understanding.reading.anchor import _anchored, _lookup
+from agentic_rag.understanding.reading.asides import _except
+from agentic_rag.understanding.reading.catalog import _catalog
+from agentic_rag.understanding.reading.counts import _together
+from agentic_rag.understanding.reading.focus import _focus
+from agentic_rag.understanding.reading.pairs import _guess, _read_pair
+from agentic_rag.understanding.reading.parts import _read_parts
+
+
+def read(question: str, links: EntityLinks | None) -> Analysis:
+    """The plan of ``question`` given the names linked in it; a question in two parts ("who directed X, and
+    which studio made it?") is a plan with one more in ``more``, or one longer chain ("which studio made
+    X, and when was that studio founded?").
+
+    ``by_meaning`` says whether any reading it took (a part's too) turned to what is asked by meaning
+    (``links.asks``, the MiniLM encoder's nearest exemplars): only a name no cue word says anything about does.
+    Read without them, a question that never gets there reads the same with them, so linking embeds only the
+    questions that do, and reads those again with what they ask."""
+    question, links, excluded = _except(question, links)
+    reads: list[Analysis] = []
+
+    def one(text: str, part_links: EntityLinks | None) -> Analysis:
+        reads.append(_read(text, part_links))
+        return reads[-1]
+
+    a = _read_parts(question, links, one)
+    a.by_meaning = any(r.by_meaning for r in reads)
+    for x in (a, *a.more):
+        x.exclude |= excluded
+    return a
+
+
+def reading_of(inp: RoleInput) -> Analysis:
+    """The reading a role input carries (the question is read once a run, where it is linked); read here only
+    for an input built without one (a prompt an outside client sent to the chat route, a test)."""
+    return inp.reading if inp.reading is not None else read(inp.question, inp.links)
+
+
+def _read(question: str, links: EntityLinks | None) -> Analysis:
+    """One question (or one part of it), pass by pass: the first pass that reads it says what it asks."""
+    q = _focus(question, links)  # the asking sentences, less asides, and the names they are about
+    for read_pass in (_together, _read_pair, _guess):  # sums of several works, pairs, a guess checked
+        if (a := read_pass(q)) is not None:
+            return a
+    a, f = _catalog(q)  # conditions on the whole catalog, or a work described and not named
+    if a is not None:
+        return a
+    a = _anchored(q)  # what is asked of one name
+    a = a if a is not None else _lookup(q, f)  # else the catalog filter, or the name itself
+    a.by_meaning = q.by_meaning
+    return a
+
+
+def open_types(a: Analysis, mention: str) -> tuple[str, ...]:
+    """The entity types ``mention`` may still be: every type of a bare name ("Tell me about Naruto"),
+    else the one the question's reading chose (a type word or the relation asked); none with a year."""
+    if mention in a.years:
+        return ()
+    if mention in a.open:
+        return a.open[mention]
+    types = a.types.get(mention, ())
+    return types[:1] if mention in a.fixed else types
+
+
+__all__ = ["ANY_TYPE", "open_types", "read", "reading_of"]
