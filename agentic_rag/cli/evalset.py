@@ -13,6 +13,7 @@ from agentic_rag.catalog.records import CatalogError
 from agentic_rag.cli._app import app, console, fail
 from agentic_rag.eval.questions import QUESTION_TYPES
 from agentic_rag.eval.stress import DEFAULT_PER_TYPE, DEFAULT_SEED, SplitChoice, build_stress_set, write_stress_set
+from agentic_rag.eval.stress.templates import TEMPLATES
 
 eval_set = typer.Typer(help="Generate evaluation question sets (JSON Lines for `agentic-rag eval --questions`).",
                        no_args_is_help=True)
@@ -40,7 +41,7 @@ def stress(
     table = Table(title=f"stress set (seed {seed}, split {split})")
     for col in ("type", "questions", "tune", "held", "templates"):
         table.add_column(col, justify="left" if col == "type" else "right")
-    for t in QUESTION_TYPES:
+    for t in (t for t in QUESTION_TYPES if t in TEMPLATES):  # the kinds the generator has templates for
         tune, held = counts[(t, "tune")], counts[(t, "held")]
         table.add_row(t, str(tune + held), str(tune), str(held), str(templates[t]))
     table.add_row("all", str(len(questions)), str(sum(q.split == "tune" for q in questions)),

@@ -114,6 +114,9 @@ def judge(outcome: QuestionOutcome) -> str | None:
         lacking = [s for s in q.answer_contains if fold(s) not in answer]
         if lacking:
             reasons.append("answer lacks " + ", ".join(repr(s) for s in lacking))
+        named = sum(fold(s) in answer for s in q.answer_any)
+        if q.answer_any and named < q.min_any:
+            reasons.append(f"answer names {named} of the acceptable {len(q.answer_any)}, fewer than {q.min_any}")
     return "; ".join(reasons) or None
 
 

@@ -21,6 +21,9 @@ from agentic_rag.storage.sql import Conn, Query
 QuestionType = Literal[
     "lookup", "cast", "relation", "comparison", "adaptation", "sequel", "multi_hop", "attribute", "aggregate",
     "no_match", "ambiguous",
+    # the kinds of issue 37: several works like the ones named, why something is so, several questions in one
+    # message, what is not among a list, and a name the catalog lacks beside names it has
+    "recommendation", "explanation", "multi_part", "negation", "unknown_name",
 ]
 QUESTION_TYPES: tuple[QuestionType, ...] = get_args(QuestionType)
 ExpectStatus = Literal["answered", "not_found", "needs_clarification", "best_effort"]
@@ -75,6 +78,12 @@ class EvalQuestion(BaseModel):
     answer_contains: list[NonEmpty] = Field(
         default_factory=list, description="Strings a correct answer contains (case-insensitive)."
     )
+    answer_any: list[NonEmpty] = Field(
+        default_factory=list, max_length=50,
+        description="Acceptable answers, of which a correct answer names at least min_any (case-insensitive): the "
+                    "hand-listed titles a recommendation may give, where no one answer is the right one.",
+    )
+    min_any: int = Field(1, ge=1, le=50, description="How many of answer_any a correct answer names.")
     expect_status: ExpectStatus = Field("answered", description="The status a correct run ends with.")
 
 

@@ -105,7 +105,8 @@ def build_stress_set(seed: int = DEFAULT_SEED, per_type: int = DEFAULT_PER_TYPE,
     world, facts = build_facts(catalog if catalog is not None else load_catalog())
     renderer = Renderer(world.names, rates)
     seen: set[str] = set()
-    out = [q for qtype in QUESTION_TYPES for q in _generate(qtype, facts, renderer, per_type, seed, seen)]
+    out = [q for qtype in QUESTION_TYPES if qtype in TEMPLATES
+           for q in _generate(qtype, facts, renderer, per_type, seed, seen)]
     return [q for q in out if split == "all" or q.split == split]
 
 

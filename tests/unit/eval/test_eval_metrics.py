@@ -26,6 +26,7 @@ from agentic_rag.eval import (
     render_table,
     run_eval,
 )
+from agentic_rag.eval.stress.templates import TEMPLATES
 from agentic_rag.protocol import AgentResponse, Clarification, ClarificationChoice, EntityRef
 
 LUFFY, ZORO, TOEI, NAMI = (f"00000000-0000-4000-8000-00000000000{i}" for i in range(1, 5))
@@ -199,7 +200,8 @@ def test_demo_question_set_is_complete() -> None:
     assert len(qs) >= 90
     assert len({q.id for q in qs}) == len(qs)
     per_type = Counter(q.type for q in qs)
-    assert set(per_type) == set(QUESTION_TYPES)
+    assert set(per_type) == set(TEMPLATES)  # every kind the stress generator asks, too
+    assert set(TEMPLATES) < set(QUESTION_TYPES)
     assert all(n >= 8 for n in per_type.values()), per_type
     assert all(per_type[t] >= 10 for t in ("relation", "sequel", "multi_hop")), per_type
     assert len({q.question.lower() for q in qs}) == len(qs)  # no repeated question
@@ -298,3 +300,13 @@ def test_answers_files_are_compared_question_by_question(tmp_path: Path) -> None
     assert differences(before, after) == [("q2", "answer", "Zoro", "Nami"), ("q2", "turns", 2, 3)]
     del after["q1"]
     assert ("q1", "id", True, False) in differences(before, after)
+
+
+def test_acceptable_answers_need_so_many_named() -> None:
+    """A recommendation is right when it names enough of the hand-listed acceptable titles (any of them)."""
+    q = EvalQuestion.model_validate({"id": "rec-01", "question": "anime like death note?", "type": "recommendation",
+                                     "answer_any": ["Code Geass", "Monster", "Psycho-Pass"], "min_any": 2})
+    said = QuestionOutcome(question=q, status="answered", answer="Try Monster, and psycho-pass.")
+    assert judge(said) is None
+    once = said.model_copy(update={"answer": "Try Monster or Naruto."})
+    assert judge(once) == "answer names 1 of the acceptable 3, fewer than 2"
