@@ -329,7 +329,8 @@ class RunContext:
             s.timings["link_ms"] += (time.perf_counter() - t0) * 1000
         await self.event("link", "observation", {"mentions": [
             {"text": m.text, "candidates": [f"{c.name} ({c.entity.entity_type}, {c.match})" for c in m.candidates[:5]]}
-            for m in s.links.mentions]}, latency_ms=s.timings["link_ms"])
+            for m in s.links.mentions], **({"unknown": s.links.unknown} if s.links.unknown else {})},
+            latency_ms=s.timings["link_ms"])
 
     async def _loop(self, chosen: ClarificationChoice | None, mention: str | None) -> AgentResponse:
         s = self.s

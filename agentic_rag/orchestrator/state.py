@@ -209,12 +209,25 @@ class RunState:
         return (time.perf_counter() - self.started) * 1000
 
 
+def lacking(state: RunState) -> str:
+    """What the question names that the catalog does not have, said plainly ("Kizaru is not in the catalog."): an
+    answer about the names beside it must not pass for an answer about it. Linking found them
+    (``EntityLinks.unknown``); every planner's answer starts with it."""
+    names = state.links.unknown if state.links is not None and state.links.unknown else []
+    return " ".join(f"{n[:1].upper()}{n[1:]} is not in the catalog." for n in names)
+
+
+def _after_lacking(state: RunState, answer: str) -> str:
+    said = lacking(state)
+    return f"{said} {answer}"[:_ANSWER] if said else answer
+
+
 def response_from(state: RunState, draft: DraftAnswer, status: ResponseStatus, why: TerminationReason) -> AgentResponse:
     """The final response from a draft, with the loop's own evidence and warnings."""
     rewritten = state.rewrite.rewritten_query if state.rewrite else None
     evidence = draft.evidence.model_copy(update={"rewritten_query": rewritten, "termination_reason": why})
     return AgentResponse(
-        answer=draft.answer, status=status, source_entities=draft.source_entities,
+        answer=_after_lacking(state, draft.answer), status=status, source_entities=draft.source_entities,
         result_entities=draft.result_entities, evidence=evidence, citations=draft.citations,
         confidence=draft.confidence if status == "answered" else min(draft.confidence, 0.5),
         warnings=state.warnings[:_WARNINGS],
@@ -237,8 +250,10 @@ def not_found(state: RunState, why: TerminationReason) -> AgentResponse:
     mentions = state.rewrite.mentions if state.rewrite else []
     missing = state.missing or [f"{m!r}" for m in mentions]
     if missing:
-        text = f"I could not find {', '.join(missing[:4])} in the catalog."
-    else:  # no name in the question matched any name in the catalog
+        text = _after_lacking(state, f"I could not find {', '.join(missing[:4])} in the catalog.")
+    elif said := lacking(state):  # no name in the question matched any name in the catalog, and these look like names
+        text = said
+    else:
         text = f"I could not find anything in the catalog matching \"{state.question[:QUOTED_QUESTION]}\"."
     if state.tried:
         text += f" I tried: {'; '.join(state.tried[-4:])}."

@@ -62,3 +62,6 @@ class EntityLinks(ProtocolModel):
     asks: list[AskHint] = Field(default_factory=list, max_length=3,
                                 description="Nearest asked relations or attributes by meaning, best first; "
                                             "empty when the question's cue words say what it asks.")
+    unknown: list[ShortText] | None = Field(
+        None, max_length=3, description="Words of the question that look like a name and match no name in the "
+                                        "catalog, as typed: what the catalog does not have (none: null).")

@@ -39,6 +39,7 @@ from agentic_rag.understanding.text import (
     one_edit,
     tokenize,
 )
+from agentic_rag.understanding.unknown import unknown_names
 
 MAX_TOKENS = 40  # words of a question considered: its asking sentences first, then those nearest to them
 MAX_RANGE = 12  # seasons one range names ("seasons 1-3")
@@ -261,7 +262,8 @@ async def _link(conn: Conn, question: str) -> EntityLinks:
     mentions = await _siblings(conn, question, tokens, mentions)
     mentions = await _named_after(conn, question, tokens, mentions)
     mentions = await _renamed(conn, question, tokens, mentions)
-    return EntityLinks(mentions=_one_work(question, tokens, await _films(conn, question, tokens, mentions)))
+    mentions = _one_work(question, tokens, await _films(conn, question, tokens, mentions))
+    return EntityLinks(mentions=mentions, unknown=unknown_names(question, tokens, mentions, known, fixes) or None)
 
 
 def _head_nouns(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedMention]:

@@ -117,9 +117,24 @@ async def test_fast_path_skips_the_validator(orchestrator: Orchestrator) -> None
 async def test_no_match_is_an_explicit_not_found(orchestrator: Orchestrator) -> None:
     result = await orchestrator.run("Tell me about Zxqv Plorbnik")
     r = result.response
-    assert r.status == "not_found" and "could not find" in r.answer.lower() and "Zxqv Plorbnik" in r.answer
+    assert r.status == "not_found" and r.answer == "Zxqv Plorbnik is not in the catalog."
     assert not r.result_entities
     assert result.turns <= orchestrator.settings.agent_max_turns
+    # a question that names nothing is no name the catalog lacks
+    result = await orchestrator.run("tell me about the show where a corgi plays chess on the moon")
+    assert result.response.status in ("not_found", "best_effort") and "not in the catalog" not in result.response.answer
+
+
+async def test_a_name_the_catalog_lacks_beside_one_it_has_is_said_plainly(orchestrator: Orchestrator) -> None:
+    """The answer about the names the catalog has never passes for an answer about the one it lacks."""
+    r = (await orchestrator.run("did Mamoru Hosoda direct dragon ball z battle of gods?")).response
+    assert r.status == "answered" and r.answer.startswith("Mamoru Hosoda is not in the catalog. ")
+    assert "Masahiro Hosoda" in r.answer  # and what the catalog says of the film
+    r = (await orchestrator.run("is Kokushibo stronger than akaza? theyre both upper moons in demon slayer")).response
+    assert r.answer.startswith("Kokushibo is not in the catalog.")
+    # a question that names only what the catalog has says nothing of the kind
+    r = (await orchestrator.run("which studio animated death note?")).response
+    assert "not in the catalog" not in r.answer
 
 
 async def test_a_clarification_after_an_image_question_says_the_image_is_not_kept(orchestrator: Orchestrator) -> None:

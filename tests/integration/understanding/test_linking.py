@@ -300,3 +300,17 @@ async def test_a_word_after_a_name_is_the_noun_it_qualifies(demo: IngestReport, 
     assert _spans(links) == ["rock lee", "guy"]
     links = await _link(conn, "the little dog on the bebop, ein, what breed is he")  # a phrase ends at its comma
     assert _spans(links) == ["bebop", "ein"]
+
+
+async def test_a_name_the_catalog_lacks_is_reported_as_typed(demo: IngestReport, conn: Any) -> None:
+    found = await _link(conn, "madara and Hashirama Senju founded the hidden leaf together right?")
+    assert found.unknown == ["Hashirama Senju"]
+    found = await _link(conn, "is Kokushibo stronger than akaza?")
+    assert _spans(found) == ["akaza"] and found.unknown == ["Kokushibo"]
+    # a question that links nothing: a word typed in lower case counts; a described thing does not
+    assert (await _link(conn, "berserk how many episodes")).unknown == ["berserk"]
+    assert (await _link(conn, "the anime with a corgi on a spaceship")).unknown is None
+    # English the vocabulary lacks, chat, acronyms and typos of catalog words are no names
+    for q in ("rewatching fmab rn, whats the backstory of ed", "KNY season 2 incl movie", "zoro vs sanji lol isnt it",
+              "naruto shipuden how many eps"):
+        assert (await _link(conn, q)).unknown is None, q

@@ -1,0 +1,47 @@
+"""Which words of a question look like a name the catalog lacks (understanding/unknown.py), without a database."""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_rag.protocol import EntityLinks
+from agentic_rag.understanding.text import tokenize
+from agentic_rag.understanding.unknown import englishlike, unknown_names
+
+
+@pytest.mark.parametrize("word", ["rewatching", "bookshop", "keyring", "isnt", "theyve", "slickest", "insanely",
+                                  "recomend", "animted", "superpowers", "unimpressed"])
+def test_english_as_people_type_it(word: str) -> None:
+    assert englishlike(word)
+
+
+@pytest.mark.parametrize("word", ["kokushibo", "pakunoda", "kizaru", "hashirama", "haikyuu", "lelouch"])
+def test_names_are_no_english(word: str) -> None:
+    assert not englishlike(word)
+
+
+def _unknown(question: str, linked: list[str], known: tuple[str, ...] = ()) -> list[str]:
+    spans = [(question.index(n), question.index(n) + len(n)) for n in linked]
+    links = EntityLinks.model_validate({"mentions": [{"text": question[a:b], "start": a, "end": b, "candidates": []}
+                                                     for a, b in spans]})
+    return unknown_names(question, tokenize(question), links.mentions, dict.fromkeys(known, 1), ())
+
+
+def test_a_run_of_foreign_words_is_one_name_and_takes_in_a_capitalised_neighbour() -> None:
+    assert _unknown("madara and Hashirama Senju founded the leaf", ["madara"]) == ["Hashirama Senju"]
+    # "Yuki" is a word of another catalog name, typed with a capital beside the unknown one
+    assert _unknown("gojo vs Yuki Tsukumo, whos stronger", ["gojo"], known=("yuki",)) == ["Yuki Tsukumo"]
+    assert _unknown("what's Zorvath's deal in hxh", ["hxh"]) == ["Zorvath"]  # without the possessive
+
+
+def test_beside_a_name_only_what_is_typed_with_a_capital_counts() -> None:
+    assert _unknown("akainu vs Kizaru, which admiral", ["admiral"]) == ["Kizaru"]
+    assert _unknown("who is the corgi in cowboy bebop", ["cowboy bebop"]) == []
+    assert _unknown("is KNY better than jjk", ["jjk"]) == []  # an acronym
+
+
+def test_without_a_name_a_lower_case_word_counts_unless_it_is_described() -> None:
+    assert _unknown("berserk how many episodes", []) == ["berserk"]
+    assert _unknown("the show with a corgi and a telepathic girl", []) == []
+    assert _unknown("how many episodes", []) == []
+    assert len(_unknown("Aaaqx Bbbqx, Cccqx, Dddqx and Eeeqx", [])) == 3  # bounded
