@@ -26,7 +26,7 @@ import pytest
 
 import agentic_rag
 from agentic_rag.eval import load_demo_questions
-from agentic_rag.models.base import StructuredGenerator, schema_for
+from agentic_rag.models.base import CallShape, StructuredGenerator, schema_for
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.transformers_backend import TransformersBackend
 from agentic_rag.orchestrator.guards import load_policy
@@ -34,6 +34,7 @@ from agentic_rag.orchestrator.loop import Orchestrator
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
 from agentic_rag.orchestrator.trajectory import TrajectoryStore
 from agentic_rag.planners.factory import build_fallback
+from agentic_rag.planners.llm.prompts import render
 from agentic_rag.protocol import AgentResponse, StructuredQuery
 from agentic_rag.protocol.roles import ROLES
 from agentic_rag.retrievers.dsl import compile_query
@@ -109,7 +110,10 @@ async def fuzz_orchestrator(dsn: str, pool: Pool, qdrant: VectorStore, embedder:
     # the constraint indexes are built before the runs, so the model's own output drives every stage
     # (built inside the first runs, the short per-call limit would hand most calls to the fallback)
     await backend.prepare([schema_for(t) for t in ROLES])
-    model = StructuredGenerator(backend, max_attempts=2)
+    # each call the whole full-style prompt under its role's whole schema (the indexes prepared above), not
+    # narrowed to the entities shown: the random model's own output, unhelped, drives every stage
+    model = StructuredGenerator(backend, max_attempts=2,
+                                shape=lambda inp, t: CallShape(render(inp, t, fit=False), schema_for(t)))
     # short limits: a slow model call falls back to the heuristic, so runs also reach the later stages
     s = settings.model_copy(update={"agent_max_turns": 3, "agent_deadline_ms": 8_000,
                                     "generation_timeout_ms": 2_500})
