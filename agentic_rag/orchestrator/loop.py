@@ -244,6 +244,10 @@ class RunContext:
 
     # -- recording ----------------------------------------------------------------------------------
 
+    @property
+    def retrieval(self) -> Retrieval:
+        return self.o.retrieval
+
     async def event(self, stage: str, type_: EventType, payload: dict[str, Any],
                     latency_ms: float | None = None) -> None:
         t0 = time.perf_counter()

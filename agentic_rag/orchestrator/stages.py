@@ -13,16 +13,16 @@ from __future__ import annotations
 import asyncio
 import logging
 import time
-from typing import TYPE_CHECKING, Any
+from typing import Any, Protocol
 
 from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
-from agentic_rag.orchestrator.state import dependency_of, describe, failure_text, source_of, step_key
-from agentic_rag.protocol import MAX_BATCH, BatchIntent, GraphIntent, NextStep, SearchIntent
+from agentic_rag.orchestrator.retrieval import Retrieval
+from agentic_rag.orchestrator.state import RunState, dependency_of, describe, failure_text, source_of, step_key
+from agentic_rag.orchestrator.trajectory import EventType
+from agentic_rag.protocol import MAX_BATCH, BatchIntent, GradeReport, GraphIntent, NextStep, SearchIntent
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.roles import CardEntity, ContextCard, GradeInput, GradeItem, StepStatus
-
-if TYPE_CHECKING:
-    from agentic_rag.orchestrator.loop import RunContext
+from agentic_rag.settings import Settings
 
 log = logging.getLogger(__name__)
 
@@ -33,6 +33,24 @@ INTENT_IN_WARNING = 100  # characters of an intent's description in a failure wa
 GRADE_ITEMS = max_len(GradeInput, "items")
 _SNIPPET = max_len(GradeItem, "snippet")
 _SUMMARY = max_len(ContextCard, "summary")
+
+
+class RunContext(Protocol):
+    """What these stages need of a run (the loop's ``RunContext`` is one): its state, its settings, the retrieval
+    seam, the trajectory, and the validator's grading and the planner's rewriting for when too little is relevant."""
+
+    s: RunState
+    settings: Settings
+
+    @property
+    def retrieval(self) -> Retrieval: ...
+
+    async def event(self, stage: str, type_: EventType, payload: dict[str, Any],
+                    latency_ms: float | None = None) -> None: ...
+
+    async def grade(self, items: list[GradeItem]) -> GradeReport: ...
+
+    async def rewrite_again(self) -> None: ...
 
 
 async def run_step(run: RunContext, step: NextStep) -> bool:
@@ -97,12 +115,12 @@ async def _execute(run: RunContext, intent: BatchIntent) -> ContextCard | None:
     t0 = time.perf_counter()
     try:
         if isinstance(intent, SearchIntent):
-            card = from_search(s.turn, intent, await run.o.retrieval.search(intent))
+            card = from_search(s.turn, intent, await run.retrieval.search(intent))
         elif isinstance(intent, GraphIntent):
-            result, names = await run.o.retrieval.graph(intent)
+            result, names = await run.retrieval.graph(intent)
             card = from_graph(s.turn, intent, result, names)
         else:
-            card = from_query(s.turn, intent, await run.o.retrieval.query(intent))
+            card = from_query(s.turn, intent, await run.retrieval.query(intent))
     except Exception as exc:
         ms = (time.perf_counter() - t0) * 1000
         s.timings[TIMING[source]] += ms
