@@ -6,7 +6,7 @@ import re
 from collections.abc import Callable
 
 from agentic_rag.protocol import EntityLinks
-from agentic_rag.protocol.reading import Analysis
+from agentic_rag.protocol.reading import Analysis, Hop
 from agentic_rag.protocol.vocabulary import EntityType, hop_range
 from agentic_rag.understanding.reading.ask import _ask
 from agentic_rag.understanding.reading.catalog import _period
@@ -17,10 +17,14 @@ from agentic_rag.understanding.text import (
     tokenize,
 )
 
+MAX_PARTS = 4  # clauses of one message read as questions of their own (the first, and three more at most)
+
 
 def _read_parts(question: str, links: EntityLinks | None,
                 _read: Callable[[str, EntityLinks | None], Analysis]) -> Analysis:
-    """A message in two parts read as a chain or as two readings; ``_read`` reads one part."""
+    """A message in parts read as a chain or as several readings; ``_read`` reads one part. A third part and after
+    that names nothing of its own asks about what the first part is about ("how many episodes does X have, which
+    studio made it, and who composed its music?"), and is one more reading."""
     whole = _read(question, links)
     linked = list(links.mentions) if links else []
     text = focus(question, [(m.start, m.end) for m in linked])
@@ -34,7 +38,29 @@ def _read_parts(question: str, links: EntityLinks | None,
     a1 = _read(_only(text, [first]), EntityLinks(mentions=own))
     # the second part is about what the first is about ("... and who illustrates its source?")
     anchor = next((m for m in own if a1.mentions[:1] == [m.text]), own[-1])
-    a2 = _read(_only(text, [second, (anchor.start, anchor.end)]), EntityLinks(mentions=[anchor]))
+    a = _two_parts(text, whole, a1, _read(_only(text, [second, (anchor.start, anchor.end)]),
+                                          EntityLinks(mentions=[anchor])), second)
+    for later in parts[2:MAX_PARTS]:
+        if any(later[0] <= m.start < later[1] for m in linked):
+            break  # a part that names its own entities is read with the whole
+        more = _read(_only(text, [later, (anchor.start, anchor.end)]), EntityLinks(mentions=[anchor]))
+        read = {x.attr for x in (a, *a.more)} | {v for x in (a, *a.more) for v in x.also}
+        asked = [h for x in (a, *a.more) for h in x.hops]
+        if more.mentions and more.filter is None and (
+                (more.hops and not all(any(_covers(h, m) for h in asked) for m in more.hops))
+                or (not more.hops and more.attr and more.attr not in read)):
+            a.more.append(more)  # (a part the readings before already ask, "... who did the art", is no more)
+    return a
+
+
+def _covers(h: Hop, m: Hop) -> bool:
+    """Whether following ``h`` finds what ``m`` asks: the same edges, and every credit ``m`` keeps (none: all)."""
+    return h.edges == m.edges and h.node_types == m.node_types and (not h.roles or set(m.roles) <= set(h.roles)) \
+        and bool(m.roles or not h.roles)
+
+
+def _two_parts(text: str, whole: Analysis, a1: Analysis, a2: Analysis, second: tuple[int, int]) -> Analysis:
+    """The first two parts: one chain, two readings, or the whole read as one."""
     if not (a1.hops or a1.attr) or a1.filter:
         return whole
     if a1.mentions[:1] != whole.mentions[:1]:

@@ -820,3 +820,17 @@ def test_a_guess_at_a_works_studio_is_checked_by_asking_for_it(question: str) ->
         spans.append(("mappa", [cand("studio", "MAPPA")]))
     a = read(question, links(question, *spans))
     assert a.mentions == ["chainsaw man"] and hops(a) == [("animated_by",)] and a.types["chainsaw man"][0] == "anime"
+
+
+def test_a_third_part_about_the_same_name_is_one_more_reading() -> None:
+    q = "who directed cowboy bebop, who did the music, and which studio made it?"
+    a = read(q, links(q, ("cowboy bebop", work("Cowboy Bebop"))))
+    asked = [h.edges for x in (a, *a.more) for h in x.hops]
+    assert ("staff",) in asked and ("animated_by",) in asked and len(a.more) == 2
+    q = "death note anime: how many episodes, what year did it start airing, and who directed it?"
+    a = read(q, links(q, ("death note", work("Death Note"))))
+    assert a.attr == "episode_count" and [h.roles for x in a.more for h in x.hops] == [("director", "chief_director")]
+    # a part the readings before already ask is no more ("... who wrote it and who did the art": the authors)
+    q = "aot before the fall manga: who wrote it and who did the art"
+    a = read(q, links(q, ("aot before the fall", [cand("manga", "Attack on Titan: Before the Fall")])))
+    assert not a.more
