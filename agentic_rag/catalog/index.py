@@ -43,14 +43,16 @@ log = logging.getLogger(__name__)
 RECORD_SQL: dict[str, str] = {
     "anime": """
         SELECT a.id::text AS id, a.title, a.aliases, a.title_native, a.title_romaji, a.year, a.format, a.genres,
-               a.franchise_id::text AS franchise_id, a.popularity, a.synopsis, coalesce(s.names, '{}') AS studios
+               a.franchise_id::text AS franchise_id, a.popularity, a.synopsis, coalesce(s.names, '{}') AS studios,
+               a.status, a.episode_count
         FROM anime a
         LEFT JOIN LATERAL (SELECT array_agg(st.name ORDER BY st.name) AS names FROM anime_studio x
                            JOIN studio st ON st.id = x.studio_id WHERE x.anime_id = a.id) s ON true
         ORDER BY a.id""",
     "manga": """
         SELECT m.id::text AS id, m.title, m.aliases, m.title_native, m.title_romaji, m.year, m.magazine, m.genres,
-               m.franchise_id::text AS franchise_id, m.popularity, m.synopsis, coalesce(p.names, '{}') AS authors
+               m.franchise_id::text AS franchise_id, m.popularity, m.synopsis, coalesce(p.names, '{}') AS authors,
+               m.status, m.volumes
         FROM manga m
         LEFT JOIN LATERAL (SELECT array_agg(DISTINCT pe.name ORDER BY pe.name) AS names FROM manga_author x
                            JOIN person pe ON pe.id = x.person_id WHERE x.manga_id = m.id) p ON true
@@ -133,7 +135,8 @@ def _anime(r: Record) -> Document:
     kind = None if r["format"] is None or r["year"] is None else f"{r['format'].upper()} anime from {r['year']}"
     payload = {"id": r["id"], "type": "anime", "name": r["title"], "aliases": r["aliases"], "year": r["year"],
                "format": r["format"], "genres": r["genres"], "franchise_id": r["franchise_id"],
-               "popularity": r["popularity"], "studios": list(r["studios"]), "native_names": native}
+               "popularity": r["popularity"], "studios": list(r["studios"]), "native_names": native,
+               "status": r["status"], "episode_count": r["episode_count"]}
     return _document(r["id"], payload, r["title"], _listed("", [*(r["aliases"] or []), *native]), kind,
                      _listed("Studio: ", r["studios"]), _listed("Genres: ", r["genres"]), about=r["synopsis"])
 
@@ -144,7 +147,8 @@ def _manga(r: Record) -> Document:
     serialized = None if r["magazine"] is None else f"Serialized in {r['magazine']}"
     payload = {"id": r["id"], "type": "manga", "name": r["title"], "aliases": r["aliases"], "year": r["year"],
                "genres": r["genres"], "franchise_id": r["franchise_id"], "popularity": r["popularity"],
-               "authors": list(r["authors"]), "magazine": r["magazine"], "native_names": native}
+               "authors": list(r["authors"]), "magazine": r["magazine"], "native_names": native,
+               "status": r["status"], "volumes": r["volumes"]}
     return _document(r["id"], payload, r["title"], _listed("", [*(r["aliases"] or []), *native]), kind, serialized,
                      _listed("Genres: ", r["genres"]), about=r["synopsis"])
 
@@ -245,9 +249,11 @@ def _hash(text: str, payload: dict[str, Any], model: str) -> str:
     return hashlib.sha256(blob.encode()).hexdigest()[:HASH_CHARS]
 
 
-# payload fields a point has had since its document was built from records (issue 36): a point written before
+# payload fields a point has had since its document was built from records (issue 36; the status and length a
+# recommendation filters on since issue 37): a point written before
 # them hashed the rest, so its text is recognised by that hash and its vector kept (no re-embedding on upgrade)
-RECORD_FIELDS = frozenset(("studios", "authors", "magazine", "works", "founded", "native_names", "about_at"))
+RECORD_FIELDS = frozenset(("studios", "authors", "magazine", "works", "founded", "native_names", "about_at", "status",
+                           "episode_count", "volumes"))
 
 
 def _same_text(stored: Stored, doc: Document, model: str, text_hash: str) -> bool:

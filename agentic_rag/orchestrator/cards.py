@@ -11,13 +11,24 @@ and facts. The ``data`` keys are part of the contract with the planner:
 - request (not a step: what came with the question): ``image`` (its ``bytes`` and ``sha256`` prefix)
 - pg_graph: ``kind`` (the query_type), ``start``, ``end``, ``edge_types``, ``meta``
 - pg_query: ``kind`` = "query", ``rows``, ``total``
+- similar: ``entity_type``, ``like`` (the examples' ids) and ``like_types``, ``query`` (the wish, or None),
+  ``rows`` (each with its ``reasons`` and the ``shared_studios``, ``shared_people`` and ``shared_genres`` they come
+  from), ``asked`` (the intent less its rationale, ``SimilarIntent.asked``)
 """
 
 from __future__ import annotations
 
 from typing import Any
 
-from agentic_rag.protocol import EntityRef, GraphIntent, GraphResult, RetrievalResult, SearchIntent, StructuredQuery
+from agentic_rag.protocol import (
+    EntityRef,
+    GraphIntent,
+    GraphResult,
+    RetrievalResult,
+    SearchIntent,
+    SimilarIntent,
+    StructuredQuery,
+)
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.query import describe
 from agentic_rag.protocol.roles import CardEntity, ContextCard, GradeItem
@@ -26,7 +37,8 @@ from agentic_rag.retrievers.dsl import QueryResult
 ROW_FIELDS = ("id", "entity_type", "name", "year", "format", "anime_ids", "anime_id", "franchise_id", "number",
               "snippet", "matched_by", "value", "group_key", "n", "episode_count", "end_year", "status",
               "aliases", "volumes", "magazine", "founded", "genres", "aired", "score", "text_score", "text_words",
-              "image_score", "studios", "authors", "works", "native_names", "about_at")
+              "image_score", "studios", "authors", "works", "native_names", "about_at", "reasons", "shared_studios",
+              "shared_people", "shared_genres")
 MAX_ROWS = 50
 ROW_LIST_MAX = 50  # items kept of a row's list field (anime_ids, aliases, genres, text_words, works, ...)
 _ENTITIES = max_len(ContextCard, "entities")
@@ -38,7 +50,8 @@ _PATHS = max_len(ContextCard, "paths")
 
 def _trim(row: dict[str, Any]) -> dict[str, Any]:
     out = {k: row[k] for k in ROW_FIELDS if k in row and row[k] not in (None, [], "")}
-    for key in ("anime_ids", "aliases", "genres", "text_words", "studios", "authors", "works", "native_names"):
+    for key in ("anime_ids", "aliases", "genres", "text_words", "studios", "authors", "works", "native_names",
+                "reasons", "shared_studios", "shared_people", "shared_genres"):
         if isinstance(out.get(key), list):
             out[key] = out[key][:ROW_LIST_MAX]
     if isinstance(out.get("snippet"), str):
@@ -97,3 +110,16 @@ def from_query(turn: int, query: StructuredQuery, result: QueryResult) -> Contex
     return ContextCard(turn=turn, source="pg_query", request=describe(query)[:_REQUEST], summary=result.summary,
                        count=result.count, entities=entities,
                        data={"kind": "query", "rows": rows, "total": result.total})
+
+
+def from_similar(turn: int, intent: SimilarIntent, result: RetrievalResult) -> ContextCard:
+    rows = [_trim(r) for r in result.raw_data[:MAX_ROWS]]
+    entities = [CardEntity(ref=EntityRef(entity_type=r["entity_type"], id=r["id"]), name=str(r.get("name", ""))[:_NAME],
+                           detail="; ".join(r.get("reasons", []))[:_NAME] or None)
+                for r in rows if r.get("id") and r.get("entity_type")]
+    like = f"like {', '.join(r.id for r in intent.like[:3])}" if intent.like else f"for {intent.query!r}"
+    return ContextCard(turn=turn, source="similar", request=f"{intent.entity_type} {like}"[:_REQUEST],
+                       summary=result.summary, count=result.count, entities=entities,
+                       data={"entity_type": intent.entity_type, "like": [r.id for r in intent.like],
+                             "like_types": [r.entity_type for r in intent.like],
+                             "query": intent.query, "rows": rows, "asked": intent.asked()})

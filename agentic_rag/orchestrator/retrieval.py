@@ -19,6 +19,7 @@ from agentic_rag.protocol import (
     GraphResult,
     RetrievalResult,
     SearchIntent,
+    SimilarIntent,
     StructuredQuery,
 )
 from agentic_rag.protocol.reading import Analysis
@@ -27,6 +28,7 @@ from agentic_rag.retrievers.errors import RetrievalError, on_pool
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.hydrate import labels
+from agentic_rag.retrievers.similar import SimilarRetriever
 from agentic_rag.retrievers.vector import EmbedFn, ImageEmbedFn, QdrantExecutor
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
@@ -60,6 +62,10 @@ class Retrieval(Protocol):
         """A structured lookup or aggregate through the query DSL."""
         ...
 
+    async def similar(self, intent: SimilarIntent) -> RetrievalResult:
+        """A recommendation: works like the examples, by Qdrant's recommendation query and the catalog graph."""
+        ...
+
     async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> Linked:
         """The catalog names ``question`` mentions, each with the entities it may mean, what it asks by meaning
         (nearest labelled exemplars) and its reading. ``timings["asks_ms"]`` is charged with the time the encoder
@@ -76,7 +82,9 @@ class LocalRetrieval:
         self._timeout_s = settings.query_timeout_ms / 1000
         self._attempts = settings.retry_attempts
         # without embed_image (no image model) a search with an image is refused as not configured
-        self._hybrid = HybridRetriever(pool, QdrantExecutor(client, embed, settings, embed_image))
+        vector = QdrantExecutor(client, embed, settings, embed_image)
+        self._hybrid = HybridRetriever(pool, vector)
+        self._similar = SimilarRetriever(pool, vector)
         self._asks = AskClassifier(embed)
         # the graph primitives may run on a pool of their own (sized for traversal, or a replica)
         self._graph = graph or PostgresGraphExecutor(pool, settings)
@@ -88,6 +96,9 @@ class LocalRetrieval:
         result = await self._graph.execute(intent)
         refs: list[EntityRef] = [intent.start, *([intent.end] if intent.end else []), *result.node_ids]
         return result, await on_pool(self._pool, "postgres", lambda conn: labels(conn, refs), attempts=self._attempts)
+
+    async def similar(self, intent: SimilarIntent) -> RetrievalResult:
+        return await self._similar.execute(intent)
 
     async def query(self, query: StructuredQuery) -> QueryResult:
         return await on_pool(self._pool, "pg_query", lambda conn: run_query(conn, query, timeout_s=self._timeout_s),

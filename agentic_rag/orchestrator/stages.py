@@ -15,19 +15,20 @@ import logging
 import time
 from typing import Any, Protocol
 
-from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
+from agentic_rag.orchestrator.cards import from_graph, from_query, from_search, from_similar
 from agentic_rag.orchestrator.retrieval import Retrieval
 from agentic_rag.orchestrator.state import RunState, dependency_of, describe, failure_text, source_of, step_key
 from agentic_rag.orchestrator.trajectory import EventType
-from agentic_rag.protocol import MAX_BATCH, BatchIntent, GradeReport, GraphIntent, NextStep, SearchIntent
+from agentic_rag.protocol import MAX_BATCH, BatchIntent, GradeReport, GraphIntent, NextStep, SearchIntent, SimilarIntent
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.roles import CardEntity, ContextCard, GradeInput, GradeItem, StepStatus
 from agentic_rag.settings import Settings
 
 log = logging.getLogger(__name__)
 
-TIMING = {"qdrant_search": "qdrant_ms", "pg_graph": "pg_graph_ms", "pg_query": "pg_query_ms"}
-EXECUTORS = {"qdrant_search": "the vector search", "pg_graph": "the graph retriever", "pg_query": "the catalog query"}
+TIMING = {"qdrant_search": "qdrant_ms", "pg_graph": "pg_graph_ms", "pg_query": "pg_query_ms", "similar": "similar_ms"}
+EXECUTORS = {"qdrant_search": "the vector search", "pg_graph": "the graph retriever", "pg_query": "the catalog query",
+             "similar": "the recommender"}
 LOGGED_IDS = 20  # entity ids an observation event lists per card (its count says how many there were)
 INTENT_IN_WARNING = 100  # characters of an intent's description in a failure warning, leaving room for why
 GRADE_ITEMS = max_len(GradeInput, "items")
@@ -119,6 +120,8 @@ async def _execute(run: RunContext, intent: BatchIntent) -> ContextCard | None:
         elif isinstance(intent, GraphIntent):
             result, names = await run.retrieval.graph(intent)
             card = from_graph(s.turn, intent, result, names)
+        elif isinstance(intent, SimilarIntent):
+            card = from_similar(s.turn, intent, await run.retrieval.similar(intent))
         else:
             card = from_query(s.turn, intent, await run.retrieval.query(intent))
     except Exception as exc:

@@ -13,7 +13,6 @@ import time
 import uuid
 from collections import defaultdict
 from dataclasses import dataclass, field, replace
-from typing import Literal
 
 from agentic_rag.errors import InvalidInput
 from agentic_rag.protocol import (
@@ -29,18 +28,20 @@ from agentic_rag.protocol import (
     ResponseStatus,
     RunBudget,
     SearchIntent,
+    SimilarIntent,
     SufficiencyReport,
     TerminationReason,
 )
 from agentic_rag.protocol.base import SHORT_TEXT_MAX
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.reading import Analysis
-from agentic_rag.protocol.roles import ContextCard, RewriteInput, StepStatus
+from agentic_rag.protocol.roles import ContextCard, RewriteInput, StepSource, StepStatus
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
 
 # link_ms is all of linking; asks_ms the part of it that embedded the question (what is asked by meaning)
 TIMING_KEYS = ("link_ms", "asks_ms", "planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms",
+               "similar_ms",
                "clarify_ms", "guard_ms", "trajectory_ms", "total_ms")
 DESCRIBED_INTENT_MAX = 300  # characters of an intent described in words (the planner's tried list, logs, warnings)
 QUOTED_QUESTION = 300  # characters of the question a not-found answer quotes back
@@ -66,7 +67,7 @@ def failure_text(who: str, exc: BaseException) -> str:
 # The readiness check (/readyz) a failed step counts against, by the failing store (RetrievalError.source)
 # or else by the step's executor
 READINESS_CHECKS = {"qdrant": "qdrant", "qdrant_search": "qdrant", "embedder": "models", "postgres": "postgres",
-                    "pg_graph": "postgres", "pg_query": "postgres"}
+                    "pg_graph": "postgres", "pg_query": "postgres", "similar": "qdrant"}
 
 
 def dependency_of(source: str, exc: BaseException) -> str:
@@ -93,12 +94,18 @@ def describe(intent: BatchIntent) -> str:
         end = f" -> {intent.end.id[:8]}" if intent.end else ""
         edges = f" via {','.join(intent.edge_types)}" if intent.edge_types else ""
         return f"pg_graph {intent.query_type} {intent.start.id[:8]}{end}{edges}"[:DESCRIBED_INTENT_MAX]
+    if isinstance(intent, SimilarIntent):
+        like = f"like {','.join(r.id[:8] for r in intent.like[:3])}" if intent.like else ""
+        wish = f" {intent.query!r}" if intent.query is not None else ""
+        return f"similar {intent.entity_type} {like}{wish}".rstrip()[:DESCRIBED_INTENT_MAX]
     return f"pg_query {intent.entity_type} {len(intent.where)} condition(s)"[:DESCRIBED_INTENT_MAX]
 
 
-def source_of(intent: BatchIntent) -> Literal["qdrant_search", "pg_graph", "pg_query"]:
+def source_of(intent: BatchIntent) -> StepSource:
     if isinstance(intent, SearchIntent):
         return "qdrant_search"
+    if isinstance(intent, SimilarIntent):
+        return "similar"
     return "pg_graph" if isinstance(intent, GraphIntent) else "pg_query"
 
 

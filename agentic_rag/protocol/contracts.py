@@ -40,7 +40,7 @@ IMAGE_QUERY_MAX = 14 * 2**20
 # agentic: the loop; linear: retrieve once, answer once (the baseline the loop is evaluated against)
 Mode = Literal["agentic", "linear"]
 RetrievalMode = Literal["vector", "graph", "hybrid", "none"]
-StepAction = Literal["qdrant_search", "pg_graph", "pg_query", "finish"]
+StepAction = Literal["qdrant_search", "pg_graph", "pg_query", "similar", "finish"]
 GraphQueryType = Literal["neighbors", "k_hop", "path", "compare"]
 ResponseStatus = Literal["answered", "not_found", "best_effort", "needs_clarification", "blocked"]
 TerminationReason = Literal[
@@ -197,13 +197,72 @@ class GraphIntent(ProtocolModel):
         ]}
 
 
+WorkType = Literal["anime", "manga"]
+SIMILAR_LIKE_MAX = 5  # examples one recommendation starts from
+SIMILAR_LIMIT_MAX = 20  # picks one recommendation returns
+
+
+class SimilarFilters(ProtocolModel):
+    """What the picks must be (the wishes a recommendation states as facts). All optional, ANDed."""
+
+    year_min: Year | None = Field(None, description="Only works from this year or later (\"from the 2010s\").")
+    year_max: Year | None = Field(None, description="Only works from this year or earlier (\"before 2010\").")
+    format: list[AnimeFormat] = Field(
+        default_factory=list, max_length=5, description="Anime formats to keep (\"a movie\": movie); anime only.")
+    genres: list[Genre] = Field(default_factory=list, max_length=8, description="Keep works having any of these.")
+    finished: bool | None = Field(None, description="true: only finished works; false: only running ones.")
+    max_length: int | None = Field(
+        None, ge=1, le=5000, description="Most episodes (anime) or volumes (manga): \"short\" is about 13 or 10.")
+
+    @model_validator(mode="after")
+    def _year_range(self) -> SimilarFilters:
+        if self.year_min is not None and self.year_max is not None and self.year_min > self.year_max:
+            raise ValueError(f"year_min ({self.year_min}) is after year_max ({self.year_max})")
+        return self
+
+
+class SimilarIntent(ProtocolModel):
+    """A recommendation: works of one type like the examples (and the wish text), fused from Qdrant's
+    recommendation query over the examples' vectors and the catalog graph's shared studio, staff, creator and
+    genres. The examples' own franchises (and those of ``exclude``) are left out unless asked."""
+
+    rationale: Rationale = Field(description="Short operational reason for this step (for logs).")
+    entity_type: WorkType = Field(description="What to recommend: anime or manga.")
+    like: list[EntityRef] = Field(
+        default_factory=list, max_length=SIMILAR_LIKE_MAX,
+        description="The examples, ids from context: works (anime, manga), or a studio or person whose works are "
+                    "meant. Empty when only the wish text says what is wanted.")
+    query: QueryText | None = Field(
+        None, description="The wish in words (\"dark and brutal\", \"a journey, bittersweet\"); null if none.")
+    filters: SimilarFilters = Field(default_factory=SimilarFilters, description="What the picks must be.")
+    exclude: list[Uuid] = Field(
+        default_factory=list, max_length=10,
+        description="Ids of works not wanted (\"not Demon Slayer\"); their franchises are left out too.")
+    include_franchise: bool = Field(
+        False, description="true only when the question asks for the examples' own franchise (\"other seasons\").")
+    limit: int = Field(5, ge=1, le=SIMILAR_LIMIT_MAX, description="How many picks to return.")
+
+    @model_validator(mode="after")
+    def _something_to_go_on(self) -> SimilarIntent:
+        if not self.like and self.query is None:
+            raise ValueError("a recommendation needs examples (like) or a wish (query)")
+        if self.filters.format and self.entity_type != "anime":
+            raise ValueError("filters.format applies to anime recommendations, not manga")
+        return self
+
+    def asked(self) -> str:
+        """What it asks, whatever its rationale says: its card keeps it, so a planner can tell this step ran."""
+        return self.model_dump_json(exclude={"rationale"})
+
+
 _PAYLOAD_FOR: dict[str, str | None] = {
-    "qdrant_search": "search_intent", "pg_graph": "graph_intent", "pg_query": "structured_query", "finish": None,
+    "qdrant_search": "search_intent", "pg_graph": "graph_intent", "pg_query": "structured_query",
+    "similar": "similar_intent", "finish": None,
 }
-_PAYLOADS = ("search_intent", "graph_intent", "structured_query")
+_PAYLOADS = ("search_intent", "graph_intent", "structured_query", "similar_intent")
 MAX_BATCH = 4  # intents run concurrently in one turn: the step's own payload plus up to three in ``also``
 
-BatchIntent = SearchIntent | GraphIntent | StructuredQuery
+BatchIntent = SearchIntent | GraphIntent | StructuredQuery | SimilarIntent
 
 
 class NextStep(ProtocolModel):
@@ -213,13 +272,15 @@ class NextStep(ProtocolModel):
         description=(
             "qdrant_search: semantic lookup or fetch by id. pg_graph: relationship traversal or "
             "comparison over known ids. pg_query: filter, count or aggregate catalog records by their "
-            "attributes. finish: the context already answers the question."
+            "attributes. similar: recommend works like known ones (\"anime like X\", \"something dark after X\"). "
+            "finish: the context already answers the question."
         )
     )
     rationale: Rationale = Field(description="Short operational reason for this step (for logs).")
     search_intent: SearchIntent | None = Field(None, description="Present exactly when action=qdrant_search.")
     graph_intent: GraphIntent | None = Field(None, description="Present exactly when action=pg_graph.")
     structured_query: StructuredQuery | None = Field(None, description="Present exactly when action=pg_query.")
+    similar_intent: SimilarIntent | None = Field(None, description="Present exactly when action=similar.")
     also: list[BatchIntent] = Field(
         default_factory=list, max_length=MAX_BATCH - 1,
         description=(
@@ -243,7 +304,7 @@ class NextStep(ProtocolModel):
 
     def intents(self) -> list[BatchIntent]:
         """Every intent this step runs, its own payload first (empty for finish)."""
-        own = self.search_intent or self.graph_intent or self.structured_query
+        own = self.search_intent or self.graph_intent or self.structured_query or self.similar_intent
         return [own, *self.also] if own is not None else []
 
     @classmethod

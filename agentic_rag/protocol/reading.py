@@ -32,7 +32,23 @@ class Filter:
     total: str | None = None  # the field summed over the matches ("total episodes of Madhouse's TV series")
 
 
-Intent = Literal["relation", "compare", "chain", "attribute", "aggregate", "filter", "lookup"]
+@dataclass(slots=True)
+class Recommend:
+    """A request for works like the examples (the reading's resolved names, or where its hops lead): what to
+    recommend, the wish in words, the facts the picks must have, how many."""
+
+    entity_type: Literal["anime", "manga"] = "anime"
+    wish: str = ""  # searched by meaning beside the examples ("dark psychological")
+    year_min: int | None = None
+    year_max: int | None = None
+    formats: tuple[str, ...] = ()  # anime formats to keep ("a movie": movie; "not a movie": the others)
+    finished: bool | None = None
+    short: bool = False  # "something short": a dozen episodes, ten volumes
+    limit: int = 5
+    lacking: str | None = None  # a type asked for that the catalog does not hold ("light novels")
+
+
+Intent = Literal["relation", "compare", "chain", "attribute", "aggregate", "filter", "lookup", "recommend"]
 # What is read off the final entities: a catalog column, the first episode, or an aggregate.
 Attr = Literal["year", "episode_count", "volumes", "magazine", "founded", "format", "status", "genres",
                "first_episode",
@@ -91,3 +107,4 @@ class Analysis:
     # the reading reached a name no cue word says anything about, where it reads what is asked by meaning
     # (``EntityLinks.asks``): only then does linking embed the question (nine runs in ten it does not)
     by_meaning: bool = False
+    recommend: Recommend | None = None  # works like the resolved names are asked for, not facts about them

@@ -26,9 +26,9 @@ from agentic_rag.protocol import (
 from agentic_rag.protocol.reading import Analysis
 
 Role = Literal["rewrite", "select", "draft", "grade", "validate"]
-StepSource = Literal["qdrant_search", "pg_graph", "pg_query"]
+StepSource = Literal["qdrant_search", "pg_graph", "pg_query", "similar"]
 # a card is a step's findings, or (``request``) what came with the question itself: an attached image
-CardSource = Literal["qdrant_search", "pg_graph", "pg_query", "request"]
+CardSource = Literal["qdrant_search", "pg_graph", "pg_query", "similar", "request"]
 
 
 class _Input(BaseModel):

@@ -99,6 +99,10 @@ class QdrantExecutor:
         with self._lock:
             return fn(*args, **kwargs)
 
+    async def embed_query(self, text: str) -> list[float]:
+        """``text`` as the vector a search by it uses."""
+        return (await self._embed([text]))[0].tolist()  # type: ignore[no-any-return]
+
     async def image(self, image_query: str) -> bytes:
         """A search's image, fetched or decoded and verified (:func:`~agentic_rag.models.images.read_image_query`);
         ``InvalidInput`` when it is refused or when no image model is configured."""

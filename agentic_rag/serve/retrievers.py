@@ -21,12 +21,13 @@ from ray.serve.handle import DeploymentHandle
 
 from agentic_rag.orchestrator.retrieval import Linked, with_asks
 from agentic_rag.orchestrator.state import QUESTION_MAX
-from agentic_rag.protocol import EntityRef, GraphIntent, SearchIntent, StructuredQuery
+from agentic_rag.protocol import EntityRef, GraphIntent, SearchIntent, SimilarIntent, StructuredQuery
 from agentic_rag.retrievers.dsl import run_query
 from agentic_rag.retrievers.errors import FailureKind, RetrievalError, on_pool
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.hydrate import MAX_HYDRATE, hydrate, labels
+from agentic_rag.retrievers.similar import SimilarRetriever
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.serve.args import open_pool, replica_settings
@@ -78,7 +79,8 @@ async def _open_store(settings: Settings) -> VectorStore:
 
 
 class VectorReplica:
-    """Hybrid search: Qdrant vectors (queries embedded by the Embedder deployment) fused with PostgreSQL names."""
+    """Hybrid search: Qdrant vectors (queries embedded by the Embedder deployment) fused with PostgreSQL names; and
+    recommendations (Qdrant's recommendation query fused with the catalog graph's evidence)."""
 
     # Serve awaits an async constructor, so the pool is open before the replica takes a request
     async def __init__(self, args: dict[str, Any], embedder: DeploymentHandle[Any]) -> None:  # type: ignore[misc]
@@ -90,11 +92,17 @@ class VectorReplica:
         self._executor = QdrantExecutor(self._client, handle_embed(embedder), settings,
                                         handle_embed_images(embedder) if settings.image_model is not None else None)
         self._hybrid = HybridRetriever(self._pool, self._executor)
+        self._similar = SimilarRetriever(self._pool, self._executor)
 
     @accounted
     async def search(self, intent: Any) -> dict[str, Any]:
         parsed = parse(SearchIntent, intent)
         return await _answer("qdrant", self._hybrid.execute(parsed))
+
+    @accounted
+    async def similar(self, intent: Any) -> dict[str, Any]:
+        parsed = parse(SimilarIntent, intent)
+        return await _answer("qdrant", self._similar.execute(parsed))
 
     @accounted
     async def ready(self) -> dict[str, Any]:

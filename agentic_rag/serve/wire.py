@@ -44,6 +44,7 @@ from agentic_rag.protocol import (
     RetrievalResult,
     RunBudget,
     SearchIntent,
+    SimilarIntent,
     StructuredQuery,
 )
 from agentic_rag.protocol.contracts import IMAGE_QUERY_MAX
@@ -357,6 +358,10 @@ class HandleRetrieval:
     async def query(self, query: StructuredQuery) -> QueryResult:
         value = await self._call("postgres", "query", self._graph.query.remote(query.model_dump(mode="json")))
         return QueryResult.model_validate(value)
+
+    async def similar(self, intent: SimilarIntent) -> RetrievalResult:
+        value = await self._call("qdrant", "similar", self._vector.similar.remote(intent.model_dump(mode="json")))
+        return RetrievalResult.model_validate(value)
 
     async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> Linked:
         # asks_ms stays 0 here: the question is embedded in the GraphRetriever, whose Embedder call the

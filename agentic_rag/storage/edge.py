@@ -91,6 +91,30 @@ def edge_filter(flt: models.Filter) -> edge.Filter:
     return edge.Filter(must=clause(flt.must), should=clause(flt.should), must_not=clause(flt.must_not))
 
 
+def edge_query(query: list[float] | models.RecommendQuery, using: str | None) -> edge.Query:
+    """A nearest-neighbour vector, or qdrant-client's recommendation query with vector examples (the edge engine
+    takes vectors, not point ids: the caller fetches the examples' vectors) and the best_score or sum_scores
+    strategy, as the edge engine's query."""
+    if not isinstance(query, models.RecommendQuery):
+        return edge.Query.Nearest(query, using=using)
+    rec = query.recommend
+
+    def vectors(examples: Any) -> list[Any]:  # dense vectors (the edge stub's NamedVector list)
+        out: list[Any] = []
+        for v in examples or []:
+            if not isinstance(v, list):
+                raise TypeError("the edge store takes recommendation examples as vectors, not point ids")
+            out.append([float(x) for x in v])
+        return out
+
+    examples = edge.RecommendQuery(positives=vectors(rec.positive), negatives=vectors(rec.negative))
+    if rec.strategy == models.RecommendStrategy.BEST_SCORE:
+        return edge.Query.RecommendBestScore(examples, using=using)
+    if rec.strategy == models.RecommendStrategy.SUM_SCORES:
+        return edge.Query.RecommendSumScores(examples, using=using)
+    raise TypeError(f"the edge store does not run the {rec.strategy} recommendation strategy")
+
+
 def _payload_selector(with_payload: bool | list[str]) -> bool | list[str]:
     return list(with_payload) if isinstance(with_payload, list) else bool(with_payload)
 
@@ -251,16 +275,18 @@ class EdgeStore:
         return ([models.Record(id=_out_id(r.id), payload=r.payload, vector=_vector(r.vector)) for r in records],
                 None if next_id is None else _out_id(next_id))
 
-    def query_points(self, collection_name: str, query: list[float], *, using: str | None = None,
+    def query_points(self, collection_name: str, query: list[float] | models.RecommendQuery, *,
+                     using: str | None = None,
                      query_filter: models.Filter | None = None, search_params: models.SearchParams | None = None,
                      limit: int = 10, with_payload: bool | list[str] = True,
                      with_vectors: bool = False) -> rest.QueryResponse:
-        """Nearest neighbours of ``query`` in the vector ``using`` (None: the unnamed one); HNSW where the graph is
-        built, exact where not, or ``exact=True``."""
+        """Nearest neighbours of ``query`` in the vector ``using`` (None: the unnamed one), or the points a
+        recommendation query (:func:`edge_query`) ranks first; HNSW where the graph is built, exact where not, or
+        ``exact=True``."""
         ef = search_params.hnsw_ef if search_params is not None and search_params.hnsw_ef else self._hnsw_ef
         exact = bool(search_params is not None and search_params.exact)
         request = edge.QueryRequest(
-            limit=limit, query=edge.Query.Nearest(query, using=using),
+            limit=limit, query=edge_query(query, using),
             filter=None if query_filter is None else edge_filter(query_filter),
             params=edge.SearchParams(hnsw_ef=ef, exact=exact),
             with_payload=_payload_selector(with_payload), with_vector=with_vectors)

@@ -25,8 +25,8 @@ from agentic_rag.settings import Settings
 log = logging.getLogger(__name__)
 
 # Payload fields filtered on; indexed on a server and by the edge engine (local mode scans, and warns if asked).
-KEYWORD_FIELDS = ("type", "genres", "format", "anime_ids", "franchise_id", "anime_id")
-INTEGER_FIELDS = ("year",)
+KEYWORD_FIELDS = ("type", "genres", "format", "anime_ids", "franchise_id", "anime_id", "status")
+INTEGER_FIELDS = ("year", "episode_count", "volumes")
 # The named vector of an entity's picture, beside the unnamed (default) text vector; only in collections built
 # with an image model (RAG_IMAGE_MODEL), and only on the points of entities that have an image.
 IMAGE_VECTOR = "image"
@@ -74,7 +74,8 @@ class VectorStore(Protocol):
         """A page of points in id order, and the offset of the next page (None after the last), to pass back."""
 
 
-    def query_points(self, collection_name: str, query: list[float], *, using: str | None = None,
+    def query_points(self, collection_name: str, query: list[float] | models.RecommendQuery, *,
+                     using: str | None = None,
                      query_filter: models.Filter | None = None, search_params: models.SearchParams | None = None,
                      limit: int = 10, with_payload: bool | list[str] = True,
                      with_vectors: bool = False) -> rest.QueryResponse:

@@ -100,7 +100,7 @@ class PlanStep(BaseModel):
     """One retrieval step the run executed."""
 
     turn: int = Field(ge=0, description="The loop turn (from 0) that ran it.")
-    action: Literal["qdrant_search", "pg_graph", "pg_query"] = Field(description="Which executor ran it.")
+    action: Literal["qdrant_search", "pg_graph", "pg_query", "similar"] = Field(description="Which executor ran it.")
     intent: str = Field(description="What it asked for, in short.")
     rationale: str = Field(description="Why the planner chose it.")
 

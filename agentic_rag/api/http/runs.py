@@ -28,7 +28,7 @@ from agentic_rag.api.http.metrics import ApiMetrics
 from agentic_rag.api.http.models import AskResponse, PlanStep, QueryResponse
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.state import DESCRIBED_INTENT_MAX, describe
-from agentic_rag.protocol import GraphIntent, SearchIntent, StructuredQuery
+from agentic_rag.protocol import GraphIntent, SearchIntent, SimilarIntent, StructuredQuery
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.settings import Settings
 
@@ -39,8 +39,8 @@ StartRun = Callable[[EventSink | None], Awaitable[RunResult]]
 RUN_GRACE_S = 15.0  # past the loop's own deadline: final trajectory writes, their retries
 CANCEL_WAIT_S = 10.0  # how long a cancelled run may take to record that it was cancelled
 CLIENT_CLOSED = 499  # nginx's code for "the client closed the request", seen only in metrics and logs
-_INTENT_MODELS: dict[str, type[SearchIntent] | type[GraphIntent] | type[StructuredQuery]] = {
-    "qdrant_search": SearchIntent, "pg_graph": GraphIntent, "pg_query": StructuredQuery,
+_INTENT_MODELS: dict[str, type[SearchIntent] | type[GraphIntent] | type[StructuredQuery] | type[SimilarIntent]] = {
+    "qdrant_search": SearchIntent, "pg_graph": GraphIntent, "pg_query": StructuredQuery, "similar": SimilarIntent,
 }
 
 

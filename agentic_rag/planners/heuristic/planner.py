@@ -15,7 +15,7 @@ from agentic_rag.planners.heuristic.progress import (
     searched_by_meaning,
     unknown_names,
 )
-from agentic_rag.protocol import MAX_BATCH, GraphIntent, NextStep, SearchIntent, StructuredQuery
+from agentic_rag.protocol import MAX_BATCH, GraphIntent, NextStep, SearchIntent, SimilarIntent, StructuredQuery
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.roles import SelectInput
 from agentic_rag.understanding.reading import reading_of
@@ -35,7 +35,7 @@ def select(inp: SelectInput) -> NextStep:
             return finish("searched by the attached image")
         search = image_search(inp.question)
         return NextStep(action="qdrant_search", rationale=search.rationale, search_intent=search)
-    if not a.mentions and a.filter is None:
+    if not a.mentions and a.filter is None and a.recommend is None:
         # no name linked: search by meaning, once, in the collections a description usually names; but a
         # question naming something the catalog lacks ("who is Satoshi Kon?") is no description
         if not searched_by_meaning(inp.cards):
@@ -48,7 +48,7 @@ def select(inp: SelectInput) -> NextStep:
             return finish("no name in the question is in the catalog; searched by meaning")
         # the description picked out an entry: what the question asks of it, below
     # a question in parts: the steps of every part, in one batch where they fit
-    ps = [progress(x, inp.cards) for x in (a, *a.more)]
+    ps = [progress(x, inp.cards, inp.question) for x in (a, *a.more)]
     if missing := [m for p in ps for m in p.missing]:
         return finish(f"no catalog entity matches {', '.join(dict.fromkeys(missing))}")
     steps = list({s.model_dump_json(): s for p in ps for s in p.steps}.values())[:MAX_BATCH]
@@ -60,6 +60,8 @@ def select(inp: SelectInput) -> NextStep:
         return NextStep(action="qdrant_search", rationale=why, search_intent=first, also=rest)
     if isinstance(first, GraphIntent):
         return NextStep(action="pg_graph", rationale=why, graph_intent=first, also=rest)
+    if isinstance(first, SimilarIntent):
+        return NextStep(action="similar", rationale=why, similar_intent=first, also=rest)
     assert isinstance(first, StructuredQuery)
     return NextStep(action="pg_query", rationale=why, structured_query=first, also=rest)
 

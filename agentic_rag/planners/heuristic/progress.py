@@ -21,6 +21,8 @@ from agentic_rag.protocol import (
     GraphIntent,
     SearchFilters,
     SearchIntent,
+    SimilarFilters,
+    SimilarIntent,
     StructuredQuery,
 )
 from agentic_rag.protocol.limits import max_len
@@ -44,6 +46,7 @@ _QUERY = max_len(SearchIntent, "query")
 _IDS = max_len(SearchFilters, "id")
 _WHERE = max_len(StructuredQuery, "where")
 _REQUEST = max_len(ContextCard, "request")  # a query card's request is its description, cut to this
+_RATIONALE = max_len(SimilarIntent, "rationale")
 
 
 @dataclass(slots=True)
@@ -194,6 +197,8 @@ def _card_for(cards: list[ContextCard], intent: BatchIntent) -> ContextCard | No
     if isinstance(intent, StructuredQuery):
         want = describe(intent)[:_REQUEST]
         return next((c for c in cards if c.source == "pg_query" and c.request == want), None)
+    if isinstance(intent, SimilarIntent):
+        return next((c for c in cards if c.source == "similar" and c.data.get("asked") == intent.asked()), None)
     assert isinstance(intent, GraphIntent)
     for c in cards:
         if (c.source == "pg_graph" and c.data.get("kind") == intent.query_type
@@ -204,9 +209,11 @@ def _card_for(cards: list[ContextCard], intent: BatchIntent) -> ContextCard | No
     return None
 
 
-def progress(a: Analysis, cards: list[ContextCard]) -> Progress:
+def progress(a: Analysis, cards: list[ContextCard], question: str = "") -> Progress:
     """The state of ``a`` over ``cards``: the next intents to run, or everything needed to answer."""
     p = Progress()
+    if a.recommend is not None and not a.mentions:  # "something dark and brutal": the wish alone
+        return _need(p, cards, [similar(a, [], question)], final=True)
     if not a.mentions and a.filter is None:
         # a description: once the search by meaning has picked out its entry, the plan goes on from it
         start = described_start(a, cards)
@@ -356,8 +363,37 @@ def _walk(a: Analysis, cards: list[ContextCard], p: Progress, frontier: list[Car
         frontier = p.levels[-1] = [e for e in frontier if e.ref.id not in a.exclude]
         if not frontier:
             return p
+    if a.recommend is not None:  # works like where the plan got to
+        return _need(p, cards, [similar(a, frontier)], final=True)
     q = _attribute_query(a, frontier)
     return _final(p, cards, q) if q else p
+
+
+# "something short": at most this many episodes (anime) or volumes (manga)
+SHORT_LENGTH = {"anime": 13, "manga": 10}
+LIKE_TYPES = ("anime", "manga", "franchise", "studio", "person", "character")
+_LIKE = max_len(SimilarIntent, "like")
+_EXCLUDE = max_len(SimilarIntent, "exclude")
+_WISH = max_len(SimilarIntent, "query")
+
+
+def similar(a: Analysis, frontier: list[CardEntity], question: str = "") -> SimilarIntent:
+    """The recommendation ``a`` asks for, of works like ``frontier`` (none: like the wish alone, or else the
+    question's own words)."""
+    r = a.recommend
+    assert r is not None
+    like = [e.ref for e in frontier if e.ref.entity_type in LIKE_TYPES][:_LIKE]
+    wish = r.wish or (None if like else " ".join(question.split())[:_WISH] or "popular")
+    lo, hi = (None if y is None else min(max(y, 1900), 2100) for y in (r.year_min, r.year_max))
+    if lo is not None and hi is not None and lo > hi:
+        lo = hi = None  # "after 2020 and before 2010": no year can be both; the years are not a wish then
+    filters = SimilarFilters(
+        year_min=lo, year_max=hi, format=list(r.formats) if r.entity_type == "anime" else [], finished=r.finished,
+        max_length=SHORT_LENGTH[r.entity_type] if r.short else None)
+    names = ", ".join(e.name for e in frontier[:3])[:QUOTED_NAME]
+    return SimilarIntent(rationale=f"recommend {r.entity_type} like {names or repr(wish)}"[:_RATIONALE],
+                         entity_type=r.entity_type, like=like, query=wish[:_WISH] if wish else None,
+                         filters=filters, exclude=sorted(a.exclude)[:_EXCLUDE], limit=r.limit)
 
 
 def _tv_versions(cards: list[ContextCard], chain: list[CardEntity]) -> tuple[list[CardEntity], list[BatchIntent]]:

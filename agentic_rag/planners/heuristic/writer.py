@@ -28,8 +28,8 @@ from agentic_rag.planners.heuristic.sentences import (
 )
 from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphPath
 from agentic_rag.protocol.limits import max_len
-from agentic_rag.protocol.reading import Analysis
-from agentic_rag.protocol.roles import CardEntity, DraftInput
+from agentic_rag.protocol.reading import Analysis, Recommend
+from agentic_rag.protocol.roles import CardEntity, ContextCard, DraftInput
 from agentic_rag.understanding.reading import reading_of
 
 MIN_REPEATED = 4  # words a sentence needs before a repeat of it is dropped from a multi-part answer
@@ -77,7 +77,7 @@ def draft(inp: DraftInput) -> DraftAnswer:
 
 
 def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
-    p = progress(a, inp.cards)
+    p = progress(a, inp.cards, inp.question)
     if p.missing:
         # no facts and no entities: the loop ends with an explicit not-found, never a guess
         return _result(f"I could not find {', '.join(p.missing)} in the catalog.", [], [], confidence=0.1)
@@ -85,6 +85,8 @@ def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
         return _result("The context does not answer the question yet.", [], [], confidence=0.2)
     if a.filter is not None and not p.starts:
         return _query_answer(a, p, [])
+    if a.recommend is not None and not a.mentions and p.card is not None:
+        return recommendation(a, p.card, [], [])
     ents = p.starts or [r.entity for r in p.found if r.entity is not None]
     if not ents:
         return _by_meaning(inp)
@@ -113,6 +115,8 @@ def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
         current = level
     if a.hops and (len(p.levels) < len(a.hops) or not p.levels[-1]):
         return _result(" ".join(lines), sources, [ents[0].ref], confidence=0.6, citations=[ents[0].name])
+    if p.card is not None and p.card.source == "similar":
+        return recommendation(a, p.card, lines, sources)
     if p.card is not None:
         return _query_answer(a, p, lines, sources, current)
     final = current
@@ -122,6 +126,69 @@ def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
         lines.append(_about(inp, ents[0]))
     return _result(" ".join(lines), sources, [e.ref for e in final], confidence=0.85,
                    citations=[bare(e.name) for e in chain][:_CITATIONS], facts=lines[:_FACTS])
+
+
+FORMAT_WORDS = {"movie": "films", "tv": "TV series", "ova": "OVAs", "ona": "ONAs", "special": "specials"}
+
+
+def recommendation(a: Analysis, card: ContextCard, lines: list[str], sources: list[EntityRef]) -> DraftAnswer:
+    """The picks of a ``similar`` step, each with the reasons it was picked, after what the chain to its
+    examples found ("Mob Psycho 100 was animated by Bones."); none found is said with the wishes that ruled
+    every candidate out."""
+    r = a.recommend
+    assert r is not None
+    rows = [row for row in card.data.get("rows", []) if isinstance(row, dict) and row.get("id")]
+    examples = _example_names(card)
+    kind = r.entity_type if r.entity_type == "manga" else "anime"
+    wanted = _wishes(r)
+    if r.lacking:
+        lines.append(f"The catalog holds anime and manga only, no {r.lacking}; here is {kind} instead.")
+    if not rows:
+        what = f"{kind} like {join(examples)}" if examples else f"{kind} matching that wish"
+        lines.append(f"The catalog has no other {what}{' that ' + wanted if wanted else ''}.")
+        return _result(" ".join(lines), sources, [], confidence=0.8, facts=lines[-1:])
+    picks = []
+    for row in rows:
+        year = f" ({row['year']})" if row.get("year") and str(row["year"]) not in str(row.get("name")) else ""
+        why = " and ".join(row.get("reasons") or [])
+        picks.append(f"{row.get('name')}{year}" + (f", {why}" if why else ""))
+    that = f" that {wanted}" if wanted else ""
+    makers = set(card.data.get("like_types") or ()) <= {"studio", "person"}
+    if examples and makers:  # "the studio that animated X": its works are what is meant
+        head = f"More {kind} by {join(examples)}{that}:"
+    elif examples:
+        head = f"If you liked {join(examples)}, try these {kind}{that}:"
+    else:
+        head = f"Some {kind} matching that wish{that}:"
+    lines.append(f"{head} {'; '.join(picks[:-1]) + ('; and ' if len(picks) > 1 else '') + picks[-1]}.")
+    refs = [EntityRef(entity_type=row["entity_type"], id=row["id"]) for row in rows if row.get("entity_type")]
+    return _result(" ".join(lines), [*sources, *refs], refs, confidence=0.85, facts=lines[-1:],
+                   citations=[str(row.get("name")) for row in rows])
+
+
+def _example_names(card: ContextCard) -> list[str]:
+    """The examples' names, as the card's summary says them ("5 anime like Death Note and Monster:")."""
+    head = str(card.summary).split("\n", 1)[0]
+    said = re.match(r"^(?:\d+|No) \w+ like (.+?)(?: found)?[.:]$", head)
+    return [said.group(1)] if said and not said.group(1).startswith("'") else []
+
+
+def _wishes(r: Recommend) -> str:
+    """The facts asked of the picks, as words ("are finished, from 1990 to 1999, films")."""
+    out = []
+    if r.finished is not None:
+        out.append("are finished" if r.finished else "are still running")
+    if r.year_min and r.year_max:
+        out.append(f"are from {r.year_min} to {r.year_max}")
+    elif r.year_min:
+        out.append(f"are from {r.year_min} on")
+    elif r.year_max:
+        out.append(f"are from before {r.year_max + 1}")
+    if r.formats and len(r.formats) < len(FORMAT_WORDS):
+        out.append("are " + join([FORMAT_WORDS[f] for f in r.formats]))
+    if r.short:
+        out.append("are short")
+    return join(out) if out else ""
 
 
 def _by_meaning(inp: DraftInput) -> DraftAnswer:

@@ -185,6 +185,9 @@ def _asked(a: Analysis) -> str:
     if a.intent == "relation" and len(names) >= 2:
         shared = " or ".join(dict.fromkeys(e for h in a.hops for e in h.edges))
         return CONNECTION_WORDS.format(x=names[0], y=names[1]) + (f": {shared} in common" if shared else "")
+    if a.recommend is not None:
+        like = SIMILAR_WORDS.format(t=a.recommend.entity_type, x=" and ".join(names) or "the wish")
+        return like + (f" ({a.recommend.wish})" if a.recommend.wish else "")
     if not names:
         return "a search by description" if a.described or a.filter is not None else ""
     parts = []
@@ -293,6 +296,7 @@ def _done(cards: list[ContextCard]) -> tuple[set[tuple[str, str]], set[str]]:
             and len(c.data.get("edge_types") or []) == 1}
     read = {str(i) for c in cards if c.source == "qdrant_search" and len(c.data.get("ids") or []) == 1
             for i in c.data["ids"]}
+    hops |= {(str(i), "similar") for c in cards if c.source == "similar" for i in c.data.get("like") or []}
     return hops, read
 
 
@@ -309,6 +313,8 @@ COMPARE_WORDS = "compare {x} and {y}"
 CONNECTION_WORDS = "link between {x} and {y}"
 FINISH_WORDS = "finish: the steps so far answer it"
 SEARCH_WORDS = "search the {t}s by description"  # the question's own words, searched by meaning
+SIMILAR_WORDS = "{t} like {x}: recommendations"  # a similar step from one shown entity
+SIMILAR_FROM = ("anime", "manga", "franchise", "studio", "person")  # what a recommendation may start from
 MAX_STEPS = 40  # steps one select form offers
 MAX_PAIRS = 3  # comparisons and connections offered (between the top readings of different mentions)
 
@@ -348,6 +354,9 @@ def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any
             if (e.id, relation) not in hops and relation not in UNOFFERED:
                 steps.setdefault(STEP_WORDS[relation].format(x=e.label),
                                  {"step": "related", "of": e.label, "relation": relation})
+        if e.entity_type in SIMILAR_FROM and (e.id, "similar") not in hops:
+            t = "manga" if e.entity_type == "manga" else "anime"
+            steps.setdefault(SIMILAR_WORDS.format(t=t, x=e.label), {"step": "similar", "of": e.label, "type": t})
     taken = any(c.source != "request" for c in inp.cards)  # an attached image's card is no step
     listed = list(steps)[: MAX_STEPS - len(SEARCHABLE) - (1 if taken else 0)]
     for t in SEARCHABLE:
@@ -386,6 +395,10 @@ def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any
             record = {"rationale": why, "entity_type": e.entity_type, "limit": 5,
                       "where": [{"field": NAME_FIELD[e.entity_type], "op": "eq", "value": e.name[:200]}]}
             return {"action": "pg_query", "rationale": why, "structured_query": record, "also": [story]}
+        if step == "similar":
+            why = f"{f['type']} like {f['of']}"[:_RATIONALE]
+            return {"action": "similar", "rationale": why, "similar_intent": {
+                "rationale": why, "entity_type": f["type"], "like": [ref(f["of"])]}}
         if step == "search":
             why = f"search {f['type']} by meaning"
             return {"action": "qdrant_search", "rationale": why, "search_intent": {

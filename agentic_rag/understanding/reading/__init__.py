@@ -24,6 +24,7 @@ from agentic_rag.understanding.reading.counts import _together
 from agentic_rag.understanding.reading.focus import _focus
 from agentic_rag.understanding.reading.pairs import _guess, _read_pair
 from agentic_rag.understanding.reading.parts import _read_parts
+from agentic_rag.understanding.reading.recommend import read_recommendation
 
 
 def read(question: str, links: EntityLinks | None) -> Analysis:
@@ -42,7 +43,7 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         reads.append(_read(text, part_links))
         return reads[-1]
 
-    a = _read_parts(question, links, one)
+    a = read_recommendation(question, links, one) or _read_parts(question, links, one)
     a.by_meaning = any(r.by_meaning for r in reads)
     for x in (a, *a.more):
         x.exclude |= excluded

@@ -210,3 +210,30 @@ def test_ensure_collections_creates_every_type_with_payload_indexes(tmp_path: Pa
             ensure_collections(store, settings, DIM * 2)
     finally:
         store.close()
+
+
+@pytest.mark.parametrize("strategy", [models.RecommendStrategy.SUM_SCORES, models.RecommendStrategy.BEST_SCORE])
+@pytest.mark.parametrize("kind", FILTERS)
+def test_a_recommendation_query_matches_the_client(store: EdgeStore, reference: QdrantClient, kind: str,
+                                                   strategy: models.RecommendStrategy) -> None:
+    # the similar step's query: examples as vectors, and the examples themselves left out by id
+    rng = np.random.default_rng(3)
+    for _ in range(3):
+        examples = [rng.standard_normal(DIM).tolist() for _ in range(3)]
+        query = models.RecommendQuery(recommend=models.RecommendInput(positive=examples, strategy=strategy))
+        skip = models.HasIdCondition(has_id=[str(uuid.UUID(int=i + 1)) for i in range(0, N, 7)])
+        base = FILTERS[kind]
+        flt = models.Filter(must=base.must if base else None, should=base.should if base else None,
+                            must_not=[*(base.must_not or [] if base else []), skip])
+        got = store.query_points("anime", query=query, query_filter=flt, limit=10).points
+        want = reference.query_points("anime", query=query, query_filter=flt, limit=10).points
+        assert [p.id for p in got] == [p.id for p in want]
+        assert not {p.id for p in got} & set(skip.has_id)
+
+
+def test_a_recommendation_by_point_id_is_refused_by_the_edge_store(store: EdgeStore,
+                                                                   points: list[models.PointStruct]) -> None:
+    # the edge engine takes example vectors only: the retriever fetches them first, and says so when it does not
+    query = models.RecommendQuery(recommend=models.RecommendInput(positive=[str(points[0].id)]))
+    with pytest.raises(TypeError, match="as vectors, not point ids"):
+        store.query_points("anime", query=query, limit=3)

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import uuid
 from typing import Any
 
@@ -27,6 +28,9 @@ EXAMPLES: list[BaseModel] = [
     p.SearchIntent(rationale="r", entity_type="anime", query="pirates", limit=5,
                    filters=p.SearchFilters(year_min=1999, format=["tv"], genres=["Action"], franchise_id=U2)),
     SEARCH,
+    p.SimilarIntent(rationale="r", entity_type="anime", like=[p.EntityRef(entity_type="anime", id=U3)], query="dark",
+                    filters=p.SimilarFilters(year_min=1990, year_max=1999, format=["tv"], genres=["drama"],
+                                             finished=True, max_length=26), exclude=[U2], limit=3),
     p.SearchIntent(rationale="fetch", entity_type="anime", query="Luffy's anime", filters=p.SearchFilters(id=[U3])),
     GRAPH,
     p.GraphIntent(rationale="sequels", query_type="neighbors", start=LUFFY, edge_types=["sequel"],
@@ -116,7 +120,8 @@ def test_next_step_schema_admits_only_consistent_actions() -> None:
          "action='finish' must not carry search_intent"),
         ({"action": "qdrant_search", "rationale": "r", "search_intent": SEARCH.model_dump(),
           "graph_intent": GRAPH.model_dump()}, "must not carry graph_intent"),
-        ({"action": "sql", "rationale": "r"}, "Input should be 'qdrant_search', 'pg_graph', 'pg_query' or 'finish'"),
+        ({"action": "sql", "rationale": "r"},
+         "Input should be 'qdrant_search', 'pg_graph', 'pg_query', 'similar' or 'finish'"),
         ({"action": "pg_query", "rationale": "r"}, "action='pg_query' requires structured_query"),
     ],
 )
@@ -204,3 +209,31 @@ def test_validator_rules_are_in_the_schema_too() -> None:
         jsonschema.validate({"nodes": [start, start], "rels": []}, path)
     # code may still build a fetch by id without a query
     assert p.SearchIntent(rationale="fetch", entity_type="anime", filters=p.SearchFilters(id=[U1])).query is None
+
+
+SOME_ID = "00000000-0000-4000-8000-000000000001"
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    ({"entity_type": "anime"}, "needs examples (like) or a wish (query)"),
+    ({"entity_type": "manga", "query": "dark", "filters": {"format": ["movie"]}}, "applies to anime"),
+    ({"entity_type": "anime", "query": "x", "filters": {"year_min": 2010, "year_max": 2000}}, "is after year_max"),
+    ({"entity_type": "novel", "query": "x"}, "Input should be 'anime' or 'manga'"),
+    ({"entity_type": "anime", "like": [{"entity_type": "anime", "id": SOME_ID}] * 6}, "at most 5 items"),
+    ({"entity_type": "anime", "query": "x", "limit": 500}, "less than or equal to 20"),
+])
+def test_a_recommendation_is_bounded_and_says_what_is_wrong(data: dict[str, Any], message: str) -> None:
+    with pytest.raises(ValidationError, match=re.escape(message)):
+        p.SimilarIntent.model_validate({"rationale": "r", **data})
+
+
+def test_a_similar_step_carries_exactly_its_intent() -> None:
+    intent = {"rationale": "r", "entity_type": "anime", "like": [{"entity_type": "anime", "id": SOME_ID}]}
+    step = p.NextStep.model_validate({"action": "similar", "rationale": "r", "similar_intent": intent})
+    assert step.intents() == [p.SimilarIntent.model_validate(intent)]
+    with pytest.raises(ValidationError, match="action='similar' requires similar_intent"):
+        p.NextStep.model_validate({"action": "similar", "rationale": "r"})
+    variant = next(v for v in p.NextStep.model_json_schema()["anyOf"] if v["title"] == "NextStep[similar]")
+    assert "similar_intent" in variant["required"] and variant["properties"]["search_intent"] == {"type": "null"}
+    # the key a card keeps: the same ask whatever the rationale
+    assert p.SimilarIntent.model_validate({**intent, "rationale": "other"}).asked() == step.intents()[0].asked()

@@ -1,0 +1,240 @@
+"""Recommendations: "anime like Frieren", "something dark after AoT", "any good movies from the studio of X".
+
+A question asks for recommendations when it says so ("recommend", "recs", "suggest"), asks for what is similar
+("similar", "like X", "like it", "same vibe", "in the same vein", "just as dark"), or asks for more of a kind
+("anything else", "other shows", "any good movies"). What it reads:
+
+- the **examples**: the works it names, or where a chain leads ("the studio that animated X" is an example of
+  its own: its works are meant); a name after a negation ("not Demon Slayer", "no more AoT stuff", "Boruto
+  doesn't count") is left out instead, its franchise with it;
+- **what to recommend**: anime or manga, by the type word said ("manga", "shows", "a movie") or the verb ("read",
+  "watch"), else the examples' own type;
+- the **facts the picks must have**, read by the catalog filter parser (:mod:`~agentic_rag.understanding.filters`)
+  from the words around the names ("90s", "before 2010", "a movie", "not a movie", "finished", "still airing",
+  "short"); "finished X" or "just finished the ..." is what the asker did, not a wish;
+- the **wish in words**: the words left once names, cue words and chatter are gone ("dark psychological",
+  "journey bittersweet fantasy"), searched by meaning beside the examples;
+- **how many**: "2 or 3 shows" (the larger), "a few", else five.
+
+A type the catalog does not hold ("a light novel like X", "games like Persona") is said, and the picks are of the
+nearest type it holds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from typing import Literal
+
+from agentic_rag.protocol import EntityLinks, LinkedMention
+from agentic_rag.protocol.reading import Analysis, Recommend
+from agentic_rag.protocol.vocabulary import EntityType, hop_range
+from agentic_rag.understanding.cues import words
+from agentic_rag.understanding.filters import parse_filter
+from agentic_rag.understanding.linker import STOP
+from agentic_rag.understanding.numbers import with_digits
+from agentic_rag.understanding.reading.names import _add
+from agentic_rag.understanding.text import asking, tokenize
+
+# Words that ask for recommendations ("other anime", "anything else" do not: "what other anime did X direct" asks
+# for facts, the works of a person or a studio)
+ASKED = re.compile(
+    r"\b(?:recommend\w*|recs?|suggest\w*|similar (?:to|ones?|anime|animes|shows?|series|movies?|films?|manga|mangas|"
+    r"titles|stuff|vibes?)|(?:anything|something|any) similar|same (?:vibe|vibes|feel|energy|kind of|style)|"
+    r"in the same vein|along the same lines|more like|if (?:i|you) (?:liked?|loved?|enjoyed?)|"
+    r"(?:any|some|something) good (?:anime|animes|shows?|series|movies?|films?|manga|mangas|to watch|to read)|"
+    r"(?:watch|read)\b.{0,40}\b(?:just|equally) as \w+)\b", re.IGNORECASE)
+# what to watch or read next: a recommendation when some sentence also says what it should be like
+WHAT_NEXT = re.compile(r"\b(?:what|anything|something) (?:should|could|can|do|would) (?:i|we|you)\b.{0,20}\b"
+                       r"(?:watch|read|check out|try)\b|\b(?:watch|read) next\b", re.IGNORECASE)
+# "like X" / "anime like it": a work compared to, not "what is X like" or "I'd like to know"
+LIKE = re.compile(r"\b(?:like|liek|lik|as good as|similar to|same as)\s*$", re.IGNORECASE)
+LIKE_IT = re.compile(r"\b(?:anime|animes|shows?|series|movies?|films?|manga|mangas|something|anything|ones?|stuff|"
+                     r"more|others?)\s+(?:like|similar to) (?:it|them|those)\b", re.IGNORECASE)
+NOT_A_LIKE = re.compile(r"\b(?:what|how) (?:is|was|are|were) \S.{0,60}\blike\b|\b(?:i'?d|would|i) like to\b",
+                        re.IGNORECASE)
+# a name after these is not wanted; "X doesn't count" / "X is out" after it
+NEGATED_BEFORE = re.compile(r"\b(?:not|no|no more|nothing|none of|anything but|without|never|except|besides|"
+                            r"other than|apart from|excluding|minus)\s+(?:(?:the|a|an|more|any)\s+)*$",
+                            re.IGNORECASE)
+NEGATED_AFTER = re.compile(r"^\W*(?:stuff|related|things?|series|franchise|anime|manga)?\s*"
+                           r"(?:(?:does|do|did)\s*n'?o?t|dont|doesnt|doesn't|don't)\s+count|^\W*(?:is|are)\s+out\b",
+                           re.IGNORECASE)
+# the asker's own act: "finished X", "just finished the ...", "rewatching X" (not a wish that the pick be finished)
+DONE = re.compile(r"\b(?:just |already |recently )?(?:finished|completed|watched|read|binged|rewatching|rewatched|"
+                  r"watching|reading)\s+(?P<object>(?:(?:the|all|all of|it|watching|reading)\b\s*)*)", re.IGNORECASE)
+NOT_MOVIE = re.compile(r"\b(?:not|no|non|nothing)[- ](?:a |an |the |any )?(?:movies?|films?)\b", re.IGNORECASE)
+MOVIE = re.compile(r"\b(?:movies?|films?)\b", re.IGNORECASE)
+TV = re.compile(r"\b(?:tv|series)\b", re.IGNORECASE)
+FINISHED = re.compile(r"\b(?:finished|completed|complete|ended|already over|done airing)\b", re.IGNORECASE)
+RUNNING = re.compile(r"\b(?:ongoing|still (?:airing|running|going)|currently airing|airing now)\b", re.IGNORECASE)
+SHORT = re.compile(r"\b(?:short|quick|not too long|not long|few episodes)\b", re.IGNORECASE)
+# types the catalog does not hold, as a person names them (singular and plural)
+LACKING = re.compile(r"\b(?P<t>light novels?|novels?|books?|video games?|games?|dramas?|k-?dramas?|webtoons?|"
+                     r"manhwas?|manhuas?|live[- ]action (?:shows?|movies?|films?|series)|tv dramas?)\b",
+                     re.IGNORECASE)
+MANGA_WORDS = frozenset(("manga", "mangas", "read", "reading", "comic", "comics"))
+ANIME_WORDS = frozenset(("anime", "animes", "watch", "watching", "show", "shows", "series", "movie", "movies",
+                         "film", "films", "tv", "episodes"))
+# what a wish's words are not: the cue words above, type words, chatter
+CHATTER = words("""
+recommend recommendation recommendations recommended recs rec suggest suggestion suggestions similar same vibe vibes
+vein feel energy kind sort style like liked loved enjoyed enjoy love watch watched watching read reading next else
+other another anything something stuff thing things good great anime animes show shows series manga mangas movie
+movies film films tv title titles work works check out ones one give me some few couple pls please plz lol tbh
+rather prefer preferably already finished over sad empty kinda feel felt ruined night want wanted looking look after
+more got gf bf friend friends rn idk imo tho maybe really actually time times doesnt count dont related classic
+classics just equally gonna wanna need short quick thats shes hes seen im ive id its
+""")
+DEFAULT_PICKS = 5
+# which reading of a name is the example, after the type asked for: a work, else whose works are meant
+EXAMPLE_ORDER: tuple[EntityType, ...] = ("anime", "manga", "franchise", "studio", "person", "character")
+MAX_PICKS = 10
+WISH_WORDS = 12  # words of a wish searched by meaning
+
+
+def _asks_recommendation(question: str, linked: list[LinkedMention]) -> bool:
+    """A cue in an asking sentence, or an asking sentence that asks what to watch next and a cue anywhere
+    ("... want the same vibe. what should i watch next?"); a cue in an aside ("my friend keeps recommending X.
+    who directed it?") asks for nothing."""
+    asked = [question[a:b] for a, b in asking(question)] or [question]
+    if any(_cue(part, question, linked) for part in asked):
+        return True
+    return any(WHAT_NEXT.search(part) for part in asked) and _cue(question, question, linked)
+
+
+def _cue(text: str, question: str, linked: list[LinkedMention]) -> bool:
+    if ASKED.search(text) or LIKE_IT.search(text):
+        return True
+    if NOT_A_LIKE.search(text):
+        return False
+    at = question.find(text)
+    return any(LIKE.search(question[:m.start]) for m in linked if _works(m) and at <= m.start < at + len(text))
+
+
+def _works(m: LinkedMention) -> bool:
+    return any(c.entity.entity_type in ("anime", "manga", "franchise") for c in m.candidates)
+
+
+def _negated(question: str, m: LinkedMention) -> bool:
+    return bool(NEGATED_BEFORE.search(question[:m.start]) or NEGATED_AFTER.match(question[m.end:]))
+
+
+def _asked_type(words: list[str], examples: list[LinkedMention]) -> Literal["anime", "manga"]:
+    """anime or manga: the type noun said, else the verb, else the examples' type (anime when in doubt)."""
+    for nouns in (("manga", "mangas"), ("anime", "animes", "show", "shows", "series", "movie", "movies", "film",
+                                        "films", "tv")):
+        if any(w in nouns for w in words):
+            return "manga" if nouns[0] == "manga" else "anime"
+    if any(w in MANGA_WORDS for w in words) and not any(w in ANIME_WORDS for w in words):
+        return "manga"
+    if any(w in ANIME_WORDS for w in words):
+        return "anime"
+    types = [c.entity.entity_type for m in examples for c in m.candidates[:1]]
+    return "manga" if types and all(t == "manga" for t in types) else "anime"
+
+
+def _done(question: str, verb: re.Match[str], linked: list[LinkedMention]) -> bool:
+    """Whether "finished" (or "rewatching") says what the asker did: its object is a name or "it" ("finished
+    frieren", "just finished the aot final chapters"), not a wish ("something finished", "already finished")."""
+    return bool(verb.group("object").strip()) or any(m.start == verb.end() for m in linked)
+
+
+def _without(question: str, spans: list[tuple[int, int]]) -> str:
+    for lo, hi in spans:
+        question = question[:lo] + " " * (hi - lo) + question[hi:]
+    return question
+
+
+def _picks(question: str) -> int:
+    """"give me 2 or 3 shows": the larger number said before the type word; "a few": three; else five."""
+    text = with_digits(question.lower())
+    said = [int(n) for n in re.findall(r"\b(\d{1,2})\b(?= (?:or \d+ )?(?:\w+ )?(?:shows?|anime|animes|manga|"
+                                        r"series|movies?|films?|titles|recs|recommendations|picks|more))", text)]
+    said += [int(b) for _, b in re.findall(r"\b(\d{1,2}) or (\d{1,2})\b", text)]
+    if said:
+        return max(1, min(max(said), MAX_PICKS))
+    return 3 if re.search(r"\b(?:a few|a couple|couple of)\b", text) else DEFAULT_PICKS
+
+
+def _facts(text: str, asked: str, r: Recommend) -> str:
+    """The facts the picks must have, read from ``text`` by the catalog filter parser; the words it leaves."""
+    found = parse_filter(f"{asked} {' '.join(text.split())}")
+    for c in found.where if found else []:
+        field, op, value = c["field"], c["op"], c["value"]
+        if field in ("year", "end_year"):  # "finished before 2010": it ended, so began, before then
+            if op in ("gt", "gte", "eq"):
+                r.year_min = max(r.year_min or 0, int(value) + (op == "gt")) or None
+            if op in ("lt", "lte", "eq"):
+                r.year_max = min(r.year_max or 9999, int(value) - (op == "lt"))
+        elif field == "format" and asked == "anime" and isinstance(value, str):
+            r.formats = (value,)
+        elif field == "status":
+            r.finished = value == "finished"
+    if asked == "anime":
+        r.formats = _formats(text) or r.formats
+    r.short = bool(SHORT.search(text))
+    if r.finished is None and (RUNNING.search(text) or FINISHED.search(text)):
+        r.finished = not RUNNING.search(text)
+    return found.words if found else text
+
+
+def _formats(text: str) -> tuple[str, ...]:
+    """The anime formats a wish says: "a movie" (movies), "not a movie" (the others), "a tv series" (tv)."""
+    if NOT_MOVIE.search(text):
+        return ("tv",) if TV.search(text) else ("tv", "ova", "ona", "special")
+    if MOVIE.search(text):
+        return ("movie",)
+    return ("tv",) if TV.search(text) else ()
+
+
+def _wish(words: str) -> str:
+    keys = [t.key for t in tokenize(words)]
+    kept = [k for k in keys if k not in STOP and k not in CHATTER and not any(ch.isdigit() for ch in k) and len(k) > 1]
+    return " ".join(dict.fromkeys(kept[:WISH_WORDS]))
+
+
+def read_recommendation(question: str, links: EntityLinks | None,
+                        read: Callable[[str, EntityLinks | None], Analysis]) -> Analysis | None:
+    """The recommendation ``question`` asks for, or None when it asks for none; ``read`` reads the rest of it
+    (the chain to a studio or person whose works are meant)."""
+    linked = sorted(links.mentions if links else [], key=lambda m: m.start)
+    if not _asks_recommendation(question, linked):
+        return None
+    left_out = [m for m in linked if _negated(question, m)]
+    kept = [m for m in linked if m not in left_out]
+    r = Recommend()
+    lacking = LACKING.search(question)
+    if lacking is not None:  # "light novels": the words of a type, not the name they happen to spell
+        kept = [m for m in kept if not (lacking.start() <= m.start < lacking.end())]
+    text = _without(question, [(m.start, m.end) for m in linked])
+    text = _without(text, [x.span() for x in DONE.finditer(question) if _done(question, x, linked)])
+    words = [t.key for t in tokenize(text)]
+    r.entity_type = _asked_type(words, [m for m in kept if _works(m)])
+    if lacking is not None:
+        r.lacking = lacking.group("t").lower()
+    r.wish = _wish(_facts(text, r.entity_type, r))
+    r.limit = _picks(question)
+    rest = read(question, EntityLinks(mentions=kept)) if kept else None
+    a = Analysis(intent="recommend", mentions=[])
+    if rest is not None and rest.hops and hop_range(rest.hops[-1].edges) in ("studio", "person"):
+        a = rest  # "the studio that animated X": its works are the examples
+        a.intent = "recommend"
+        a.attr, a.also, a.filter, a.more = None, [], None, []
+    elif rest is not None:
+        # every name kept is an example ("like X and Y"), not only the one a question would be about
+        tokens = tokenize(question)
+        for m in kept:
+            _add(a, tokens, m, _example_type(m, r.entity_type), fixed=True)
+        a.together = True
+    a.recommend = r
+    a.exclude |= {c.entity.id for m in left_out for c in m.candidates}
+    return a
+
+
+def _example_type(m: LinkedMention, asked: str) -> EntityType | None:
+    """Which reading of a name is the example: the asked type when the name has it ("manga like Chainsaw Man"),
+    else the best work reading; a studio or a person stands for its works."""
+    types = [c.entity.entity_type for c in m.candidates]
+    return next((t for t in types if t == asked), None) or next(
+        (t for order in EXAMPLE_ORDER for t in types if t == order), None)

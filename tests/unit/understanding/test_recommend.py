@@ -1,0 +1,84 @@
+"""Reading a request for recommendations: examples, what to recommend, the facts and the wish, what is left out.
+
+The links are written here (no database), as in test_reading.py; none of these questions is in an eval set.
+"""
+
+from __future__ import annotations
+
+import pytest
+
+from agentic_rag.understanding.reading import read
+from tests.unit.understanding.test_reading import cand, links, work
+
+
+def test_works_like_two_titles_with_a_decade_and_a_wish() -> None:
+    q = "got any anime similar to Trigun and Outlaw Star? ideally from the 90s, gritty space westerns"
+    a = read(q, links(q, ("Trigun", work("Trigun")), ("Outlaw Star", work("Outlaw Star"))))
+    r = a.recommend
+    assert a.intent == "recommend" and r is not None
+    assert a.mentions == ["Trigun", "Outlaw Star"] and a.together
+    assert all(a.types[m][0] == "anime" for m in a.mentions)
+    assert (r.entity_type, r.year_min, r.year_max) == ("anime", 1990, 1999)
+    assert "gritty" in r.wish and "space" in r.wish and "westerns" in r.wish
+
+
+def test_reading_asks_for_manga_and_the_manga_is_the_example() -> None:
+    q = "which manga should I read if I loved Berserk?"
+    a = read(q, links(q, ("Berserk", work("Berserk"))))
+    assert a.recommend is not None and a.recommend.entity_type == "manga"
+    assert a.types["Berserk"][0] == "manga"
+
+
+def test_facts_asked_of_the_picks() -> None:
+    q = "recommend me something short and already finished like Mushishi, no movies please"
+    a = read(q, links(q, ("Mushishi", work("Mushishi"))))
+    r = a.recommend
+    assert r is not None and r.short and r.finished is True
+    assert "movie" not in r.formats and "tv" in r.formats
+    q = "anything still airing that's similar to Dungeon Meshi?"
+    r = read(q, links(q, ("Dungeon Meshi", work("Dungeon Meshi")))).recommend
+    assert r is not None and r.finished is False
+
+
+def test_what_the_asker_finished_is_no_wish_about_the_picks() -> None:
+    q = "just finished Mushishi and I'm in love. what should I watch next that feels the same vibe?"
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and r.finished is None
+
+
+def test_a_title_after_a_negation_is_left_out() -> None:
+    dungeon, berserk = work("Dungeon Meshi"), work("Berserk")
+    q = "fantasy anime like Dungeon Meshi but not Berserk, too gory for me"
+    a = read(q, links(q, ("Dungeon Meshi", dungeon), ("Berserk", berserk)))
+    assert a.mentions == ["Dungeon Meshi"]
+    assert {c.entity.id for c in berserk} <= a.exclude
+
+
+def test_how_many_picks() -> None:
+    q = "give me 3 or 4 shows like Mushishi"
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and r.limit == 4
+    q = "a couple of recs like Mushishi?"
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and r.limit == 3
+
+
+def test_a_type_the_catalog_does_not_hold_is_said() -> None:
+    q = "any light novels like Mushishi?"
+    a = read(q, links(q, ("light", [cand("character", "Light Yagami", "partial")]), ("Mushishi", work("Mushishi"))))
+    assert a.recommend is not None and a.recommend.lacking == "light novels"
+    assert a.mentions == ["Mushishi"], "the words of the type name no character"
+
+
+@pytest.mark.parametrize("question", [
+    "what other anime did the director of Mushishi direct?",
+    "what is Mushishi like?",
+    "I'd like to know who animated Mushishi",
+    "my friend keeps recommending Mushishi. who directed it?",
+    "what should I watch after Mushishi season 1?",
+    "is Mushishi any good, and who made it?",
+    "the composer of Mushishi also scored another show, which one?",
+])
+def test_questions_that_ask_for_facts_are_no_recommendations(question: str) -> None:
+    a = read(question, links(question, ("Mushishi", work("Mushishi"))))
+    assert a.recommend is None and a.intent != "recommend"
