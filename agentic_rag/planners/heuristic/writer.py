@@ -184,7 +184,9 @@ def _wishes(r: Recommend) -> str:
         out.append(f"are from {r.year_min} on")
     elif r.year_max:
         out.append(f"are from before {r.year_max + 1}")
-    if r.formats and len(r.formats) < len(FORMAT_WORDS):
+    if set(r.formats) == set(FORMAT_WORDS) - {"movie"}:
+        out.append("are not films")
+    elif r.formats and len(r.formats) < len(FORMAT_WORDS):
         out.append("are " + join([FORMAT_WORDS[f] for f in r.formats]))
     if r.short:
         out.append("are short")

@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import pytest
 
 from agentic_rag.models.embeddings import Embedder
-from agentic_rag.orchestrator.cards import from_graph, from_query, from_search
+from agentic_rag.orchestrator.cards import from_graph, from_query, from_search, from_similar
 from agentic_rag.planners.heuristic import HeuristicModel, validate
 from agentic_rag.protocol import (
     DraftAnswer,
@@ -20,6 +20,7 @@ from agentic_rag.protocol import (
     NextStep,
     QueryRewrite,
     SearchIntent,
+    SimilarIntent,
     StructuredQuery,
     SufficiencyReport,
 )
@@ -28,6 +29,7 @@ from agentic_rag.retrievers.dsl import run_query
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
 from agentic_rag.retrievers.hybrid import HybridRetriever
 from agentic_rag.retrievers.hydrate import labels
+from agentic_rag.retrievers.similar import SimilarRetriever
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
@@ -60,7 +62,8 @@ def _describe(i: object) -> str:
 
 @pytest.fixture(scope="module")
 def drive(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Settings):  # type: ignore[no-untyped-def]
-    hybrid = HybridRetriever(pool, QdrantExecutor(qdrant, embedder.aembed, settings))
+    vector = QdrantExecutor(qdrant, embedder.aembed, settings)
+    hybrid, similar = HybridRetriever(pool, vector), SimilarRetriever(pool, vector)
     graph = PostgresGraphExecutor(pool, settings)
 
     async def run(question: str, max_turns: int = 8) -> Run:
@@ -86,6 +89,8 @@ def drive(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Setting
                     async with pool.acquire() as conn:
                         names = await labels(conn, [intent.start, *g.node_ids])
                     card = from_graph(turn, intent, g, names)
+                elif isinstance(intent, SimilarIntent):
+                    card = from_similar(turn, intent, await similar.execute(intent))
                 else:
                     async with pool.acquire() as conn:
                         q = await run_query(conn, intent, timeout_s=2.0)
@@ -208,6 +213,13 @@ ANSWERS = [
     ("my little sister wont stop singing the songs from one piece film red and i was wondering if you know who uta "
      "even is", ["Uta is a character in One Piece Film: Red"], ["music"]),
     ("total episodes of my hero academia across every tv season, final season included", ["170 episodes"], []),
+    # recommendations: works like the examples, never the examples' own franchise, each pick with its reason
+    ("anime similar to Cowboy Bebop from the 90s please", ["If you liked Cowboy Bebop", "from 1990 to 1999"],
+     ["Cowboy Bebop: The Movie", "Cowboy Bebop (1998)"]),
+    ("any good films from the studio behind Jujutsu Kaisen?", ["animated by MAPPA. More anime by MAPPA that are films",
+                                                                "Jujutsu Kaisen 0 (2021), also animated by MAPPA"], []),
+    ("recommend some manga like Naruto", ["try these manga", "also action"], ["Boruto"]),
+    ("got any recs like one piece? no movies", ["If you liked One Piece", "are not films"], ["One Piece Film"]),
 ]
 
 
