@@ -91,3 +91,7 @@ class Analysis:
     # the reading reached a name no cue word says anything about, where it reads what is asked by meaning
     # (``EntityLinks.asks``): only then does linking embed the question (nine runs in ten it does not)
     by_meaning: bool = False
+    # an explanation is asked ("why is Al's soul in armour?", "how are Eren and Zeke related exactly?"): the asking
+    # words, which the answer's quoted sentences (of the records' descriptions) are chosen by, nearest in meaning;
+    # empty: none is asked
+    explain: str = ""

@@ -20,6 +20,7 @@ from agentic_rag.models.images import IMAGE_SEARCH_OFF, ImageBounds, ImageSearch
 from agentic_rag.protocol import RetrievalResult, SearchFilters, SearchIntent
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.retrievers.errors import RetrievalError
+from agentic_rag.retrievers.quotes import about, quote
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import IMAGE_VECTOR, VectorStore, collection_name
 from agentic_rag.storage.retry import QDRANT_FAILURES, qdrant_transient, retrying
@@ -107,7 +108,8 @@ class QdrantExecutor:
         return await read_image_query(image_query, self._image_bounds)
 
     async def execute(self, intent: SearchIntent, *, image: bytes | None = None) -> RetrievalResult:
-        """Fetch by ``filters.id`` (no embedding), or search by the image (``image_query``, or ``image`` already
+        """Fetch by ``filters.id`` (no embedding, unless ``quote`` asks for each record's sentences nearest the
+        query), or search by the image (``image_query``, or ``image`` already
         read by :meth:`image`), else by the query's meaning; 0 results is a result.
 
         The image is read and verified before anything else, within its own fetch limit. The time limit covers
@@ -153,4 +155,9 @@ class QdrantExecutor:
             )
             payloads = [(p.payload or {}, p.score) for p in response.points]
         rows = [_row(payload, score) for payload, score in payloads]
+        if intent.quote and intent.filters.id and intent.query is not None:
+            # an explanation: each record's sentences nearest in meaning to the question, to quote
+            texts = [about(row, str(payload.get("text", ""))) for row, (payload, _) in zip(rows, payloads, strict=True)]
+            for row, said in zip(rows, await quote(self._embed, intent.query, texts), strict=True):
+                row["quotes"] = [{"text": s, "score": v} for s, v in said]
         return RetrievalResult(summary=summarize(intent, rows), raw_data=rows, count=len(rows))
