@@ -66,6 +66,7 @@ class Analysis:
     mentions: list[str]
     types: dict[str, tuple[EntityType, ...]] = field(default_factory=dict)  # per mention, preferred first
     years: dict[str, int] = field(default_factory=dict)  # a year that picks one reading of a name
+    picked: set[str] = field(default_factory=set)  # names whose one reading the message's other names pick ("ed")
     # mention -> entity type -> the entity linking picked for that reading (its id and primary name)
     linked: dict[str, dict[str, LinkCandidate]] = field(default_factory=dict)
     fixed: set[str] = field(default_factory=set)  # mentions whose type the question's wording decides

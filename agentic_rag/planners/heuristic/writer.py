@@ -38,9 +38,9 @@ ATTRS = ("year", "episode_count", "volumes", "magazine", "founded", "format", "s
 ATTRIBUTE_ROWS = 20  # rows whose values an attribute answer states
 LISTED_ROWS = 30  # rows an answer lists by name
 MAX_QUOTED = 2  # sentences an explanation quotes: the named entities' nearest, and another record's
-# cosine similarity to the question (MiniLM) a quoted sentence reaches: one that says why is at 0.33-0.7, one about
+# cosine similarity to the question (MiniLM) a quoted sentence reaches: one that says why is at 0.24-0.7, one about
 # something else (a season's plot asked why it looks different) under 0.2
-QUOTE_MIN = 0.25
+QUOTE_MIN = 0.2
 QUOTE_MARGIN = 0.05  # how much nearer than the named entities' sentence another record's must be to be quoted too
 _ANSWER = max_len(DraftAnswer, "answer")
 _ENTITIES = min(max_len(DraftAnswer, "source_entities"), max_len(DraftAnswer, "result_entities"))

@@ -63,7 +63,10 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
     q = _focus(question, links)  # the asking sentences, less asides, and the names they are about
     # the question less the explanation's words is read without what it asks by meaning: those words were the why
     unhinted = links.model_copy(update={"asks": []}) if links is not None else None
-    return _explained(q, _plan(q), lambda text: _plan(_focus(text, unhinted)))
+    a = _explained(q, _plan(q), lambda text: _plan(_focus(text, unhinted)))
+    for x in (a, *a.more):
+        x.picked |= q.told & set(x.mentions)
+    return a
 
 
 def _plan(q: _Question) -> Analysis:
@@ -82,8 +85,9 @@ def _plan(q: _Question) -> Analysis:
 
 def open_types(a: Analysis, mention: str) -> tuple[str, ...]:
     """The entity types ``mention`` may still be: every type of a bare name ("Tell me about Naruto"),
-    else the one the question's reading chose (a type word or the relation asked); none with a year."""
-    if mention in a.years:
+    else the one the question's reading chose (a type word or the relation asked); none with a year, or when the
+    question's other names pick one reading."""
+    if mention in a.years or mention in a.picked:
         return ()
     if mention in a.open:
         return a.open[mention]

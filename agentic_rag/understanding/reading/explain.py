@@ -17,6 +17,7 @@ from collections.abc import Callable
 
 from agentic_rag.protocol import LinkedMention
 from agentic_rag.protocol.reading import Analysis
+from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.reading.coerce import _pick_type
 from agentic_rag.understanding.reading.focus import _Question
@@ -24,7 +25,7 @@ from agentic_rag.understanding.reading.names import _add, _readings
 
 MAX_RELATED = 3  # more people a relation explained relates the first name to ("ace and sabo")
 _CLAUSE_END = re.compile(r"[.!?;\n]")
-_PEOPLE = frozenset(("character", "person"))
+_PEOPLE: tuple[EntityType, ...] = ("character", "person")
 _ASKED = ("hops", "attr", "filter")  # what a plan asks beyond the name itself
 
 
@@ -81,11 +82,11 @@ def _subject(q: _Question, a: Analysis) -> LinkedMention | None:
 
 def _more_related(q: _Question, a: Analysis) -> None:
     """A third person named beside two related ones is related to the first too ("ace and sabo")."""
-    people = [m for m in q.mentions if _readings(m) & _PEOPLE]
+    people = [m for m in q.mentions if _readings(m) & set(_PEOPLE)]
     if a.intent != "relation" or len(people) < 3 or not a.mentions or people[0].text != a.mentions[0]:
         return
     for m in people[2:2 + MAX_RELATED]:
         b = Analysis(intent="relation", mentions=[], explain=a.explain)
-        _add(b, q.tokens, people[0], _pick_type(people[0], tuple(_PEOPLE), None), fixed=True)
-        _add(b, q.tokens, m, _pick_type(m, tuple(_PEOPLE), None), fixed=True)
+        _add(b, q.tokens, people[0], _pick_type(people[0], _PEOPLE, None), fixed=True)
+        _add(b, q.tokens, m, _pick_type(m, _PEOPLE, None), fixed=True)
         a.more.append(b)
