@@ -192,5 +192,6 @@ EXPLAIN = re.compile(
     r"|\bhow (?:is|are|was|were|did|does|do|has|have|can|could|comes?)\b(?! (?:you|u|i|we|one)\b)"
     r"|\bwhat (?:(?:is|was|are|were|s) \w+(?: \w+)? (?:actually|really|exactly)|(?:actually|really|exactly) "
     r"(?:is|was|are|were))\b", re.IGNORECASE)
+INSISTED = words("exactly actually really even")  # "how are X and Y related exactly": the why, not only the relation
 # The edges between characters, by the cue words that ask for them, in the order they are tried ("nemesis": a rival)
 PEER_EDGES: dict[str, frozenset[str]] = {"rival": RIVAL, "enemy": ENEMY, "teammate": TEAMMATE, "ally": ALLY}

@@ -3,11 +3,13 @@ actually turn into chainsaw man?".
 
 An explanation is read by its cue words (``cues.EXPLAIN``: why, how come, how a thing came to be, what a thing
 actually is) over the plan the other passes made. Two names keep their relation (the answer states it, and the
-entity it goes through); a third person named beside them is related to the first too ("why does luffy call ace and
-sabo his brothers"). One name keeps what the words outside the explanation ask of it ("opm season 2 studio?? why
-does it look so different"); what the explanation's own words say ("in a suit of armour", "fight") is the why, not a
-relation asked, so otherwise the plan is the name itself. Either way ``Analysis.explain`` carries the asking words:
-the answer quotes the sentences of the records' descriptions nearest to them in meaning.
+entity it goes through), and a third person named beside them is related to the first too ("why does luffy call
+ace and sabo his brothers"); "how is X related to Y" asks the relation alone unless a word insists ("exactly",
+"even"), and is answered in the one turn a relation takes. One name keeps what the words outside the explanation
+ask of it ("opm season 2 studio?? why does it look so different"); what the explanation's own words say ("in a
+suit of armour", "fight") is the why, not a relation asked, so otherwise the plan is the name itself. Either way
+``Analysis.explain`` carries the asking words: the answer quotes the sentences of the records' descriptions
+nearest to them in meaning.
 """
 
 from __future__ import annotations
@@ -35,6 +37,8 @@ def _explained(q: _Question, a: Analysis, plan: Callable[[str], Analysis]) -> An
     cue = C.EXPLAIN.search(q.text)
     if cue is None or a.filter is not None or not q.mentions:
         return a
+    if a.intent == "relation" and cue.group().lower().startswith("how ") and not q.w.any(C.INSISTED):
+        return a  # "how is X related to Y" asks the relation, which the answer states with its detail
     a.explain = _asking(q, cue.start())
     if a.intent in ("relation", "compare"):
         _more_related(q, a)

@@ -70,6 +70,16 @@ def test_two_names_explained_keep_their_relation() -> None:
     assert a.explain.startswith("why does levi hate kenny")
 
 
+@pytest.mark.parametrize(("question", "explained"), [
+    ("how is levi related to kenny?", False),  # the relation asked: stated with its detail, no quotes
+    ("how is levi related to kenny exactly?", True),
+    ("how is levi even related to kenny", True),
+])
+def test_how_related_is_an_explanation_when_a_word_insists(question: str, explained: bool) -> None:
+    a = read(question, links(question, ("levi", LEVI), ("kenny", KENNY)))
+    assert a.intent == "relation" and bool(a.explain) is explained
+
+
 def test_a_third_person_is_related_to_the_first_too() -> None:
     goku, gohan, goten = ([cand("character", n, "alias")] for n in ("Son Goku", "Son Gohan", "Son Goten"))
     q = "why does goku train gohan and goten so differently"
