@@ -4,7 +4,8 @@ It reads the same :func:`~agentic_rag.planners.heuristic.progress.progress` as t
 steps are pending the draft says so (no result entities, so the validator asks for more); a name
 that matched nothing is an explicit not-found; otherwise the answer says, in plain sentences
 (:mod:`~agentic_rag.planners.heuristic.sentences`), what each step found and the values it read
-("Luffy appears in One Piece (1999) and ... One Piece (1999) was animated by Toei Animation.").
+("Luffy appears in One Piece (1999) and ... One Piece (1999) was animated by Toei Animation."). An explanation
+also quotes the catalog's own sentences nearest in meaning to the question, and cites their records.
 """
 
 from __future__ import annotations
