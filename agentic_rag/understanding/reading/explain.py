@@ -24,6 +24,7 @@ from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.reading.coerce import _pick_type
 from agentic_rag.understanding.reading.focus import _Question
 from agentic_rag.understanding.reading.names import _add, _readings
+from agentic_rag.understanding.text import tokenize
 
 MAX_RELATED = 3  # more people a relation explained relates the first name to ("ace and sabo")
 _CLAUSE_END = re.compile(r"[.!?;\n]")
@@ -37,7 +38,8 @@ def _explained(q: _Question, a: Analysis, plan: Callable[[str], Analysis]) -> An
     cue = C.EXPLAIN.search(q.text)
     if cue is None or a.filter is not None or not q.mentions:
         return a
-    if a.intent == "relation" and cue.group().lower().startswith("how ") and not q.w.any(C.INSISTED):
+    words = {t.key for t in tokenize(q.whole)}  # "how is X Y's brother?? they're not even related": the whole message
+    if a.intent == "relation" and cue.group().lower().startswith("how ") and not words & C.INSISTED:
         return a  # "how is X related to Y" asks the relation, which the answer states with its detail
     a.explain = _asking(q, cue.start())
     if a.intent in ("relation", "compare"):

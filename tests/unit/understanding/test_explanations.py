@@ -74,6 +74,7 @@ def test_two_names_explained_keep_their_relation() -> None:
     ("how is levi related to kenny?", False),  # the relation asked: stated with its detail, no quotes
     ("how is levi related to kenny exactly?", True),
     ("how is levi even related to kenny", True),
+    ("how is levi kenny's nephew?? they're not even family are they", True),  # the insisting word said after
 ])
 def test_how_related_is_an_explanation_when_a_word_insists(question: str, explained: bool) -> None:
     a = read(question, links(question, ("levi", LEVI), ("kenny", KENNY)))
