@@ -35,6 +35,7 @@ async def test_the_sentence_nearest_the_question_is_the_one_that_says_why(embedd
     assert said[0][1] > said[1][1]  # ranked by similarity, nearest first
 
 
+@pytest.mark.usefixtures("demo")  # the demo catalog loaded into Qdrant
 async def test_a_fetch_by_id_quotes_each_records_nearest_sentence(vector: QdrantExecutor) -> None:
     alphonse, edward = eid("character", "alphonse-elric"), eid("character", "edward-elric")
     intent = SearchIntent(rationale="quote", entity_type="character", query="what happened to his body, why armor?",
