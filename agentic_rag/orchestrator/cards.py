@@ -7,7 +7,8 @@ and facts. The ``data`` keys are part of the contract with the planner:
 - qdrant_search: ``query`` (text or None), ``entity_type``, ``ids`` (for a fetch by id), ``rows`` (with the
   vector ``score`` of a semantic search, and the ``text_score`` and ``text_words`` its prose shares with the
   description; the ``image_score`` of a search fused with the image), ``match`` (hybrid or semantic),
-  ``image`` (true when it searched by the question's image)
+  ``image`` (true when it searched by the question's image), ``quote`` (true when each row also carries
+  ``quotes``: the sentences of its description nearest in meaning to the query, with their ``score``)
 - request (not a step: what came with the question): ``image`` (its ``bytes`` and ``sha256`` prefix)
 - pg_graph: ``kind`` (the query_type), ``start``, ``end``, ``edge_types``, ``meta``
 - pg_query: ``kind`` = "query", ``rows``, ``total``
@@ -37,8 +38,8 @@ from agentic_rag.retrievers.dsl import QueryResult
 ROW_FIELDS = ("id", "entity_type", "name", "year", "format", "anime_ids", "anime_id", "franchise_id", "number",
               "snippet", "matched_by", "value", "group_key", "n", "episode_count", "end_year", "status",
               "aliases", "volumes", "magazine", "founded", "genres", "aired", "score", "text_score", "text_words",
-              "image_score", "studios", "authors", "works", "native_names", "about_at", "reasons", "shared_studios",
-              "shared_people", "shared_genres")
+              "image_score", "studios", "authors", "works", "native_names", "about_at", "quotes", "reasons",
+              "shared_studios", "shared_people", "shared_genres")
 MAX_ROWS = 50
 ROW_LIST_MAX = 50  # items kept of a row's list field (anime_ids, aliases, genres, text_words, works, ...)
 _ENTITIES = max_len(ContextCard, "entities")
@@ -77,7 +78,8 @@ def from_search(turn: int, intent: SearchIntent, result: RetrievalResult) -> Con
     return ContextCard(turn=turn, source="qdrant_search", request=f"{intent.entity_type} search for {what}"[:_REQUEST],
                        summary=result.summary, count=result.count, entities=entities,
                        data={"query": intent.query, "entity_type": intent.entity_type,
-                             "ids": list(intent.filters.id), "rows": rows, "match": intent.match, "image": by_image})
+                             "ids": list(intent.filters.id), "rows": rows, "match": intent.match, "image": by_image,
+                             "quote": intent.quote})
 
 
 def from_image(note: dict[str, int | str]) -> ContextCard:

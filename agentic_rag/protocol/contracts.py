@@ -105,6 +105,9 @@ class SearchIntent(ProtocolModel):
         "hybrid", description="hybrid: catalog names and meaning fused (for a name); semantic: by meaning and by "
                               "the words of each entry's synopsis, never by name (for a description or a whole "
                               "question, which is never a name).")
+    quote: bool = Field(
+        False, description="With filters.id and a query: each record also carries the sentences of its description "
+                           "nearest in meaning to the query (what an explanation quotes).")
 
     @model_validator(mode="after")
     def _query_or_ids(self) -> SearchIntent:

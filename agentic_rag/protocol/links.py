@@ -11,11 +11,12 @@ from typing import Literal
 
 from pydantic import Field
 
-from agentic_rag.protocol.base import EntityRef, ProtocolModel, ShortText
+from agentic_rag.protocol.base import EntityRef, ProtocolModel, ShortText, Uuid
 
 LinkMatch = Literal["exact", "alias", "typo", "reordered", "partial"]
 MAX_MENTIONS = 8
 MAX_CANDIDATES = 10
+MAX_FRANCHISES = 8  # franchises one candidate lists
 
 
 class LinkCandidate(ProtocolModel):
@@ -31,6 +32,10 @@ class LinkCandidate(ProtocolModel):
     popularity: int = Field(0, ge=0)
     year: int | None = Field(None, description="First year of a work; founding year of a studio.")
     format: str | None = Field(None, max_length=20, description="An anime's format (tv, movie, ova, ona, special).")
+    franchises: list[Uuid] = Field(
+        default_factory=list, max_length=MAX_FRANCHISES,
+        description="The franchise of a work, or those of the anime a character appears in: what the question's "
+                    "other names tell two readings of one name apart by (\"ed\" beside \"fmab\").")
 
 
 class LinkedMention(ProtocolModel):

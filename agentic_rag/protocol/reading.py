@@ -82,6 +82,7 @@ class Analysis:
     mentions: list[str]
     types: dict[str, tuple[EntityType, ...]] = field(default_factory=dict)  # per mention, preferred first
     years: dict[str, int] = field(default_factory=dict)  # a year that picks one reading of a name
+    picked: set[str] = field(default_factory=set)  # names whose one reading the message's other names pick ("ed")
     # mention -> entity type -> the entity linking picked for that reading (its id and primary name)
     linked: dict[str, dict[str, LinkCandidate]] = field(default_factory=dict)
     fixed: set[str] = field(default_factory=set)  # mentions whose type the question's wording decides
@@ -108,3 +109,7 @@ class Analysis:
     # (``EntityLinks.asks``): only then does linking embed the question (nine runs in ten it does not)
     by_meaning: bool = False
     recommend: Recommend | None = None  # works like the resolved names are asked for, not facts about them
+    # an explanation is asked ("why is Al's soul in armour?", "how are Eren and Zeke related exactly?"): the asking
+    # words, which the answer's quoted sentences (of the records' descriptions) are chosen by, nearest in meaning;
+    # empty: none is asked
+    explain: str = ""

@@ -8,6 +8,7 @@ fuses it with the text search when the intent has a query too.
 from __future__ import annotations
 
 import asyncio
+import logging
 import threading
 from collections.abc import Awaitable, Callable, Sequence
 from typing import Any, TypeVar
@@ -20,11 +21,13 @@ from agentic_rag.models.images import IMAGE_SEARCH_OFF, ImageBounds, ImageSearch
 from agentic_rag.protocol import RetrievalResult, SearchFilters, SearchIntent
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.retrievers.errors import RetrievalError
+from agentic_rag.retrievers.quotes import about, quote
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import IMAGE_VECTOR, VectorStore, collection_name
 from agentic_rag.storage.retry import QDRANT_FAILURES, qdrant_transient, retrying
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 EmbedFn = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
 ImageEmbedFn = Callable[[Sequence[bytes]], Awaitable[npt.NDArray[np.float32]]]  # encoded images, verified
 SNIPPET_CHARS = 400  # the whole stored start of the text: a lookup answers from it
@@ -111,7 +114,8 @@ class QdrantExecutor:
         return await read_image_query(image_query, self._image_bounds)
 
     async def execute(self, intent: SearchIntent, *, image: bytes | None = None) -> RetrievalResult:
-        """Fetch by ``filters.id`` (no embedding), or search by the image (``image_query``, or ``image`` already
+        """Fetch by ``filters.id`` (no embedding, unless ``quote`` asks for each record's sentences nearest the
+        query), or search by the image (``image_query``, or ``image`` already
         read by :meth:`image`), else by the query's meaning; 0 results is a result.
 
         The image is read and verified before anything else, within its own fetch limit. The time limit covers
@@ -132,7 +136,8 @@ class QdrantExecutor:
                     vector = (await self._embed([intent.query]))[0].tolist()
                 async for attempt in retrying(self._attempts, qdrant_transient):  # the one policy, Qdrant's transient
                     with attempt:
-                        return await self._run(name, intent, vector, using)
+                        result = await self._run(name, intent, vector, using)
+                        break
         except TimeoutError as exc:
             if vector is None and not intent.filters.id:
                 raise RetrievalError("embedder", "timeout", "the query was not embedded within the time limit") \
@@ -140,7 +145,9 @@ class QdrantExecutor:
             raise RetrievalError("qdrant", "timeout", f"qdrant search in {name} ran past its time limit") from exc
         except QDRANT_FAILURES as exc:
             raise RetrievalError("qdrant", "unavailable", f"qdrant search in {name} failed: {exc}") from exc
-        raise AssertionError("unreachable")  # pragma: no cover
+        if intent.quote and intent.filters.id and intent.query is not None:
+            await self._quoted(intent.query, result.raw_data)
+        return result
 
     async def _run(self, name: str, intent: SearchIntent, vector: list[float] | None,
                    using: str | None) -> RetrievalResult:
@@ -158,3 +165,17 @@ class QdrantExecutor:
             payloads = [(p.payload or {}, p.score) for p in response.points]
         rows = [_row(payload, score) for payload, score in payloads]
         return RetrievalResult(summary=summarize(intent, rows), raw_data=rows, count=len(rows))
+
+    async def _quoted(self, query: str, rows: list[dict[str, Any]]) -> None:
+        """An explanation's records: each row gets the sentences of its description nearest in meaning to the
+        question (``quotes``). The records stand without them when the encoder does not answer in time: the answer
+        then quotes nothing, which is no reason to lose the step."""
+        texts = [about(row, str(row.get("snippet", ""))) for row in rows]  # the snippet is the whole stored text
+        try:
+            async with asyncio.timeout(self._timeout):
+                said = await quote(self._embed, query, texts)
+        except TimeoutError:
+            log.warning("the sentences to quote were not embedded within %.1f s", self._timeout)
+            return
+        for row, best in zip(rows, said, strict=True):
+            row["quotes"] = [{"text": s, "score": v} for s, v in best]

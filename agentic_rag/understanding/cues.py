@@ -185,5 +185,13 @@ SUM_PHRASES = phrases(*ADD_UP_PHRASES, "all together")  # a sum asked without a 
 IN_TOTAL_PHRASES = phrases("in total", "add up")  # every work of a format, added up
 WHICH_ONE_PHRASES = phrases("which one")  # one of two names is asked for: a comparison
 WORKED_PHRASES = phrases("who worked")  # someone who worked on both
+# An explanation is asked: why, how come, how a thing came to be ("how did X turn into", "how is X Y's brother", "how
+# are X and Y related"), what a thing actually is. Not "how many/long/old" (a number), nor "how do you say" (a name).
+EXPLAIN = re.compile(
+    r"\b(?:why|whys|how come|explain)\b"
+    r"|\bhow (?:is|are|was|were|did|does|do|has|have|can|could|comes?)\b(?! (?:you|u|i|we|one)\b)"
+    r"|\bwhat (?:(?:is|was|are|were|s) \w+(?: \w+)? (?:actually|really|exactly)|(?:actually|really|exactly) "
+    r"(?:is|was|are|were))\b", re.IGNORECASE)
+INSISTED = words("exactly actually really even")  # "how are X and Y related exactly": the why, not only the relation
 # The edges between characters, by the cue words that ask for them, in the order they are tried ("nemesis": a rival)
 PEER_EDGES: dict[str, frozenset[str]] = {"rival": RIVAL, "enemy": ENEMY, "teammate": TEAMMATE, "ally": ALLY}

@@ -51,6 +51,7 @@ CORRECTIONS_IN_NAME = 12  # ... and inside a longer span, where the rest of the 
 _SPAN = max_len(LinkedMention, "text")
 _NAME = max_len(LinkCandidate, "name")
 _MATCHED = max_len(LinkCandidate, "matched")
+_FRANCHISES = max_len(LinkCandidate, "franchises")
 ORDER_FREE: frozenset[str] = frozenset({"person", "character"})
 
 # Words that alone never name an entity here: question scaffolding and the type words around names.
@@ -97,7 +98,14 @@ SELECT h.key, h.by_subtitle, h.entity_id::text, h.entity_type, h.name, h.kind, h
        CASE h.entity_type WHEN 'anime' THEN (SELECT a.year FROM anime a WHERE a.id = h.entity_id)
                           WHEN 'manga' THEN (SELECT m.year FROM manga m WHERE m.id = h.entity_id)
                           WHEN 'studio' THEN (SELECT s.founded FROM studio s WHERE s.id = h.entity_id) END,
-       CASE h.entity_type WHEN 'anime' THEN (SELECT a.format FROM anime a WHERE a.id = h.entity_id) END
+       CASE h.entity_type WHEN 'anime' THEN (SELECT a.format FROM anime a WHERE a.id = h.entity_id) END,
+       CASE h.entity_type WHEN 'character' THEN (
+                               SELECT array_agg(DISTINCT a.franchise_id::text) FROM anime_character ac
+                                 JOIN anime a ON a.id = ac.anime_id
+                                WHERE ac.character_id = h.entity_id AND a.franchise_id IS NOT NULL)
+                          WHEN 'anime' THEN (SELECT ARRAY[a.franchise_id::text] FROM anime a WHERE a.id = h.entity_id)
+                          WHEN 'manga' THEN (SELECT ARRAY[m.franchise_id::text] FROM manga m WHERE m.id = h.entity_id)
+                          WHEN 'franchise' THEN ARRAY[h.entity_id::text] END
   FROM hit h"""
 _HIT = "n.entity_id, n.entity_type, n.name, n.kind, n.popularity FROM entity_name n"
 _SUBTITLE = "link_key(substr(n.norm, strpos(n.norm, ':') + 1))"
@@ -173,11 +181,11 @@ _KIND_WORDS = frozenset(("ova", "ona", "movie", "film", "special", "season", "pa
 
 
 def _candidate(eid: Any, etype: Any, primary: Any, matched: Any, match: LinkMatch, popularity: Any, year: Any,
-               fmt: Any) -> LinkCandidate:
+               fmt: Any, franchises: Any = None) -> LinkCandidate:
     """A candidate from the columns of a name probe's row (``_ENRICHED``)."""
     return LinkCandidate(entity=EntityRef(entity_type=etype, id=eid), name=str(primary)[:_NAME],
                          matched=str(matched)[:_MATCHED], match=match, popularity=max(int(popularity), 0), year=year,
-                         format=fmt)
+                         format=fmt, franchises=[str(f) for f in franchises or [] if f][:_FRANCHISES])
 
 
 def _rank(match: LinkMatch) -> int:
@@ -239,7 +247,7 @@ async def _link(conn: Conn, question: str) -> EntityLinks:
     # the separators typed between words: a name never spans one it does not have ("naruto + shippuden")
     gaps = [set(question[a.end:b.start]) & SEPARATORS for a, b in itertools.pairwise(tokens)]
     said = f" {' '.join(t.key for t in tokens)} "
-    for key, by_subtitle, eid, etype, name, kind, popularity, primary, year, fmt in rows:
+    for key, by_subtitle, eid, etype, name, kind, popularity, primary, year, fmt, kin in rows:
         if by_subtitle and _GENERIC_SUBTITLE.match(str(key)) and f" {link_key(str(name).split(':')[0])} " not in said:
             continue  # "the final season" is Attack on Titan's only where Attack on Titan is said
         for i, n, forced in probes.get(str(key), ()):
@@ -251,7 +259,7 @@ async def _link(conn: Conn, question: str) -> EntityLinks:
                     t.key == "and" for t in tokens[i + 1:i + n - 1]):
                 continue  # "and" stands for a name's "&" only: "naruto and shippuden" are two names
             match: LinkMatch = forced or ("exact" if kind == "primary" and not by_subtitle else "alias")
-            cand = _candidate(eid, etype, primary, name, match, popularity, year, fmt)
+            cand = _candidate(eid, etype, primary, name, match, popularity, year, fmt, kin)
             s = spans.setdefault((i, n), _Span(i, n))
             old = s.candidates.get(eid)
             if old is None or _rank(match) < old[0]:
@@ -388,10 +396,10 @@ async def _partial(conn: Conn, question: str, tokens: list[Token], mentions: lis
     out = list(mentions)
     for t, word in rare.items():
         cands: dict[str, LinkCandidate] = {}
-        for key, _, eid, etype, name, _kind, popularity, primary, year, fmt in rows:
+        for key, _, eid, etype, name, _kind, popularity, primary, year, fmt, kin in rows:
             # a word of the name itself, not of a qualifier in brackets ("One-Punch Man (webcomic)")
             if key == word and word in link_key(_BRACKETS.sub(" ", str(name))).split() and str(eid) not in cands:
-                cands[str(eid)] = _candidate(eid, etype, primary, name, "partial", popularity, year, fmt)
+                cands[str(eid)] = _candidate(eid, etype, primary, name, "partial", popularity, year, fmt, kin)
         if cands:
             ranked = sorted(cands.values(), key=lambda c: -c.popularity)[:MAX_CANDIDATES]
             out.append(LinkedMention(text=t.raw, start=t.start, end=t.end, candidates=ranked))
@@ -565,9 +573,9 @@ async def _seasons(conn: Conn, question: str, tokens: list[Token],
             hits = sorted((r for r in rows if str(r[0]) in keys), key=lambda r: keys.index(str(r[0])))
             if not hits or (i + 1 < len(mentions) and mentions[i + 1].start < end):
                 continue  # not in the catalog, or the words after the name are another name: leave them
-            _, _, eid, etype, name, kind, popularity, primary, year, fmt = hits[0]
+            _, _, eid, etype, name, kind, popularity, primary, year, fmt, kin = hits[0]
             cand = _candidate(eid, etype, primary, name, "exact" if kind == "primary" else "alias", popularity, year,
-                              fmt)
+                              fmt, kin)
             start = m.start if start == m.start else start
             seasons.append(LinkedMention(text=question[start:end][:_SPAN], start=start, end=end, candidates=[cand]))
         out += seasons if seasons and seasons[0].start <= m.start else [m, *seasons]
@@ -611,8 +619,8 @@ async def _siblings(conn: Conn, question: str, tokens: list[Token],
     for t, keys in asked:
         hits = sorted((r for r in rows if str(r[0]) in keys), key=lambda r: (r[5] != "primary", -int(r[6])))
         if hits:
-            _, _, eid, etype, name, _kind, popularity, primary, year, fmt = hits[0]
-            cand = _candidate(eid, etype, primary, name, "alias", popularity, year, fmt)
+            _, _, eid, etype, name, _kind, popularity, primary, year, fmt, kin = hits[0]
+            cand = _candidate(eid, etype, primary, name, "alias", popularity, year, fmt, kin)
             out.append(LinkedMention(text=t.raw, start=t.start, end=t.end, candidates=[cand]))
     return sorted(out, key=lambda m: m.start)[:MAX_MENTIONS]
 
@@ -645,9 +653,9 @@ async def _named_after(conn: Conn, question: str, tokens: list[Token],
         key = " ".join(fold(m.candidates[0].name).split())  # as entity_name.norm is folded
         rows = await NAMED_AFTER_SQL.fetch(conn, {"key": key})
         works: dict[str, LinkCandidate] = {}
-        for _, _, eid, etype, name, _kind, popularity, primary, year, fmt in rows:
+        for _, _, eid, etype, name, _kind, popularity, primary, year, fmt, kin in rows:
             if etype in wanted and str(eid) not in works:
-                works[str(eid)] = _candidate(eid, etype, primary, name, "partial", popularity, year, fmt)
+                works[str(eid)] = _candidate(eid, etype, primary, name, "partial", popularity, year, fmt, kin)
         if 0 < len(works) <= MAX_NAMED_AFTER:
             end = next(t for t in after if t.key in _WORK_WORDS)
             out[i] = LinkedMention(text=question[m.start:end.end][:_SPAN], start=m.start, end=end.end,
@@ -746,7 +754,7 @@ async def _renamed(conn: Conn, question: str, tokens: list[Token],
         ids = [c.entity.id for c in works[:MAX_CANDIDATES]]
         rows = await RENAMED_SQL.fetch(conn, {"ids": ids, "rests": rests})
         longest = max((len(str(r[0]).split()) for r in rows), default=0)
-        best = {str(r[2]): _candidate(r[2], r[3], r[7], r[4], "alias", r[6], r[8], r[9])
+        best = {str(r[2]): _candidate(r[2], r[3], r[7], r[4], "alias", r[6], r[8], r[9], r[10])
                 for r in rows if len(str(r[0]).split()) == longest}
         if not best:
             continue

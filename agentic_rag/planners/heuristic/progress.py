@@ -61,6 +61,7 @@ class Progress:
     starts: list[CardEntity] = field(default_factory=list)  # the entities a described start found
     facets: list[str] = field(default_factory=list)
     creators: list[CardEntity] = field(default_factory=list)  # of an original anime, when its source was asked
+    quotes: list[ContextCard] = field(default_factory=list)  # an explanation's records, with their nearest sentences
 
     @property
     def pending(self) -> bool:
@@ -68,6 +69,9 @@ class Progress:
 
 
 CREATORS = Hop(("staff",), ("original_creator",))
+WORKS = Hop(("appears_in",), node_types=("anime", "manga"))  # a character's works, whose synopses may say why
+QUOTED_TYPES: tuple[EntityType, ...] = ("character", "anime", "manga", "franchise")  # the records with a description
+QUOTED_WORKS = 3  # works of the named characters an explanation quotes, those they share first, then the earliest
 ALTERNATIVES = Hop(("alternative_version",), node_types=("anime",))
 # a question that names nothing mostly describes one of these
 DESCRIBED: tuple[EntityType, ...] = ("anime", "manga", "character", "person")
@@ -193,7 +197,8 @@ def _fetch_works(cards: list[ContextCard], source: CardEntity, hop: Hop) -> Sear
 def _card_for(cards: list[ContextCard], intent: BatchIntent) -> ContextCard | None:
     if isinstance(intent, SearchIntent):
         return next((c for c in cards if c.source == "qdrant_search" and c.data.get("ids") == list(intent.filters.id)
-                     and c.data.get("entity_type") == intent.entity_type), None)
+                     and c.data.get("entity_type") == intent.entity_type
+                     and bool(c.data.get("quote")) == intent.quote), None)
     if isinstance(intent, StructuredQuery):
         want = describe(intent)[:_REQUEST]
         return next((c for c in cards if c.source == "pg_query" and c.request == want), None)
@@ -251,7 +256,12 @@ def progress(a: Analysis, cards: list[ContextCard], question: str = "") -> Progr
 
 
 def _resolved(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[CardEntity]) -> Progress:
-    """What the question asks of the entities its names resolved to."""
+    """What the question asks of the entities its names resolved to (and, for an explanation, what is quoted)."""
+    p = _asked(a, cards, p, ents)
+    return _explained(a, cards, p, ents) if a.explain and not p.missing else p
+
+
+def _asked(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[CardEntity]) -> Progress:
     if a.intent == "compare" and len({e.ref.id for e in ents}) >= 3:
         return _need(p, cards, [_ranking(a, ents)], final=True)
     if a.intent in ("relation", "compare") and len(ents) >= 2:
@@ -260,6 +270,38 @@ def _resolved(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[Car
             return p
         return _need(p, cards, [_graph(kind, ents[0].ref, end=ents[1].ref)], final=True)
     return _walk(a, cards, p, ents if a.together else ents[:1])
+
+
+def _explained(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[CardEntity]) -> Progress:
+    """An explanation quotes what the catalog says: the sentences nearest in meaning to the question of the named
+    entities' descriptions, of the entities a relation between them goes through, and of the works the named
+    characters appear in (those they share first). Their works are found beside the plan's own steps; the quotes
+    once the plan and they are in."""
+    people = [e for e in ents[:2] if e.ref.entity_type == "character"]
+    steps: list[BatchIntent] = [_graph("neighbors", e.ref, hop=WORKS) for e in people]
+    got = [_card_for(cards, i) for i in steps]
+    p.steps += [i for i, c in zip(steps, got, strict=True) if c is None]
+    if p.steps:
+        return p
+    through = [CardEntity(ref=n, name="") for path in (p.card.paths[:1] if p.card is not None and a.intent ==
+                                                        "relation" else []) for n in path.nodes[1:-1]]
+    shared: dict[str, tuple[int, CardEntity]] = {}
+    for c in got:
+        assert c is not None
+        for e in c.entities:
+            if e.ref.id != c.data.get("start"):
+                shared[e.ref.id] = (shared.get(e.ref.id, (0, e))[0] + 1, e)
+    works = [e for _, e in sorted(shared.values(), key=lambda x: (-x[0], year_of(x[1].name) or 9999))]
+    records = list({e.ref.id: e for e in [*ents[:2], *through, *works[:QUOTED_WORKS]]
+                    if e.ref.entity_type in QUOTED_TYPES}.values())
+    query = " ".join(a.explain.split())[:_QUERY]
+    quotes = [SearchIntent(rationale="quote what the catalog says that explains it", entity_type=t, query=query,
+                           filters=SearchFilters(id=ids), limit=len(ids), quote=True)
+              for t in QUOTED_TYPES if (ids := [e.ref.id for e in records if e.ref.entity_type == t][:_IDS])]
+    found = [_card_for(cards, i) for i in quotes]
+    p.steps = [i for i, c in zip(quotes, found, strict=True) if c is None]
+    p.quotes = [c for c in found if c is not None]
+    return p
 
 
 def _ahead(a: Analysis, cards: list[ContextCard], p: Progress) -> list[BatchIntent]:

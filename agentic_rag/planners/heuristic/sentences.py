@@ -229,3 +229,10 @@ def path_sentence(nodes: Sequence[str], rels: Sequence[str]) -> str:
     for rel, node in zip(rels[1:], nodes[2:], strict=False):
         text += f", which {EDGE_PHRASES.get(rel, rel)} {node}"
     return text + "."
+
+
+def quote_sentence(name: str, entity_type: str, text: str) -> str:
+    """A record's own sentence, quoted and said whose it is ("The catalog says of Kakashi Hatake: "..."")."""
+    whose = f"the {name} {entity_type}" if entity_type in ("anime", "manga", "franchise") else name
+    text = text if text.endswith((".", "!", "?", "...")) else f"{text}."
+    return f'The catalog says of {whose}: "{text}"'

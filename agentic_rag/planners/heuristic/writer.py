@@ -4,7 +4,8 @@ It reads the same :func:`~agentic_rag.planners.heuristic.progress.progress` as t
 steps are pending the draft says so (no result entities, so the validator asks for more); a name
 that matched nothing is an explicit not-found; otherwise the answer says, in plain sentences
 (:mod:`~agentic_rag.planners.heuristic.sentences`), what each step found and the values it read
-("Luffy appears in One Piece (1999) and ... One Piece (1999) was animated by Toei Animation.").
+("Luffy appears in One Piece (1999) and ... One Piece (1999) was animated by Toei Animation."). An explanation
+also quotes the catalog's own sentences nearest in meaning to the question, and cites their records.
 """
 
 from __future__ import annotations
@@ -23,6 +24,7 @@ from agentic_rag.planners.heuristic.sentences import (
     join,
     nothing_sentence,
     path_sentence,
+    quote_sentence,
     ranking_sentence,
     titled,
 )
@@ -36,6 +38,11 @@ MIN_REPEATED = 4  # words a sentence needs before a repeat of it is dropped from
 ATTRS = ("year", "episode_count", "volumes", "magazine", "founded", "format", "status", "genres")
 ATTRIBUTE_ROWS = 20  # rows whose values an attribute answer states
 LISTED_ROWS = 30  # rows an answer lists by name
+MAX_QUOTED = 2  # sentences an explanation quotes: the named entities' nearest, and another record's
+# cosine similarity to the question (MiniLM) a quoted sentence reaches: one that says why is at 0.24-0.7, one about
+# something else (a season's plot asked why it looks different) under 0.2
+QUOTE_MIN = 0.2
+QUOTE_MARGIN = 0.05  # how much nearer than the named entities' sentence another record's must be to be quoted too
 _ANSWER = max_len(DraftAnswer, "answer")
 _ENTITIES = min(max_len(DraftAnswer, "source_entities"), max_len(DraftAnswer, "result_entities"))
 _PATHS = max_len(Evidence, "paths")
@@ -68,7 +75,8 @@ def draft(inp: DraftInput) -> DraftAnswer:
     said: list[str] = []
     for d in parts:  # a later part restates the chain an earlier one walked: each sentence once (a short
         # piece is kept: the split also cuts after initials, "Monkey D." in "Monkey D. Luffy")
-        said += [x for x in re.split(r"(?<=\.) ", d.answer) if x not in said or len(x.split()) < MIN_REPEATED]
+        said += [x for x in re.split(r"(?<=\.)(?<!\b[A-Z]\.) ", d.answer)
+                 if x not in said or len(x.split()) < MIN_REPEATED]
     return _result(" ".join(said), [r for d in parts for r in d.source_entities],
                    [r for d in parts for r in d.result_entities], confidence=weakest.confidence,
                    paths=[x for d in parts for x in d.evidence.paths],
@@ -78,6 +86,11 @@ def draft(inp: DraftInput) -> DraftAnswer:
 
 def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
     p = progress(a, inp.cards, inp.question)
+    d = _drafted(inp, a, p)
+    return _with_quotes(d, p) if a.explain and d.confidence >= 0.4 else d
+
+
+def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
     if p.missing:
         # no facts and no entities: the loop ends with an explicit not-found, never a guess
         return _result(f"I could not find {', '.join(p.missing)} in the catalog.", [], [], confidence=0.1)
@@ -122,8 +135,8 @@ def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
     final = current
     if a.attr == "count":
         lines.append(f"That is {len(final)} in total.")
-    if not a.hops:
-        lines.append(_about(inp, ents[0]))
+    if not a.hops:  # an explanation quotes the description's sentences that say why, not its start
+        lines.append(_about(inp, ents[0], story=not _quoted(p)))
     return _result(" ".join(lines), sources, [e.ref for e in final], confidence=0.85,
                    citations=[bare(e.name) for e in chain][:_CITATIONS], facts=lines[:_FACTS])
 
@@ -224,8 +237,8 @@ def _by_image(inp: DraftInput) -> DraftAnswer:
     return _result(text, [e.ref for _, e in close[:3]], [top.ref], confidence=0.5, facts=facts)
 
 
-def _about(inp: DraftInput, entity: CardEntity) -> str:
-    """A lookup's answer: what the entity is, its other names, and its description."""
+def _about(inp: DraftInput, entity: CardEntity, *, story: bool = True) -> str:
+    """A lookup's answer: what the entity is, its other names, and its description (unless ``story`` is off)."""
     row = next((r for c in inp.cards for r in c.data.get("rows", [])
                 if isinstance(r, dict) and r.get("id") == entity.ref.id), {})
     kind = {"anime": "an anime", "manga": "a manga", "character": "a character", "person": "a person",
@@ -236,12 +249,51 @@ def _about(inp: DraftInput, entity: CardEntity) -> str:
     head = f"{bare(entity.name)} is {kind}"
     if row.get("year") and entity.ref.entity_type in ("anime", "manga"):
         head += f" from {row['year']}"
-    said, genres, names, story = _record_parts(row, entity.ref.entity_type)
+    said, genres, names, said_story = _record_parts(row, entity.ref.entity_type)
     head += "".join(f" {x}" for x in said) + (f" ({genres})" if genres else "")
     aliases = [x for x in dict.fromkeys([*map(str, row.get("aliases") or []), *names]) if x != bare(entity.name)][:6]
     if aliases:
         head += f", also known as {join(aliases)}"
-    return f"{head}. {story}" if story else f"{head}."
+    return f"{head}. {said_story}" if story and said_story else f"{head}."
+
+
+def _quoted(p: Progress) -> list[tuple[float, str, CardEntity]]:
+    """The sentences an explanation quotes: the nearest in meaning to the question of the named entities' own
+    descriptions, and the nearest of the other records' (a work's synopsis, an entity a relation goes through)
+    when it is clearly nearer (a work's synopsis names the characters too, so it is near whatever it says)."""
+    named = {r.entity.ref.id for r in p.found if r.entity is not None} | {e.ref.id for e in p.starts}
+    scored = [x for x in _sentences(p) if x[0] >= QUOTE_MIN]
+    own = [x for x in scored if x[2].ref.id in named][:1]
+    other = [x for x in scored if x[2].ref.id not in named][:1]
+    if own and other and other[0][0] < own[0][0] + QUOTE_MARGIN:
+        other = []
+    return sorted([*own, *other], key=lambda x: -x[0])[:MAX_QUOTED]
+
+
+def _sentences(p: Progress) -> list[tuple[float, str, CardEntity]]:
+    """Every quoted record's sentences with their similarity to the question, nearest first."""
+    scored: list[tuple[float, str, CardEntity]] = []
+    for card in p.quotes:
+        ents = {e.ref.id: e for e in card.entities}
+        for row in card.data.get("rows", []):
+            if not isinstance(row, dict) or row.get("id") not in ents:
+                continue
+            scored += [(float(x["score"]), x["text"], ents[row["id"]]) for x in row.get("quotes") or []
+                       if isinstance(x, dict) and isinstance(x.get("text"), str)
+                       and isinstance(x.get("score"), int | float)]
+    return sorted(scored, key=lambda x: -x[0])
+
+
+def _with_quotes(d: DraftAnswer, p: Progress) -> DraftAnswer:
+    """An explanation's answer: what was found, then the catalog's own sentences that say why, cited."""
+    picked = _quoted(p)
+    if not picked:
+        return d
+    said = [quote_sentence(bare(e.name), e.ref.entity_type, text) for _, text, e in picked]
+    return _result(" ".join([d.answer, *said]), [*d.source_entities, *(e.ref for _, _, e in picked)],
+                   list(d.result_entities), confidence=d.confidence, paths=list(d.evidence.paths),
+                   facts=[*d.evidence.facts, *(text for _, text, _ in picked)],
+                   citations=list(dict.fromkeys([*d.citations, *(bare(e.name) for _, _, e in picked)])))
 
 
 # what an indexed entity's record (a search hit's row, catalog/index.py) says of the links the answer's first

@@ -9,8 +9,9 @@ that starts from a manga, asked of an anime, first follows the anime to its sour
 The reader is passes over one question, each a module named for its concern; :func:`_read` says their order:
 focus (:mod:`.focus`, :mod:`.asides`, :mod:`.words`, :mod:`.names`), sums of several works (:mod:`.counts`),
 pairs (:mod:`.pairs`), conditions on the catalog (:mod:`.catalog`), and what is asked of one name
-(:mod:`.anchor`, :mod:`.ask`, :mod:`.relations`, :mod:`.counts`), its hops typed by coercion (:mod:`.coerce`).
-A message in two parts is read part by part (:mod:`.parts`)."""
+(:mod:`.anchor`, :mod:`.ask`, :mod:`.relations`, :mod:`.counts`), its hops typed by coercion (:mod:`.coerce`);
+an explanation asked is read over that plan (:mod:`.explain`). A message in two parts is read part by part
+(:mod:`.parts`)."""
 
 from __future__ import annotations
 
@@ -21,7 +22,8 @@ from agentic_rag.understanding.reading.anchor import _anchored, _lookup
 from agentic_rag.understanding.reading.asides import _except
 from agentic_rag.understanding.reading.catalog import _catalog
 from agentic_rag.understanding.reading.counts import _together
-from agentic_rag.understanding.reading.focus import _focus
+from agentic_rag.understanding.reading.explain import _explained
+from agentic_rag.understanding.reading.focus import _focus, _Question
 from agentic_rag.understanding.reading.pairs import _guess, _read_pair
 from agentic_rag.understanding.reading.parts import _read_parts
 from agentic_rag.understanding.reading.recommend import read_recommendation
@@ -57,8 +59,19 @@ def reading_of(inp: RoleInput) -> Analysis:
 
 
 def _read(question: str, links: EntityLinks | None) -> Analysis:
-    """One question (or one part of it), pass by pass: the first pass that reads it says what it asks."""
+    """One question (or one part of it), pass by pass: the first pass that reads it says what it asks; an
+    explanation asked ("why ...", "how did ...") is read over that plan."""
     q = _focus(question, links)  # the asking sentences, less asides, and the names they are about
+    # the question less the explanation's words is read without what it asks by meaning: those words were the why
+    unhinted = links.model_copy(update={"asks": []}) if links is not None else None
+    a = _explained(q, _plan(q), lambda text: _plan(_focus(text, unhinted)))
+    for x in (a, *a.more):
+        x.picked |= q.told & set(x.mentions)
+    return a
+
+
+def _plan(q: _Question) -> Analysis:
+    """What the first pass that reads ``q`` makes of it."""
     for read_pass in (_together, _read_pair, _guess):  # sums of several works, pairs, a guess checked
         if (a := read_pass(q)) is not None:
             return a
@@ -73,8 +86,9 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
 
 def open_types(a: Analysis, mention: str) -> tuple[str, ...]:
     """The entity types ``mention`` may still be: every type of a bare name ("Tell me about Naruto"),
-    else the one the question's reading chose (a type word or the relation asked); none with a year."""
-    if mention in a.years:
+    else the one the question's reading chose (a type word or the relation asked); none with a year, or when the
+    question's other names pick one reading."""
+    if mention in a.years or mention in a.picked:
         return ()
     if mention in a.open:
         return a.open[mention]

@@ -86,7 +86,8 @@ _MAGAZINE_NAMED = re.compile(r"\b(?:ran|run|runs|running|serialized|serialised|p
 def _settings(question: str, mentions: list[LinkedMention]) -> tuple[list[LinkedMention], list[tuple[int, int]]]:
     """The mentions the question is about, less asides: a work that only says where the character before it
     is from ("who is Ryuk death note", "Rem in Death Note"), a name in brackets or after "not", "counting"
-    ("..., not ONE's webcomic"). Also the spans left out, to be read as no part of the question."""
+    ("..., not ONE's webcomic"), one word of longer names said of a kind ("isnt an uchiha"). Also the spans left
+    out, to be read as no part of the question."""
     tokens = tokenize(question)
     brackets = [b.span() for b in re.finditer(r"\([^()]*\)", question)]
     out: list[LinkedMention] = []
@@ -97,6 +98,13 @@ def _settings(question: str, mentions: list[LinkedMention]) -> tuple[list[Linked
         if inside is not None and any(not (inside[0] < o.start < inside[1]) for o in mentions) and not any(
                 o.start < inside[0] < o.end for o in mentions):
             dropped.append(inside)  # "(the murata one, not the webcomic)": an aside about another name
+            continue
+        right_before = [t for t in tokens if t.end <= m.start][-1:]
+        if right_before and right_before[0].key in ("a", "an") and len(mentions) > 1 and m.candidates and all(
+                c.match == "partial" for c in m.candidates):
+            # "kakashi isnt an uchiha": one word of longer names after "a" or "an" names a kind (a clan, a race)
+            # that the names holding it share, not one of them
+            dropped.append((right_before[0].start, m.end))
             continue
         before = [t for t in tokens if t.end <= m.start and not any(o.start <= t.start < o.end for o in mentions)
                   and t.key not in C.ARTICLES][-1:]

@@ -2,12 +2,12 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from agentic_rag.protocol import EntityLinks, LinkedMention
 from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding.reading.asides import _UNASKED, _WHO_IS_HE, _owned, _settings
-from agentic_rag.understanding.reading.names import _by_years, _distinct, _readings
+from agentic_rag.understanding.reading.names import _by_years, _distinct, _readings, _told_apart
 from agentic_rag.understanding.reading.words import _asked_words, _rest, _Words
 from agentic_rag.understanding.text import Token, asking, focus, questioning, referent, tokenize
 
@@ -28,6 +28,7 @@ class _Question:
     kinds: list[set[EntityType]]  # each name's best readings
     # a pass reached a name no cue word says anything about, where what is asked is read by meaning (links.asks)
     by_meaning: bool = False
+    told: set[str] = field(default_factory=set)  # names whose one reading the message's other names pick
 
 
 def _focus(question: str, links: EntityLinks | None) -> _Question:
@@ -48,11 +49,11 @@ def _focus(question: str, links: EntityLinks | None) -> _Question:
     # "the manga one rather than the anime", "before it ended": words that ask for nothing
     question = _UNASKED.sub(lambda x: " " * len(x.group()), question)
     tokens = tokenize(question)
-    mentions = _owned(question, _by_years(tokens, kept))
+    mentions, told = _told_apart(_owned(question, _by_years(tokens, kept)), linked)
     if len(mentions) >= 2 and (pronoun := _WHO_IS_HE.search(question)) is not None:
         # "Frieren keeps remembering this Himmel dude, who is he again": the one he stands for, the nearest before
         said_before = [m for m in mentions if m.end <= pronoun.start() and _readings(m) & {"character", "person"}]
         mentions = said_before[-1:] or mentions
     w = _rest(question, _asked_words(tokens, questioning(whole), mentions), mentions)
     kinds = [_readings(m) for m in mentions]
-    return _Question(whole, question, links, linked, asked, dropped, tokens, mentions, w, kinds)
+    return _Question(whole, question, links, linked, asked, dropped, tokens, mentions, w, kinds, told=told)

@@ -155,3 +155,23 @@ def _by_years(tokens: list[Token], mentions: list[LinkedMention]) -> list[Linked
                 continue
         out.append(m)
     return out
+
+
+def _told_apart(mentions: list[LinkedMention], linked: list[LinkedMention]) -> tuple[list[LinkedMention], set[str]]:
+    """A name several entities of one type share ("ed": Edward Elric, Edward Wong) read as the one whose franchise
+    another name of the message has ("rewatching fmab rn. why does ed have a metal arm"); and the mentions so
+    narrowed (no clarification asks which)."""
+    out: list[LinkedMention] = []
+    told: set[str] = set()
+    for m in mentions:
+        rank = m.candidates[0].match if m.candidates else None
+        strong = [c for c in m.candidates if c.match == rank]
+        around = {f for o in linked if o.text != m.text and o.candidates
+                  for c in o.candidates if c.match == o.candidates[0].match for f in c.franchises}
+        kept = [c for c in strong if around & set(c.franchises)]
+        if len({c.entity.id for c in strong}) < 2 or len({c.entity.entity_type for c in strong}) > 1 or len(kept) != 1:
+            out.append(m)
+            continue
+        out.append(m.model_copy(update={"candidates": [*kept, *(c for c in m.candidates if c not in strong)]}))
+        told.add(m.text)
+    return out, told
