@@ -9,6 +9,7 @@ says why for each (what the hop did reach, the record's sentence), and says whic
 from __future__ import annotations
 
 import re
+from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -65,6 +66,10 @@ class _Said:
     def says(self, n: int, holds: bool) -> str:
         c = self.copula if n == 1 else _PLURAL.get(self.copula, self.copula)
         return f"{c} {self.rest}" if holds else f"{c} not {self.rest}"
+
+    def all(self, n: int) -> str:
+        """"are both in X", "were all animated by X"."""
+        return f"{_PLURAL.get(self.copula, self.copula)} {'both' if n == 2 else 'all'} {self.rest}"
 
     def again(self, n: int, holds: bool) -> str:
         c = self.copula if n == 1 else _PLURAL.get(self.copula, self.copula)
@@ -139,15 +144,15 @@ def _said(among: Among, target: str) -> _Said:
     return _Said(copula, rest.format(target))
 
 
-def among_answer(a: Analysis, p: Progress, cards: list[ContextCard]) -> DraftAnswer:
-    """The listed names the predicate fails for (holds for, unless negated), each with why, and the names the catalog
-    lacks."""
+def among_answer(a: Analysis, p: Progress, cards: list[ContextCard], said_already: Sequence[str] = ()) -> DraftAnswer:
+    """The listed names the predicate fails for (holds for, unless negated), each with why, and the listed names the
+    catalog lacks (but ``said_already``: those linking reported, which the loop's answer states first)."""
     among = a.among
     assert among is not None
     ents = [r.entity for r in p.found if r.entity is not None]
     lines: list[str] = []
-    if among.unlisted:
-        lacking = join([f'"{u}"' for u in among.unlisted])
+    if unlisted := [u for u in among.unlisted if u not in said_already]:
+        lacking = join([f'"{u}"' for u in unlisted])
         lines.append(f"None of {lacking} is in the catalog." if not among.candidates
                      else f"I could not find {lacking} in the catalog.")
     if not among.candidates:
@@ -162,18 +167,17 @@ def among_answer(a: Analysis, p: Progress, cards: list[ContextCard]) -> DraftAns
                      "each one's own record says.")
         if not any(v.holds for v in vs):
             lines.append(f"None of the records of {names(vs)} says it, so the catalog cannot tell.")
-            return _draft(" ".join(lines), [v.entity.ref for v in vs], [], lines, confidence=0.5)
+            # all the catalog can say, said: no more steps would tell more
+            return _draft(" ".join(lines), [v.entity.ref for v in vs], [], lines, confidence=0.8)
     if asked and rest:
         lines.append(f"{names(asked)} {said.says(len(asked), not among.negated)}; "
                      f"{names(rest)} {said.again(len(rest), among.negated)}.")
     elif len(vs) == 1:
         lines.append(f"{names(vs)} {said.says(1, vs[0].holds)}.")
-    elif asked:
-        lines.append(f"None of {names(vs)} {said.says(1, True)}." if among.negated
-                     else f"All of {names(vs)} {said.says(len(vs), True)}.")
+    elif (not among.negated) == bool(asked):  # it holds for every one
+        lines.append(f"{names(vs)} {said.all(len(vs))}" + (", so none is left out." if among.negated else "."))
     else:
-        lines.append(f"All of {names(vs)} {said.says(len(vs), True)}, so none is left out." if among.negated
-                     else f"None of {names(vs)} {said.says(1, True)}.")
+        lines.append(f"None of {names(vs)} {said.says(1, True)}.")
     facts = [_why(v, among) for v in vs]
     # why for each the predicate fails for (what it does reach), and each record's words for a group
     lines += [f for v, f in zip(vs, facts, strict=True) if not v.holds or among.hop is None]

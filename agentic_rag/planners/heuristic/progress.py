@@ -274,8 +274,8 @@ def among_tests(a: Analysis, ents: list[CardEntity]) -> list[BatchIntent]:
 
 def _by_company(readings: dict[str, tuple[str, ...]], cards: list[ContextCard], found: list[Resolution]) -> None:
     """A listed name with several readings ("annie" beside "reiner, bertholdt"): the reading whose works (a
-    character's anime, a work's franchise, the work itself) the question's other names share most; the best linked
-    on a tie."""
+    character's anime, a work's franchise, the work itself) most of the question's other names share; the best
+    linked on a tie."""
     def company(entity_id: str) -> set[str]:
         row = row_of(cards, entity_id)
         return {entity_id, *(str(x) for x in row.get("anime_ids") or []),
@@ -286,8 +286,8 @@ def _by_company(readings: dict[str, tuple[str, ...]], cards: list[ContextCard], 
         card = next((c for c in search_cards(cards, r.mention) if c.data.get("ids") == list(ids)), None)
         if card is None or r.entity is None:
             continue
-        around = set().union(*(company(o.entity.ref.id) for o in found if o.entity is not None and o is not r))
-        shared = {e.ref.id: len(company(e.ref.id) & around) for e in card.entities}
+        around = [company(o.entity.ref.id) for o in found if o.entity is not None and o is not r]
+        shared = {e.ref.id: sum(bool(company(e.ref.id) & x) for x in around) for e in card.entities}
         r.entity = max(card.entities, key=lambda e: (shared[e.ref.id], -ids.index(e.ref.id) if e.ref.id in ids
                                                      else -len(ids)))
 

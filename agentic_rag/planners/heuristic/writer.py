@@ -85,7 +85,7 @@ def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
     if p.pending:
         return _result("The context does not answer the question yet.", [], [], confidence=0.2)
     if a.among is not None:  # a choice among listed names: the set difference
-        return among_answer(a, p, inp.cards)
+        return among_answer(a, p, inp.cards, inp.links.unknown or [] if inp.links else [])
     if a.filter is not None and not p.starts:
         return _query_answer(a, p, [])
     ents = p.starts or [r.entity for r in p.found if r.entity is not None]

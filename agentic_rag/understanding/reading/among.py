@@ -21,10 +21,11 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import get_args
 
 from agentic_rag.protocol import EntityLinks, LinkedMention
 from agentic_rag.protocol.reading import Among, Analysis, Hop
-from agentic_rag.protocol.vocabulary import EntityType
+from agentic_rag.protocol.vocabulary import PREFERRED_RANGE, AnimeStaffRole, EntityType, MangaAuthorRole
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.reading.names import _add, _type_word
 from agentic_rag.understanding.reading.relations import _staff
@@ -35,7 +36,7 @@ MAX_ITEM_WORDS = 4  # words an item of a list after a colon may run to and still
 MAX_GROUP_WORDS = 4  # words a group the catalog has no entry for may run to ("league of villains")
 
 # a negation cue; "not counting", "but not", "not including" leave something out of a sum instead (asides.py)
-_NEGATION = re.compile(r"\b(?:not|never|none|neither|nor|isnt|wasnt|arent|werent|doesnt|didnt|dont|hasnt|havent|"
+_NEGATION = re.compile(r"\b(?:not|no|nobody|never|none|neither|nor|isnt|wasnt|arent|werent|doesnt|didnt|dont|hasnt|havent|"
                        r"hadnt|aint|wont|cant|couldnt)\b|n['’]t\b", re.IGNORECASE)
 _NOT_NEGATION = re.compile(r"\b(?:not (?:counting|including|the (?:anime|manga|movies?|films?|shows?))|but not|"
                            r"rather than|other than)\b", re.IGNORECASE)
@@ -44,6 +45,10 @@ _CHOOSING = re.compile(r"\b(?:which|who|whom|what)\b|\bout of\b|\bamong(?:st)?\b
 # ... said outright: the positive form ("which of these were animated by X") needs one of these
 _OF_THESE = re.compile(r"\b(?:of|out of|among(?:st)?) (?:these|those|them|the following|the \w+ (?:below|above))\b|"
                        r"\bwhich ones?\b|\bwhich (?:\w+ )?of\b|\bout of\b", re.IGNORECASE)
+_AMONG_THESE = re.compile(r"\b(?:of|out of|among(?:st)?) (?:these|those|them|the following)\b", re.IGNORECASE)
+# a comparison among the names instead ("which of the two is longer", "the most episodes")
+_COMPARING = re.compile(rf"\b(?:{'|'.join(sorted(C.COMPARATIVE | C.COMPARE))}|most|least|fewest|\w{{3,}}est)\b",
+                        re.IGNORECASE)
 # what stands between two items of a list
 _SEPARATOR = re.compile(r"[\s,/&]*(?:\b(?:and|or|nor)\b[\s,]*)?(?:the\s+)?", re.IGNORECASE)
 _SPLIT = re.compile(r"\s*(?:,|/|&|\bor\b|\band\b|\bnor\b)\s*", re.IGNORECASE)
@@ -62,7 +67,8 @@ _COPULAS = frozenset(("is", "are", "was", "were", "be", "been", "am", "isnt", "w
                       "never", "t"))
 _RANKING = frozenset(("most", "least", "best", "worst", "first", "last", "popular", "same"))
 _JOINING = frozenset(("of", "the", "a", "an", "and"))  # inside a group's name ("league of villains")
-_TRAILING = frozenset(("with", "to", "by", "for", "from", "in", "of", "at", "anymore", "then", "now", "the", "a"))
+_TRAILING = frozenset(("with", "to", "by", "for", "from", "in", "of", "at", "on", "about", "whether", "if", "anymore",
+                       "then", "now", "right", "the", "a"))
 
 # a relation to anyone: "anyone's teacher", "has a rival", "trained anybody"
 _ANYONE = frozenset(("anyone", "anybody", "someone", "somebody", "any", "nobody", "noone", "no"))
@@ -96,10 +102,15 @@ def _peer(keys: list[str], target_first: bool) -> Hop | None:
 _HopRule = Callable[[list[str], _Words, bool], Hop | None]
 
 
-def _credit(anime_side: str) -> _HopRule:
+def _credit(edge: str, kind: EntityType) -> _HopRule:
+    """A credit between a work of ``kind`` and a person, in the role the words name: none where no credit of that
+    kind of work has that role ("drawn by" is a manga's credit)."""
     def rule(keys: list[str], w: _Words, target_first: bool) -> Hop | None:
         staff = _staff(w)
-        return Hop((anime_side,), staff.roles if staff else ())
+        roles = staff.roles if staff else ()
+        if roles and not set(roles) & set(get_args(AnimeStaffRole if kind == "anime" else MangaAuthorRole)):
+            return None
+        return Hop((edge,), roles)
     return rule
 
 
@@ -110,10 +121,10 @@ TO_TARGET: dict[tuple[EntityType, EntityType], _HopRule] = {
     ("character", "manga"): lambda k, w, f: Hop(("appears_in",), node_types=("manga",)),
     ("anime", "studio"): lambda k, w, f: Hop(("animated_by",)),
     ("studio", "anime"): lambda k, w, f: Hop(("animated",)),
-    ("anime", "person"): _credit("staff"),
-    ("manga", "person"): _credit("staff"),
-    ("person", "anime"): _credit("worked_on"),
-    ("person", "manga"): _credit("worked_on"),
+    ("anime", "person"): _credit("staff", "anime"),
+    ("manga", "person"): _credit("staff", "manga"),
+    ("person", "anime"): _credit("worked_on", "anime"),
+    ("person", "manga"): _credit("worked_on", "manga"),
     ("anime", "franchise"): lambda k, w, f: Hop(("part_of",)),
     ("manga", "franchise"): lambda k, w, f: Hop(("part_of",)),
     ("anime", "manga"): lambda k, w, f: Hop(("adapted_from",)),
@@ -139,6 +150,8 @@ def _among(question: str, links: EntityLinks | None) -> Analysis | None:
     negation = _NEGATION.search(_NOT_NEGATION.sub(lambda x: " " * len(x.group()), question))
     if negation is None and not _OF_THESE.search(question):
         return None
+    if _COMPARING.search(question):
+        return None  # "which of the two has more episodes": a comparison (pairs.py), not a choice by a predicate
     listed = _listed(question, links)
     named = [i.mention for i in listed if i.mention is not None]
     if len(listed) < 2 or (not named and not links.unknown):
@@ -159,7 +172,10 @@ def _among(question: str, links: EntityLinks | None) -> Analysis | None:
         spans = _predicates(question, listed, negation)
         anyone = next((h for s in spans if (h := _to_anyone([t.key for t in tokenize(s)]))), None)
         among.hop = anyone if kind == "character" else None
-        group = next((g for s in spans if (g := _group(s)) is not None), None)
+        # a group said of the names, not negated, only where the question says it picks among them ("which of
+        # these are straw hats"): "naruto or shippuden, which one ..., im gonna be stuck watching" names none
+        group = next((g for s in spans if (g := _group(s)) is not None), None) \
+            if negation is not None or _AMONG_THESE.search(question) else None
         if among.hop is None and group is None:
             return None
         if among.hop is None and group is not None:
@@ -250,12 +266,15 @@ def _to_target(tokens: list[Token], named: list[LinkedMention], others: list[Lin
     """The other name the predicate relates each candidate to, its type, the candidates' type and the edge: the
     nearest name (before the list first) whose type and the candidates' are in :data:`TO_TARGET`."""
     counts = Counter(t for m in named for t in dict.fromkeys(c.entity.entity_type for c in m.candidates))
-    kinds = [t for t, n in counts.most_common() if 2 * n >= len(named)]
+    kinds = sorted((t for t, n in counts.items() if 2 * n >= len(named)),
+                   key=lambda t: (-counts[t], t not in PREFERRED_RANGE.values()))  # the show first, on a tie
     keys = [t.key for t in tokens]
     for target in reversed(others):
         said, _ = _type_word(tokens, target)
-        types = list(dict.fromkeys([*([said] if said else []),
-                                    *(c.entity.entity_type for c in target.candidates)]))
+        # the type a word beside it says, else the anime before its other readings (people mostly mean the show)
+        readings = sorted(dict.fromkeys(c.entity.entity_type for c in target.candidates),
+                          key=lambda t: t not in PREFERRED_RANGE.values())
+        types = list(dict.fromkeys([*([said] if said else []), *readings]))
         first = next((i for i, t in enumerate(tokens) if t.start >= target.start), len(tokens))
         for target_type in types:
             for kind in kinds:
@@ -319,8 +338,8 @@ def _group(span: str) -> tuple[str, tuple[str, ...]] | None:
     while words and words[-1].key in _TRAILING:
         words = words[:-1]
     group = tuple(fold(t.key) for t in words if t.key not in _JOINING)
-    if not group or len(words) > MAX_GROUP_WORDS or any(_ranking(g) for g in group) or \
-            all(g in C.CUES for g in group) or any(t.key in _PREDICATE_START | _ANYONE for t in words):
+    if not group or len(words) > MAX_GROUP_WORDS or any(_ranking(g) or g in C.CUES for g in group) or \
+            any(t.key in _PREDICATE_START | _ANYONE for t in words):
         return None
     return span[shown[0].start:words[-1].end], group
 
