@@ -36,8 +36,8 @@ MAX_ITEM_WORDS = 4  # words an item of a list after a colon may run to and still
 MAX_GROUP_WORDS = 4  # words a group the catalog has no entry for may run to ("league of villains")
 
 # a negation cue; "not counting", "but not", "not including" leave something out of a sum instead (asides.py)
-_NEGATION = re.compile(r"\b(?:not|no|nobody|never|none|neither|nor|isnt|wasnt|arent|werent|doesnt|didnt|dont|hasnt|havent|"
-                       r"hadnt|aint|wont|cant|couldnt)\b|n['’]t\b", re.IGNORECASE)
+_NEGATION = re.compile(r"\b(?:not|no|nobody|never|none|neither|nor|isnt|wasnt|arent|werent|doesnt|didnt|dont|"
+                       r"hasnt|havent|hadnt|aint|wont|cant|couldnt)\b|n['’]t\b", re.IGNORECASE)
 _NOT_NEGATION = re.compile(r"\b(?:not (?:counting|including|the (?:anime|manga|movies?|films?|shows?))|but not|"
                            r"rather than|other than)\b", re.IGNORECASE)
 # the question picks among the names it lists

@@ -72,7 +72,8 @@ def test_the_positive_form_is_the_same_method_not_negated() -> None:
     ("gojo, nanami, yuji or megumi - which one isn't somebody's student?", "student_of"),
 ])
 def test_a_relation_to_anyone_is_an_edge_from_each_that_reaches_anything(question: str, edge: str) -> None:
-    named = [("gojo", "Satoru Gojo"), ("nanami", "Kento Nanami"), ("yuji", "Yuji Itadori"), ("megumi", "Megumi Fushiguro")]
+    named = [("gojo", "Satoru Gojo"), ("nanami", "Kento Nanami"), ("yuji", "Yuji Itadori"),
+             ("megumi", "Megumi Fushiguro")]
     a = read(question, links(question, *((t, char(n)) for t, n in named)))
     assert among(a) == (["gojo", "nanami", "yuji", "megumi"], True, None, (edge,), ())
 
