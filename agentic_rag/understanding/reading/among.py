@@ -27,6 +27,7 @@ from agentic_rag.protocol import EntityLinks, LinkedMention
 from agentic_rag.protocol.reading import Among, Analysis, Hop
 from agentic_rag.protocol.vocabulary import PREFERRED_RANGE, AnimeStaffRole, EntityType, MangaAuthorRole
 from agentic_rag.understanding import cues as C
+from agentic_rag.understanding.reading.asides import _EXCEPT
 from agentic_rag.understanding.reading.names import _add, _type_word
 from agentic_rag.understanding.reading.relations import _staff
 from agentic_rag.understanding.reading.words import _rest, _Words
@@ -44,11 +45,14 @@ _NOT_NEGATION = re.compile(r"\b(?:not (?:counting|including|the (?:anime|manga|m
 _CHOOSING = re.compile(r"\b(?:which|who|whom|what)\b|\bout of\b|\bamong(?:st)?\b", re.IGNORECASE)
 # ... said outright: the positive form ("which of these were animated by X") needs one of these
 _OF_THESE = re.compile(r"\b(?:of|out of|among(?:st)?) (?:these|those|them|the following|the \w+ (?:below|above))\b|"
-                       r"\bwhich ones?\b|\bwhich (?:\w+ )?of\b|\bout of\b", re.IGNORECASE)
+                       r"\bwhich ones?\b|\bwhich (?:(?:one|ones|two|three|four|five|\d) )?of\b|\bout of\b",
+                       re.IGNORECASE)  # (not "which part of", "which season of": one work's parts)
 _AMONG_THESE = re.compile(r"\b(?:of|out of|among(?:st)?) (?:these|those|them|the following)\b", re.IGNORECASE)
 # a comparison among the names instead ("which of the two is longer", "the most episodes")
 _COMPARING = re.compile(rf"\b(?:{'|'.join(sorted(C.COMPARATIVE | C.COMPARE))}|most|least|fewest|\w{{3,}}est)\b",
                         re.IGNORECASE)
+# a list of names left out, right before it ("besides A and B")
+_LEFT_OUT = re.compile(rf"(?:{_EXCEPT.pattern})\W*$", re.IGNORECASE)
 # what stands between two items of a list
 _SEPARATOR = re.compile(r"[\s,/&]*(?:\b(?:and|or|nor)\b[\s,]*)?(?:the\s+)?", re.IGNORECASE)
 _SPLIT = re.compile(r"\s*(?:,|/|&|\bor\b|\band\b|\bnor\b)\s*", re.IGNORECASE)
@@ -147,7 +151,9 @@ def _among(question: str, links: EntityLinks | None) -> Analysis | None:
     """The reading of a question that picks among names it lists by a predicate, or None."""
     if links is None or not _CHOOSING.search(question):
         return None
-    negation = _NEGATION.search(_NOT_NEGATION.sub(lambda x: " " * len(x.group()), question))
+    # a negation cue outside the names ("Attack on Titan: No Regrets" negates nothing)
+    words = _blank(_NOT_NEGATION.sub(lambda x: " " * len(x.group()), question), links.mentions)
+    negation = _NEGATION.search(words)
     if negation is None and not _OF_THESE.search(question):
         return None
     if _COMPARING.search(question):
@@ -156,6 +162,8 @@ def _among(question: str, links: EntityLinks | None) -> Analysis | None:
     named = [i.mention for i in listed if i.mention is not None]
     if len(listed) < 2 or (not named and not links.unknown):
         return None
+    if _LEFT_OUT.search(question[:listed[0].start]):
+        return None  # "who else is in X besides A and B": names left out of a list asked for (asides.py)
     among = Among(candidates=[], negated=negation is not None, unlisted=[i.text for i in listed if i.mention is None])
     a = Analysis(intent="among", mentions=[], among=among)
     if not named:
@@ -188,6 +196,12 @@ def _among(question: str, links: EntityLinks | None) -> Analysis | None:
             among.readings[a.mentions[-1]] = strong
     a.mentions = [*among.candidates, *([among.target] if among.target else [])]
     return a
+
+
+def _blank(text: str, mentions: list[LinkedMention]) -> str:
+    for m in mentions:
+        text = text[:m.start] + " " * (m.end - m.start) + text[m.end:]
+    return text
 
 
 def _items(question: str, links: EntityLinks) -> list[_Item]:

@@ -132,10 +132,20 @@ def test_a_listed_name_with_two_readings_is_left_to_the_names_beside_it() -> Non
     "who directed Naruto and Bleach?",
     "how many episodes do Naruto and Bleach have, not counting the movies?",
     "which of these is the longest: Naruto, Bleach or One Piece?",
+    "which of the two has more chapters, Naruto or Bleach? we can't decide",
+    "which works of One Piece aren't movies, besides Naruto and Bleach?",  # names left out of a list asked for
+    "I love Naruto, Bleach too. which part of One Piece is best?",  # one work's parts, not a choice among names
 ])
 def test_a_question_that_is_no_choice_by_a_predicate_is_read_as_before(question: str) -> None:
     spans = [(n, work(n)) for n in ("Naruto", "Bleach", "One Piece") if n in question]
     assert read(question, links(question, *spans)).among is None
+
+
+def test_a_negation_inside_a_name_negates_nothing() -> None:
+    q = "which of these are in Bleach: No Game No Life, Naruto?"
+    a = read(q, links(q, ("Bleach", work("Bleach")), ("No Game No Life", work("No Game No Life")),
+                      ("Naruto", work("Naruto"))))
+    assert a.among is not None and not a.among.negated
 
 
 def test_one_name_is_no_list() -> None:
