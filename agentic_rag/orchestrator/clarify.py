@@ -30,8 +30,8 @@ def clarification(a: Analysis, links: EntityLinks) -> tuple[Clarification, str] 
     """A clarification for the first mention with several strong readings the question (as read: ``a``) allows,
     with that mention (the resumed run fetches the chosen entity under it), else None."""
     for m in links.mentions:
-        if m.text not in a.mentions:
-            continue
+        if m.text not in a.mentions or (a.among is not None and m.text in a.among.readings):
+            continue  # (a listed name's reading is the one that shares works with the other names listed)
         allowed = open_types(a, m.text)
         # as strong as the best reading: exact names and aliases, or (a typo in the name) equally near misses
         best = "alias" if m.candidates and m.candidates[0].match in ("exact", "alias") else m.candidates[0].match

@@ -48,7 +48,8 @@ class Recommend:
     lacking: str | None = None  # a type asked for that the catalog does not hold ("light novels")
 
 
-Intent = Literal["relation", "compare", "chain", "attribute", "aggregate", "filter", "lookup", "recommend"]
+Intent = Literal["relation", "compare", "chain", "attribute", "aggregate", "filter", "lookup", "recommend",
+                 "among"]
 # What is read off the final entities: a catalog column, the first episode, or an aggregate.
 Attr = Literal["year", "episode_count", "volumes", "magazine", "founded", "format", "status", "genres",
                "first_episode",
@@ -72,6 +73,27 @@ class Hop:
     count: int = 0  # keep only the earliest this many ("the three Wit Studio seasons"); 0: all
     exclude_seen: bool = False  # drop entities already met on the way ("what *other* anime")
     include_start: bool = False  # keep the entities the hop starts from ("both seasons": the first and its sequels)
+
+
+@dataclass(slots=True)
+class Among:
+    """A choice among names the question lists ("which of these is NOT in X: A, B or C?"): a predicate tested for
+    each, and whether the answer is those it holds for or those it fails for (a set difference).
+
+    The predicate is one of three: ``hop`` reaches ``target`` from the candidate ("in X", "made by X"); ``hop`` reaches
+    anything, no target ("anyone's teacher"); or, no hop, the candidate's record says every ``group`` word (a group
+    the catalog has no entry for: "a hashira", "straw hats")."""
+
+    candidates: list[str]  # the listed names that linked (keys of Analysis.types), in the question's order
+    negated: bool  # "not", "isn't", "never": the answer is the candidates the predicate does not hold for
+    target: str | None = None  # the mention the predicate relates each candidate to
+    hop: Hop | None = None  # the edges followed from each candidate
+    group: tuple[str, ...] = ()  # the group's words a record must say, folded ("league", "villains")
+    said: str = ""  # the predicate's words as typed ("a hashira", "in the league of villains")
+    unlisted: list[str] = field(default_factory=list)  # listed names the catalog does not have, as typed
+    # a listed name with several strong readings of the list's type ("annie"): their entity ids, best linked first;
+    # the one sharing works with the other names is meant, so it is no clarification
+    readings: dict[str, tuple[str, ...]] = field(default_factory=dict)
 
 
 @dataclass(slots=True)
@@ -113,3 +135,4 @@ class Analysis:
     # words, which the answer's quoted sentences (of the records' descriptions) are chosen by, nearest in meaning;
     # empty: none is asked
     explain: str = ""
+    among: Among | None = None  # a choice among listed names by a predicate ("which of these is not in X: ...")

@@ -831,13 +831,16 @@ def _common_noun(tokens: list[Token], s: _Span) -> bool:
 def _inside_unknown_name(tokens: list[Token], s: _Span, taken: set[int], loose: dict[int, int]) -> bool:
     """One word matched loosely (an alias, a typo) inside what looks like a longer name the catalog does
     not know: next to a capitalised word nothing matched ("Whit Fox"), or next to another loose match
-    when one of the two is a typo ("Shoyo Hinata" is neither Shoto Todoroki nor Hinata Hyuga)."""
+    when one of the two is a typo ("Shoyo Hinata" is neither Shoto Todoroki nor Hinata Hyuga); a word beside it
+    across a comma is another name."""
     if s.start not in loose:
         return False
     typo = _rank("typo")
     for j in (s.start - 1, s.start + 1):
         if not 0 <= j < len(tokens):
             continue
+        if tokens[max(j, s.start)].start - tokens[min(j, s.start)].end > 1:
+            continue  # a comma between them ("Kakashi, Zorblax"): two names, not one
         if j in loose and typo in (loose[j], loose[s.start]):
             return True
         t = tokens[j]

@@ -35,6 +35,8 @@ def select(inp: SelectInput) -> NextStep:
             return finish("searched by the attached image")
         search = image_search(inp.question)
         return NextStep(action="qdrant_search", rationale=search.rationale, search_intent=search)
+    if a.among is not None and not a.mentions:
+        return finish("none of the names listed is in the catalog")
     if not a.mentions and a.filter is None and a.recommend is None:
         # no name linked: search by meaning, once, in the collections a description usually names; but a
         # question naming something the catalog lacks ("who is Satoshi Kon?") is no description

@@ -11,7 +11,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentic_rag.planners.heuristic.context import Resolution, qualifiers, resolve, row_of, year_of
+from agentic_rag.planners.heuristic.context import Resolution, qualifiers, resolve, row_of, search_cards, year_of
 from agentic_rag.protocol import (
     FIELDS,
     MAX_BATCH,
@@ -151,11 +151,12 @@ def described(cards: list[ContextCard]) -> list[tuple[float, CardEntity]]:
     return sorted(found, key=lambda x: -x[0])
 
 
-def _search(entity_type: str, mention: str, year: int | None, linked: str | None) -> SearchIntent:
+def _search(entity_type: str, mention: str, year: int | None, linked: str | list[str] | None) -> SearchIntent:
     if linked is not None:  # entity linking found it: fetch it by id, under the name the user typed
+        ids = [linked] if isinstance(linked, str) else linked[:_IDS]  # (or each of its readings)
         return SearchIntent.model_validate({"rationale": f"fetch '{mention[:QUOTED_NAME]}', linked to a {entity_type}",
                                             "entity_type": entity_type, "query": mention[:_QUERY],
-                                            "filters": {"id": [linked]}, "limit": 1})
+                                            "filters": {"id": ids}, "limit": len(ids)})
     return SearchIntent.model_validate({"rationale": f"resolve '{mention[:QUOTED_NAME]}' as {entity_type}",
                                         "entity_type": entity_type, "query": mention[:_QUERY],
                                         "limit": 10 if year else 5})
@@ -244,9 +245,13 @@ def progress(a: Analysis, cards: list[ContextCard], question: str = "") -> Progr
             left = [t for t in a.types.get(mention, ()) if t not in r.tried]
             if left:
                 linked = a.linked.get(mention, {}).get(left[0])
-                p.steps.append(_search(left[0], mention, a.years.get(mention), linked.entity.id if linked else None))
+                ids = list(a.among.readings.get(mention, ())) if a.among else []
+                p.steps.append(_search(left[0], mention, a.years.get(mention),
+                                       ids or (linked.entity.id if linked else None)))
             else:
                 p.missing.append(mention)
+    if a.among is not None and a.among.readings and not p.steps:
+        _by_company(a.among.readings, cards, p.found)
     if p.steps or p.missing:
         if not p.missing:
             p.steps += _ahead(a, cards, p)
@@ -262,6 +267,8 @@ def _resolved(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[Car
 
 
 def _asked(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[CardEntity]) -> Progress:
+    if a.among is not None:  # a choice among listed names: the predicate tested for each
+        return _need(p, cards, among_tests(a, ents), final=False)
     if a.intent == "compare" and len({e.ref.id for e in ents}) >= 3:
         return _need(p, cards, [_ranking(a, ents)], final=True)
     if a.intent in ("relation", "compare") and len(ents) >= 2:
@@ -304,12 +311,44 @@ def _explained(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[Ca
     return p
 
 
+def among_tests(a: Analysis, ents: list[CardEntity]) -> list[BatchIntent]:
+    """The steps that test a choice's predicate (``a.among``), one per listed name: its hop from that name (``ents``
+    is in the order of ``a.mentions``: the listed names first). A group's words need none: the record each name was
+    fetched with says them or not."""
+    among = a.among
+    if among is None or among.hop is None:
+        return []
+    return [_graph("neighbors", e.ref, hop=among.hop) for e in ents[:len(among.candidates)]]
+
+
+def _by_company(readings: dict[str, tuple[str, ...]], cards: list[ContextCard], found: list[Resolution]) -> None:
+    """A listed name with several readings ("annie" beside "reiner, bertholdt"): the reading whose works (a
+    character's anime, a work's franchise, the work itself) most of the question's other names share; the best
+    linked on a tie."""
+    def company(entity_id: str) -> set[str]:
+        row = row_of(cards, entity_id)
+        return {entity_id, *(str(x) for x in row.get("anime_ids") or []),
+                *([str(row["franchise_id"])] if row.get("franchise_id") else [])}
+
+    for r in found:
+        ids = readings.get(r.mention, ())
+        card = next((c for c in search_cards(cards, r.mention) if c.data.get("ids") == list(ids)), None)
+        if card is None or r.entity is None:
+            continue
+        around = [company(o.entity.ref.id) for o in found if o.entity is not None and o is not r]
+        shared = {e.ref.id: sum(bool(company(e.ref.id) & x) for x in around) for e in card.entities}
+        r.entity = max(card.entities, key=lambda e: (shared[e.ref.id], -ids.index(e.ref.id) if e.ref.id in ids
+                                                     else -len(ids)))
+
+
 def _ahead(a: Analysis, cards: list[ContextCard], p: Progress) -> list[BatchIntent]:
     """The steps that follow resolution, in the same turn as the fetches they wait for, when those fetches cannot
     change them: every name still unresolved is being fetched by the id entity linking gave it, so the entity each
     fetch returns is known already, and a step from it needs only its id and name. "Which studio animated Death
     Note" fetches the anime and its neighbours in one turn, not two (each turn is a plan, a draft and a judgement
     more). A step that reads the fetched row (a character's works, listed on it) waits for it."""
+    if a.among is not None and a.among.readings:
+        return []  # which reading a listed name has waits for the rows of the names beside it
     ents: list[CardEntity] = []
     for r in p.found:
         if r.entity is not None:

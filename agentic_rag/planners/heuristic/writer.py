@@ -13,6 +13,7 @@ from __future__ import annotations
 import re
 from typing import Any
 
+from agentic_rag.planners.heuristic.among import among_answer
 from agentic_rag.planners.heuristic.context import bare
 from agentic_rag.planners.heuristic.pictured import IMAGE_MATCH, image_attached, pictured
 from agentic_rag.planners.heuristic.progress import LISTED, Progress, described, progress, ranked_field
@@ -96,6 +97,8 @@ def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
         return _result(f"I could not find {', '.join(p.missing)} in the catalog.", [], [], confidence=0.1)
     if p.pending:
         return _result("The context does not answer the question yet.", [], [], confidence=0.2)
+    if a.among is not None:  # a choice among listed names: the set difference
+        return among_answer(a, p, inp.cards, inp.links.unknown or [] if inp.links else [])
     if a.filter is not None and not p.starts:
         return _query_answer(a, p, [])
     if a.recommend is not None and not a.mentions and p.card is not None:

@@ -11,13 +11,15 @@ focus (:mod:`.focus`, :mod:`.asides`, :mod:`.words`, :mod:`.names`), sums of sev
 pairs (:mod:`.pairs`), conditions on the catalog (:mod:`.catalog`), and what is asked of one name
 (:mod:`.anchor`, :mod:`.ask`, :mod:`.relations`, :mod:`.counts`), its hops typed by coercion (:mod:`.coerce`);
 an explanation asked is read over that plan (:mod:`.explain`). A message in two parts is read part by part
-(:mod:`.parts`)."""
+(:mod:`.parts`); a choice among listed names by a predicate, said or negated, is read before all of them
+(:mod:`.among`), and a request for recommendations before the parts (:mod:`.recommend`)."""
 
 from __future__ import annotations
 
 from agentic_rag.protocol import EntityLinks
 from agentic_rag.protocol.reading import ANY_TYPE, Analysis
 from agentic_rag.protocol.roles import RoleInput
+from agentic_rag.understanding.reading.among import _among
 from agentic_rag.understanding.reading.anchor import _anchored, _lookup
 from agentic_rag.understanding.reading.asides import _except
 from agentic_rag.understanding.reading.catalog import _catalog
@@ -37,7 +39,12 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     ``by_meaning`` says whether any reading it took (a part's too) turned to what is asked by meaning
     (``links.asks``, the MiniLM encoder's nearest exemplars): only a name no cue word says anything about does.
     Read without them, a question that never gets there reads the same with them, so linking embeds only the
-    questions that do, and reads those again with what they ask."""
+    questions that do, and reads those again with what they ask.
+
+    A question that picks among names it lists by a predicate ("which of these is NOT in X: A, B or C?") is read
+    whole, first (:mod:`.among`): its list is no set of parts, and its "not" no aside."""
+    if (choice := _among(question, links)) is not None:
+        return choice
     question, links, excluded = _except(question, links)
     reads: list[Analysis] = []
 
