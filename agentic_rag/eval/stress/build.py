@@ -14,7 +14,7 @@ from typing import Literal
 
 from agentic_rag.catalog.records import Catalog, load_catalog
 from agentic_rag.eval.questions import QUESTION_TYPES, EvalQuestion, QuestionType
-from agentic_rag.eval.stress import absent, chains, figures, works
+from agentic_rag.eval.stress import absent, chains, figures, recommend, works
 from agentic_rag.eval.stress.facts import Builder, Fact, World
 from agentic_rag.eval.stress.noise import Rates, Renderer
 from agentic_rag.eval.stress.templates import TEMPLATES, Split, Template, template_split
@@ -24,7 +24,8 @@ DEFAULT_SEED = 20240601
 DEFAULT_PER_TYPE = 150
 DRAWS_PER_QUESTION = 12
 
-BUILDERS: dict[str, Builder] = {**works.BUILDERS, **chains.BUILDERS, **figures.BUILDERS, **absent.BUILDERS}
+BUILDERS: dict[str, Builder] = {**works.BUILDERS, **chains.BUILDERS, **figures.BUILDERS, **absent.BUILDERS,
+                                **recommend.BUILDERS}
 
 
 @dataclass(frozen=True, slots=True)
@@ -84,7 +85,7 @@ def _draw(qtype: QuestionType, tid: int, template: Template, index: int, deck: _
         seen.add(text.lower())
         q = EvalQuestion(id=question_id(qtype, tid, index), question=text, type=qtype,
                          gold_entities=list(fact.gold), answer_contains=list(fact.answers),
-                         expect_status=fact.expect)
+                         answer_any=list(fact.any_of), min_any=fact.min_any, expect_status=fact.expect)
         return StressQuestion(q, f"{qtype}-t{tid:02d}", template_split(tid), noise)
     return None
 

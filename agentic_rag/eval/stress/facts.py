@@ -38,6 +38,8 @@ class Fact:
     gold: tuple[GoldEntity, ...] = ()
     answers: tuple[str, ...] = ()
     expect: ExpectStatus = "answered"
+    any_of: tuple[str, ...] = ()  # acceptable answers, of which a correct one names ``min_any`` (recommendations)
+    min_any: int = 1
 
 
 class World:

@@ -233,6 +233,21 @@ TEMPLATES: dict[QuestionType, tuple[Template, ...]] = {
         ("shared_name", "anything on {x}?"),
         ("shared_name", "ok so {x}... details?"),
     ),
+    # recommendations (issue 37): a work named, works like it asked for (templates alternate tune and held)
+    "recommendation": _t(
+        ("similar_anime", "anime like {a}?"),
+        ("similar_anime", "any recommendations if I liked {a}?"),
+        ("similar_anime", "what should I watch next if I loved {a}"),
+        ("similar_anime", "looking for shows similar to {a}, got any?"),
+        ("similar_manga", "manga similar to {m}?"),
+        ("similar_manga", "recommend me some manga like {m}"),
+        ("similar_anime", "{a} fan here - any similar anime you'd suggest?"),
+        ("similar_anime", "something in the same vein as {a} please"),
+        ("similar_manga", "if you liked the {m} manga, what else would you read?"),
+        ("similar_manga", "any similar manga to {m}? i read it twice"),
+        ("similar_anime", "suggest a few shows like {a}"),
+        ("similar_anime", "i loved {a}. recs for more like it?"),
+    ),
 }
 
 

@@ -50,7 +50,8 @@ WHAT_NEXT = re.compile(r"\b(?:what|anything|something) (?:should|could|can|do|wo
 # "like X" / "anime like it": a work compared to, not "what is X like" or "I'd like to know"
 LIKE = re.compile(r"\b(?:like|liek|lik|as good as|similar to|same as)\s*$", re.IGNORECASE)
 LIKE_IT = re.compile(r"\b(?:anime|animes|shows?|series|movies?|films?|manga|mangas|something|anything|ones?|stuff|"
-                     r"more|others?)\s+(?:like|similar to) (?:it|them|those)\b", re.IGNORECASE)
+                     r"more|others?|is|are|that's|thats|feels?)\s+(?:like|similar to) (?:it|them|those)\b",
+                     re.IGNORECASE)
 NOT_A_LIKE = re.compile(r"\b(?:what|how) (?:is|was|are|were) \S.{0,60}\blike\b|\b(?:i'?d|would|i) like to\b",
                         re.IGNORECASE)
 # a name after these is not wanted; "X doesn't count" / "X is out" after it

@@ -100,6 +100,9 @@ def test_expectations_per_type(stress: list[StressQuestion]) -> None:
             assert (e.expect_status, e.gold_entities, e.answer_contains) == ("not_found", [], [])
         elif e.type == "ambiguous":
             assert (e.expect_status, e.gold_entities, e.answer_contains) == ("needs_clarification", [], [])
+        elif e.type == "recommendation":  # works like the one named: any of the acceptable ones (stress/recommend.py)
+            assert e.expect_status == "answered" and e.gold_entities and len(e.answer_any) >= 3, e.id
+            assert e.min_any == 1 and e.gold_entities[0].name not in e.answer_any, e.id
         else:
             assert e.expect_status == "answered" and e.gold_entities and e.answer_contains, e.id
             assert all(a.isdigit() or len(a) >= 3 for a in e.answer_contains), e.id
