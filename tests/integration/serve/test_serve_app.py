@@ -133,6 +133,12 @@ def test_serve_app_answers_over_http(serve_url: tuple[str, float]) -> None:
         response = rel.json()["response"]
         assert {e["id"] for e in response["result_entities"]} == {LUFFY, NAMI} and response["evidence"]["paths"]
 
+        # a recommendation: the similar step runs on the VectorRetriever (Qdrant and the graph's evidence)
+        rec = http.post("/v1/search_ai", json={"question": "recommend some anime like Cowboy Bebop"})
+        assert rec.status_code == 200, rec.text
+        picked = rec.json()["response"]
+        assert picked["answer"].startswith("If you liked Cowboy Bebop, try") and picked["result_entities"], picked
+
         # a clarification round trip over HTTP, resumed through the Orchestrator deployment
         asked = http.post("/v1/search_ai", json={"question": "Tell me about Naruto"}).json()
         assert asked["status"] == "needs_clarification"
