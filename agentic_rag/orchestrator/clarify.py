@@ -5,6 +5,11 @@ question's own wording narrows the types first ("Which anime is Luffy in?" wants
 "the sequel of Naruto" an anime), so only a name with no such context, such as "Tell me about
 Naruto" (an anime, a manga and a character), gets a clarification. This is code, not a model
 decision: it is cheap, deterministic, and the same whichever planner runs.
+
+Only a question whose answer depends on the reading is asked: "is death note finished?" names an anime and a
+manga that are both finished, so the loop reads the asked value off each reading's record
+(:func:`readings_to_weigh`, :func:`same_answer`) and answers. Readings of one type are different things (two
+characters named "Ed") and are asked about.
 """
 
 from __future__ import annotations

@@ -11,7 +11,9 @@ with a capital counts ("akainu vs Kizaru": words people type in lower case besid
 vocabulary lacks, "corgi", "recap"); in a question that links nothing, a lower-case word counts too ("berserk how many
 episodes"). A word in capitals is an acronym, not a name. A run of such words is one name ("Hashirama Senju"), and
 takes in a neighbour typed with a capital that is no English word ("Yuki Tsukumo", where "Yuki" is a word of
-another name).
+another name). Two such capitalised words no mention covers are a name even when each alone is a catalog word or a
+typo of one ("Shinji Hirako"), as is a capitalised type word the catalog's studio names use followed by capitalised
+words ("Studio Trigger"); a numbering after a name is its own ("Kaiju No. 8").
 """
 
 from __future__ import annotations
