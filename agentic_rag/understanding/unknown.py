@@ -109,9 +109,9 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     read as a typo of a catalog word.
 
     A name is a run of words typed with a capital that holds a foreign word; or two or more such words, one of them
-    no English word, that no mention covers ("Shinji Hirako": "Shinji" is a word of another catalog name and
-    "Hirako" one letter from one, but the whole matched nothing); or such words led by a type word the catalog's
-    names use ("Studio Trigger"). A numbering after it is its own ("Kaiju No. 8")."""
+    no English word and one no catalog word, that no mention covers ("Shinji Hirako": "Shinji" is a word of another
+    catalog name and "Hirako" one letter from one, but the whole matched nothing); or such words led by a type word
+    the catalog's names use ("Studio Trigger"). A numbering after it is its own ("Kaiju No. 8")."""
     fixes = frozenset(corrected)
     covered = [(m.start, m.end) for m in mentions]
     free = [not any(a <= t.start < b for a, b in covered) for t in tokens]
@@ -140,7 +140,9 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
         elif led[i]:
             while b + 1 < len(tokens) and capital[b + 1] and _joined(question, tokens[b], tokens[b + 1]):
                 b += 1
-        if not (foreign[i] or (b > a and (strange[i] or led[i]))):
+        # (words that are all the catalog's may be one of its names typed short: "Mari Makinami")
+        if not (foreign[i] or (b > a and (led[i] or (strange[i] and any(
+                tokens[j].key not in known for j in range(a, b + 1)))))):
             i += 1
             continue
         b = _numbering(question, tokens, b)

@@ -140,10 +140,10 @@ async def test_a_name_the_catalog_lacks_beside_one_it_has_is_said_plainly(orches
 async def test_names_the_catalog_lacks_whole_numbered_or_led_by_a_type_word(orchestrator: Orchestrator) -> None:
     """One word of an unknown name linking elsewhere, a numbering, or a type word the catalog's names use leading
     it, never hides the name the catalog lacks."""
-    r = (await orchestrator.run("did Shinji Takeda ever fight naruto?")).response  # "Shinji" is Shinji Ikari's
-    assert r.answer.startswith("Shinji Takeda is not in the catalog.")
-    r = (await orchestrator.run("is Mobile Suit No. 9 animated by the bleach studio?")).response
-    assert "No. 9 is not in the catalog." in r.answer
+    r = (await orchestrator.run("did Shinji Morikawa ever fight naruto?")).response  # "Shinji" is Shinji Ikari's
+    assert r.answer.startswith("Shinji Morikawa is not in the catalog.")
+    r = (await orchestrator.run("is Gorugon No. 9 animated by the bleach studio?")).response
+    assert r.answer.startswith("Gorugon No. 9 is not in the catalog.")
     r = (await orchestrator.run("did Studio Ghibli animate any of the naruto films?")).response
     assert r.answer.startswith("Studio Ghibli is not in the catalog.")
     r = (await orchestrator.run("did Studio Pierrot animate naruto?")).response  # a studio the catalog has

@@ -51,6 +51,8 @@ def test_capitalised_words_no_mention_covers_are_one_name_though_each_is_a_catal
     # "Mikoshi" is a word of another catalog name and "Torvaku" one letter off one: neither is foreign alone
     assert unknown_names("did Mikoshi Torvaku fight ichigo", tokenize("did Mikoshi Torvaku fight ichigo"), [],
                          {"mikoshi": 2, "ichigo": 3}, ["torvaku"]) == ["Mikoshi Torvaku"]
+    # words that are all the catalog's may be one of its names typed short ("Mari Illustrious Makinami")
+    assert _unknown("Mikoshi Torvaku which films", [], known=("mikoshi", "torvaku")) == []
     # two capitalised English words are no name
     assert _unknown("is the Final Season good in aot", ["aot"], known=("final", "season")) == []
     assert _unknown("Who Is Kakashi", ["Kakashi"], known=("is",)) == []
