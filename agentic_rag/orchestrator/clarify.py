@@ -5,11 +5,19 @@ question's own wording narrows the types first ("Which anime is Luffy in?" wants
 "the sequel of Naruto" an anime), so only a name with no such context, such as "Tell me about
 Naruto" (an anime, a manga and a character), gets a clarification. This is code, not a model
 decision: it is cheap, deterministic, and the same whichever planner runs.
+
+Only a question whose answer depends on the reading is asked: "is death note finished?" names an anime and a
+manga that are both finished, so the loop reads the asked value off each reading's record
+(:func:`readings_to_weigh`, :func:`same_answer`) and answers. Readings of one type are different things (two
+characters named "Ed") and are asked about.
 """
 
 from __future__ import annotations
 
-from agentic_rag.protocol import Clarification, ClarificationChoice, EntityLinks, LinkCandidate
+from collections.abc import Callable
+from typing import Any
+
+from agentic_rag.protocol import Clarification, ClarificationChoice, EntityLinks, EntityRef, LinkCandidate
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.reading import Analysis
 from agentic_rag.understanding.linker import SEASON_SUFFIX
@@ -19,6 +27,12 @@ from agentic_rag.understanding.text import link_key
 MAX_CHOICES = max_len(Clarification, "choices")
 _LABEL = max_len(ClarificationChoice, "label")
 _QUESTION = max_len(Clarification, "question")
+# what the answer to an asked value is, per record: a status answers "is it finished?" (airing and ongoing alike
+# say no), a year "when did it start?"; None: not recorded
+_SAME: dict[str, Callable[[Any], object]] = {
+    "status": lambda v: None if v is None else v == "finished",
+    "year": lambda v: v,
+}
 
 
 def _label(c: LinkCandidate) -> str:
@@ -54,3 +68,26 @@ def clarification(a: Analysis, links: EntityLinks) -> tuple[Clarification, str] 
         choices = [ClarificationChoice(label=_label(c), entity=c.entity) for c in strong[:MAX_CHOICES]]
         return Clarification(question=f"Which {m.text!r} do you mean?"[:_QUESTION], choices=choices), m.text
     return None
+
+
+
+def readings_to_weigh(a: Analysis, asked: Clarification) -> list[EntityRef]:
+    """The readings of a clarification whose answers may make it needless: a title shared by works of different
+    types (an anime and its manga) when the question asks a value each of them has (is it finished, when did it
+    start). Two works of one type ("Hunter x Hunter" (1999) and (2011)), or a character beside the works, are
+    different things: asked about, whatever their values."""
+    refs = [c.entity for c in asked.choices]
+    types = [r.entity_type for r in refs]
+    if a.attr not in _SAME or set(types) - {"anime", "manga"} or len(set(types)) < len(types):
+        return []
+    return refs
+
+
+def same_answer(a: Analysis, rows: list[dict[str, Any]], readings: int) -> bool:
+    """Whether every reading's record gives the question the same answer (both finished, both from 2003), so the
+    answer does not depend on which is meant and nothing need be asked; a reading whose record lacks the value
+    asked, or was not found, is asked about."""
+    if a.attr not in _SAME or len(rows) != readings:
+        return False
+    said = {_SAME[a.attr](row.get(a.attr)) for row in rows}
+    return len(said) == 1 and None not in said

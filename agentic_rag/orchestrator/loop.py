@@ -23,7 +23,7 @@ from agentic_rag.logs import ERROR_TEXT_MAX, request_context
 from agentic_rag.models.base import GenerationError, ModelUnavailable, StructuredModel
 from agentic_rag.orchestrator import stages
 from agentic_rag.orchestrator.cards import from_image
-from agentic_rag.orchestrator.clarify import clarification
+from agentic_rag.orchestrator.clarify import clarification, readings_to_weigh, same_answer
 from agentic_rag.orchestrator.guards import GuardPolicy, check_input, check_output
 from agentic_rag.orchestrator.retrieval import Retrieval
 from agentic_rag.orchestrator.state import (
@@ -52,6 +52,7 @@ from agentic_rag.orchestrator.trajectory import (
 from agentic_rag.planners.llm.prompts import MAX_OUTPUT_TOKENS
 from agentic_rag.protocol import (
     AgentResponse,
+    Clarification,
     ClarificationChoice,
     DraftAnswer,
     GradeReport,
@@ -354,6 +355,8 @@ class RunContext:
             t0 = time.perf_counter()
             asked = clarification(s.reading, s.links) if s.links is not None else None
             s.timings["clarify_ms"] += (time.perf_counter() - t0) * 1000
+            if asked is not None and await self._needless(asked[0], asked[1]):
+                asked = None
             if asked is not None:
                 clarification_, mention_ = asked
                 await self.event("clarify", "decision", {"clarification": clarification_.model_dump(mode="json"),
@@ -391,6 +394,23 @@ class RunContext:
         s.warn(f"turn budget of {s.max_turns} reached; this is the best answer from what was found")
         await self.event("budget", "guard", {"rule": "max_turns", "turns": s.max_turns})
         return await self._best_effort("max_turns")
+
+    async def _needless(self, asked: Clarification, mention: str) -> bool:
+        """Whether a clarification's readings all answer the question alike ("is death note finished?": the anime
+        and the manga both are), read off their records, which the run then goes on from."""
+        s = self.s
+        assert s.reading is not None
+        readings = readings_to_weigh(s.reading, asked)
+        if not readings:
+            return False
+        query = mention[:max_len(SearchIntent, "query")]
+        cards = await stages.retrieve(self, [
+            SearchIntent(rationale="a reading of an ambiguous name", entity_type=r.entity_type, query=query,
+                         filters=SearchFilters(id=[r.id]), limit=1) for r in readings])
+        rows = [r for c in cards for r in c.data.get("rows", []) if isinstance(r, dict)]
+        alike = same_answer(s.reading, rows, len(readings))
+        await self.event("clarify", "decision", {"needless": alike, "mention": mention})
+        return alike
 
     # -- stages ---------------------------------------------------------------------------------------
 

@@ -127,6 +127,11 @@ TYPE_WORD: dict[str, EntityType] = {
     "ova": "anime", "manga": "manga", "comic": "manga", "character": "character", "studio": "studio",
     "franchise": "franchise",
 }
+# A verb right before a name that says which reading it is: a manga is read, an anime watched ("where can I read X")
+VERB_TYPE: dict[str, EntityType] = {
+    **dict.fromkeys(("read", "reading", "reread", "rereading"), "manga"),
+    **dict.fromkeys(("watch", "watching", "watched", "rewatch", "rewatching", "binge", "binging"), "anime"),
+}
 MOVIE_WORDS = words("movie film")
 ARTICLES = words("the a an")
 

@@ -11,7 +11,9 @@ with a capital counts ("akainu vs Kizaru": words people type in lower case besid
 vocabulary lacks, "corgi", "recap"); in a question that links nothing, a lower-case word counts too ("berserk how many
 episodes"). A word in capitals is an acronym, not a name. A run of such words is one name ("Hashirama Senju"), and
 takes in a neighbour typed with a capital that is no English word ("Yuki Tsukumo", where "Yuki" is a word of
-another name).
+another name). Two such capitalised words no mention covers are a name even when each alone is a catalog word or a
+typo of one ("Shinji Hirako"), as is a capitalised type word the catalog's studio names use followed by capitalised
+words ("Studio Trigger"); a numbering after a name is its own ("Kaiju No. 8").
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 
 from agentic_rag.protocol.links import LinkedMention
-from agentic_rag.understanding.cues import CUES
+from agentic_rag.understanding.cues import CUES, TYPE_WORD
 from agentic_rag.understanding.text import Token, deletions, english_words
 
 MIN_LETTERS = 4  # a name typed with a capital ("Reze"); shorter ones are initials
@@ -31,6 +33,8 @@ _SUFFIXES = ("ings", "ing", "ers", "er", "est", "ed", "es", "s", "ly", "ness", "
 _PREFIXES = ("re", "un", "co", "over", "under", "super", "mis", "pre", "non")
 _CONTRACTIONS = ("nt", "ve", "re", "ll", "d", "s", "m")  # "isnt", "theyve", "youre", typed without the apostrophe
 _JOINERS = frozenset(" -")  # what may stand between the words of one name
+# the type words a name begins with ("Studio Deen"); a work's ("Show", "Movie") begins a Title Cased sentence's words
+_LEADING = frozenset(w for w, t in TYPE_WORD.items() if t == "studio")
 _DETERMINERS = frozenset(("a", "an", "the", "some", "any", "that", "this", "my", "his", "her", "their", "its"))
 
 
@@ -82,31 +86,66 @@ def _foreign(t: Token, before: Token | None, known: Mapping[str, int], corrected
     return k.isalpha() and k not in known and k not in corrected and k not in CUES and not englishlike(k)
 
 
+def _numbering(question: str, tokens: Sequence[Token], b: int) -> int:
+    """The last word of a name that ends in a numbering ("Kaiju No. 8", "Vol. 2"): a short capitalised word, a dot
+    and a number, after the name or as its last word; else ``b``."""
+    for k in (b, b + 1):
+        if k + 1 < len(tokens) and (k == b or set(question[tokens[b].end:tokens[k].start]) <= _JOINERS):
+            abbreviation, number = tokens[k], tokens[k + 1]
+            if (abbreviation.raw[:1].isupper() and abbreviation.key.isalpha() and len(abbreviation.key) <= 3
+                    and question[abbreviation.end:number.start].strip() == "." and number.key.isdigit()):
+                return k + 1
+    return b
+
+
+def _joined(question: str, left: Token, right: Token) -> bool:
+    return set(question[left.end:right.start]) <= _JOINERS
+
+
 def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[LinkedMention],
                   known: Mapping[str, int], corrected: Iterable[str]) -> list[str]:
     """The spans of ``question`` that look like names and that no mention covers, as typed, at most
     :data:`MAX_UNKNOWN`. ``known``: the question's words that some catalog name has; ``corrected``: those linking
-    read as a typo of a catalog word."""
+    read as a typo of a catalog word.
+
+    A name is a run of words typed with a capital that holds a foreign word; or two or more such words, one of them
+    no English word and one no catalog word, that no mention covers ("Shinji Hirako": "Shinji" is a word of another
+    catalog name and "Hirako" one letter from one, but the whole matched nothing); or such words led by a type word
+    the catalog's names use ("Studio Trigger"). A numbering after it is its own ("Kaiju No. 8")."""
     fixes = frozenset(corrected)
     covered = [(m.start, m.end) for m in mentions]
     free = [not any(a <= t.start < b for a, b in covered) for t in tokens]
     foreign = [free[i] and _foreign(t, tokens[i - 1] if i else None, known, fixes, beside_names=bool(mentions))
                for i, t in enumerate(tokens)]
+    capital = [free[i] and t.raw[:1].isupper() and not t.upper and t.key.isalpha() and t.key not in CUES
+               for i, t in enumerate(tokens)]
     # a capitalised neighbour of a foreign word belongs to the same name when it is no English word, or a word
-    # of another catalog name ("Yuki Tsukumo")
-    named = [foreign[i] or (free[i] and t.raw[:1].isupper() and t.key.isalpha() and t.key not in CUES
-                            and (t.key in known or not englishlike(t.key))) for i, t in enumerate(tokens)]
+    # of another catalog name ("Yuki Tsukumo") other than a short English one ("Is Kaiju No. 8 good")
+    named = [foreign[i] or (capital[i] and (not englishlike(t.key) or (t.key in known and (
+        len(t.key) >= MIN_LETTERS or t.key not in english_words())))) for i, t in enumerate(tokens)]
+    # ... and a name may be two such words neither of which is foreign alone
+    strange = [named[i] and len(t.key) >= MIN_LETTERS and not englishlike(t.key) for i, t in enumerate(tokens)]
+    # "Studio Trigger": a type word typed with a capital that the catalog's names use ("Studio Ghibli") leads a name
+    led = [free[i] and t.raw[:1].isupper() and not t.upper and t.key in _LEADING and t.key in known
+           for i, t in enumerate(tokens)]
     out: list[str] = []
     i = 0
     while i < len(tokens) and len(out) < MAX_UNKNOWN:
-        if not foreign[i]:
+        a = b = i
+        if foreign[i] or strange[i]:
+            while a > 0 and named[a - 1] and _joined(question, tokens[a - 1], tokens[a]):
+                a -= 1
+            while b + 1 < len(tokens) and named[b + 1] and _joined(question, tokens[b], tokens[b + 1]):
+                b += 1
+        elif led[i]:
+            while b + 1 < len(tokens) and capital[b + 1] and _joined(question, tokens[b], tokens[b + 1]):
+                b += 1
+        # (words that are all the catalog's may be one of its names typed short: "Mari Makinami")
+        if not (foreign[i] or (b > a and (led[i] or (strange[i] and any(
+                tokens[j].key not in known for j in range(a, b + 1)))))):
             i += 1
             continue
-        a = b = i
-        while a > 0 and named[a - 1] and set(question[tokens[a - 1].end:tokens[a].start]) <= _JOINERS:
-            a -= 1
-        while b + 1 < len(tokens) and named[b + 1] and set(question[tokens[b].end:tokens[b + 1].start]) <= _JOINERS:
-            b += 1
+        b = _numbering(question, tokens, b)
         if b - a < MAX_WORDS:
             span = question[tokens[a].start:tokens[b].start + len(tokens[b].raw)]  # without a possessive 's
             if span.lower() not in (s.lower() for s in out):

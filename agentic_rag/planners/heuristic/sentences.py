@@ -158,6 +158,11 @@ def attribute_sentence(attr: str, row: dict[str, Any], entity_type: str) -> str:
 
 
 _FIELD_WORDS = {"episode_count": "episodes", "volumes": "volumes"}
+# what a missing value of a compared field is said as ("the catalog does not record when X ended")
+_UNRECORDED = {"episode_count": "the episode count of", "volumes": "the volume count of",
+               "year": "a start year for", "end_year": "an end year for"}
+_ONE = {"episode_count": "has {} episodes", "volumes": "has {} volumes", "year": "started in {}",
+        "end_year": "ended in {}"}
 
 
 def compare_sentence(field: str, x: str, y: str, va: Any, vb: Any) -> str:
@@ -167,6 +172,11 @@ def compare_sentence(field: str, x: str, y: str, va: Any, vb: Any) -> str:
             return join([str(i) for i in v]) if v else "none recorded"
         return "unknown" if v is None else str(v)
 
+    if field in _UNRECORDED and (va is None or vb is None):
+        # a field the catalog lacks for one of them is said missing, never "unknown" as if it were a value
+        said = [f"{n} {_ONE[field].format(v)}. " for n, v in ((x, va), (y, vb)) if v is not None]
+        lacks = [n for n, v in ((x, va), (y, vb)) if v is None]
+        return f"{''.join(said)}The catalog does not record {_UNRECORDED[field]} {join(lacks)}."
     if field in _FIELD_WORDS:
         unit = _FIELD_WORDS[field]
         text = f"{x} has {shown(va)} {unit} and {y} has {shown(vb)}"

@@ -175,7 +175,8 @@ _LEFT_OUT = rf"{_FORMAT_WORD}(?:\s+(?:or|and|nor)\s+(?:the\s+)?{_FORMAT_WORD})*"
 _WHO_IS_HE = re.compile(r"\bwho(?:\s+is|\s+was|\s*'s|s)\s+(?:he|she)\b(?!\s+(?:to|for|in|of|with)\b)", re.IGNORECASE)
 
 
-_UNASKED = re.compile(r"\b(?:i|we|he|she|they|just|already)\s+(?:just\s+|already\s+)?(?:finished|completed|watched|"
+_UNASKED = re.compile(r"(?<!can )(?<!should )(?<!could )"  # "where can I read X" asks, in the present
+                      r"\b(?:i|we|he|she|they|just|already)\s+(?:just\s+|already\s+)?(?:finished|completed|watched|"
                       r"binged|saw|read)\b|"  # what the asker did ("just finished HxH 1999, what next"), not a status
                       r"\b(?:i|we)\s+(?:just\s+|finally\s+|recently\s+)?(?:started|began)\b|"  # ... not a date
                       r"\b(?:(?:rather|other) than|instead of|(?:and |but )?not)(?: the| an?)? (?:anime|manga|movies?|"

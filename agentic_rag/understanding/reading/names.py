@@ -29,6 +29,10 @@ def _qualifier(tokens: list[Token], m: LinkedMention) -> tuple[EntityType | None
     for t in near:
         if t.key in C.TYPE_WORD and any(c.entity.entity_type == C.TYPE_WORD[t.key] for c in m.candidates):
             return C.TYPE_WORD[t.key], t.start
+    # ... or a verb right before it that only one reading takes ("where can I read X", "should I watch X")
+    for t in [t for t in before if t.key not in C.ARTICLES][:1]:
+        if (said := C.VERB_TYPE.get(t.key)) and any(c.entity.entity_type == said for c in m.candidates):
+            return said, t.start
     # ... or a word said apart from it: "tite kubo started bleach in which year? the manga I mean"
     keys = [t.key for t in tokens]
     for i, k in enumerate(keys):

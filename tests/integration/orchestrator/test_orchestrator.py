@@ -137,6 +137,39 @@ async def test_a_name_the_catalog_lacks_beside_one_it_has_is_said_plainly(orches
     assert "not in the catalog" not in r.answer
 
 
+async def test_names_the_catalog_lacks_whole_numbered_or_led_by_a_type_word(orchestrator: Orchestrator) -> None:
+    """One word of an unknown name linking elsewhere, a numbering, or a type word the catalog's names use leading
+    it, never hides the name the catalog lacks."""
+    r = (await orchestrator.run("did Shinji Morikawa ever fight naruto?")).response  # "Shinji" is Shinji Ikari's
+    assert r.answer.startswith("Shinji Morikawa is not in the catalog.")
+    r = (await orchestrator.run("is Gorugon No. 9 animated by the bleach studio?")).response
+    assert r.answer.startswith("Gorugon No. 9 is not in the catalog.")
+    r = (await orchestrator.run("did Studio Ghibli animate any of the naruto films?")).response
+    assert r.answer.startswith("Studio Ghibli is not in the catalog.")
+    r = (await orchestrator.run("did Studio Pierrot animate naruto?")).response  # a studio the catalog has
+    assert "not in the catalog" not in r.answer
+
+
+async def test_a_title_whose_readings_answer_alike_is_answered_not_asked(orchestrator: Orchestrator) -> None:
+    """An anime and its manga that are both finished: "is it finished?" needs no question."""
+    r = (await orchestrator.run("has my hero academia finished?")).response
+    assert r.status == "answered" and r.clarification is None and "finished" in r.answer
+    # a verb that only one reading takes says which is meant
+    r = (await orchestrator.run("where can I read mob psycho 100?")).response
+    assert r.status == "answered" and "manga" in r.answer
+
+
+async def test_a_clarification_is_still_asked_where_the_answer_depends_on_it(orchestrator: Orchestrator) -> None:
+    # the One-Punch Man anime is finished, the manga is not
+    r = (await orchestrator.run("has one-punch man finished?")).response
+    assert r.status == "needs_clarification" and r.clarification is not None
+    assert {c.entity.entity_type for c in r.clarification.choices} == {"anime", "manga"}
+    # two characters of one name
+    r = (await orchestrator.run("Annie: what is her story?")).response
+    assert r.status == "needs_clarification" and r.clarification is not None
+    assert {c.entity.entity_type for c in r.clarification.choices} == {"character"}
+
+
 async def test_a_clarification_after_an_image_question_says_the_image_is_not_kept(orchestrator: Orchestrator) -> None:
     picture = io.BytesIO()
     Image.new("RGB", (32, 32), (200, 40, 40)).save(picture, "PNG")

@@ -87,3 +87,11 @@ def test_a_run_of_seasons_is_told_in_the_order_they_aired() -> None:
     text = hop_sentence(Hop(("sequel",), kind="k_hop", include_start=True), [first], level, {})
     assert text == ("In order, the series runs My Hero Academia (2016), My Hero Academia Season 2 (2017) and "
                     "My Hero Academia: Final Season (2025).")
+
+
+def test_a_compared_field_the_catalog_lacks_is_said_missing_never_unknown() -> None:
+    text = compare_sentence("end_year", "Zorb", "Zorb: The Return", 2011, None)
+    assert text == "Zorb ended in 2011. The catalog does not record an end year for Zorb: The Return."
+    text = compare_sentence("episode_count", "Zorb", "Qux", None, None)
+    assert text == "The catalog does not record the episode count of Zorb and Qux."
+    assert "unknown" not in compare_sentence("volumes", "Zorb", "Qux", 12, None)

@@ -164,6 +164,20 @@ def test_a_bare_name_leaves_every_reading_open_and_a_type_word_closes_it() -> No
     assert open_types(a, "naruto") == ("manga",)
 
 
+@pytest.mark.parametrize(("question", "kind"), [
+    ("where can I read zorb online", "manga"), ("should we watch zorb tonight", "anime"),
+    ("is rereading zorb worth it", "manga"), ("binge zorb this weekend?", "anime")])
+def test_a_verb_only_one_reading_takes_closes_the_reading(question: str, kind: str) -> None:
+    a = read(question, links(question, ("zorb", work("Zorb"))))
+    assert open_types(a, "zorb") == (kind,)
+
+
+def test_what_the_asker_already_did_closes_nothing() -> None:
+    q = "i read zorb last year, tell me about it"
+    a = read(q, links(q, ("zorb", work("Zorb"))))
+    assert {"manga", "anime"} <= set(open_types(a, "zorb"))
+
+
 def test_meaning_reads_what_no_cue_word_says() -> None:
     q = "who called the shots on cowboy bebop"
     bebop = work("Cowboy Bebop")

@@ -45,3 +45,30 @@ def test_without_a_name_a_lower_case_word_counts_unless_it_is_described() -> Non
     assert _unknown("the show with a corgi and a telepathic girl", []) == []
     assert _unknown("how many episodes", []) == []
     assert len(_unknown("Aaaqx Bbbqx, Cccqx, Dddqx and Eeeqx", [])) == 3  # bounded
+
+
+def test_capitalised_words_no_mention_covers_are_one_name_though_each_is_a_catalog_word_or_typo() -> None:
+    # "Mikoshi" is a word of another catalog name and "Torvaku" one letter off one: neither is foreign alone
+    assert unknown_names("did Mikoshi Torvaku fight ichigo", tokenize("did Mikoshi Torvaku fight ichigo"), [],
+                         {"mikoshi": 2, "ichigo": 3}, ["torvaku"]) == ["Mikoshi Torvaku"]
+    # words that are all the catalog's may be one of its names typed short ("Mari Illustrious Makinami")
+    assert _unknown("Mikoshi Torvaku which films", [], known=("mikoshi", "torvaku")) == []
+    # two capitalised English words are no name
+    assert _unknown("is the Final Season good in aot", ["aot"], known=("final", "season")) == []
+    assert _unknown("Who Is Kakashi", ["Kakashi"], known=("is",)) == []
+
+
+def test_a_numbering_after_a_name_is_its_own() -> None:
+    assert _unknown("is Zorblax No. 12 by mappa", ["mappa"], known=("no",)) == ["Zorblax No. 12"]
+    assert _unknown("is Zorblax Vol. 3 out", []) == ["Zorblax Vol. 3"]
+    assert _unknown("Does Zorblax Show Up", [], known=("show",)) == ["Zorblax"]  # a capitalised word, no numbering
+    assert _unknown("is Zorblax. 3 of them", []) == ["Zorblax"]  # a sentence's end, then a number
+
+
+def test_a_type_word_the_catalog_names_use_leads_a_name() -> None:
+    assert _unknown("did Studio Quibble animate naruto", ["naruto"], known=("studio",)) == ["Studio Quibble"]
+    # typed in lower case it is the word, not a name; alone it is the word too
+    assert _unknown("which studio Quibble made naruto", ["naruto"], known=("studio",)) == ["Quibble"]
+    assert _unknown("which Studio made naruto", ["naruto"], known=("studio",)) == []
+    # a type word no catalog name uses leads nothing
+    assert _unknown("Manga Recommendations for naruto fans", ["naruto"]) == []

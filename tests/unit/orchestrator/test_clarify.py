@@ -1,0 +1,35 @@
+"""When a clarification is needless (orchestrator/clarify.py): the readings of a shared title answer alike."""
+
+from __future__ import annotations
+
+from agentic_rag.orchestrator.clarify import readings_to_weigh, same_answer
+from agentic_rag.protocol import Clarification, ClarificationChoice, EntityRef
+from agentic_rag.protocol.reading import Analysis
+
+
+def asked(*types: str) -> Clarification:
+    return Clarification(question="Which 'zorb' do you mean?", choices=[
+        ClarificationChoice(label=f"Zorb ({t})",
+                            entity=EntityRef(entity_type=t, id=f"00000000-0000-4000-8000-{i:012d}"))  # type: ignore[arg-type]
+        for i, t in enumerate(types)])
+
+
+def test_an_anime_and_its_manga_asked_a_value_each_has_are_weighed() -> None:
+    status = Analysis(intent="attribute", mentions=["zorb"], attr="status")
+    assert len(readings_to_weigh(status, asked("anime", "manga"))) == 2
+    # two works of one type, a character beside them, or nothing asked of them: different things, asked about
+    assert readings_to_weigh(status, asked("anime", "anime")) == []
+    assert readings_to_weigh(status, asked("anime", "manga", "character")) == []
+    assert readings_to_weigh(Analysis(intent="lookup", mentions=["zorb"]), asked("anime", "manga")) == []
+
+
+def test_the_same_answer_for_every_reading_makes_the_question_needless() -> None:
+    status = Analysis(intent="attribute", mentions=["zorb"], attr="status")
+    assert same_answer(status, [{"status": "finished"}, {"status": "finished"}], 2)
+    assert same_answer(status, [{"status": "airing"}, {"status": "ongoing"}], 2)  # neither has finished
+    assert not same_answer(status, [{"status": "finished"}, {"status": "ongoing"}], 2)
+    assert not same_answer(status, [{"status": "finished"}], 2)  # a reading not found
+    assert not same_answer(status, [{"status": "finished"}, {}], 2)  # a value not recorded
+    year = Analysis(intent="attribute", mentions=["zorb"], attr="year")
+    assert same_answer(year, [{"year": 2015}, {"year": 2015}], 2)
+    assert not same_answer(year, [{"year": 2012}, {"year": 2015}], 2)
