@@ -58,7 +58,8 @@ def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked
     """Parts that name their own entities each read with them, else the parts after a first that names something."""
     if len(parts) < 2 or whole.filter is not None:
         return whole
-    if all(names(p) for p in parts):
+    if all(names(p) for p in parts) and not any(_POINTS_BACK.search(text[p[0]:p[1]].lower()) or
+                                                re.search(r"\bsame\b", text[p[0]:p[1]].lower()) for p in parts[1:]):
         # "how many episodes did X run for, and is Y finished yet?": each part is a question of its own
         reads = [_read(_only(text, [p]), EntityLinks(mentions=names(p))) for p in parts]
         if all((r.hops or r.attr) and r.filter is None and r.mentions and r.intent not in ("relation", "compare")
@@ -77,14 +78,16 @@ def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked
     anchor = next((m for m in own if a1.mentions[:1] == [m.text]), own[-1])
     a2 = _read(_only(text, [second, (anchor.start, anchor.end)]), EntityLinks(mentions=[anchor]))
     a = _two_parts(text, whole, a1, a2, second)
-    if a is whole and not (a2.hops or a2.attr) and a2.filter is None:
+    if a is whole and not (a2.hops or a2.attr) and a2.filter is None and (a1.hops or a1.attr) and _says(text, second) \
+            and (whole.hops, whole.attr, whole.also) == (a1.hops, a1.attr, a1.also):
         a.unread.append(_words(text, second))  # "... and which hashira are in it?": no pass reads it
     for later in parts[2:]:
         if names(later):
             break  # a part that names its own entities is read with the whole
         more = _read(_only(text, [later, (anchor.start, anchor.end)]), EntityLinks(mentions=[anchor]))
         if not (more.hops or more.attr) or more.filter is not None:
-            a.unread.append(_words(text, later))
+            if _says(text, later):
+                a.unread.append(_words(text, later))
         elif more.mentions and not _asked_in(more, a):
             a.more.append(more)  # (a part the readings before already ask, "... who did the art", is no more)
     return a
@@ -162,7 +165,13 @@ _CLAUSE = re.compile(r"(?:,\s*(?:and|but|also)\s+|[,:]\s*(?=(?:who|whom|what|whi
                      re.IGNORECASE)
 
 # a part that asks only the size of what another part lists ("list them and tell me how many in total")
-_TOTAL = re.compile(r"\b(?:how many|in total|the total|altogether|count (?:them|those|these))\b", re.IGNORECASE)
+_TOTAL = re.compile(r"\b(?:in total|the total|altogether|all together|how many (?:of them|are there|there are|is that)|"
+                    r"count (?:them|those|these))\b", re.IGNORECASE)
+
+# words that ask or point and say nothing of their own: a part of only these ("which one?", "who was it?") is read
+# with the whole, never said to be unanswered
+_BARE = frozenset("who whom whose what which when where how is are was were did does do it its he she him her his "
+                  "they them their one ones that this those these the a an in of to and so if too also then".split())
 
 # a part may also start by telling what to do ("... in hxh? list them and tell me how many"): after a "?", a ";"
 # or a ", and", never inside a clause ("the director and name of ...")
@@ -185,7 +194,7 @@ def _clauses(text: str) -> list[tuple[int, int]]:
         if said == "," and not _POINTS_BACK.search(rest) and not any(
                 " ".join(c.group().split()).lower() in (", and", ", also") for c in cuts[i + 1:]):
             continue  # "..., how many episodes" is one part; "how many episodes, which studio, and who ..." three
-        if said in ("?", ";", ", and") and _TELLS.match(rest):
+        if said in ("?", ";", ", and") and _TELLS.match(rest) and _asks(rest[:_next(cuts, i, text)]):
             out.append((start, m.start()))
             start = m.end()
             continue
@@ -196,6 +205,23 @@ def _clauses(text: str) -> list[tuple[int, int]]:
             start = m.end()
     out.append((start, len(text)))
     return [(a, b) for a, b in out if text[a:b].strip()]
+
+
+def _next(cuts: list[re.Match[str]], i: int, text: str) -> int:
+    """How far the part after cut ``i`` runs, counted from where its words start."""
+    end = cuts[i + 1].start() if i + 1 < len(cuts) else len(text)
+    return end - (len(text) - len(text[cuts[i].end():].lstrip()))
+
+
+def _asks(part: str) -> bool:
+    """Whether a part that tells what to do asks something ("tell me how many in total"; "give me the order" does not:
+    it says how to answer the part before)."""
+    return bool(_TOTAL.search(part) or re.search(r"\b(?:who|whom|what|which|when|where|how)\b", part))
+
+
+def _says(text: str, part: tuple[int, int]) -> bool:
+    """Whether a part says something of its own, not only question words and words that point back."""
+    return any(w not in _BARE for w in re.findall(r"[a-z]+", text[part[0]:part[1]].lower()))
 
 
 def _only(text: str, spans: list[tuple[int, int]]) -> str:
