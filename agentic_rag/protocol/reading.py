@@ -136,3 +136,7 @@ class Analysis:
     # empty: none is asked
     explain: str = ""
     among: Among | None = None  # a choice among listed names by a predicate ("which of these is not in X: ...")
+    # a message of several questions (:mod:`agentic_rag.understanding.reading.parts`): how many it asks, when more
+    # than are read, (read, asked): "Answered the first 4 of 40 questions"; None: every one is read
+    parts: tuple[int, int] | None = None
+    unread: list[str] = field(default_factory=list)  # parts no pass reads anything of, as typed: said, not dropped

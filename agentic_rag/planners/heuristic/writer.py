@@ -66,9 +66,24 @@ def draft(inp: DraftInput) -> DraftAnswer:
     a = reading_of(inp)
     if not a.mentions and a.filter is None and image_attached(inp.cards):
         return _by_image(inp)
-    if not a.more:
-        return _draft(inp, a)
-    # a question in parts: one answer per part, said one after the other
+    return _unanswered(_draft(inp, a) if not a.more else _parts(inp, a), a)
+
+
+def _unanswered(d: DraftAnswer, a: Analysis) -> DraftAnswer:
+    """``d`` saying the parts of the message it does not answer: those no pass read, and those past the first
+    few of a long message (never dropped silently). A draft still pending is left as it is."""
+    if d.confidence < 0.6 or not (a.unread or a.parts):
+        return d
+    said = [f"The catalog does not record the answer to \"{part}?\"." for part in a.unread]
+    if a.parts is not None:
+        said.append(f"Answered the first {a.parts[0]} of {a.parts[1]} questions in the message.")
+    text = " ".join([d.answer, *said])
+    return d.model_copy(update={"answer": text[:_ANSWER], "evidence": d.evidence.model_copy(
+        update={"facts": [*d.evidence.facts, *(x[:_FACT] for x in said)][:_FACTS]})})
+
+
+def _parts(inp: DraftInput, a: Analysis) -> DraftAnswer:
+    """A question in parts: one answer per part, said one after the other."""
     parts = [_draft(inp, x) for x in (a, *a.more)]
     weakest = min(parts, key=lambda d: d.confidence)
     if weakest.confidence < 0.6:

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 
-from agentic_rag.protocol import EntityLinks
+from agentic_rag.protocol import EntityLinks, LinkedMention
 from agentic_rag.protocol.reading import Analysis, Hop
 from agentic_rag.protocol.vocabulary import EntityType, hop_range
 from agentic_rag.understanding.reading.ask import _ask
@@ -22,35 +22,89 @@ MAX_PARTS = 4  # clauses of one message read as questions of their own (the firs
 
 def _read_parts(question: str, links: EntityLinks | None,
                 _read: Callable[[str, EntityLinks | None], Analysis]) -> Analysis:
-    """A message in parts read as a chain or as several readings; ``_read`` reads one part. A third part and after
-    that names nothing of its own asks about what the first part is about ("how many episodes does X have, which
-    studio made it, and who composed its music?"), and is one more reading."""
+    """A message in parts read as a chain or as several readings; ``_read`` reads one part. Parts that each name
+    their own entities are each read with their own names; a part that names nothing asks about what the first
+    part is about ("how many episodes does X have, which studio made it, and who composed its music?"); a part that
+    asks the total of what another lists ("list them and tell me how many") counts that list. Only the first
+    MAX_PARTS parts are read: the reading says how many the message asked, and a part no pass reads is kept as
+    typed, so the answer says it was not answered."""
     whole = _read(question, links)
     linked = list(links.mentions) if links else []
     text = focus(question, [(m.start, m.end) for m in linked])
-    parts = _clauses(text)
-    if len(parts) < 2 or whole.filter is not None or whole.intent in ("relation", "compare"):
+    asked = _clauses(text)
+    a = _read_clauses(text, asked[:MAX_PARTS], whole, linked, _read)
+    if len(asked) > MAX_PARTS:
+        a.parts = (MAX_PARTS, len(asked))
+    return a
+
+
+def _read_clauses(text: str, parts: list[tuple[int, int]], whole: Analysis, linked: list[LinkedMention],
+                  _read: Callable[[str, EntityLinks | None], Analysis]) -> Analysis:
+    """The reading of a message's first parts (see :func:`_read_parts`)."""
+    def names(part: tuple[int, int]) -> list[LinkedMention]:
+        return [m for m in linked if part[0] <= m.start < part[1]]
+
+    totals = [p for p in parts[1:] if not names(p) and _TOTAL.search(text[p[0]:p[1]])]
+    parts = [p for p in parts if p not in totals]
+    a = _read_named(text, parts, whole, linked, names, _read)
+    if totals and a.hops and a.attr is None and not a.more and a.among is None:
+        a.attr = "count"  # "who did X teach? list them and tell me how many in total": the list, then its size
+    return a
+
+
+def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked: list[LinkedMention],
+                names: Callable[[tuple[int, int]], list[LinkedMention]],
+                _read: Callable[[str, EntityLinks | None], Analysis]) -> Analysis:
+    """Parts that name their own entities each read with them, else the parts after a first that names something."""
+    if len(parts) < 2 or whole.filter is not None:
+        return whole
+    if all(names(p) for p in parts) and not any(_POINTS_BACK.search(text[p[0]:p[1]].lower()) or
+                                                re.search(r"\bsame\b", text[p[0]:p[1]].lower()) for p in parts[1:]):
+        # "how many episodes did X run for, and is Y finished yet?": each part is a question of its own
+        reads = [_read(_only(text, [p]), EntityLinks(mentions=names(p))) for p in parts]
+        if all((r.hops or r.attr) and r.filter is None and r.mentions and r.intent not in ("relation", "compare")
+               and not r.more for r in reads):
+            first, *rest = reads
+            first.more = rest
+            return first
+    if whole.intent in ("relation", "compare"):
         return whole
     first, second = parts[0], parts[1]
-    own = [m for m in linked if first[0] <= m.start < first[1]]
-    if not own or any(second[0] <= m.start < second[1] for m in linked):
-        return whole  # each part names its own entities, or the first names none: read as one
+    own = names(first)
+    if not own or names(second):
+        return whole  # the first part names none, or the second names its own next to a first: read as one
     a1 = _read(_only(text, [first]), EntityLinks(mentions=own))
     # the second part is about what the first is about ("... and who illustrates its source?")
     anchor = next((m for m in own if a1.mentions[:1] == [m.text]), own[-1])
-    a = _two_parts(text, whole, a1, _read(_only(text, [second, (anchor.start, anchor.end)]),
-                                          EntityLinks(mentions=[anchor])), second)
-    for later in parts[2:MAX_PARTS]:
-        if any(later[0] <= m.start < later[1] for m in linked):
+    a2 = _read(_only(text, [second, (anchor.start, anchor.end)]), EntityLinks(mentions=[anchor]))
+    a = _two_parts(text, whole, a1, a2, second)
+    if a is whole and not (a2.hops or a2.attr) and a2.filter is None and (a1.hops or a1.attr) and _says(text, second) \
+            and (whole.hops, whole.attr, whole.also) == (a1.hops, a1.attr, a1.also):
+        a.unread.append(_words(text, second))  # "... and which hashira are in it?": no pass reads it
+    for later in parts[2:]:
+        if names(later):
             break  # a part that names its own entities is read with the whole
         more = _read(_only(text, [later, (anchor.start, anchor.end)]), EntityLinks(mentions=[anchor]))
-        read = {x.attr for x in (a, *a.more)} | {v for x in (a, *a.more) for v in x.also}
-        asked = [h for x in (a, *a.more) for h in x.hops]
-        if more.mentions and more.filter is None and (
-                (more.hops and not all(any(_covers(h, m) for h in asked) for m in more.hops))
-                or (not more.hops and more.attr and more.attr not in read)):
+        if not (more.hops or more.attr) or more.filter is not None:
+            if _says(text, later):
+                a.unread.append(_words(text, later))
+        elif more.mentions and not _asked_in(more, a):
             a.more.append(more)  # (a part the readings before already ask, "... who did the art", is no more)
     return a
+
+
+def _asked_in(more: Analysis, a: Analysis) -> bool:
+    """Whether the readings of ``a`` already ask what ``more`` asks (a hop that finds it, or the value read)."""
+    read = {x.attr for x in (a, *a.more)} | {v for x in (a, *a.more) for v in x.also}
+    asked = [h for x in (a, *a.more) for h in x.hops]
+    if more.hops:
+        return all(any(_covers(h, m) for h in asked) for m in more.hops)
+    return more.attr in read
+
+
+def _words(text: str, part: tuple[int, int]) -> str:
+    """A part's words as typed, one space apart, less the punctuation that ends it."""
+    return " ".join(text[part[0]:part[1]].split()).strip(" ,;:?.!")
 
 
 def _covers(h: Hop, m: Hop) -> bool:
@@ -110,17 +164,40 @@ _CLAUSE = re.compile(r"(?:,\s*(?:and|but|also)\s+|[,:]\s*(?=(?:who|whom|what|whi
                      r"\s+and\s+(?=(?:who|whom|what|which|when|where|how|is|are|was|were|did|does|do)\b))",
                      re.IGNORECASE)
 
+# a part that asks only the size of what another part lists ("list them and tell me how many in total")
+_TOTAL = re.compile(r"\b(?:in total|the total|altogether|all together|how many (?:of them|are there|there are|is that)|"
+                    r"count (?:them|those|these))\b", re.IGNORECASE)
+
+# words that ask or point and say nothing of their own: a part of only these ("which one?", "who was it?") is read
+# with the whole, never said to be unanswered
+_BARE = frozenset("who whom whose what which when where how is are was were did does do it its he she him her his "
+                  "they them their one ones that this those these the a an in of to and so if too also then".split())
+
+# a part may also start by telling what to do ("... in hxh? list them and tell me how many"): after a "?", a ";"
+# or a ", and", never inside a clause ("the director and name of ...")
+_TELLS = re.compile(r"(?:list|name|tell|give|say|count)\b")
+
 
 _POINTS_BACK = re.compile(r"\b(?:he|she|him|his|her|it|its|they|them|their|those|these|that)\b")
 
 
 def _clauses(text: str) -> list[tuple[int, int]]:
-    """The parts of a question that each ask something, split at ", and", ";" or "?" before a question word."""
+    """The parts of a question that each ask something, split at ", and", ";" or "?" before a question word or a
+    word that tells what to do ("list them"), and at a bare "," in a series that ends in ", and" ("A, B, and C")."""
     out, start = [], 0
-    for m in _CLAUSE.finditer(text):
+    cuts = list(_CLAUSE.finditer(text))
+    for i, m in enumerate(cuts):
         rest = text[m.end():].lstrip().lower()
-        if m.group().strip() in (",", ":") and not _POINTS_BACK.search(rest):
-            continue  # "X's director, what else has he directed" is two parts; "..., how many episodes" is one
+        said = " ".join(m.group().split()).lower()
+        if said == ":" and not _POINTS_BACK.search(rest):
+            continue  # "X's director: what else has he directed" is two parts; "frieren anime: how many episodes" one
+        if said == "," and not _POINTS_BACK.search(rest) and not any(
+                " ".join(c.group().split()).lower() in (", and", ", also") for c in cuts[i + 1:]):
+            continue  # "..., how many episodes" is one part; "how many episodes, which studio, and who ..." three
+        if said in ("?", ";", ", and") and _TELLS.match(rest) and _asks(rest[:_next(cuts, i, text)]):
+            out.append((start, m.start()))
+            start = m.end()
+            continue
         # (a question word may follow its preposition: "..., and in which film is he the lead")
         if re.match(r"(?:(?:in|on|for|from|by|with|at)\s+(?=wh))?(?:who|whom|whose|what|which|when|where|how|is|are|"
                     r"was|were|did|does|do|can|could)\b", rest):
@@ -128,6 +205,23 @@ def _clauses(text: str) -> list[tuple[int, int]]:
             start = m.end()
     out.append((start, len(text)))
     return [(a, b) for a, b in out if text[a:b].strip()]
+
+
+def _next(cuts: list[re.Match[str]], i: int, text: str) -> int:
+    """How far the part after cut ``i`` runs, counted from where its words start."""
+    end = cuts[i + 1].start() if i + 1 < len(cuts) else len(text)
+    return end - (len(text) - len(text[cuts[i].end():].lstrip()))
+
+
+def _asks(part: str) -> bool:
+    """Whether a part that tells what to do asks something ("tell me how many in total"; "give me the order" does not:
+    it says how to answer the part before)."""
+    return bool(_TOTAL.search(part) or re.search(r"\b(?:who|whom|what|which|when|where|how)\b", part))
+
+
+def _says(text: str, part: tuple[int, int]) -> bool:
+    """Whether a part says something of its own, not only question words and words that point back."""
+    return any(w not in _BARE for w in re.findall(r"[a-z]+", text[part[0]:part[1]].lower()))
 
 
 def _only(text: str, spans: list[tuple[int, int]]) -> str:

@@ -1,0 +1,91 @@
+"""Reading a message of several questions: where it splits, which names each part is read with, a total asked of a
+list, a part no pass reads, and a message of more parts than are read.
+
+No database: the links a linker would return are written here. The questions are written for these tests (none
+is from an eval set).
+"""
+
+from __future__ import annotations
+
+from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention
+from agentic_rag.understanding.reading import read
+from agentic_rag.understanding.reading.parts import MAX_PARTS, _clauses
+
+
+def cand(entity_type: str, name: str, n: int, year: int | None = None) -> LinkCandidate:
+    return LinkCandidate(entity=EntityRef(entity_type=entity_type, id=f"00000000-0000-4000-8000-{n:012d}"),  # type: ignore[arg-type]
+                         name=name, matched=name, match="exact", year=year)
+
+
+def links(question: str, *spans: tuple[str, list[LinkCandidate]]) -> EntityLinks:
+    mentions = []
+    for text, cands in spans:
+        start = question.index(text)
+        mentions.append(LinkedMention(text=text, start=start, end=start + len(text), candidates=cands))
+    return EntityLinks(mentions=mentions)
+
+
+BEBOP = [cand("anime", "Cowboy Bebop", 1, 1998)]
+TRIGUN = [cand("anime", "Trigun", 2, 1998)]
+KAKASHI = [cand("character", "Kakashi Hatake", 3)]
+
+
+def parts(question: str) -> list[str]:
+    return [question[a:b].strip() for a, b in _clauses(question)]
+
+
+def test_a_series_of_questions_splits_at_every_comma_and_a_lone_clause_does_not() -> None:
+    assert parts("trigun: how many episodes, which studio, and who did the soundtrack?") == [
+        "trigun: how many episodes", "which studio", "who did the soundtrack?"]
+    # one question with a comma in it, no series after: one part
+    assert len(parts("the 1998 space western, how many episodes")) == 1
+    # a part may tell what to do, when it asks something; "give me the order" only says how to answer
+    assert parts("who did kakashi train? list them and tell me how many in total") == [
+        "who did kakashi train", "list them and tell me how many in total"]
+    assert len(parts("what comes after trigun? give me the order.")) == 1
+
+
+def test_every_part_of_a_series_asks_what_it_says_of_the_one_name() -> None:
+    q = "cowboy bebop anime: how many episodes, which studio, and who did the music?"
+    a = read(q, links(q, ("cowboy bebop", BEBOP)))
+    assert a.attr == "episode_count"
+    assert [m.hops[0].edges for m in a.more] == [("animated_by",), ("staff",)]
+    assert all(m.mentions == ["cowboy bebop"] for m in a.more) and not a.unread
+
+
+def test_parts_that_name_their_own_entities_are_each_read_with_them() -> None:
+    q = "how many episodes did trigun have, and is cowboy bebop finished?"
+    a = read(q, links(q, ("trigun", TRIGUN), ("cowboy bebop", BEBOP)))
+    assert (a.mentions, a.attr) == (["trigun"], "episode_count")
+    assert [(m.mentions, m.attr) for m in a.more] == [(["cowboy bebop"], "status")]
+    # a part that points back at the first ("the same person") is no question of its own
+    q = "who directed trigun, and which cowboy bebop film did the same person direct?"
+    a = read(q, links(q, ("trigun", TRIGUN), ("cowboy bebop", BEBOP)))
+    assert a.mentions[:1] == ["trigun"] and not any(m.mentions == ["cowboy bebop"] and m.attr for m in a.more)
+
+
+def test_a_total_asked_of_a_list_counts_it() -> None:
+    q = "who did kakashi train? list them and tell me how many in total"
+    a = read(q, links(q, ("kakashi", KAKASHI)))
+    assert a.hops and a.hops[0].edges == ("mentor_of",) and a.attr == "count" and not a.more
+    # without the total the list alone is asked
+    q = "who did kakashi train?"
+    assert read(q, links(q, ("kakashi", KAKASHI))).attr is None
+
+
+def test_a_part_no_pass_reads_is_kept_to_be_said_and_a_bare_one_is_not() -> None:
+    q = "how many episodes does trigun have and which gunslingers are in it?"
+    a = read(q, links(q, ("trigun", TRIGUN)))
+    assert a.attr == "episode_count" and a.unread == ["which gunslingers are in it"]
+    q = "what year did trigun come out, and who was it?"  # asks nothing of its own: read with the whole
+    assert read(q, links(q, ("trigun", TRIGUN))).unread == []
+
+
+def test_a_message_of_forty_questions_reads_the_first_few_and_says_how_many_it_asked() -> None:
+    q = "how many episodes does trigun have? " + " ".join(["who directed it?", "which studio made it?"] * 20)[:-1] + \
+        "? what year did it air?"
+    a = read(q, links(q, ("trigun", TRIGUN)))
+    assert a.parts == (MAX_PARTS, 42)
+    assert 1 + len(a.more) + len(a.unread) <= MAX_PARTS  # the parts past the first few are not read
+    q = "how many episodes does trigun have? who directed it?"
+    assert read(q, links(q, ("trigun", TRIGUN))).parts is None
