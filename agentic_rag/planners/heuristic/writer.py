@@ -119,7 +119,7 @@ def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
     if a.attr == "count":
         lines.append(f"That is {len(final)} in total.")
     if not a.hops:
-        lines.append(_about(inp, ents[0]))
+        lines.append(about(inp, ents[0]))
     return _result(" ".join(lines), sources, [e.ref for e in final], confidence=0.85,
                    citations=[bare(e.name) for e in chain][:_CITATIONS], facts=lines[:_FACTS])
 
@@ -146,7 +146,7 @@ def _by_image(inp: DraftInput) -> DraftAnswer:
     score, top = close[0]
     facts = [f"image similarity {s:.2f}: {bare(e.name)}" for s, e in close[:5]]
     if score >= IMAGE_MATCH:
-        text = f"The image matches {titled(top)} ({top.ref.entity_type}). {_about(inp, top)}"
+        text = f"The image matches {titled(top)} ({top.ref.entity_type}). {about(inp, top)}"
         return _result(text, [top.ref], [top.ref], confidence=0.85, facts=facts, citations=[top.name])
     # no near copy: the closest is a guess, said as one (the validator does not call it sufficient)
     others = [titled(e) for _, e in close[1:3]]
@@ -155,10 +155,11 @@ def _by_image(inp: DraftInput) -> DraftAnswer:
     return _result(text, [e.ref for _, e in close[:3]], [top.ref], confidence=0.5, facts=facts)
 
 
-def _about(inp: DraftInput, entity: CardEntity) -> str:
-    """A lookup's answer: what the entity is, its other names, and its description."""
-    row = next((r for c in inp.cards for r in c.data.get("rows", [])
-                if isinstance(r, dict) and r.get("id") == entity.ref.id), {})
+def about(inp: DraftInput, entity: CardEntity, row: dict[str, Any] | None = None) -> str:
+    """A lookup's answer: what the entity is, its other names, and its description (from ``row``, else the
+    first row the cards hold for it)."""
+    row = row if row is not None else next((r for c in inp.cards for r in c.data.get("rows", [])
+                                            if isinstance(r, dict) and r.get("id") == entity.ref.id), {})
     kind = {"anime": "an anime", "manga": "a manga", "character": "a character", "person": "a person",
             "studio": "a studio", "franchise": "a franchise"}.get(entity.ref.entity_type, entity.ref.entity_type)
     fmt = row.get("format")
