@@ -112,6 +112,8 @@ def _said(inp: DraftInput, a: Analysis, chosen: list[str], confidence: float) ->
             paths += card.paths[:MAX_PATHS_SAID]
             members = []
         lines += [_record(inp, a, card, e) for e in members]
+        # a pick a relation or comparison said: the values the question asks of it too, from any record of it
+        lines += [v for e in homes[n] if e not in members for v in _values(a, e, _rows(inp.cards, e.ref.id))]
     if a.attr is not None and a.attr.startswith("count") and total:
         lines.append(f"That is {total} in total.")
     refs = [named[i].ref for i in chosen]
@@ -165,12 +167,22 @@ def _rows(cards: Sequence[ContextCard], entity_id: str) -> list[dict[str, Any]]:
     return [r for c in cards for r in c.data.get("rows", []) if isinstance(r, dict) and r.get("id") == entity_id]
 
 
+def _values(a: Analysis, entity: CardEntity, rows: list[dict[str, Any]]) -> list[str]:
+    """The values the question asks of ``entity`` (its episode count, its year, ...), each from the first of
+    ``rows`` that records it."""
+    said = []
+    for attr in dict.fromkeys(x for x in (a.attr, *a.also) if x in ATTRS):
+        row = next((r for r in rows if r.get(attr) not in (None, "", [])), None)
+        if row is not None:
+            said.append(attribute_sentence(attr, row, entity.ref.entity_type))
+    return said
+
+
 def _record(inp: DraftInput, a: Analysis, card: ContextCard, entity: CardEntity) -> str:
-    """One entity by its record: the values the question asks of it, else what it is (from a search hit, whose
-    row holds its story, where a step found one)."""
-    row = next(iter(_rows([card], entity.ref.id)), {})
-    asked = [x for x in (a.attr, *a.also) if x in ATTRS and row.get(x) not in (None, "", [])]
-    if asked:
-        return " ".join(attribute_sentence(x, row, entity.ref.entity_type) for x in asked)
-    hit = next((r for r in _rows(inp.cards, entity.ref.id) if isinstance(r.get("snippet"), str)), row)
+    """One entity by its record: the values the question asks of it (its own card's row first), else what it
+    is (from a search hit, whose row holds its story, where a step found one)."""
+    rows = _rows([card], entity.ref.id) + _rows(inp.cards, entity.ref.id)
+    if said := _values(a, entity, rows):
+        return " ".join(said)
+    hit = next((r for r in rows if isinstance(r.get("snippet"), str)), rows[0] if rows else {})
     return about(inp, entity, hit)

@@ -141,6 +141,16 @@ async def test_a_record_is_said_by_the_values_asked_and_a_count_by_its_total() -
     what = await _drafted(_input("what is star drifters about", _search(), record),
                           {"answer": ["Star Drifters (anime)"]})
     assert what.answer.startswith("Star Drifters is an anime from 2003") and "dying moons" in what.answer
+    sequel = _neighbors(1, (SHOW, "Star Drifters", "anime"), "sequel", [(SEQUEL, "Star Drifters II", "anime", "")])
+    its = ContextCard(turn=2, source="pg_query", request="anime where title eq Star Drifters II", count=1,
+                      summary=f"- Star Drifters II (anime, id {SEQUEL}): year=2006, episode_count=12",
+                      entities=[CardEntity(ref=EntityRef(entity_type="anime", id=SEQUEL), name="Star Drifters II")],
+                      data={"kind": "query", "total": 1, "rows": [
+                          {"id": SEQUEL, "entity_type": "anime", "name": "Star Drifters II", "episode_count": 12}]})
+    chained = await _drafted(_input("how many episodes does the sequel of star drifters have", _search(), sequel,
+                                    its), {"answer": ["Star Drifters II (anime)"]})
+    # said by the relation that found it, and the value asked of it from its record
+    assert chained.answer == "The sequel to Star Drifters is Star Drifters II. Star Drifters II has 12 episodes."
     works = _neighbors(1, (STUDIO, "Moonlit Works", "studio"), "animated",
                        [(SHOW, "Star Drifters", "anime", ""), (SEQUEL, "Star Drifters II", "anime", "")])
     counted = await _drafted(_input("how many anime did moonlit works animate", works),
