@@ -184,5 +184,4 @@ def _record(inp: DraftInput, a: Analysis, card: ContextCard, entity: CardEntity)
     rows = _rows([card], entity.ref.id) + _rows(inp.cards, entity.ref.id)
     if said := _values(a, entity, rows):
         return " ".join(said)
-    hit = next((r for r in rows if isinstance(r.get("snippet"), str)), rows[0] if rows else {})
-    return about(inp, entity, hit)
+    return about(inp, entity)

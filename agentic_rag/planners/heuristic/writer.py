@@ -157,9 +157,11 @@ def _by_image(inp: DraftInput) -> DraftAnswer:
 
 def about(inp: DraftInput, entity: CardEntity, row: dict[str, Any] | None = None) -> str:
     """A lookup's answer: what the entity is, its other names, and its description (from ``row``, else the
-    first row the cards hold for it)."""
-    row = row if row is not None else next((r for c in inp.cards for r in c.data.get("rows", [])
-                                            if isinstance(r, dict) and r.get("id") == entity.ref.id), {})
+    cards' rows for it: a search hit's, which holds its story, before a query's)."""
+    if row is None:
+        rows = [r for c in inp.cards for r in c.data.get("rows", [])
+                if isinstance(r, dict) and r.get("id") == entity.ref.id]
+        row = next((r for r in rows if isinstance(r.get("snippet"), str)), rows[0] if rows else {})
     kind = {"anime": "an anime", "manga": "a manga", "character": "a character", "person": "a person",
             "studio": "a studio", "franchise": "a franchise"}.get(entity.ref.entity_type, entity.ref.entity_type)
     fmt = row.get("format")

@@ -138,7 +138,7 @@ async def test_a_record_is_said_by_the_values_asked_and_a_count_by_its_total() -
     episodes = await _drafted(_input("how many episodes does star drifters have", record, _search()),
                               {"answer": ["Star Drifters (anime)"]})
     assert episodes.answer == "Star Drifters has 24 episodes."
-    what = await _drafted(_input("what is star drifters about", _search(), record),
+    what = await _drafted(_input("what is star drifters about", record, _search()),  # the record first
                           {"answer": ["Star Drifters (anime)"]})
     assert what.answer.startswith("Star Drifters is an anime from 2003") and "dying moons" in what.answer
     sequel = _neighbors(1, (SHOW, "Star Drifters", "anime"), "sequel", [(SEQUEL, "Star Drifters II", "anime", "")])
