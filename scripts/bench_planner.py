@@ -33,6 +33,7 @@ from rich.console import Console
 from rich.progress import track
 
 from agentic_rag.eval import EvalQuestion, compute_report, load_questions, resolve_gold, run_eval
+from agentic_rag.eval.answers import write_answers
 from agentic_rag.eval.metrics import percentile
 from agentic_rag.eval.stress import SplitChoice, build_stress_set, write_stress_set
 from agentic_rag.models.base import Generation, GenerationError, StructuredModel, T
@@ -120,7 +121,7 @@ def settings_for(config: str, deadline_ms: int, timeout_ms: int, choice: str = "
 
 
 async def run_config(config: str, sets: dict[str, list[EvalQuestion]], deadline_ms: int,
-                     timeout_ms: int, choice: str = "decode") -> dict[str, Any]:
+                     timeout_ms: int, choice: str = "decode", answers: Path | None = None) -> dict[str, Any]:
     settings = settings_for(config, deadline_ms, timeout_ms, choice)
     calls: dict[str, Calls] = defaultdict(Calls)
     async with open_runtime(settings) as rt:
@@ -138,6 +139,8 @@ async def run_config(config: str, sets: dict[str, list[EvalQuestion]], deadline_
             outcomes = await run_eval(qs, lambda q: orch.run(q, mode="agentic", tenant="bench"), concurrency=1,
                                       progress=True, console=console)
             latencies += [o.latency_ms for o in outcomes]
+            if answers is not None:
+                write_answers(answers / f"{config.replace('/', '-')}_{name}.jsonl", outcomes)
             reports[name] = compute_report(outcomes, gold, mode=config)
     return {"reports": reports, "calls": dict(calls), "latencies": latencies}
 
@@ -208,14 +211,22 @@ def main() -> None:
     ap.add_argument("--card", choices=("asked", "names"), default="asked",
                     help="What a small model's prompt says of the question: the names and what its words ask for "
                          "(the default), or the names only (to measure what the line adds).")
+    ap.add_argument("--questions", help="Whole question files (comma-separated) instead of the sample of --sets.")
+    ap.add_argument("--answers", type=Path, help="Also write every question's outcome into this folder.")
     args = ap.parse_args()
     if args.card == "names":
         forms.asked_text = lambda question, links: None  # the prompt's card without the reader's line
     wanted = args.sets.split(",")
-    sets = {k: v for k, v in sample(args.per_type, args.seed, args.stress_split).items() if k in wanted}
+    if args.questions:
+        sets = {Path(f).stem: load_questions(Path(f)) for f in args.questions.split(",")}
+    else:
+        sets = {k: v for k, v in sample(args.per_type, args.seed, args.stress_split).items() if k in wanted}
+    if args.answers:
+        args.answers.mkdir(parents=True, exist_ok=True)
     results: dict[str, dict[str, Any]] = {}
     for config in track(args.configs.split(","), description="configurations", console=console):
-        results[config] = asyncio.run(run_config(config, sets, args.deadline_ms, args.timeout_ms, args.choice))
+        results[config] = asyncio.run(run_config(config, sets, args.deadline_ms, args.timeout_ms, args.choice,
+                                                 args.answers))
         console.print(Counter({r: k.n for r, k in results[config]["calls"].items()}))
     print(tables(results, sets))
     if args.failures:

@@ -154,7 +154,7 @@ def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
     if a.attr == "count":
         lines.append(f"That is {len(final)} in total.")
     if not a.hops:  # an explanation quotes the description's sentences that say why, not its start
-        lines.append(_about(inp, ents[0], story=not _quoted(p)))
+        lines.append(about(inp, ents[0], story=not _quoted(p)))
     return _result(" ".join(lines), sources, [e.ref for e in final], confidence=0.85,
                    citations=[bare(e.name) for e in chain][:_CITATIONS], facts=lines[:_FACTS])
 
@@ -246,7 +246,7 @@ def _by_image(inp: DraftInput) -> DraftAnswer:
     score, top = close[0]
     facts = [f"image similarity {s:.2f}: {bare(e.name)}" for s, e in close[:5]]
     if score >= IMAGE_MATCH:
-        text = f"The image matches {titled(top)} ({top.ref.entity_type}). {_about(inp, top)}"
+        text = f"The image matches {titled(top)} ({top.ref.entity_type}). {about(inp, top)}"
         return _result(text, [top.ref], [top.ref], confidence=0.85, facts=facts, citations=[top.name])
     # no near copy: the closest is a guess, said as one (the validator does not call it sufficient)
     others = [titled(e) for _, e in close[1:3]]
@@ -255,10 +255,14 @@ def _by_image(inp: DraftInput) -> DraftAnswer:
     return _result(text, [e.ref for _, e in close[:3]], [top.ref], confidence=0.5, facts=facts)
 
 
-def _about(inp: DraftInput, entity: CardEntity, *, story: bool = True) -> str:
-    """A lookup's answer: what the entity is, its other names, and its description (unless ``story`` is off)."""
-    row = next((r for c in inp.cards for r in c.data.get("rows", [])
-                if isinstance(r, dict) and r.get("id") == entity.ref.id), {})
+def about(inp: DraftInput, entity: CardEntity, row: dict[str, Any] | None = None, *, story: bool = True) -> str:
+    """A lookup's answer: what the entity is, its other names, and its description (from ``row``, else the
+    cards' rows for it: a search hit's, which holds its story, before a query's; no description when ``story``
+    is off)."""
+    if row is None:
+        rows = [r for c in inp.cards for r in c.data.get("rows", [])
+                if isinstance(r, dict) and r.get("id") == entity.ref.id]
+        row = next((r for r in rows if isinstance(r.get("snippet"), str)), rows[0] if rows else {})
     kind = {"anime": "an anime", "manga": "a manga", "character": "a character", "person": "a person",
             "studio": "a studio", "franchise": "a franchise"}.get(entity.ref.entity_type, entity.ref.entity_type)
     fmt = row.get("format")

@@ -14,7 +14,8 @@ role's contract:
   calibrated against the same call without the question.
 - **draft**: the entities that answer (among a step's findings, not the entity a one-relation step
   started from), each by its label or a step's findings as one pick ("those marked main in step 1");
-  the answer is the context's own lines for them.
+  the heuristic's writer says them in sentences (:func:`~agentic_rag.planners.heuristic.picks.write`),
+  never the context's own lines ("animated_by: Sunrise (studio)").
 - **grade**: the indexes of the relevant items.
 - **validate**: sufficient or not.
 
@@ -36,12 +37,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentic_rag.models.base import Message
+from agentic_rag.planners.heuristic.picks import write
+from agentic_rag.planners.heuristic.writer import draft
 from agentic_rag.protocol import (
     NAME_FIELD,
     DraftAnswer,
     EntityLinks,
     EntityRef,
-    Evidence,
     GraphIntent,
     NextStep,
     QueryRewrite,
@@ -75,9 +77,6 @@ _REWRITE_MENTION = max_len(QueryRewrite, "mentions", item=True)
 _REWRITTEN = max_len(QueryRewrite, "rewritten_query")
 _RATIONALE = min(max_len(model, "rationale") for model in (NextStep, GraphIntent, SearchIntent))
 _QUERY = max_len(SearchIntent, "query")
-_ANSWER = max_len(DraftAnswer, "answer")
-_FACT = max_len(Evidence, "facts", item=True)
-_CITATION = max_len(DraftAnswer, "citations", item=True)
 _MISSING = max_len(SufficiencyReport, "missing", item=True)
 
 SEARCHABLE = ("anime", "manga", "character", "person", "studio", "franchise")
@@ -408,18 +407,6 @@ def select_form(inp: SelectInput, book: dict[str, Entry]) -> tuple[dict[str, Any
     return schema, expand
 
 
-def _line_of(cards: list[ContextCard], book: dict[str, Entry]) -> dict[str, str]:
-    """What the cards say of each entity: their lines about it, a record's values first, then the latest."""
-    labels = _label_of(book)
-    said: dict[str, list[str]] = {}
-    # a record's values first (a query's rows are short and exact), then the other lines, the latest first
-    for card in sorted(reversed(cards), key=lambda c: c.source != "pg_query"):
-        for i, text in card_lines(card, labels, ANSWER_LINE_CHARS):
-            if i is not None and (text := text.lstrip("-0123456789. ").strip()) not in said.setdefault(i, []):
-                said[i].append(text)
-    return {i: _short(" | ".join(lines), ANSWER_LINE_CHARS) for i, lines in said.items()}
-
-
 def _answers(card: ContextCard) -> set[str]:
     """The ids a card can answer with: a one-relation step's neighbors, not the entity it started from."""
     start = card.data.get("start") if card.source == "pg_graph" and card.data.get("kind") == "neighbors" else None
@@ -430,8 +417,6 @@ _QUALIFIER = re.compile(r"\) \(([a-z][a-z_ ]{0,38})\)$")  # a line's last parent
 GROUP_ALL = "all found by step {k}"
 GROUP_MARKED = "those marked {q} in step {k}"
 _RESULTS = max_len(DraftAnswer, "result_entities")
-_FACTS = max_len(Evidence, "facts")
-_CITATIONS = max_len(DraftAnswer, "citations")
 
 
 def _groups(cards: list[ContextCard], labels: dict[str, str]) -> dict[str, list[tuple[EntityRef, str]]]:
@@ -463,32 +448,18 @@ def draft_form(inp: DraftInput, book: dict[str, Entry]) -> tuple[dict[str, Any],
     pickable = [*groups, *(label for label, e in book.items() if e.id in in_cards)]
     items = _choice(pickable) if pickable else {"type": "null"}
     schema = _obj({"answer": {"type": "array", "items": items, "maxItems": MAX_ANSWER_PICKS if pickable else 0}})
-    lines = _line_of(inp.cards, book)
 
     def expand(f: dict[str, Any]) -> dict[str, Any]:
-        picked: dict[str, tuple[EntityRef, str, str]] = {}  # id -> (ref, quoted line, citation)
+        picked: list[EntityRef] = []
         for choice in dict.fromkeys(f["answer"]):
-            if choice in groups:  # the step's own line for each (short: a cast may be long)
-                for ref, text in groups[choice]:
-                    picked.setdefault(ref.id, (ref, text.lstrip("-0123456789. ").strip(), labels.get(ref.id, "")))
+            if choice in groups:
+                picked += [ref for ref, _ in groups[choice]]
             elif choice in book:
-                e = book[choice]
-                ref = EntityRef(entity_type=e.entity_type, id=e.id)
-                picked.setdefault(e.id, (ref, lines.get(e.id, e.label), e.label))
-        if not picked:
-            return {"answer": "The context found so far does not answer the question.", "confidence": 0.1}
-        refs = [ref.model_dump() for ref, _, _ in picked.values()][:_RESULTS]
-        quoted = [text for _, text, _ in picked.values()]
-        # what the steps the picks come from say as a whole: how many they found, what a comparison found
-        sources = [c for c in inp.cards if set(picked) & _answers(c)]
-        whole = [f"{c.count} found ({_named(c.request, labels)})"
-                 for c in sources if c.count > 1 and c.data.get("kind") == "neighbors"]
-        whole += [text.lstrip("- ") for c in sources for i, text in card_lines(c, labels, ANSWER_LINE_CHARS)
-                  if i is None]
-        cited = [c for _, _, c in picked.values() if c]
-        return {"answer": "; ".join([*whole, *quoted])[:_ANSWER], "result_entities": refs, "source_entities": refs,
-                "evidence": {"facts": [q[:_FACT] for q in quoted][:_FACTS]},
-                "citations": [c[:_CITATION] for c in cited][:_CITATIONS], "confidence": 0.8}
+                picked.append(EntityRef(entity_type=book[choice].entity_type, id=book[choice].id))
+            else:  # a pick the form never offered: refused, the writer's own choice instead
+                return draft(inp).model_dump(mode="json")
+        # the model picks what answers; the heuristic's writer says it, so every planner's answer is sentences
+        return write(inp, picked).model_dump(mode="json")
 
     return schema, expand
 

@@ -9,6 +9,7 @@ recent findings are never the ones lost.
 from __future__ import annotations
 
 import json
+from collections.abc import Callable
 from functools import cache
 from importlib import resources
 from typing import Any, Literal
@@ -19,8 +20,10 @@ from pydantic_core import PydanticSerializationError
 
 from agentic_rag.models.base import CallShape, Message, Shaper, schema_for
 from agentic_rag.models.schemas import MAX_REF_CHOICES, narrow, token_bound
+from agentic_rag.planners.heuristic.picks import write
 from agentic_rag.planners.llm.forms import expander, form_for
-from agentic_rag.protocol.roles import GradeInput, Role, RoleInput, SelectInput, role_of
+from agentic_rag.protocol import DraftAnswer
+from agentic_rag.protocol.roles import DraftInput, GradeInput, Role, RoleInput, SelectInput, role_of
 
 # Approximate budgets in tokens (4 characters a token is close for English and JSON).
 TOKEN_BUDGET: dict[Role, int] = {"rewrite": 1024, "select": 4096, "draft": 4096, "grade": 3072, "validate": 4096}
@@ -120,11 +123,27 @@ def render(role_input: RoleInput, output_type: type[BaseModel], *, fit: bool = T
     return [{"role": "system", "content": system}, {"role": "user", "content": user}]
 
 
+def written(inp: DraftInput) -> Callable[[str], str]:
+    """A full-style draft as the writer says it: the model's ``result_entities`` and confidence are its choice,
+    the words are :func:`~agentic_rag.planners.heuristic.picks.write`'s (a model copies its cards' lines).
+    Text that is no DraftAnswer is left as it is: validation says why, and the correction quotes it."""
+
+    def restore(text: str) -> str:
+        try:
+            model = DraftAnswer.model_validate_json(text)
+        except ValueError:
+            return text
+        return write(inp, model.result_entities, confidence=model.confidence).model_dump_json()
+
+    return restore
+
+
 def shaper(style: PromptStyle) -> Shaper:
     """How a text model puts each role call (see :class:`~agentic_rag.models.base.CallShape`), from its typed
     input. Full: :func:`render`, the state fitted to the role's budget, decoding held to the entities the call
-    was shown (:func:`~agentic_rag.models.schemas.narrow`), at most the tokens that schema can take. Compact:
-    the call's form (:mod:`agentic_rag.planners.llm.forms`), from the whole input, expanded into the contract."""
+    was shown (:func:`~agentic_rag.models.schemas.narrow`), at most the tokens that schema can take, a draft's
+    words written from its picks (:func:`written`). Compact: the call's form
+    (:mod:`agentic_rag.planners.llm.forms`), from the whole input, expanded into the contract."""
 
     def shape(inp: RoleInput, output_type: type[BaseModel]) -> CallShape:
         role = role_of(inp, output_type)
@@ -139,6 +158,7 @@ def shaper(style: PromptStyle) -> Shaper:
             # nothing retrieved yet: finishing now can only answer "not found", so it is not offered
             schema = {**schema, "anyOf": [v for v in schema["anyOf"]
                                           if v.get("properties", {}).get("action", {}).get("const") != "finish"]}
-        return CallShape(messages=messages, schema=schema, max_tokens=token_bound(schema))
+        return CallShape(messages=messages, schema=schema, max_tokens=token_bound(schema),
+                         restore=written(inp) if isinstance(inp, DraftInput) else str)
 
     return shape

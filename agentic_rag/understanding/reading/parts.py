@@ -64,9 +64,9 @@ def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked
         reads = [_read(_only(text, [p]), EntityLinks(mentions=names(p))) for p in parts]
         if all((r.hops or r.attr) and r.filter is None and r.mentions and r.intent not in ("relation", "compare")
                and not r.more for r in reads):
-            first, *rest = reads
-            first.more = rest
-            return first
+            head, *rest = reads
+            head.more = rest
+            return head
     if whole.intent in ("relation", "compare"):
         return whole
     first, second = parts[0], parts[1]
@@ -170,8 +170,10 @@ _TOTAL = re.compile(r"\b(?:in total|the total|altogether|all together|how many (
 
 # words that ask or point and say nothing of their own: a part of only these ("which one?", "who was it?") is read
 # with the whole, never said to be unanswered
-_BARE = frozenset("who whom whose what which when where how is are was were did does do it its he she him her his "
-                  "they them their one ones that this those these the a an in of to and so if too also then".split())
+_BARE = frozenset("""
+who whom whose what which when where how is are was were did does do it its he she him her his they them their
+one ones that this those these the a an in of to and so if too also then
+""".split())  # noqa: SIM905  (a word list reads better as text)
 
 # a part may also start by telling what to do ("... in hxh? list them and tell me how many"): after a "?", a ";"
 # or a ", and", never inside a clause ("the director and name of ...")

@@ -18,6 +18,7 @@ import pytest
 from pydantic import BaseModel, Field
 
 from agentic_rag.api.openai import create_app
+from agentic_rag.eval.syntax import card_syntax
 from agentic_rag.models.base import CallShape, StructuredGenerator, schema_for
 from agentic_rag.models.packaged import PACKAGED, fetch, fetched, resolve_model
 from agentic_rag.models.transformers_backend import TransformersBackend
@@ -91,6 +92,22 @@ async def test_smollm2_plans_a_whole_run_through_compact_forms(smollm2: Transfor
     assert not [w for w in result.response.warnings if "used the heuristic" in w]
     assert result.response.status == "answered" and "Madhouse" in result.response.answer
     assert result.timings["planner_llm_ms"] > 0
+    # the model picked the studio; the writer said it (issue 37, 7): a sentence, not the card's line
+    assert result.response.answer == "Death Note was animated by Madhouse."
+
+
+@pytest.mark.parametrize("question", ["who are luffy's crewmates", "who composed the music of cowboy bebop"])
+async def test_whatever_smollm2_picks_the_answer_reads_as_sentences(smollm2: TransformersBackend,
+                                                                    orchestrator: Orchestrator, question: str) -> None:
+    """SmolLM2 plans and drafts: what it picks is its own, and the answer says it in the writer's sentences,
+    never in its cards' notation ("Luffy (character) --teammate--> Nami (character) [end id ...]")."""
+    planner = StructuredGenerator(smollm2, max_attempts=2, shape=shaper("compact"))
+    o = Orchestrator(orchestrator.settings.model_copy(update={"agent_deadline_ms": 120_000}), planner=planner,
+                     validator=HeuristicModel(), fallback=HeuristicModel(), retrieval=orchestrator.retrieval,
+                     store=orchestrator.store, policy=orchestrator.policy)
+    result = await o.run(question, tenant="smollm2-test")
+    assert result.response.answer and not card_syntax(result.response.answer), result.response.answer
+    assert result.response.answer.endswith(".")
 
 
 class Film(BaseModel):

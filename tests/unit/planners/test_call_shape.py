@@ -48,13 +48,15 @@ def _select() -> SelectInput:
 
 
 def _neighbors(start: str, edge: str, entity_type: str, found: list[tuple[str, str, str]]) -> ContextCard:
-    """A one-relation step's card: (id, name, qualifier) per neighbor, its line "- edge: Name (type) (qualifier)"."""
+    """A one-relation step's card: (id, name, qualifier) per neighbor, its line "- edge: Name (type) (qualifier)",
+    the qualifiers in its meta as the graph retriever writes them."""
     lines = "\n".join(f"- {edge}: {n} ({entity_type})" + (f" ({q})" if q else "") + f" [id {i}]" for i, n, q in found)
     return ContextCard(turn=0, source="pg_graph", request=f"neighbors from {start} via {edge}", count=len(found),
                        summary=f"Neighbors ({len(found)}):\n{lines}",
                        entities=[CardEntity(ref=EntityRef(entity_type=entity_type, id=i), name=f"{n} ({entity_type})")
                                  for i, n, _ in found],
-                       data={"kind": "neighbors", "start": start, "end": None, "edge_types": [edge]})
+                       data={"kind": "neighbors", "start": start, "end": None, "edge_types": [edge],
+                             "meta": {"details": {i: q for i, _, q in found if q}}})
 
 
 def _variants(schema: dict[str, Any]) -> list[str]:
@@ -126,17 +128,19 @@ def test_every_relation_has_words() -> None:
     assert len(set(STEP_WORDS.values())) == len(STEP_WORDS)
 
 
-def test_a_compact_draft_picks_entities_and_the_answer_is_the_context_line() -> None:
+def test_a_compact_draft_picks_entities_and_the_writer_says_them() -> None:
     card = ContextCard(turn=0, source="pg_graph", request="neighbors from Cowboy Bebop via animated_by",
                        summary=f"Neighbors (1):\n- animated_by: Sunrise (studio) [id {SUNRISE}]", count=1,
-                       entities=[CardEntity(ref=EntityRef(entity_type="studio", id=SUNRISE), name="Sunrise (studio)")])
+                       entities=[CardEntity(ref=EntityRef(entity_type="anime", id=BEBOP), name="Cowboy Bebop (anime)"),
+                                 CardEntity(ref=EntityRef(entity_type="studio", id=SUNRISE), name="Sunrise (studio)")],
+                       data={"kind": "neighbors", "start": BEBOP, "end": None, "edge_types": ["animated_by"]})
     inp = DraftInput(question="which studio animated cowboy bebop", links=_links(), rewrite=_select().rewrite,
                      cards=[card])
     shaped = shaper("compact")(inp, DraftAnswer)
     assert shaped.schema["properties"]["answer"]["items"]["enum"] == ["Sunrise (studio)"]  # only what was found
     draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["Sunrise (studio)"]}'))
     assert draft.result_entities == [EntityRef(entity_type="studio", id=SUNRISE)]
-    assert draft.answer == "animated_by: Sunrise (studio)" and draft.confidence >= 0.6  # one found: no count
+    assert draft.answer == "Cowboy Bebop was animated by Sunrise." and draft.confidence >= 0.6  # not the card's line
     empty = DraftAnswer.model_validate_json(shaped.restore('{"answer":[]}'))
     assert not empty.result_entities and empty.confidence < 0.5
 
@@ -166,24 +170,21 @@ def test_a_details_step_reads_the_record_and_its_story_in_one_turn() -> None:
     assert isinstance(story, SearchIntent) and story.filters.id == [BEBOP] and story.limit == 1
 
 
-def test_an_answer_quotes_a_records_values_before_its_story() -> None:
+def test_an_answer_says_a_records_asked_values() -> None:
     ref = EntityRef(entity_type="anime", id=BEBOP)
+    row = {"id": BEBOP, "entity_type": "anime", "name": "Cowboy Bebop", "year": 1998, "episode_count": 26}
     record = ContextCard(turn=0, source="pg_query", request="anime where title eq Cowboy Bebop", count=1,
                          summary=(f"anime where title eq Cowboy Bebop (1 of 1 matches):\n"
                                   f"- Cowboy Bebop (anime, id {BEBOP}): year=1998, episode_count=26"),
-                         entities=[CardEntity(ref=ref, name="Cowboy Bebop (anime)")])
-    story = ContextCard(turn=0, source="qdrant_search", request=f"anime search for ids {BEBOP}", count=1,
-                        summary=(f"1 anime result(s) for ids {BEBOP}:\n"
-                                 f"1. Cowboy Bebop (anime, 1998) [id {BEBOP}]: Bounty hunters in space."),
-                        entities=[CardEntity(ref=ref, name="Cowboy Bebop (anime)")])
+                         entities=[CardEntity(ref=ref, name="Cowboy Bebop (anime)")],
+                         data={"kind": "query", "rows": [row], "total": 1})
     inp = DraftInput(question="how many episodes does cowboy bebop have",
                      links=_links("how many episodes does cowboy bebop have"),
-                     rewrite=_select().rewrite, cards=[record, story])
+                     rewrite=_select().rewrite, cards=[record])
     shaped = shaper("compact")(inp, DraftAnswer)
     assert BEBOP not in shaped.messages[-1]["content"]  # "(anime, id ...)" is written without the id
     draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["Cowboy Bebop (anime)"]}'))
-    assert draft.answer == ("Cowboy Bebop (anime): year=1998, episode_count=26 | "
-                            "Cowboy Bebop (anime, 1998): Bounty hunters in space.")
+    assert draft.answer == "Cowboy Bebop has 26 episodes."
 
 
 def test_a_draft_may_pick_a_steps_findings_whole_or_those_one_qualifier_marks() -> None:
@@ -198,33 +199,16 @@ def test_a_draft_may_pick_a_steps_findings_whole_or_those_one_qualifier_marks() 
     assert "Ein (character)" in options
     draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["those marked main in step 1"]}'))
     assert [r.id for r in draft.result_entities] == [cast[0][0], cast[1][0]]
-    assert draft.answer == ("3 found (neighbors from Cowboy Bebop (anime) via features); "
-                            "features: Spike Spiegel (character) (main); features: Jet Black (character) (main)")
+    assert draft.answer == "The main characters of Cowboy Bebop are Spike Spiegel and Jet Black."
     whole = DraftAnswer.model_validate_json(shaped.restore('{"answer":["all found by step 1","Ein (character)"]}'))
-    assert len(whole.result_entities) == 3 and whole.citations[-1] == "Ein (character)"
+    assert len(whole.result_entities) == 3 and whole.citations[-1] == "Ein"
+    assert whole.answer == "The characters of Cowboy Bebop are Spike Spiegel, Jet Black and Ein."  # Ein is no main
 
 
 def test_an_input_that_is_not_the_output_types_role_is_refused() -> None:
     for style in ("compact", "full"):
         with pytest.raises(ValueError, match="the select role does not produce QueryRewrite"):
             shaper(style)(_select(), QueryRewrite)
-
-
-def test_a_compact_answer_quotes_what_its_steps_found_as_a_whole() -> None:
-    studios = [(f"{i:08d}-0000-4000-8000-000000000000", f"Show {i}") for i in range(3)]
-    animated = _neighbors(SUNRISE, "animated", "anime", [(i, n, "") for i, n in studios])
-    compared = ContextCard(turn=1, source="pg_graph", request="compare", count=2,
-                           summary=(f"Comparison of Show 0 [id {studios[0][0]}] and Show 1 [id {studios[1][0]}]:\n"
-                                    "- year: 1998 vs 2004"),
-                           entities=[CardEntity(ref=EntityRef(entity_type="anime", id=i), name=f"{n} (anime)")
-                                     for i, n in studios[:2]],
-                           data={"kind": "compare"})
-    inp = DraftInput(question="how many anime did sunrise animate", links=_links(), rewrite=_select().rewrite,
-                     cards=[animated, compared])
-    shaped = shaper("compact")(inp, DraftAnswer)
-    draft = DraftAnswer.model_validate_json(shaped.restore('{"answer":["Show 0 (anime)"]}'))
-    assert draft.answer.startswith("3 found (")  # how many the step found: what "how many" asks
-    assert "year: 1998 vs 2004" in draft.answer  # the comparison's own facts, about no one entity
 
 
 def test_the_state_block_is_the_role_input_as_written_and_a_lone_surrogate_does_not_break_it() -> None:
