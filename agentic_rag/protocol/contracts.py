@@ -214,8 +214,9 @@ class SimilarFilters(ProtocolModel):
         default_factory=list, max_length=5, description="Anime formats to keep (\"a movie\": movie); anime only.")
     genres: list[Genre] = Field(default_factory=list, max_length=8, description="Keep works having any of these.")
     finished: bool | None = Field(None, description="true: only finished works; false: only running ones.")
+    # at most 1,000: a bound a constrained decoder can hold (a bounded integer is decoded as the enum of its values)
     max_length: int | None = Field(
-        None, ge=1, le=5000, description="Most episodes (anime) or volumes (manga): \"short\" is about 13 or 10.")
+        None, ge=1, le=1000, description="Most episodes (anime) or volumes (manga): \"short\" is about 13 or 10.")
 
     @model_validator(mode="after")
     def _year_range(self) -> SimilarFilters:
