@@ -102,6 +102,15 @@ _SCORE = f"""
   + {GENRE_WEIGHT} * cardinality(ARRAY(SELECT unnest(w.genres) INTERSECT SELECT unnest(CAST(:genres AS text[]))))
     / greatest(1, cardinality(ARRAY(SELECT unnest(w.genres) UNION SELECT unnest(CAST(:genres AS text[])))))
 """
+# The candidates (w, with the studios and people they share in hits) that are wanted, best score first.
+_RANKED = f"""
+SELECT w.id::text AS id, {_SCORE} AS score
+FROM w JOIN hits h ON h.id = w.id
+WHERE {_WANTED}
+GROUP BY w.id, w.genres, w.popularity
+ORDER BY score DESC, w.popularity DESC, w.id
+LIMIT :limit
+"""  # noqa: S608  (fragments of this module; every value is bound)
 CANDIDATES_SQL: dict[str, Query] = {
     "anime": Query(f"""
 WITH hits AS (
@@ -113,13 +122,7 @@ WITH hits AS (
   FROM anime a WHERE a.id IN (SELECT id FROM hits)
     AND (cardinality(CAST(:formats AS text[])) = 0 OR a.format = ANY(CAST(:formats AS text[])))
 )
-SELECT w.id::text AS id, {_SCORE} AS score
-FROM w JOIN hits h ON h.id = w.id
-WHERE {_WANTED}
-GROUP BY w.id, w.genres, w.popularity
-ORDER BY score DESC, w.popularity DESC, w.id
-LIMIT :limit
-"""),  # noqa: S608  (fragments of this module; every value is bound)
+{_RANKED}"""),  # noqa: S608  (fragments of this module; every value is bound)
     "manga": Query(f"""
 WITH hits AS (
   SELECT x.manga_id AS id, x.person_id AS via FROM manga_author x WHERE x.person_id = ANY(CAST(:people AS uuid[]))
@@ -127,13 +130,7 @@ WITH hits AS (
   SELECT m.id, m.franchise_id, m.year, m.genres, m.status, m.volumes AS length, m.popularity
   FROM manga m WHERE m.id IN (SELECT id FROM hits)
 )
-SELECT w.id::text AS id, {_SCORE} AS score
-FROM w JOIN hits h ON h.id = w.id
-WHERE {_WANTED}
-GROUP BY w.id, w.genres, w.popularity
-ORDER BY score DESC, w.popularity DESC, w.id
-LIMIT :limit
-"""),  # noqa: S608  (fragments of this module; every value is bound)
+{_RANKED}"""),  # noqa: S608  (fragments of this module; every value is bound)
 }
 
 # What each pick shares with the examples: studios, people, genres (the reasons it is offered).
