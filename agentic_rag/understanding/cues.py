@@ -108,6 +108,16 @@ CUES: frozenset[str] = (STUDIO | DIRECT | MUSIC | DESIGN | SCRIPT | DRAW | WRITE
                         | PREQUEL | ORDER | SOURCE | ADAPTATION | MENTOR | FAMILY | RELATED | COMPARE | COMPARATIVE
                         | YEAR | FOUNDED | EPISODES | VOLUMES | MAGAZINE | FORMAT | STATUS | TOTAL | WORKS)
 
+# The fandom's own words: a reader's demographics, genres and forms the dictionary lacks, the places people watch
+# and read, what fans do. Never a name, whatever the case they are typed in (understanding/unknown.py).
+JARGON = words("""
+ova ovas ona onas oad oads shonen shounen seinen shojo shoujo josei kodomo isekai mecha mahou iyashikei harem
+ecchi moe manhwa manhua webtoon webtoons doujin doujinshi tankobon tankoubon mangaka seiyuu seiyu waifu waifus
+husbando tsundere yandere kuudere dandere chibi kawaii senpai sensei otaku weeb weebs sakuga filler fillers canon
+noncanon crunchyroll funimation hidive netflix cosplay cosplays cosplayer cosplayers fanart fanfic fanfics fandom
+fandoms animes mangas rewatch rewatching rewatched binge binged bingeing binging bingeable
+""")
+
 # Phrases read as one cue word, so their words do not also count on their own ("lead into" is no lead role).
 PHRASES: tuple[tuple[str, str], ...] = (
     ("lead into", "sequel"), ("then what", "sequel"), ("leads into", "sequel"), ("led into", "sequel"),

@@ -76,6 +76,16 @@ def english_words() -> frozenset[str]:
     return frozenset(w for w in vocab.read_text(encoding="utf-8").split() if w.isalpha())
 
 
+@cache
+def dictionary_words() -> frozenset[str]:
+    """The 234k lower-case words of Webster's Second International (the ``english-words`` package's ``web2``): rare
+    English the tokenizer's vocabulary lacks ("spooky", "tetralogy", "recap"), for telling a name typed in lower
+    case from a word."""
+    from english_words import get_english_words_set
+
+    return frozenset(get_english_words_set(["web2"], lower=True, alpha=True))
+
+
 def deletions(word: str) -> set[str]:
     """Every string one letter shorter than ``word`` (SymSpell's deletion neighbourhood)."""
     return {word[:i] + word[i + 1:] for i in range(len(word))}

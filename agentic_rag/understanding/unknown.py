@@ -4,16 +4,26 @@
 of Attack on Titan alone would be a confident answer to a question nobody asked. Linking reports such a span
 (``EntityLinks.unknown``) so the answer can say plainly that the catalog lacks it.
 
-A word looks like a name when it is no word of any catalog name (linking's word index), no typo of one, no English
-word (the MiniLM tokenizer's 30k whole words, with their inflections, contractions typed without the apostrophe,
-compounds and one-letter typos), no cue word, and has letters enough. Beside a name that links, only a word typed
-with a capital counts ("akainu vs Kizaru": words people type in lower case beside a name are mostly English the
-vocabulary lacks, "corgi", "recap"); in a question that links nothing, a lower-case word counts too ("berserk how many
-episodes"). A word in capitals is an acronym, not a name. A run of such words is one name ("Hashirama Senju"), and
-takes in a neighbour typed with a capital that is no English word ("Yuki Tsukumo", where "Yuki" is a word of
-another name). Two such capitalised words no mention covers are a name even when each alone is a catalog word or a
-typo of one ("Shinji Hirako"), as is a capitalised type word the catalog's studio names use followed by capitalised
-words ("Studio Trigger"); a numbering after a name is its own ("Kaiju No. 8").
+A word looks like a name when it is no word of any catalog name (linking's word index), no English word (the MiniLM
+tokenizer's 30k whole words, with their inflections, contractions typed without the apostrophe and compounds), no
+cue word nor one of the fandom's own words (``cues.JARGON``: "isekai", "crunchyroll"), and has letters enough. How
+it was typed says how sure to be:
+
+- typed with a capital inside a sentence, it is a name unless it is English as spelled: being one letter off an
+  English word or a catalog word is no excuse ("Pieck" is not "piece"), unless it stands right after a name or
+  beside a catalog word typed with a capital, where it is more of that name typed wrong ("Yagami Ligght");
+- typed in lower case beside a name that links, it is a name only when no dictionary has it, Webster's Second
+  included ("kisame", "katakuri"; not "corgi", "spooky", "recap"), and it is not a thing described or owned
+  ("a corgi", "Ichigo's zanpakuto");
+- elsewhere (a sentence's first word, a question that links nothing) it must also be no typo of an English word
+  or of a catalog word.
+
+A word in capitals is an acronym, not a name. A run of such words is one name ("Hashirama Senju"), and takes in a
+neighbour typed with a capital that is no English word ("Yuki Tsukumo", where "Yuki" is a word of another name),
+or, typed in lower case, a lower-case neighbour that is no English word ("mushoku tensei"). Two such capitalised
+words no mention covers are a name even when each alone is a catalog word or a typo of one ("Shinji Hirako"), as
+is a capitalised type word the catalog's studio names use followed by capitalised words ("Studio Trigger"); a
+numbering after a name is its own ("Kaiju No. 8").
 """
 
 from __future__ import annotations
@@ -22,8 +32,8 @@ from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 
 from agentic_rag.protocol.links import LinkedMention
-from agentic_rag.understanding.cues import CUES, TYPE_WORD
-from agentic_rag.understanding.text import Token, deletions, english_words
+from agentic_rag.understanding.cues import CUES, JARGON, TYPE_WORD
+from agentic_rag.understanding.text import Token, deletions, dictionary_words, english_words
 
 MIN_LETTERS = 4  # a name typed with a capital ("Reze"); shorter ones are initials
 MIN_LOWER = 5  # ... typed in lower case: shorter ones are mostly chat and abbreviations ("incl", "comp")
@@ -59,6 +69,17 @@ def _stem_is_english(word: str) -> bool:
 def englishlike(word: str) -> bool:
     """Whether ``word`` is English as people type it: a word, an inflection ("insanely"), a prefixed word
     ("rewatching"), a compound ("bookshop", "keyring") or one letter off one ("recomend")."""
+    if english_form(word):
+        return True
+    if len(word) >= 5:
+        drops = _english_deletions()
+        return word in drops or any(d in english_words() or d in drops for d in deletions(word))
+    return False
+
+
+@cache
+def english_form(word: str) -> bool:
+    """Whether ``word`` is English as spelled: a word, an inflection, a prefixed word or a compound (no typo)."""
     english = english_words()
     if word in english or _stem_is_english(word):
         return True
@@ -67,23 +88,34 @@ def englishlike(word: str) -> bool:
     if any(word.startswith(p) and len(word) - len(p) >= 4 and (word[len(p):] in english or _stem_is_english(
             word[len(p):])) for p in _PREFIXES):
         return True
-    if any(word[:i] in english and (word[i:] in english or _stem_is_english(word[i:]))
-           for i in range(3, len(word) - 2)):  # parts of three letters or more ("keyring", "lockdown")
-        return True
-    if len(word) >= 5:
-        drops = _english_deletions()
-        return word in drops or any(d in english or d in drops for d in deletions(word))
-    return False
+    # parts of three letters or more ("keyring", "lockdown")
+    return any(word[:i] in english and (word[i:] in english or _stem_is_english(word[i:]))
+               for i in range(3, len(word) - 2))
 
 
-def _foreign(t: Token, before: Token | None, known: Mapping[str, int], corrected: frozenset[str], *,
-             beside_names: bool) -> bool:
+def _foreign(question: str, t: Token, before: Token | None, known: Mapping[str, int], corrected: frozenset[str], *,
+             beside_names: bool, after_name: bool, beside_known: bool) -> bool:
     k, capital = t.key, t.raw[:1].isupper() and not t.upper
-    if t.upper or (beside_names and not capital) or len(k) < (MIN_LETTERS if capital else MIN_LOWER):
+    if t.upper or len(k) < (MIN_LETTERS if capital else MIN_LOWER):
         return False
-    if not capital and before is not None and before.key in _DETERMINERS:
-        return False  # "a corgi", "a telepathic girl": a noun phrase describing, not a name
-    return k.isalpha() and k not in known and k not in corrected and k not in CUES and not englishlike(k)
+    if not capital and before is not None and (before.key in _DETERMINERS or before.possessive):
+        return False  # "a corgi", "a telepathic girl", "Ichigo's zanpakuto": a thing described or owned, not a name
+    if not (k.isalpha() and k not in known and k not in CUES and k not in JARGON):
+        return False
+    if capital and before is not None and not _sentence_start(question, before, t) and not after_name:
+        # a capital inside a sentence says name: a typo of an English word is no excuse, nor one of the catalog's
+        # unless it stands beside another word of the catalog's names ("Yagami Ligght"; "Pieck" is no "piece")
+        return not english_form(k) and not (k in corrected and beside_known)
+    if k in corrected:
+        return False
+    if beside_names and not capital:
+        # typed in lower case beside a name: a word no dictionary has, Webster's included ("kisame", not "spooky")
+        return not englishlike(k) and k not in dictionary_words()
+    return not englishlike(k)
+
+
+def _sentence_start(question: str, before: Token, t: Token) -> bool:
+    return any(c in ".!?:\n" for c in question[before.end:t.start])
 
 
 def _numbering(question: str, tokens: Sequence[Token], b: int) -> int:
@@ -115,7 +147,19 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     fixes = frozenset(corrected)
     covered = [(m.start, m.end) for m in mentions]
     free = [not any(a <= t.start < b for a, b in covered) for t in tokens]
-    foreign = [free[i] and _foreign(t, tokens[i - 1] if i else None, known, fixes, beside_names=bool(mentions))
+    # a capitalised word right after a name may be more of its title, typed wrong ("Frieren Beyond Jourmeys")
+    after_name = [False] * len(tokens)
+    for i in range(1, len(tokens)):
+        after_name[i] = _joined(question, tokens[i - 1], tokens[i]) and (not free[i - 1] or (
+            after_name[i - 1] and tokens[i - 1].raw[:1].isupper()))
+    def titled(j: int) -> bool:  # a catalog word typed with a capital
+        return 0 <= j < len(tokens) and tokens[j].raw[:1].isupper() and tokens[j].key in known
+
+    beside_known = [(titled(i - 1) and _joined(question, tokens[i - 1], t))
+                    or (titled(i + 1) and _joined(question, t, tokens[i + 1])) for i, t in enumerate(tokens)]
+    foreign = [free[i] and _foreign(question, t, tokens[i - 1] if i else None, known, fixes,
+                                    beside_names=bool(mentions), after_name=after_name[i],
+                                    beside_known=beside_known[i])
                for i, t in enumerate(tokens)]
     capital = [free[i] and t.raw[:1].isupper() and not t.upper and t.key.isalpha() and t.key not in CUES
                for i, t in enumerate(tokens)]
@@ -123,6 +167,9 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     # of another catalog name ("Yuki Tsukumo") other than a short English one ("Is Kaiju No. 8 good")
     named = [foreign[i] or (capital[i] and (not englishlike(t.key) or (t.key in known and (
         len(t.key) >= MIN_LETTERS or t.key not in english_words())))) for i, t in enumerate(tokens)]
+    # a name typed in lower case takes in a lower-case neighbour that is no English word ("yuki tsukumo")
+    lower = [free[i] and t.key.isalpha() and t.raw.islower() and len(t.key) >= 3 and t.key not in CUES
+             and t.key not in JARGON and not englishlike(t.key) for i, t in enumerate(tokens)]
     # ... and a name may be two such words neither of which is foreign alone
     strange = [named[i] and len(t.key) >= MIN_LETTERS and not englishlike(t.key) for i, t in enumerate(tokens)]
     # "Studio Trigger": a type word typed with a capital that the catalog's names use ("Studio Ghibli") leads a name
@@ -133,9 +180,10 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     while i < len(tokens) and len(out) < MAX_UNKNOWN:
         a = b = i
         if foreign[i] or strange[i]:
-            while a > 0 and named[a - 1] and _joined(question, tokens[a - 1], tokens[a]):
+            joins = lower if tokens[i].raw.islower() else named
+            while a > 0 and joins[a - 1] and _joined(question, tokens[a - 1], tokens[a]):
                 a -= 1
-            while b + 1 < len(tokens) and named[b + 1] and _joined(question, tokens[b], tokens[b + 1]):
+            while b + 1 < len(tokens) and joins[b + 1] and _joined(question, tokens[b], tokens[b + 1]):
                 b += 1
         elif led[i]:
             while b + 1 < len(tokens) and capital[b + 1] and _joined(question, tokens[b], tokens[b + 1]):
