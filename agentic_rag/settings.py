@@ -186,6 +186,13 @@ class Settings(BaseSettings):
     )
     agent_fast_path: bool = Field(True, description="Skip the validator for obvious single-entity lookups.")
     agent_clarify: bool = Field(True, description="Ask instead of guessing when a name has several strong readings.")
+    # conversations (orchestrator/conversations.py): follow-ups read in the light of the turns before them
+    conversation_max_turns: int = Field(50, ge=1, le=1000, description="Turns one conversation may hold.")
+    conversation_history: int = Field(
+        5, ge=1, le=8, description="Earlier turns a follow-up's run is given (its context card).")
+    conversation_ttl_s: int = Field(
+        86_400, ge=60, le=30 * 86_400,
+        description="A conversation expires this long after its last turn; a later follow-up is refused.")
     run_abandon_grace_ms: int = Field(
         60_000, ge=0, le=3_600_000,
         description="A run still running this long past the loop's deadline, with no new event, is marked "

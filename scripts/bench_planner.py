@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import json
 import random
 import statistics
@@ -136,7 +137,7 @@ async def run_config(config: str, sets: dict[str, list[EvalQuestion]], deadline_
         for name, qs in sets.items():
             async with rt.pool.acquire() as conn:
                 gold = await resolve_gold(conn, qs, source="demo" if name in ("demo", "holdout") else None)
-            outcomes = await run_eval(qs, lambda q: orch.run(q, mode="agentic", tenant="bench"), concurrency=1,
+            outcomes = await run_eval(qs, functools.partial(orch.run, mode="agentic", tenant="bench"), concurrency=1,
                                       progress=True, console=console)
             latencies += [o.latency_ms for o in outcomes]
             if answers is not None:

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import argparse
 import asyncio
+import functools
 import time
 from pathlib import Path
 
@@ -31,7 +32,7 @@ async def record(sets: list[Path], out: Path, concurrency: int) -> None:
             async with rt.pool.acquire() as conn:
                 gold = await resolve_gold(conn, qs, source=None)
             t0 = time.perf_counter()
-            outcomes = await run_eval(qs, lambda q: rt.orchestrator.run(q, tenant="eval"),
+            outcomes = await run_eval(qs, functools.partial(rt.orchestrator.run, tenant="eval"),
                                       concurrency=concurrency, progress=False)
             write_answers(out / path.name, outcomes)
             report = compute_report(outcomes, gold, mode="agentic")

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import uuid
 from pathlib import Path
@@ -208,7 +209,7 @@ def evaluate(
     async def work(rt: Runtime) -> Any:
         async with rt.pool.acquire() as conn:
             gold = await resolve_gold(conn, qs, source="demo" if questions is None else None)
-        outcomes = await run_eval(qs, lambda q: rt.orchestrator.run(q, mode=run_mode, tenant="eval"),
+        outcomes = await run_eval(qs, functools.partial(rt.orchestrator.run, mode=run_mode, tenant="eval"),
                                   concurrency=concurrency, progress=not as_json, console=err)
         if answers:
             write_answers(answers, outcomes)

@@ -5,7 +5,7 @@ Typical use::
     questions = load_demo_questions()
     async with pool.acquire() as conn:
         gold = await resolve_gold(conn, questions)
-    outcomes = await run_eval(questions, lambda q: orchestrator.run(q, mode="agentic"), concurrency=4)
+    outcomes = await run_eval(questions, functools.partial(orchestrator.run, mode="agentic"), concurrency=4)
     report = compute_report(outcomes, gold, mode="agentic")
     console.print(render_table(report))
 """

@@ -7,6 +7,7 @@ are resolved against the catalog's ``entity_name`` table before scoring.
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterable
 from importlib import resources
 from pathlib import Path
@@ -32,6 +33,7 @@ GoldKey = tuple[str, str]
 """``(entity_type, lowercased name)``: how a gold entity is looked up in a resolution map."""
 
 DEMO_QUESTIONS = "demo.jsonl"
+MAX_TURNS = 20  # turns of one conversation record
 
 NonEmpty = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)]
 
@@ -85,10 +87,43 @@ class EvalQuestion(BaseModel):
     )
     min_any: int = Field(1, ge=1, le=50, description="How many of answer_any a correct answer names.")
     expect_status: ExpectStatus = Field("answered", description="The status a correct run ends with.")
+    conversation: str | None = Field(
+        None, description="The conversation this question is a turn of (set by the loader from a conversation "
+                          "record): it is asked after the turns before it, in one conversation.")
+    turn: int = Field(0, ge=0, le=MAX_TURNS, description="Its place in the conversation, from 1 (0: none).")
+
+
+class EvalTurn(BaseModel):
+    """One turn of a conversation record: a question as it is asked after the turns before it."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    question: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=2000)]
+    type: QuestionType
+    gold_entities: list[GoldEntity] = Field(default_factory=list)
+    answer_contains: list[NonEmpty] = Field(default_factory=list)
+    answer_any: list[NonEmpty] = Field(default_factory=list, max_length=50)
+    min_any: int = Field(1, ge=1, le=50)
+    expect_status: ExpectStatus = "answered"
+
+
+class EvalConversation(BaseModel):
+    """A conversation record: turns asked in order, each scored given only its own conversation's earlier turns.
+    Its turns become questions ``<id>-t<n>``."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    id: Annotated[str, StringConstraints(pattern=r"^[a-z0-9][a-z0-9_-]*$", max_length=76)]
+    turns: list[EvalTurn] = Field(min_length=1, max_length=MAX_TURNS)
+
+    def questions(self) -> list[EvalQuestion]:
+        return [EvalQuestion(id=f"{self.id}-t{n}", conversation=self.id, turn=n, **t.model_dump())
+                for n, t in enumerate(self.turns, start=1)]
 
 
 def load_questions(path: str | Path) -> list[EvalQuestion]:
-    """Read a JSON Lines question file; blank lines are skipped, ids must be unique.
+    """Read a JSON Lines question file; blank lines are skipped, ids must be unique. A record with ``turns`` is a
+    conversation (:class:`EvalConversation`): its turns become questions, in order.
 
     Raises :class:`QuestionSetError` naming the file and line of the first bad record.
     """
@@ -104,17 +139,22 @@ def load_questions(path: str | Path) -> list[EvalQuestion]:
             continue
         where = f"{path}:{lineno}"
         try:
-            q = EvalQuestion.model_validate_json(line)
+            record = json.loads(line)
+            batch = (EvalConversation.model_validate(record).questions()
+                     if isinstance(record, dict) and "turns" in record else [EvalQuestion.model_validate(record)])
+        except json.JSONDecodeError as exc:
+            raise QuestionSetError(f"{where}: not valid JSON: {exc.msg}") from exc
         except ValidationError as exc:
             if any(e["type"] == "json_invalid" for e in exc.errors()):
                 raise QuestionSetError(f"{where}: not valid JSON: {exc.errors()[0]['msg']}") from exc
             first = exc.errors()[0]
             field = ".".join(str(p) for p in first["loc"]) or "record"
             raise QuestionSetError(f"{where}: {field}: {first['msg']}") from exc
-        if q.id in seen:
-            raise QuestionSetError(f"{where}: duplicate id {q.id!r} (first on line {seen[q.id]})")
-        seen[q.id] = lineno
-        questions.append(q)
+        for q in batch:
+            if q.id in seen:
+                raise QuestionSetError(f"{where}: duplicate id {q.id!r} (first on line {seen[q.id]})")
+            seen[q.id] = lineno
+            questions.append(q)
     if not questions:
         raise QuestionSetError(f"{path}: no questions")
     return questions

@@ -1,7 +1,10 @@
 """Run a question set through an answering function, with bounded concurrency and a progress bar.
 
 The runner knows nothing of the orchestrator: it takes ``ask(question) -> RunLike``, so the same
-harness scores the agentic loop, the linear baseline, or a remote service behind a client.
+harness scores the agentic loop, the linear baseline, or a remote service behind a client. The turns of a
+conversation (questions with ``conversation`` set) are asked in order, each with ``conversation_id=`` the id the
+turn before it was answered in (None for the first): a turn is scored given only its own conversation's earlier
+turns. Conversations run concurrently with each other and with single questions.
 """
 
 from __future__ import annotations
@@ -9,7 +12,7 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Awaitable, Callable, Sequence
-from typing import Protocol
+from typing import Any, Protocol
 
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
@@ -34,7 +37,8 @@ class RunLike(Protocol):
     def latency_ms(self) -> float: ...
 
 
-Ask = Callable[[str], Awaitable[RunLike]]
+# ask(question) for a single question; ask(question, conversation_id=...) for a turn of a conversation
+Ask = Callable[..., Awaitable[RunLike]]
 
 
 def outcome_from_run(question: EvalQuestion, run: RunLike) -> QuestionOutcome:
@@ -54,16 +58,24 @@ def outcome_from_run(question: EvalQuestion, run: RunLike) -> QuestionOutcome:
 
 async def ask_one(question: EvalQuestion, ask: Ask) -> QuestionOutcome:
     """Ask one question; an exception becomes an ``error`` outcome instead of propagating."""
+    return (await _ask(question, ask, None))[0]
+
+
+async def _ask(question: EvalQuestion, ask: Ask, conversation: Any) -> tuple[QuestionOutcome, Any]:
+    """One question (a turn of ``conversation`` when it has one); its outcome, and the conversation it was
+    answered in."""
     start = time.perf_counter()
     try:
-        return outcome_from_run(question, await ask(question.question))
+        run = await (ask(question.question, conversation_id=conversation) if question.conversation
+                     else ask(question.question))
+        return outcome_from_run(question, run), getattr(run, "conversation_id", None)
     except Exception as exc:  # any failure of one question is recorded, never aborts the run
         return QuestionOutcome(
             question=question,
             status="error",
             error=f"{type(exc).__name__}: {exc}"[:ERROR_CHARS],
             latency_ms=(time.perf_counter() - start) * 1000,
-        )
+        ), None
 
 
 async def run_eval(
@@ -85,15 +97,20 @@ async def run_eval(
         task = bar.add_task("eval", total=len(questions), errors=0)
         errors = 0
 
-        async def one(i: int, q: EvalQuestion) -> None:
+        async def one(indexes: list[int]) -> None:
             nonlocal errors
-            async with gate:
-                outcome = await ask_one(q, ask)
-            outcomes[i] = outcome
-            errors += outcome.status == "error"
-            bar.update(task, advance=1, errors=errors)
+            conversation = None
+            for i in indexes:  # a conversation's turns in order; a single question alone
+                async with gate:
+                    outcome, conversation = await _ask(questions[i], ask, conversation)
+                outcomes[i] = outcome
+                errors += outcome.status == "error"
+                bar.update(task, advance=1, errors=errors)
 
+        groups: dict[str, list[int]] = {}
+        for i, q in enumerate(questions):
+            groups.setdefault(q.conversation or f"\0{i}", []).append(i)
         async with asyncio.TaskGroup() as tg:
-            for i, q in enumerate(questions):
-                tg.create_task(one(i, q))
+            for indexes in groups.values():
+                tg.create_task(one(sorted(indexes, key=lambda i: questions[i].turn)))
     return [o for o in outcomes if o is not None]

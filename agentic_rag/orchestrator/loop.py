@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import re
 import time
 import uuid
 from collections.abc import Awaitable, Callable
@@ -24,6 +25,14 @@ from agentic_rag.models.base import GenerationError, ModelUnavailable, Structure
 from agentic_rag.orchestrator import stages
 from agentic_rag.orchestrator.cards import from_image
 from agentic_rag.orchestrator.clarify import clarification, readings_to_weigh, same_answer
+from agentic_rag.orchestrator.conversations import (
+    Claim,
+    ConversationBusy,
+    ConversationFull,
+    ConversationNotFound,
+    ConversationStore,
+    ConversationStoreError,
+)
 from agentic_rag.orchestrator.guards import GuardPolicy, check_input, check_output
 from agentic_rag.orchestrator.retrieval import Retrieval
 from agentic_rag.orchestrator.state import (
@@ -65,7 +74,10 @@ from agentic_rag.protocol import (
     SufficiencyReport,
     TerminationReason,
 )
+from agentic_rag.protocol.base import SHORT_TEXT_MAX
+from agentic_rag.protocol.conversation import MAX_ANSWERS, MAX_CHOICES, MAX_SUBJECTS, Named, PastTurn
 from agentic_rag.protocol.limits import max_len
+from agentic_rag.protocol.reading import Analysis
 from agentic_rag.protocol.roles import (
     DraftInput,
     GradeInput,
@@ -78,6 +90,7 @@ from agentic_rag.protocol.roles import (
 )
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
+from agentic_rag.understanding.followup import resolve
 from agentic_rag.understanding.reading import read
 
 log = logging.getLogger(__name__)
@@ -118,13 +131,16 @@ class RunResult:
     timings: dict[str, float]
     mode: Mode
     degraded: tuple[str, ...] = ()  # the dependencies that failed a step (readiness checks: postgres, qdrant, models)
+    conversation_id: uuid.UUID | None = None  # the conversation the run was a turn of (None: it could not be kept)
+    turn: int | None = None  # ... and which turn, from 1
 
 
 class Orchestrator:
     """Runs questions through the loop. Holds no per-run state, so one instance serves many runs at once."""
 
     def __init__(self, settings: Settings, *, planner: StructuredModel, validator: StructuredModel,
-                 fallback: StructuredModel, retrieval: Retrieval, store: TrajectoryStore, policy: GuardPolicy) -> None:
+                 fallback: StructuredModel, retrieval: Retrieval, store: TrajectoryStore, policy: GuardPolicy,
+                 conversations: ConversationStore | None = None) -> None:
         self.settings = settings
         self.planner = planner
         self.validator = validator
@@ -132,13 +148,20 @@ class Orchestrator:
         self.store = store
         self.policy = policy
         self.fallback = fallback  # when a model fails after its retries, the stage still decides
+        # conversations live beside the trajectories, in the same database
+        self.conversations = conversations or ConversationStore(store.pool, settings)
 
     async def run(self, question: str, *, mode: Mode = "agentic", request_id: str | None = None,
                   session_id: str | None = None, tenant: str = "default", sink: EventSink | None = None,
                   trajectory_id: uuid.UUID | None = None, budget: RunBudget | None = None,
-                  image: bytes | None = None) -> RunResult:
+                  image: bytes | None = None, conversation_id: uuid.UUID | None = None) -> RunResult:
         """Answer one question. Raises only when the trajectory cannot be persisted (or on cancellation), or for
         a ``budget`` over the server's limits (``InvalidInput``, before anything is recorded).
+
+        ``conversation_id``: the conversation this question follows up (its earlier turns are read with it);
+        None starts a new one, whose id the result carries. An unknown, expired or another tenant's id raises
+        ``ConversationNotFound``, one with a turn still running ``ConversationBusy``, one at its turn limit
+        ``ConversationFull``, all before anything is recorded.
 
         ``image``: an image attached to the question, already verified where the request came in
         (:func:`~agentic_rag.models.images.read_request_image`); a card tells the planner it is there, and every
@@ -149,28 +172,46 @@ class Orchestrator:
         limits lower than the settings' for this run (turns, deadline, failed steps)."""
         request_id = request_id or new_request_id()
         limits = Budget.of(self.settings, budget)
+        trajectory_id = trajectory_id or uuid.uuid4()
         with request_context(request_id):
             t0 = time.perf_counter()
-            verdict = check_input(self.policy, question)
-            guard_ms = (time.perf_counter() - t0) * 1000
-            # the trajectory keeps the redacted question: PII never reaches the database
-            rec = await self.store.start(query=verdict.text[:MAX_QUERY_CHARS], request_id=request_id, tenant=tenant,
-                                         session_id=session_id, mode=mode, trajectory_id=trajectory_id)
-            state = RunState(question=verdict.text[:QUESTION_MAX], mode=mode, budget=limits,
-                             image=AttachedImage.of(image) if image is not None else None)
-            state.timings["guard_ms"] += guard_ms
-            run = RunContext(self, rec, state, sink)
-            if state.image is not None:
-                state.cards.append(from_image(state.image.note()))
-                await run.event("request", "observation", {"image": state.image.note()})
-            for d in verdict.decisions:
-                await run.event("guard_input", "guard", d.event())
-                if d.action != "allow":
-                    state.warn(f"input guard: {d.detail}")
-            if verdict.blocked:
-                reasons = [d.detail for d in verdict.decisions if d.action == "block"]
-                return await run.finish(blocked(state, reasons))
-            return await run.execute(None)
+            claim = await self.conversations.claim(conversation_id, tenant=tenant, trajectory_id=trajectory_id,
+                                                   deadline_ms=limits.deadline_ms)
+            try:
+                return await self._run(question, claim, mode=mode, request_id=request_id, session_id=session_id,
+                                       tenant=tenant, sink=sink, trajectory_id=trajectory_id, limits=limits,
+                                       image=image, t0=t0)
+            except BaseException:
+                await _release(self.conversations, claim, trajectory_id)
+                raise
+
+    async def _run(self, question: str, claim: Claim, *, mode: Mode, request_id: str, session_id: str | None,
+                   tenant: str, sink: EventSink | None, trajectory_id: uuid.UUID, limits: Budget, image: bytes | None,
+                   t0: float) -> RunResult:
+        conversation_ms = (time.perf_counter() - t0) * 1000
+        t0 = time.perf_counter()
+        verdict = check_input(self.policy, question)
+        guard_ms = (time.perf_counter() - t0) * 1000
+        # the trajectory keeps the redacted question: PII never reaches the database
+        rec = await self.store.start(query=verdict.text[:MAX_QUERY_CHARS], request_id=request_id, tenant=tenant,
+                                     session_id=session_id, mode=mode, trajectory_id=trajectory_id)
+        state = RunState(question=verdict.text[:QUESTION_MAX], mode=mode, budget=limits,
+                         image=AttachedImage.of(image) if image is not None else None,
+                         conversation=claim.context if claim.context.turns else None)
+        state.timings["guard_ms"] += guard_ms
+        state.timings["conversation_ms"] += conversation_ms
+        run = RunContext(self, rec, state, sink, claim=claim, tenant=tenant, asked=verdict.text)
+        if state.image is not None:
+            state.cards.append(from_image(state.image.note()))
+            await run.event("request", "observation", {"image": state.image.note()})
+        for d in verdict.decisions:
+            await run.event("guard_input", "guard", d.event())
+            if d.action != "allow":
+                state.warn(f"input guard: {d.detail}")
+        if verdict.blocked:
+            reasons = [d.detail for d in verdict.decisions if d.action == "block"]
+            return await run.finish(blocked(state, reasons))
+        return await run.execute(None)
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str = "default",
                      request_id: str | None = None, sink: EventSink | None = None,
@@ -204,13 +245,46 @@ class Orchestrator:
                 rec = await self.store.reopen(trajectory_id, tenant=tenant)
             except TrajectoryNotWaiting as exc:
                 raise _not_waiting(trajectory_id, exc.status) from None
-            run = RunContext(self, rec, state, sink)
-            if asked_with_image:
-                state.warn(IMAGE_NOT_RESUMED)
-            await run.event("clarify", "decision", {"chosen": picked.model_dump(mode="json"),
-                                                    "request_id": request_id})
-            return await run.execute(picked, mention)
+            # the run was a turn of a conversation: the choice is its next turn (when the conversation can take one)
+            claim = await self._continue(trajectory_id, tenant, limits)
+            try:
+                run = RunContext(self, rec, state, sink, claim=claim, tenant=tenant, asked=picked.label)
+                if asked_with_image:
+                    state.warn(IMAGE_NOT_RESUMED)
+                await run.event("clarify", "decision", {"chosen": picked.model_dump(mode="json"),
+                                                        "request_id": request_id})
+                return await run.execute(picked, mention)
+            except BaseException:
+                if claim is not None:
+                    await _release(self.conversations, claim, trajectory_id)
+                raise
 
+    async def _continue(self, trajectory_id: uuid.UUID, tenant: str, limits: Budget) -> Claim | None:
+        """A hold on the conversation whose turn ``trajectory_id`` was; None when it was none's, or the
+        conversation has since expired, filled or moved on to another running turn (the choice is answered all
+        the same, outside it)."""
+        conversation = await self.conversations.of_trajectory(trajectory_id, tenant=tenant)
+        if conversation is None:
+            return None
+        try:
+            return await self.conversations.claim(conversation, tenant=tenant, trajectory_id=trajectory_id,
+                                                  deadline_ms=limits.deadline_ms)
+        except (ConversationNotFound, ConversationBusy, ConversationFull) as exc:
+            log.info("the resumed run is answered outside its conversation: %s", exc)
+            return None
+
+
+async def _release(store: ConversationStore, claim: Claim, trajectory_id: uuid.UUID) -> None:
+    """Give up a failed run's hold on its conversation, without letting a failed write hide the run's error."""
+    try:
+        await asyncio.shield(store.release(claim, trajectory_id=trajectory_id))
+    except Exception as exc:
+        log.warning("could not release conversation %s: %s", claim.conversation_id, exc)
+
+
+QUESTION_CARD = 500  # a question as a context card keeps it (protocol.base.QueryText)
+# what a card adds to a name ("Tetsurō Araki (person)", "Death Note (anime, 2006)"), not a name's own ("(2011)")
+_LABEL = re.compile(r"\s+\((?:anime|manga|character|person|studio|franchise|episode)\b[^()]*\)$")
 
 IMAGE_NOT_RESUMED = ("the question's image is not kept across a clarification: the resumed run searches by the "
                      "chosen entity and the question's words")
@@ -235,12 +309,16 @@ def _pick(choices: list[ClarificationChoice], choice: int | str) -> Clarificatio
 class RunContext:
     """One run's stages over its state. Created per run, never shared."""
 
-    def __init__(self, o: Orchestrator, rec: Recorder, state: RunState, sink: EventSink | None) -> None:
+    def __init__(self, o: Orchestrator, rec: Recorder, state: RunState, sink: EventSink | None, *,
+                 claim: Claim | None = None, tenant: str = "default", asked: str = "") -> None:
         self.o = o
         self.s = state
         self.rec = rec
         self.sink = sink
         self.settings = o.settings
+        self.claim = claim  # the conversation this run is a turn of
+        self.tenant = tenant
+        self.asked = asked or state.question  # the question as asked (before a follow-up was resolved)
         self._usage: dict[str, Any] = {}
 
     # -- recording ----------------------------------------------------------------------------------
@@ -277,9 +355,30 @@ class RunContext:
         self.s.timings["trajectory_ms"] += (time.perf_counter() - t0) * 1000
         log.info("run %s: %s after %d turn(s) in %.0f ms", self.rec.trajectory_id, response.status, s.turns_used,
                  timings["total_ms"], extra={"event": "finish", "status": response.status})
+        kept = await self._keep_turn(response)
         return RunResult(trajectory_id=self.rec.trajectory_id, request_id=self.rec.request_id, response=response,
                          turns=s.turns_used, latency_ms=timings["total_ms"], timings=timings, mode=s.mode,
-                         degraded=tuple(sorted(s.degraded)))
+                         degraded=tuple(sorted(s.degraded)),
+                         conversation_id=self.claim.conversation_id if kept and self.claim else None,
+                         turn=self.claim.seq if kept and self.claim else None)
+
+    async def _keep_turn(self, response: AgentResponse) -> bool:
+        """Add this run to its conversation as its next turn (releasing the conversation); whether it was kept. The
+        answer stands either way: a conversation store that fails, or a claim that lapsed, only loses the turn."""
+        if self.claim is None:
+            return False
+        card = turn_card(self.asked, self.s, response)
+        try:
+            kept = await self.o.conversations.add(self.claim, trajectory_id=self.rec.trajectory_id,
+                                                  tenant=self.tenant, question=self.asked, standalone=self.s.question,
+                                                  card=card)
+        except ConversationStoreError as exc:
+            log.warning("the turn was not added to conversation %s: %s", self.claim.conversation_id, exc)
+            return False
+        if not kept:
+            log.warning("the turn was not added to conversation %s: its hold lapsed and another turn took it",
+                        self.claim.conversation_id)
+        return kept
 
     # -- the run --------------------------------------------------------------------------------------
 
@@ -339,6 +438,11 @@ class RunContext:
 
     async def _loop(self, chosen: ClarificationChoice | None, mention: str | None) -> AgentResponse:
         s = self.s
+        if s.conversation is not None and chosen is None and s.links is None:
+            followed = await self._follow_up()
+            if isinstance(followed, AgentResponse):
+                return followed
+            chosen, mention = followed
         if s.links is None:
             await self._link()
         if s.reading is None:  # linking failed: the words are read all the same
@@ -359,6 +463,7 @@ class RunContext:
                 asked = None
             if asked is not None:
                 clarification_, mention_ = asked
+                s.asked_mention = mention_
                 await self.event("clarify", "decision", {"clarification": clarification_.model_dump(mode="json"),
                                                          "mention": mention_})
                 return clarifying(s, clarification_)
@@ -394,6 +499,31 @@ class RunContext:
         s.warn(f"turn budget of {s.max_turns} reached; this is the best answer from what was found")
         await self.event("budget", "guard", {"rule": "max_turns", "turns": s.max_turns})
         return await self._best_effort("max_turns")
+
+    async def _follow_up(self) -> AgentResponse | tuple[ClarificationChoice | None, str | None]:
+        """A follow-up restated to stand alone from the conversation's last turns
+        (:mod:`~agentic_rag.understanding.followup`): the question the run then answers, or the choice a reply in
+        words made of the last turn's clarification; or a question back when what it points at is nowhere earlier."""
+        s = self.s
+        assert s.conversation is not None
+        await self._link()  # the reply's own names: a new topic keeps them
+        t0 = time.perf_counter()
+        f = resolve(s.question, s.links, s.conversation, read)
+        s.timings["rewrite_ms"] += (time.perf_counter() - t0) * 1000
+        await self.event("rewrite", "decision", {
+            "followup": s.question, "standalone": f.text, "resolved": f.how,
+            "conversation": {"id": str(self.claim.conversation_id) if self.claim else None,
+                             "turn": self.claim.seq if self.claim else None, "history": len(s.conversation.turns)},
+            **({"choice": f.choice} if f.choice is not None else {})})
+        if f.ask is not None:
+            return clarifying(s, Clarification(question=f.ask[:SHORT_TEXT_MAX], choices=[]))
+        if f.changed:
+            s.question, s.links, s.reading = f.text[:QUESTION_MAX], None, None
+        last = s.conversation.last()
+        if f.choice is not None and last is not None:
+            picked = last.choices[f.choice]
+            return ClarificationChoice(label=picked.name, entity=picked.ref), f.mention
+        return None, None
 
     async def _needless(self, asked: Clarification, mention: str) -> bool:
         """Whether a clarification's readings all answer the question alike ("is death note finished?": the anime
@@ -565,3 +695,46 @@ class RunContext:
 
 
 __all__ = ["ClarificationError", "EventSink", "NotAwaitingClarification", "Orchestrator", "RunResult"]
+
+
+def turn_card(asked: str, s: RunState, response: AgentResponse) -> PastTurn:
+    """The turn as a later follow-up reads it: the question as asked and as read, what it was about (the names
+    its reading resolved), what the answer named in order (with the names the steps found them under), and a
+    clarification's choices."""
+    found = {e.ref.id: (e.ref, _LABEL.sub("", e.name)[:SHORT_TEXT_MAX]) for c in s.cards for e in c.entities}
+    # what the answer named, in the order it named them ("the second one" is the second it said), then the
+    # results it did not spell out
+    order = _named_in(response.answer, {i: name for i, (_, name) in found.items()})
+    order += [r.id for r in response.result_entities if r.id in found]
+    answers = [Named(ref=found[i][0], name=found[i][1]) for i in dict.fromkeys(order)]
+    choices = [Named(ref=c.entity, name=c.label, text=(s.asked_mention or "")[:SHORT_TEXT_MAX] or None)
+               for c in (response.clarification.choices if response.clarification else [])]
+    return PastTurn(question=asked[:QUESTION_CARD], standalone=s.question[:QUESTION_CARD], status=response.status,
+                    subjects=subjects_of(s.reading, s)[:MAX_SUBJECTS], answers=answers[:MAX_ANSWERS],
+                    choices=choices[:MAX_CHOICES], answer=response.answer[:SHORT_TEXT_MAX])
+
+
+def _named_in(answer: str, names: dict[str, str]) -> list[str]:
+    """The ids whose names ``answer`` says, in the order it first says them; a name said only inside a longer one
+    ("Death Note" in "Death Note Relight") is not said."""
+    text = answer.casefold()
+    spans = [(m.start(), m.end(), i) for i, name in names.items() if name
+             for m in re.finditer(re.escape(name.casefold()), text)]
+    own = [(a, i) for a, b, i in spans if not any(a2 <= a and b <= b2 and (b2 - a2) > (b - a) for a2, b2, _ in spans)]
+    return list(dict.fromkeys(i for _, i in sorted(own)))
+
+
+def subjects_of(a: Analysis | None, s: RunState) -> list[Named]:
+    """What a question was about: each name its reading resolved, as the reading resolved it (the preferred type),
+    with the words that named it; else what linking found first."""
+    out: list[Named] = []
+    for m in a.mentions if a is not None else []:
+        linked = a.linked.get(m, {}) if a is not None else {}
+        order = a.types.get(m, ()) if a is not None else ()
+        c = next((linked[t] for t in order if t in linked), None) or next(iter(linked.values()), None)
+        if c is not None and all(n.ref.id != c.entity.id for n in out):
+            out.append(Named(ref=c.entity, name=c.name, text=m[:SHORT_TEXT_MAX]))
+    if not out and s.links is not None:
+        out = [Named(ref=m.candidates[0].entity, name=m.candidates[0].name, text=m.text)
+               for m in s.links.mentions if m.candidates]
+    return out

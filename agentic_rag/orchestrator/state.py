@@ -33,6 +33,7 @@ from agentic_rag.protocol import (
     TerminationReason,
 )
 from agentic_rag.protocol.base import SHORT_TEXT_MAX
+from agentic_rag.protocol.conversation import ConversationContext
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.reading import Analysis
 from agentic_rag.protocol.roles import ContextCard, RewriteInput, StepSource, StepStatus
@@ -41,7 +42,7 @@ from agentic_rag.settings import Settings
 
 # link_ms is all of linking; asks_ms the part of it that embedded the question (what is asked by meaning)
 TIMING_KEYS = ("link_ms", "asks_ms", "planner_llm_ms", "validator_llm_ms", "qdrant_ms", "pg_graph_ms", "pg_query_ms",
-               "similar_ms",
+               "similar_ms", "conversation_ms", "rewrite_ms",
                "clarify_ms", "guard_ms", "trajectory_ms", "total_ms")
 DESCRIBED_INTENT_MAX = 300  # characters of an intent described in words (the planner's tried list, logs, warnings)
 QUOTED_QUESTION = 300  # characters of the question a not-found answer quotes back
@@ -162,6 +163,8 @@ class RunState:
     mode: Mode
     budget: Budget
     image: AttachedImage | None = None  # the image attached to the question, searched with every meaning search
+    conversation: ConversationContext | None = None  # the earlier turns, when the question is a follow-up
+    asked_mention: str | None = None  # the ambiguous name a clarification asked about
     started: float = field(default_factory=time.perf_counter)
     links: EntityLinks | None = None  # the names the question mentions (entity linking, before any model)
     reading: Analysis | None = None  # what its words ask: read once, after linking, and handed to every role

@@ -346,6 +346,10 @@ class TrajectoryStore:
         self._timeout = settings.query_timeout_ms / 1000
         self._buffered = settings.trajectory_writes == "turn"
 
+    @property
+    def pool(self) -> Pool:
+        return self._pool
+
     async def _execute(self, what: str, op: Callable[[Conn], Awaitable[T]]) -> T:
         """Run ``op`` on a pooled connection under the retry policy."""
         try:

@@ -468,7 +468,9 @@ class Clarification(ProtocolModel):
     """Asked instead of guessing when a question has several strong readings."""
 
     question: ShortText = Field(description="What to ask the user.")
-    choices: list[ClarificationChoice] = Field(min_length=2, max_length=10)
+    choices: list[ClarificationChoice] = Field(
+        max_length=10, description="The readings to pick from (two or more); empty when the answer is words: a "
+                                   "follow-up in the same conversation that says what was meant.")
 
 
 class RunBudget(ProtocolModel):

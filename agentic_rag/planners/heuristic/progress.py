@@ -7,6 +7,7 @@ and the final card once ``steps`` is empty. Nothing is remembered between calls 
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -392,7 +393,7 @@ def _described(a: Analysis) -> str:
 def _walk(a: Analysis, cards: list[ContextCard], p: Progress, frontier: list[CardEntity]) -> Progress:
     """Follow ``a``'s hops from ``frontier``, then read its attribute: the next intents, or the answer's parts."""
     seen = {e.ref.id for e in frontier}
-    for hop in a.hops:
+    for at, hop in enumerate(a.hops):
         sources = frontier[:MAX_SOURCES]
         intents: list[BatchIntent] = [_fetch_works(cards, e, hop) or _graph(hop.kind, e.ref, hop=hop) for e in sources]
         got = [_card_for(cards, i) for i in intents]
@@ -407,6 +408,7 @@ def _walk(a: Analysis, cards: list[ContextCard], p: Progress, frontier: list[Car
             p.steps = [i for i in intents if _card_for(cards, i) is None]
             return p
         nxt: list[CardEntity] = list(sources) if hop.include_start else []
+        other_kin: list[CardEntity] = []
         for c in got:
             assert c is not None
             details = c.data.get("meta", {}).get("details", {}) or {}
@@ -415,11 +417,18 @@ def _walk(a: Analysis, cards: list[ContextCard], p: Progress, frontier: list[Car
                     continue
                 d = str(details.get(e.ref.id, ""))
                 if hop.roles and not set(hop.roles) & qualifiers(d):
+                    if hop.edges == ("family",):
+                        other_kin.append(e)
+                        p.details[e.ref.id] = d
                     continue
                 if d:
                     p.details[e.ref.id] = d
                 if e.ref.id not in a.exclude or hop.kind == "k_hop":  # a chain goes on through what is left out
                     nxt.append(e)
+        if not nxt and other_kin and at == len(a.hops) - 1:
+            # "gon's father" where the catalog says "guardian" or nothing: the family it has, said as such
+            nxt, hop = other_kin, dataclasses.replace(hop, roles=())
+            a.hops[at] = hop
         nxt = list({e.ref.id: e for e in nxt}.values())
         if hop.last and nxt:
             nxt = sorted(nxt, key=lambda e: year_of(e.name) or 0)[-1:]

@@ -84,15 +84,28 @@ def _best(m: LinkedMention, entity_type: EntityType, year: int | None, movie: bo
 def _kin_of(tokens: list[Token], m: LinkedMention) -> str | None:
     """The family word a possessive name is followed by ("naruto's son" -> "son"), singular."""
     before = next((t for t in reversed(tokens) if t.start < m.end), None)
-    after = next((t for t in tokens if t.start >= m.end), None)
-    if before is None or after is None or not before.possessive:
+    following = [t for t in tokens if t.start >= m.end][:2]
+    if before is None or not following or not before.possessive:
         return None
-    word = _singular(after.key)
-    return word if word in C.FAMILY and word not in ("family", "married", "related") else None
+    # the word right after, or the one after a word that says which ("older brother", "adoptive father")
+    for after in following:
+        word = _singular(after.key)
+        if word in C.FAMILY and word not in ("family", "married", "related"):
+            return word
+    return None
+
+
+# the family words people say for the ones a relation's detail uses
+_KIN_SAID = {"dad": "father", "mom": "mother", "grandpa": "grandfather", "grandma": "grandmother"}
 
 
 def _singular(word: str) -> str:
     return word[:-1] if word.endswith("s") and word[:-1] in C.FAMILY else word
+
+
+def kin_role(word: str) -> str:
+    """The relation detail's word for a family word ("dad": father)."""
+    return _KIN_SAID.get(word, word)
 
 
 def _add(a: Analysis, tokens: list[Token], m: LinkedMention, first: EntityType | None, *, fixed: bool) -> None:

@@ -7,9 +7,12 @@ is from an eval set).
 
 from __future__ import annotations
 
+import time
+
 from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention
 from agentic_rag.understanding.reading import read
 from agentic_rag.understanding.reading.parts import MAX_PARTS, _clauses
+from agentic_rag.understanding.text import sentences
 
 
 def cand(entity_type: str, name: str, n: int, year: int | None = None) -> LinkCandidate:
@@ -89,3 +92,14 @@ def test_a_message_of_forty_questions_reads_the_first_few_and_says_how_many_it_a
     assert 1 + len(a.more) + len(a.unread) <= MAX_PARTS  # the parts past the first few are not read
     q = "how many episodes does trigun have? who directed it?"
     assert read(q, links(q, ("trigun", TRIGUN))).parts is None
+
+
+def test_long_runs_of_blanks_split_in_linear_time() -> None:
+    # a message whose names were blanked out holds runs of hundreds of spaces; splitting it into sentences must not
+    # backtrack over them (it once took seconds per call: a denial of service by message length)
+    text = "how many episodes does it have" + " " * 5000 + "and i was wondering who directed it"
+    started = time.perf_counter()
+    for _ in range(20):
+        assert [text[a:b].strip() for a, b in sentences(text)] == [
+            "how many episodes does it have", "and i was wondering who directed it"]
+    assert time.perf_counter() - started < 5.0  # microseconds each; the backtracking form took hours here

@@ -81,6 +81,13 @@ def test_without_a_type_word_the_reading_the_relation_needs_is_taken() -> None:
 def test_possessive_family_words_and_mentors() -> None:
     q = "Boruto's father?"
     boruto = [cand("character", "Boruto Uzumaki", "alias"), cand("anime", "Boruto", "alias")]
+    a = read(q, links(q, ("Boruto", boruto)))
+    assert hops(a) == [("family",)] and a.hops[0].roles == ("father",)  # that kin alone, not the whole family
+    q = "who is boruto's dad"  # said as people say it, read as the relation's own word
+    assert read(q, links(q, ("boruto", boruto))).hops[0].roles == ("father",)
+    q = "who is Boruto's older brother"  # a word that says which kin
+    assert read(q, links(q, ("Boruto", boruto))).hops[0].roles == ("brother",)
+    q = "who are Boruto's parents"  # a group of kin: the whole family, with what each is
     assert hops(read(q, links(q, ("Boruto", boruto)))) == [("family", "romantic")]
     q = "naruto's senseis"
     naruto = [*work("Naruto"), cand("character", "Naruto Uzumaki", "alias")]

@@ -1,0 +1,429 @@
+"""Follow-ups: a question that leans on earlier turns, restated as one that stands alone (seed 002's first rewrite
+strategy: resolve what it points at, add the names it leaves out).
+
+"who directed Death Note?" then "and what else did he make?": "he" is the answer's director. What a follow-up can
+lean on is the conversation's context card (:class:`~agentic_rag.protocol.conversation.ConversationContext`): the
+last turns' questions as read, the names they asked about (subjects), the names their answers gave (answers, in
+order), and a clarification's choices. Read by method, in this order:
+
+1. **A clarification answered in words.** When the last turn asked which reading was meant, a reply that picks one
+   ("the anime", "the 2011 one", "the second", a name that links to one of them) answers it: the last question is
+   run again with that reading.
+2. **Pointing words** are replaced by the names they point at, most recent first:
+   - a pronoun (he, she, it, they, his, her, its, their, them) by the latest name of a kind it can stand for:
+     a person or a character for he and she, a work (or a studio) for it, and for they every name of the latest
+     answer that listed several (else one name of any kind);
+   - "that one", "this show", "the same studio" by the latest name of the noun's kind;
+   - "the second one", "#2" by that place of the latest answer that listed several.
+   A pointing word nothing in the conversation can stand for is asked about, never guessed.
+3. **A fragment** (a reply that asks nothing on its own: "and the manga?", "what about Bleach?", "and in season 2?",
+   "no, I meant the 2011 one") is the last question with its subject changed: for the name given, for the type said,
+   for the season said, or for the year said.
+4. **A question with no subject** ("how many episodes?", "which studio?"; the reading finds no name, and no
+   condition over the whole catalog) asks about the latest name it can: the last turn's answer when that is one
+   work, else what the last turn asked about.
+5. **Anything else** is a question of its own, and a new topic: it inherits nothing.
+
+Everything here is words and the card; no model and no database. The trajectory records the follow-up, the
+standalone question and what was resolved (``Followup.how``).
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+
+from agentic_rag.protocol import EntityLinks, LinkedMention
+from agentic_rag.protocol.conversation import ConversationContext, Named, PastTurn
+from agentic_rag.protocol.reading import Analysis
+from agentic_rag.protocol.vocabulary import EntityType
+from agentic_rag.understanding import cues as C
+from agentic_rag.understanding.cues import words
+from agentic_rag.understanding.text import tokenize
+
+MAX_PLURAL = 5  # names "they" may stand for
+
+PERSON: tuple[EntityType, ...] = ("person", "character")
+WORK: tuple[EntityType, ...] = ("anime", "manga", "franchise")
+THING: tuple[EntityType, ...] = ("anime", "manga", "franchise", "studio")
+ANY: tuple[EntityType, ...] = ("anime", "manga", "franchise", "character", "person", "studio")
+
+# pronoun -> (the kinds it stands for, possessive, plural)
+PRONOUNS: dict[str, tuple[tuple[EntityType, ...], bool, bool]] = {
+    "he": (PERSON, False, False), "him": (PERSON, False, False), "his": (PERSON, True, False),
+    "she": (PERSON, False, False), "hers": (PERSON, False, False), "her": (PERSON, True, False),
+    "it": (THING, False, False), "its": (THING, True, False),
+    "they": (ANY, False, True), "them": (ANY, False, True), "their": (ANY, True, True),
+    "theirs": (ANY, False, True),
+}
+# "her" is possessive before a word that is no function word ("her debut"), else an object ("about her")
+_AFTER_OBJECT = words("""a an the in on at and or but to from with for of by as than then now still again too
+also first last back up out over is was be been are were do does did has have had so if when while because
+""")
+# what "that X", "this X", "the same X" point at, by the noun
+_NOUN_KINDS: dict[str, tuple[EntityType, ...]] = {
+    "one": ANY, "show": ("anime",), "anime": ("anime",), "series": ("anime", "manga"), "manga": ("manga",),
+    "movie": ("anime",), "film": ("anime",), "title": WORK, "work": WORK, "guy": PERSON, "girl": PERSON,
+    "dude": PERSON, "man": PERSON, "woman": PERSON, "character": ("character",), "person": ("person",),
+    "studio": ("studio",), "franchise": ("franchise",),
+}
+_NOUNS = "|".join(_NOUN_KINDS)
+DEMONSTRATIVE = re.compile(rf"\b(?:that|this|the same|said)\s+(?P<noun>{_NOUNS})s?\b", re.IGNORECASE)
+_ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5,
+             "5th": 5, "sixth": 6, "6th": 6, "seventh": 7, "7th": 7, "eighth": 8, "8th": 8, "ninth": 9, "9th": 9,
+             "tenth": 10, "10th": 10, "last": -1}
+# "the second one", "the second", "the 2nd of them", "#2", "number 2"; not "his first anime" nor "the first anime he
+# directed" (a fact asked, not a place in a list)
+ORDINAL = re.compile(
+    rf"\bthe\s+(?P<nth>{'|'.join(_ORDINALS)})(?:\s+(?P<noun>ones?)\b|(?=\s*(?:$|[?.!,;]|of\s+(?:them|those)\b)))"
+    r"|#\s?(?P<num>\d{1,2})\b|\bnumber\s+(?P<number>\d{1,2})\b", re.IGNORECASE)
+# "the first two", "the last three": several places at once
+FIRST_FEW = re.compile(r"\bthe\s+(?P<end>first|last)\s+(?P<n>two|three|four|five|2|3|4|5)\b(?:\s+ones?\b)?",
+                       re.IGNORECASE)
+_FEW = {"two": 2, "three": 3, "four": 4, "five": 5}
+# "that" or "this" standing alone for a thing: at the end of a clause or after a preposition ("season 2 of that")
+BARE = re.compile(r"(?:\b(?:of|in|for|about|from|on|with|to|made|animated|directed|wrote|drew)\s+)(?P<w>that|this)"
+                  r"(?=\s*(?:$|[?.!,;]))", re.IGNORECASE)
+# "the manga", "the anime", "the movie" with no name: that form of what the conversation is about
+THE_FORM = re.compile(r"\bthe\s+(?P<form>anime|manga|show|series|movie|film|tv series|tv show)\b(?!\s+(?:of|about|"
+                      r"where|that|which|who|with)\b)", re.IGNORECASE)
+PRONOUN = re.compile(rf"\b(?P<p>{'|'.join(PRONOUNS)})\b", re.IGNORECASE)
+
+# how a fragment begins: "and ...", "what about ...", "how about ...", "or ..."
+LEAD = re.compile(r"^\s*(?:(?:and|also|ok(?:ay)?|so|then|but|or)\b[\s,]*)*(?:(?:what|how)\s+about\b\s*)?",
+                  re.IGNORECASE)
+ABOUT = re.compile(r"^\s*(?:(?:and|also|ok(?:ay)?|so|then|but|or)\b[\s,]*)*(?:what|how)\s+about\b", re.IGNORECASE)
+# a correction: "no, I meant ...", "sorry, I meant ...", "not that one, ..."
+CORRECTION = re.compile(r"^\s*(?:(?:no+|nope|nah|sorry|wait|oops|actually)\b[\s,.!]*)*(?:i\s+meant?|i\s+mean|"
+                        r"not\s+(?:that|this)(?:\s+one)?)\b[\s,:]*|"
+                        r"^\s*(?:no+|nope|nah|sorry|oops|wait|actually)\b[\s,.!]+", re.IGNORECASE)
+SEASON = re.compile(r"\b(?:season|s)\s*(?P<n>\d{1,2})\b|\b(?P<nth>first|second|third|fourth|fifth|final)\s+season\b",
+                    re.IGNORECASE)
+_SEASON_NTH = {"first": "1", "second": "2", "third": "3", "fourth": "4", "fifth": "5"}
+YEAR = re.compile(r"\b(?P<y>19[5-9]\d|20[0-4]\d)\b")
+TYPE_SAID = re.compile(r"\b(?P<t>anime|manga|show|series|movie|film|character|studio|comic)s?\b", re.IGNORECASE)
+_FORMS = "anime|manga|show|series|tv series|movie|film|comic"
+_TYPE_OF = {"anime": "anime", "show": "anime", "series": "anime", "movie": "anime", "film": "anime",
+            "manga": "manga", "comic": "manga", "character": "character", "studio": "studio"}
+# a name's season or part, dropped to name another season of it
+_SEASONED = re.compile(r"\s*(?::.*|\bseason\s*\d+.*|\bpart\s*\d+.*|\(\d{4}\))$", re.IGNORECASE)
+# words that make a reply a question of its own
+_ASKING = words("""who whom whose what which when where why how is are was were do does did has have had can
+could will would should list name tell give show find compare""")
+FRAGMENT_WORDS = 6  # a reply this short that asks nothing on its own is a fragment
+
+
+@dataclass(slots=True)
+class Followup:
+    """A follow-up read in its conversation: the standalone question, and how it was reached."""
+
+    text: str  # the question to run
+    how: list[str] = field(default_factory=list)  # what was resolved, for the trajectory
+    choice: int | None = None  # the last turn's clarification choice the reply picked
+    mention: str | None = None  # ... and the ambiguous name it was asked about
+    ask: str | None = None  # nothing in the conversation fits what the reply points at: ask this instead
+
+    @property
+    def changed(self) -> bool:
+        return bool(self.how)
+
+
+def resolve(question: str, links: EntityLinks | None, context: ConversationContext | None,
+            read: Callable[[str, EntityLinks | None], Analysis]) -> Followup:
+    """``question`` restated to stand alone, given the conversation's last turns; ``links``: the names linked in
+    it; ``read``: the question reader (a reply with no name is read to tell "how many episodes?" from a question
+    over the whole catalog)."""
+    last = context.last() if context is not None else None
+    if context is None or last is None:
+        return Followup(question)
+    mentions = [m for m in (links.mentions if links else []) if not _numbering(m.text)]
+    if last.status == "needs_clarification" and last.choices:
+        picked = _choice(question, mentions, last.choices)
+        if picked is not None:
+            return Followup(last.standalone, [f"answers the clarification: {last.choices[picked].name}"],
+                            choice=picked, mention=last.choices[picked].text)
+    correction = CORRECTION.match(question)
+    body = question[correction.end():] if correction else question
+    pointed = _pointing(body, mentions, context)
+    if pointed is not None:
+        return pointed
+    if correction or _fragment(body, mentions):
+        return _refit(body, mentions, last) or Followup(question)
+    if not mentions and _needs_subject(read(question, links)):
+        return _completed(question, context)
+    return Followup(question)
+
+
+# -- 1. a clarification answered in words -------------------------------------------------------------------------
+
+def _choice(reply: str, mentions: list[LinkedMention], choices: list[Named]) -> int | None:
+    ids = {c.entity.id for m in mentions for c in m.candidates[:1]}
+    hits = [i for i, c in enumerate(choices) if c.ref.id in ids]
+    if len(hits) == 1:
+        return hits[0]
+    if (nth := ORDINAL.search(reply)) is not None:
+        place = _place(nth)
+        if place is not None and -len(choices) <= place < len(choices):
+            return place % len(choices)
+    words = [t.key for t in tokenize(reply)]
+    for test in (lambda c, w: w in (YEAR.findall(c.name) or ()),
+                 lambda c, w: _TYPE_OF.get(w) == c.ref.entity_type):
+        hits = sorted({i for i, c in enumerate(choices) for w in words if test(c, w)})
+        if len(hits) == 1:
+            return hits[0]
+    return None
+
+
+# -- 2. pointing words --------------------------------------------------------------------------------------------
+
+@dataclass(slots=True)
+class _Point:
+    start: int
+    end: int
+    said: str
+    kinds: tuple[EntityType, ...]
+    possessive: bool = False
+    plural: bool = False
+    place: int | None = None  # a place in a listed answer
+    few: int = 0  # ... and how many places from it ("the first two"); 0: one
+    form: str | None = None  # "the manga": that form of the latest work
+
+
+def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
+    named = [(m.start, m.end) for m in mentions]
+
+    def free(a: int, b: int) -> bool:
+        return not any(s < b and a < e for s, e in named)
+
+    out: list[_Point] = []
+    for m in FIRST_FEW.finditer(text):
+        n = _FEW.get(m.group("n").lower()) or int(m.group("n"))
+        if free(m.start(), m.end()):
+            out.append(_Point(m.start(), m.end(), m.group(0), ANY, plural=True,
+                              place=0 if m.group("end").lower() == "first" else -n, few=n))
+    for m in ORDINAL.finditer(text):
+        place = _place(m)
+        if place is not None and free(m.start(), m.end()) and not any(
+                p.start <= m.start() < p.end for p in out):
+            out.append(_Point(m.start(), m.end(), m.group(0), ANY, place=place))
+    for m in BARE.finditer(text):
+        if free(m.start("w"), m.end("w")):
+            out.append(_Point(m.start("w"), m.end("w"), m.group("w"), THING))
+    if not mentions and not _fragment(text, mentions) and not CORRECTION.match(text):
+        for m in THE_FORM.finditer(text):
+            if not any(p.start <= m.start() < p.end for p in out):
+                form = m.group("form").lower()
+                out.append(_Point(m.start(), m.end(), m.group(0), WORK, form=form))
+    for m in DEMONSTRATIVE.finditer(text):
+        if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
+            out.append(_Point(m.start(), m.end(), m.group(0), _NOUN_KINDS[m.group("noun").lower()]))
+    for m in PRONOUN.finditer(text):
+        word = m.group("p").lower()
+        if not free(m.start(), m.end()) or any(p.start <= m.start() < p.end for p in out):
+            continue
+        kinds, possessive, plural = PRONOUNS[word]
+        if word == "her":
+            after = re.match(r"\s+([a-z']+)", text[m.end():], re.IGNORECASE)
+            possessive = after is not None and after.group(1).lower() not in _AFTER_OBJECT
+        if word == "it" and _dummy_it(text, m.start()):
+            continue
+        out.append(_Point(m.start(), m.end(), m.group(0), kinds, possessive, plural))
+    return sorted(out, key=lambda p: p.start)
+
+
+def _dummy_it(text: str, at: int) -> bool:
+    """"it" that points at nothing: "is it true that ...", "it seems", "make it to"."""
+    return re.match(r"it\s+(?:true|seems?|looks like|turns out|depends)\b|it\s+to\b", text[at:], re.IGNORECASE) \
+        is not None or re.search(r"\bmake\s+$", text[max(0, at - 10):at], re.IGNORECASE) is not None
+
+
+def _pointing(body: str, mentions: list[LinkedMention], context: ConversationContext) -> Followup | None:
+    points = _points(body, mentions)
+    if not points:
+        return None
+    asked = _asked_kinds(body)
+    text, how, shift = body, [], 0
+    before: list[Named] = []
+    for p in points:
+        narrowed = tuple(k for k in p.kinds if k in asked) if asked else p.kinds
+        if narrowed:
+            p.kinds = narrowed
+        # a later pointing word of the same reply points where the first did ("the first one, who directed that?")
+        names = before if before and p.place is None and all(n.ref.entity_type in p.kinds for n in before) \
+            else _referents(p, context)
+        before = before or names
+        if not names:
+            return Followup(body, [f"{p.said!r}: nothing earlier fits"], ask=_ask_about(p, context))
+        said = _joined([n.name for n in names])
+        if p.form is not None:
+            said = f"the {names[0].name} {p.form}"
+        if p.possessive:
+            said = f"{said}'" if said.endswith("s") and len(names) > 1 else f"{said}'s"
+        text = text[:p.start + shift] + said + text[p.end + shift:]
+        shift += len(said) - (p.end - p.start)
+        how.append(f"{p.said!r} -> {_joined([n.name for n in names])}")
+    return Followup(_tidy(text), how)
+
+
+def _referents(p: _Point, context: ConversationContext) -> list[Named]:
+    turns = list(reversed(context.turns))
+    told = {n.ref.id for t in context.turns for n in t.subjects}
+    if p.place is not None:
+        # the list the answer gave: its names but those asked about and the franchise it belongs to ("Dragon Ball
+        # Super belongs to the Dragon Ball franchise, which has 4 films: ...")
+        lists = [[n for n in t.answers if n.ref.id not in told and n.ref.entity_type != "franchise"] for t in turns]
+        listed = next((x for x in lists if len(x) >= 2), []) or next((x for x in lists if x), [])
+        fitting = [n for n in listed if n.ref.entity_type in p.kinds] or listed
+        if p.few:
+            return fitting[p.place:p.place + p.few] if p.place >= 0 else fitting[p.place:]
+        if -len(fitting) <= p.place < len(fitting):
+            return [fitting[p.place]]
+        return []
+    if p.plural:
+        latest = next((t for t in turns if t.answers or t.subjects), None)
+        news = _new(latest.answers, told) if latest is not None else []
+        if latest is not None and len(news) >= 2:
+            return [n for n in news if n.ref.entity_type in p.kinds][:MAX_PLURAL] or news[:MAX_PLURAL]
+        if latest is not None and len(latest.subjects) >= 2 and not news:
+            return latest.subjects[:MAX_PLURAL]
+    # "it" is a work before it is a studio ("who animated X?" "when did it start?": X)
+    groups = [tuple(k for k in p.kinds if k in WORK), tuple(k for k in p.kinds if k not in WORK)]
+    for t in turns:
+        for kinds in (g for g in groups if g):
+            # what the answer brought in first ("goku's older brother?" "which series is he in": the brother),
+            # then what the question was about
+            for names in (_new(t.answers, told), t.subjects, t.answers):
+                fit = next((n for n in names if n.ref.entity_type in kinds), None)
+                if fit is not None:
+                    return [fit]
+    return []
+
+
+def _new(answers: list[Named], told: set[str]) -> list[Named]:
+    """The names an answer brought into the conversation: not ones a question had asked about."""
+    return [n for n in answers if n.ref.id not in told]
+
+
+def _asked_kinds(text: str) -> tuple[EntityType, ...]:
+    """The kinds of entity what a reply asks can be said of: a studio is founded, a show airs and has episodes, a
+    manga has volumes; () when the words say nothing."""
+    words = {t.key for t in tokenize(text)}
+    said: tuple[tuple[frozenset[str], tuple[EntityType, ...]], ...] = (
+        (C.FOUNDED, ("studio",)), (C.EPISODES | C.AIRED, ("anime", "franchise")),
+        (C.VOLUMES | C.PUBLISHED, ("manga", "franchise")))
+    for cue, kinds in said:
+        if words & cue:
+            return kinds
+    return ()
+
+
+def _ask_about(p: _Point, context: ConversationContext) -> str:
+    kinds = "a person or a character" if p.kinds == PERSON else "that"
+    names = [n.name for t in reversed(context.turns) for n in (*t.subjects, *t.answers)][:4]
+    so_far = f" So far we talked about {_joined(list(dict.fromkeys(names)))}." if names else ""
+    return f"Who or what do you mean by \"{p.said}\"? Nothing earlier in this conversation is {kinds}.{so_far}"
+
+
+# -- 3. fragments -------------------------------------------------------------------------------------------------
+
+def _fragment(body: str, mentions: list[LinkedMention]) -> bool:
+    """A reply that asks nothing on its own: it begins "what about" / "and", or is a few words with no asking word
+    once its names are set aside."""
+    if ABOUT.match(body):
+        return True
+    rest = body
+    for m in sorted(mentions, key=lambda m: -m.start):
+        rest = rest[:m.start] + " " + rest[m.end:]
+    words = [t.key for t in tokenize(rest)]
+    lead = LEAD.match(body)
+    led = lead is not None and lead.end() > 0 and bool(body[:lead.end()].strip())
+    return len(words) <= FRAGMENT_WORDS and not any(w in _ASKING for w in words) and (led or len(words) <= 3)
+
+
+def _refit(body: str, mentions: list[LinkedMention], last: PastTurn) -> Followup | None:
+    """The last question with its subject changed as the fragment says."""
+    subject = next((s for s in last.subjects if s.text and s.text.lower() in last.standalone.lower()), None)
+    if subject is None or subject.text is None:
+        return None
+    if mentions:
+        new = mentions[0].text
+        return _swap(last, subject.text, new, f"{subject.name} -> {new}")
+    if (season := SEASON.search(body)) is not None:
+        n = season.group("n") or _SEASON_NTH.get((season.group("nth") or "").lower())
+        if n is not None:
+            base = _SEASONED.sub("", subject.name).strip() or subject.name
+            return _swap(last, subject.text, f"{base} season {n}", f"{subject.name} -> season {n}")
+    if (year := YEAR.search(body)) is not None:
+        base = _SEASONED.sub("", subject.name).strip() or subject.name
+        return _swap(last, subject.text, f"{base} {year.group('y')}", f"{subject.name} -> the {year.group('y')} one")
+    if (said := TYPE_SAID.search(body)) is not None:
+        kind = _TYPE_OF[said.group("t").lower()]
+        # "the one piece anime" -> "the one piece manga": the form the last question said goes
+        at = last.standalone.lower().index(subject.text.lower())
+        before, after = last.standalone[:at], last.standalone[at + len(subject.text):]
+        before = re.sub(rf"\b(?:{_FORMS})\s+$", "", before, flags=re.IGNORECASE)
+        after = re.sub(rf"^\s+(?:{_FORMS})\b", "", after, flags=re.IGNORECASE)
+        text = f"{before}{subject.text} {kind}{after}"
+        return Followup(_tidy(text), [f"{subject.name} -> the {kind}"])
+    return None
+
+
+def _swap(last: PastTurn, old: str, new: str, how: str) -> Followup:
+    at = last.standalone.lower().index(old.lower())
+    text = last.standalone[:at] + new + last.standalone[at + len(old):]
+    return Followup(_tidy(text), [how])
+
+
+# -- 4. a question with no subject --------------------------------------------------------------------------------
+
+def _needs_subject(a: Analysis) -> bool:
+    return (not a.mentions and a.filter is None and a.recommend is None and not a.description and a.among is None
+            and bool(a.described))
+
+
+def _completed(question: str, context: ConversationContext) -> Followup:
+    target = _latest_work(context, _asked_kinds(question))
+    if target is None:
+        return Followup(question, ["no subject, and nothing earlier to ask about"],
+                        ask="What would you like to know that about? Name the title or the person.")
+    q = question.rstrip(" ?.!")
+    body = LEAD.sub("", q).strip() or q
+    return Followup(_tidy(f"{body} of {target.name}?"), [f"no subject -> {target.name}"])
+
+
+def _latest_work(context: ConversationContext, kinds: tuple[EntityType, ...] = ()) -> Named | None:
+    """The latest name a question with no subject can be about: a work an answer gave alone or a question asked
+    about, of the kinds what is asked can be said of; else the latest name at all."""
+    fits = kinds or WORK
+    for t in reversed(context.turns):
+        if len(t.answers) == 1 and t.answers[0].ref.entity_type in fits:
+            return t.answers[0]
+        subject = next((s for s in t.subjects if s.ref.entity_type in fits), None)
+        if subject is not None:
+            return subject
+    return next((n for t in reversed(context.turns) for n in (*t.subjects, *t.answers[:1])), None)
+
+
+# -- words --------------------------------------------------------------------------------------------------------
+
+def _place(m: re.Match[str]) -> int | None:
+    if m.group("nth"):
+        n = _ORDINALS[m.group("nth").lower()]
+        return n if n < 0 else n - 1
+    digits = m.group("num") or m.group("number")
+    return int(digits) - 1 if digits and int(digits) >= 1 else None
+
+
+def _numbering(text: str) -> bool:
+    """A linked span that is only a numbering ("season 2", "s2", "part 2"): no name of its own."""
+    return re.fullmatch(r"(?:season|s|part|vol(?:ume)?|episode|ep)\s*\d{1,3}", text.strip(), re.IGNORECASE) is not None
+
+
+def _joined(names: Sequence[str]) -> str:
+    names = list(names)
+    return names[0] if len(names) == 1 else ", ".join(names[:-1]) + " and " + names[-1]
+
+
+def _tidy(text: str) -> str:
+    return re.sub(r"\s+", " ", text).strip()

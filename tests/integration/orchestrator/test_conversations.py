@@ -1,0 +1,152 @@
+"""Conversations end to end, in-process (issue 38): follow-ups read in the light of earlier turns, kept in
+PostgreSQL a turn at a time, scoped to their tenant, bounded, forgotten on request."""
+
+from __future__ import annotations
+
+import asyncio
+import uuid
+
+import pytest
+
+from agentic_rag.orchestrator.conversations import (
+    ConversationBusy,
+    ConversationFull,
+    ConversationNotFound,
+    ConversationStore,
+)
+from agentic_rag.orchestrator.loop import Orchestrator
+
+pytestmark = pytest.mark.integration
+
+
+def with_settings(o: Orchestrator, **changes: object) -> Orchestrator:
+    settings = o.settings.model_copy(update=changes)
+    return Orchestrator(settings, planner=o.planner, validator=o.validator, fallback=o.fallback,
+                        retrieval=o.retrieval, store=o.store, policy=o.policy,
+                        conversations=ConversationStore(o.store.pool, settings))
+
+
+async def standalone_of(o: Orchestrator, trajectory_id: uuid.UUID) -> str | None:
+    traj = await o.store.get(trajectory_id)
+    assert traj is not None
+    return next((e.payload["standalone"] for e in traj.events if e.stage == "rewrite" and "standalone" in e.payload),
+                None)
+
+
+async def test_a_follow_up_is_read_in_the_light_of_the_turns_before_it(orchestrator: Orchestrator) -> None:
+    first = await orchestrator.run("who directed Death Note?", tenant="conv")
+    assert first.conversation_id is not None and first.turn == 1
+    assert "Tetsurō Araki" in first.response.answer
+    he = await orchestrator.run("and what else did he direct?", tenant="conv", conversation_id=first.conversation_id)
+    assert (he.conversation_id, he.turn) == (first.conversation_id, 2)
+    assert await standalone_of(orchestrator, he.trajectory_id) == "and what else did Tetsurō Araki direct?"
+    assert "Attack on Titan" in he.response.answer
+    it = await orchestrator.run("how many episodes?", tenant="conv", conversation_id=first.conversation_id)
+    assert "37" in it.response.answer  # Death Note's: what the conversation was about, not Araki's other work
+    # the conversation keeps every turn, with the question as asked and as read
+    kept = await orchestrator.conversations.get(first.conversation_id, tenant="conv")
+    assert kept is not None and [t.seq for t in kept.turns] == [1, 2, 3]
+    assert kept.turns[1].question == "and what else did he direct?"
+    assert kept.turns[1].trajectory_id == he.trajectory_id
+
+
+async def test_a_new_topic_inherits_nothing_and_a_pointing_word_with_nothing_behind_it_is_asked(
+        orchestrator: Orchestrator) -> None:
+    first = await orchestrator.run("when was MAPPA founded?", tenant="conv")
+    other = await orchestrator.run("who animated Cowboy Bebop?", tenant="conv", conversation_id=first.conversation_id)
+    assert "Sunrise" in other.response.answer
+    assert await standalone_of(orchestrator, other.trajectory_id) == "who animated Cowboy Bebop?"
+    lost = await orchestrator.run("how old is she?", tenant="conv", conversation_id=first.conversation_id)
+    assert lost.response.status == "needs_clarification"
+    assert lost.response.clarification is not None and lost.response.clarification.choices == []
+    assert '"she"' in lost.response.answer
+
+
+async def test_a_clarification_is_answered_in_words(orchestrator: Orchestrator) -> None:
+    asked = await orchestrator.run("who animated hunter x hunter?", tenant="conv")
+    assert asked.response.status == "needs_clarification"
+    picked = await orchestrator.run("no, I meant the 2011 one", tenant="conv", conversation_id=asked.conversation_id)
+    assert picked.response.status == "answered" and "Madhouse" in picked.response.answer
+
+
+async def test_a_clarification_resumed_by_its_button_is_the_next_turn(orchestrator: Orchestrator) -> None:
+    asked = await orchestrator.run("who animated hunter x hunter?", tenant="conv")
+    assert asked.response.clarification is not None
+    choice = next(i for i, c in enumerate(asked.response.clarification.choices) if "2011" in c.label)
+    resumed = await orchestrator.resume(asked.trajectory_id, choice, tenant="conv")
+    assert (resumed.conversation_id, resumed.turn) == (asked.conversation_id, 2)
+    it = await orchestrator.run("when did it start?", tenant="conv", conversation_id=asked.conversation_id)
+    assert "2011" in it.response.answer
+
+
+async def test_bad_conversation_ids_change_nothing(orchestrator: Orchestrator) -> None:
+    first = await orchestrator.run("who directed Death Note?", tenant="conv")
+    assert first.conversation_id is not None
+    before = await orchestrator.store.list(tenant="conv", limit=200)
+    for cid, tenant in ((uuid.uuid4(), "conv"), (first.conversation_id, "someone-else")):
+        with pytest.raises(ConversationNotFound):
+            await orchestrator.run("and what else did he direct?", tenant=tenant, conversation_id=cid)
+    assert await orchestrator.conversations.get(first.conversation_id, tenant="someone-else") is None
+    assert [t.id for t in await orchestrator.store.list(tenant="conv", limit=200)] == [t.id for t in before]
+
+
+async def test_a_conversation_at_its_turn_limit_says_to_start_a_new_one(orchestrator: Orchestrator) -> None:
+    o = with_settings(orchestrator, conversation_max_turns=2)
+    first = await o.run("who directed Death Note?", tenant="conv")
+    await o.run("is it finished?", tenant="conv", conversation_id=first.conversation_id)
+    with pytest.raises(ConversationFull, match="without a conversation_id"):
+        await o.run("how many episodes?", tenant="conv", conversation_id=first.conversation_id)
+
+
+async def test_an_expired_conversation_is_gone(orchestrator: Orchestrator) -> None:
+    first = await orchestrator.run("who directed Death Note?", tenant="conv")
+    assert first.conversation_id is not None
+    async with orchestrator.store.pool.acquire() as conn:
+        await conn.execute("UPDATE conversations SET expires_at = now() - interval '1 second' WHERE id = $1",
+                           first.conversation_id)
+    with pytest.raises(ConversationNotFound, match="expired"):
+        await orchestrator.run("is it finished?", tenant="conv", conversation_id=first.conversation_id)
+    assert await orchestrator.conversations.expire() >= 1
+    assert await orchestrator.conversations.get(first.conversation_id, tenant="conv") is None
+
+
+async def test_two_turns_at_once_one_runs_and_the_other_is_told_to_retry(orchestrator: Orchestrator) -> None:
+    first = await orchestrator.run("who directed Death Note?", tenant="conv")
+    results = await asyncio.gather(*(orchestrator.run(q, tenant="conv", conversation_id=first.conversation_id)
+                                     for q in ("is it finished?", "how many episodes?")), return_exceptions=True)
+    busy = [r for r in results if isinstance(r, ConversationBusy)]
+    done = [r for r in results if not isinstance(r, BaseException)]
+    assert len(busy) == 1 and len(done) == 1 and done[0].turn == 2
+    # ... and once it has answered, the next turn goes through
+    again = await orchestrator.run("how many episodes?", tenant="conv", conversation_id=first.conversation_id)
+    assert again.turn == 3
+
+
+async def test_a_turn_whose_run_died_does_not_hold_the_conversation(orchestrator: Orchestrator) -> None:
+    first = await orchestrator.run("who directed Death Note?", tenant="conv")
+    assert first.conversation_id is not None
+    # a replica that claimed the next turn and died: its hold lapses at the run's deadline
+    await orchestrator.conversations.claim(first.conversation_id, tenant="conv", trajectory_id=uuid.uuid4(),
+                                           deadline_ms=100)
+    with pytest.raises(ConversationBusy):
+        await orchestrator.run("is it finished?", tenant="conv", conversation_id=first.conversation_id)
+    async with orchestrator.store.pool.acquire() as conn:
+        await conn.execute("UPDATE conversations SET busy_until = now() - interval '1 second' WHERE id = $1",
+                           first.conversation_id)
+    later = await orchestrator.run("is it finished?", tenant="conv", conversation_id=first.conversation_id)
+    assert later.turn == 2 and "finished" in later.response.answer
+
+
+async def test_deleting_a_conversation_forgets_its_turns(orchestrator: Orchestrator) -> None:
+    first = await orchestrator.run("who directed Death Note?", tenant="conv")
+    assert first.conversation_id is not None
+    assert not await orchestrator.conversations.delete(first.conversation_id, tenant="someone-else")
+    assert await orchestrator.conversations.delete(first.conversation_id, tenant="conv")
+    async with orchestrator.store.pool.acquire() as conn:
+        left = await conn.fetchval("SELECT count(*) FROM conversation_turns WHERE conversation_id = $1",
+                                   first.conversation_id)
+    assert left == 0
+    with pytest.raises(ConversationNotFound):
+        await orchestrator.run("is it finished?", tenant="conv", conversation_id=first.conversation_id)
+    # the run itself stays on record, append-only like every trajectory
+    assert await orchestrator.store.get(first.trajectory_id) is not None

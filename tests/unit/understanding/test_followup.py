@@ -1,0 +1,121 @@
+"""Follow-ups restated to stand alone (understanding/followup.py), over hand-built context cards, no database."""
+
+from __future__ import annotations
+
+import uuid
+
+from agentic_rag.protocol import EntityLinks, EntityRef
+from agentic_rag.protocol.conversation import ConversationContext, Named, PastTurn
+from agentic_rag.protocol.vocabulary import EntityType
+from agentic_rag.understanding.followup import resolve
+from agentic_rag.understanding.reading import read
+
+
+def named(name: str, entity_type: EntityType, text: str | None = None) -> Named:
+    return Named(ref=EntityRef(entity_type=entity_type, id=str(uuid.uuid5(uuid.NAMESPACE_URL, name + entity_type))),
+                 name=name, text=text)
+
+
+DEATH_NOTE = named("Death Note", "anime", "Death Note")
+ARAKI = named("Tetsurō Araki", "person")
+AOT = named("Attack on Titan", "anime", "attack on titan")
+WIT = named("Wit Studio", "studio")
+MAPPA = named("MAPPA", "studio")
+
+
+def turn(question: str, *, standalone: str | None = None, subjects: tuple[Named, ...] = (),
+         answers: tuple[Named, ...] = (), status: str = "answered", choices: tuple[Named, ...] = ()) -> PastTurn:
+    return PastTurn.model_validate({"question": question, "standalone": standalone or question, "status": status,
+                                    "subjects": list(subjects), "answers": list(answers), "choices": list(choices)})
+
+
+def context(*turns: PastTurn) -> ConversationContext:
+    return ConversationContext(turns=list(turns))
+
+
+def mention(question: str, text: str, entity: Named) -> EntityLinks:
+    at = question.index(text)
+    return EntityLinks.model_validate({"mentions": [{"text": text, "start": at, "end": at + len(text), "candidates": [
+        {"entity": entity.ref.model_dump(), "name": entity.name, "matched": entity.name, "match": "exact"}]}]})
+
+
+DIRECTED = turn("who directed Death Note?", subjects=(DEATH_NOTE,), answers=(ARAKI,))
+STUDIOS = turn("which studios animated attack on titan?", subjects=(AOT,), answers=(WIT, MAPPA))
+
+
+def test_a_first_question_is_its_own() -> None:
+    assert resolve("who directed Death Note?", None, None, read).text == "who directed Death Note?"
+    assert not resolve("who directed Death Note?", None, context(), read).changed
+
+
+def test_pronouns_stand_for_the_latest_name_of_their_kind() -> None:
+    ctx = context(DIRECTED)
+    assert resolve("and what else did he make?", None, ctx, read).text == "and what else did Tetsurō Araki make?"
+    # "it" is no person: the question's own subject
+    assert resolve("is it finished?", None, ctx, read).text == "is Death Note finished?"
+    assert resolve("what was his first anime?", None, ctx, read).text == "what was Tetsurō Araki's first anime?"
+    assert resolve("how many episodes does it have", None, ctx, read).how == ["'it' -> Death Note"]
+
+
+def test_they_stands_for_every_name_a_list_answer_gave() -> None:
+    got = resolve("what else did they make", None, context(STUDIOS), read)
+    assert got.text == "what else did Wit Studio and MAPPA make"
+
+
+def test_places_point_into_the_latest_list() -> None:
+    ctx = context(STUDIOS)
+    assert resolve("what else did the second one animate?", None, ctx, read).text == "what else did MAPPA animate?"
+    assert resolve("when was that studio founded", None, context(turn(
+        "who animated death note", subjects=(DEATH_NOTE,), answers=(named("Madhouse", "studio"),))), read).text \
+        == "when was Madhouse founded"
+
+
+def test_a_pointing_word_nothing_earlier_fits_is_asked_not_guessed() -> None:
+    studio_only = context(turn("when was MAPPA founded?", subjects=(MAPPA,), answers=()))
+    got = resolve("how old is she?", None, studio_only, read)
+    assert got.ask is not None and "she" in got.ask and "MAPPA" in got.ask
+
+
+def test_fragments_change_the_last_question_s_subject() -> None:
+    last = turn("is death note finished?", subjects=(DEATH_NOTE,))
+    assert resolve("and the manga?", None, context(last), read).text == "is Death Note manga finished?"
+    bleach = named("Bleach", "anime", "Bleach")
+    q = "what about Bleach?"
+    assert resolve(q, mention(q, "Bleach", bleach), context(DIRECTED), read).text == "who directed Bleach?"
+    seasons = turn("who directed attack on titan?", subjects=(AOT,))
+    assert resolve("and in season 2?", None, context(seasons), read).text == "who directed Attack on Titan season 2?"
+
+
+def test_a_correction_is_the_last_question_with_the_reading_it_names() -> None:
+    hxh = named("Hunter x Hunter (1999)", "anime", "hunter x hunter")
+    last = turn("which studio animated hunter x hunter?", subjects=(hxh,))
+    assert resolve("no, I meant the 2011 one", None, context(last), read).text \
+        == "which studio animated Hunter x Hunter 2011?"
+    assert resolve("no i meant the manga", None, context(last), read).text \
+        == "which studio animated hunter x hunter manga?"
+
+
+def test_a_question_with_no_subject_asks_about_the_latest_work() -> None:
+    assert resolve("how many episodes?", None, context(DIRECTED), read).text == "how many episodes of Death Note?"
+    sequel = turn("what's the sequel to attack on titan", subjects=(AOT,),
+                  answers=(named("Attack on Titan Season 2", "anime"),))
+    assert resolve("which studio?", None, context(sequel), read).text == "which studio of Attack on Titan Season 2?"
+
+
+def test_a_new_topic_inherits_nothing() -> None:
+    q = "who is the main character of Bleach?"
+    bleach = named("Bleach", "anime", "Bleach")
+    got = resolve(q, mention(q, "Bleach", bleach), context(DIRECTED), read)
+    assert got.text == q and not got.changed
+    # a question over the whole catalog needs no subject
+    assert not resolve("which anime are the most popular?", None, context(DIRECTED), read).changed
+
+
+def test_a_clarification_is_answered_in_words() -> None:
+    anime = named("Frieren (anime, 2023)", "anime", "frieren")
+    manga = named("Frieren (manga, 2020)", "manga", "frieren")
+    asked = turn("who made frieren?", status="needs_clarification", choices=(anime, manga))
+    for reply, picked in (("the manga", 1), ("the anime one", 0), ("the 2020 one", 1), ("the second", 1)):
+        got = resolve(reply, None, context(asked), read)
+        assert (got.choice, got.text, got.mention) == (picked, "who made frieren?", "frieren"), reply
+    assert resolve("whatever", None, context(asked), read).choice is None
