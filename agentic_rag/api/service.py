@@ -27,6 +27,7 @@ from typing import Any, Protocol, TypeVar
 
 from agentic_rag.errors import Unavailable
 from agentic_rag.models.base import TextBackend
+from agentic_rag.orchestrator.conversations import Conversation
 from agentic_rag.orchestrator.loop import EventSink, NotAwaitingClarification, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, open_runtime
 from agentic_rag.orchestrator.trajectory import Trajectory, TrajectoryError, TrajectoryNotFound
@@ -117,10 +118,20 @@ class AgentService(Protocol):
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
                   sink: EventSink | None = None, budget: RunBudget | None = None,
-                  image: bytes | None = None) -> RunResult:
+                  image: bytes | None = None, conversation_id: uuid.UUID | None = None) -> RunResult:
         """The search_ai lane: one run of the agent loop; ``sink`` receives each trajectory event as it is written;
         ``budget`` lowers the run's limits; ``image`` is one the question is about, verified by the caller
-        (:func:`~agentic_rag.models.images.read_request_image`)."""
+        (:func:`~agentic_rag.models.images.read_request_image`); ``conversation_id`` the conversation it follows
+        up (None: a new one; unknown, expired or another tenant's: ``ConversationNotFound``; a turn still running:
+        ``ConversationBusy``; at its turn limit: ``ConversationFull``)."""
+        ...
+
+    async def conversation(self, conversation_id: uuid.UUID, *, tenant: str) -> Conversation | None:
+        """The tenant's conversation with its turns; None when unknown, expired or another tenant's."""
+        ...
+
+    async def forget(self, conversation_id: uuid.UUID, *, tenant: str) -> bool:
+        """Delete the tenant's conversation and its turns; whether there was one."""
         ...
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
@@ -158,11 +169,17 @@ class LocalAgentService:
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
                   sink: EventSink | None = None, budget: RunBudget | None = None,
-                  image: bytes | None = None) -> RunResult:
+                  image: bytes | None = None, conversation_id: uuid.UUID | None = None) -> RunResult:
         tid = uuid.uuid4()
         return self._degraded.saw(await recorded_as(tid, self._rt.orchestrator.run(
             question, mode=mode, tenant=tenant, request_id=request_id, sink=sink, trajectory_id=tid, budget=budget,
-            image=image)))
+            image=image, conversation_id=conversation_id)))
+
+    async def conversation(self, conversation_id: uuid.UUID, *, tenant: str) -> Conversation | None:
+        return await self._rt.orchestrator.conversations.get(conversation_id, tenant=tenant)
+
+    async def forget(self, conversation_id: uuid.UUID, *, tenant: str) -> bool:
+        return await self._rt.orchestrator.conversations.delete(conversation_id, tenant=tenant)
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
                      sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:

@@ -93,6 +93,16 @@ class OrchestratorReplica:
             raise invalid(exc) from None
         return ok(await self._store.get(tid, tenant=str(tenant)[:MAX_LABEL_CHARS]))
 
+    @accounted
+    async def conversation(self, conversation_id: Any, tenant: Any) -> dict[str, Any]:
+        """The tenant's conversation with its turns, or None."""
+        return ok(await self._loop.conversations.get(_uuid(conversation_id), tenant=str(tenant)[:MAX_LABEL_CHARS]))
+
+    @accounted
+    async def forget(self, conversation_id: Any, tenant: Any) -> dict[str, Any]:
+        """Delete the tenant's conversation and its turns; whether there was one."""
+        return ok(await self._loop.conversations.delete(_uuid(conversation_id), tenant=str(tenant)[:MAX_LABEL_CHARS]))
+
     # -- streamed ------------------------------------------------------------------------------------
 
     async def run_stream(self, request: Any) -> AsyncIterator[dict[str, Any]]:
@@ -110,7 +120,8 @@ class OrchestratorReplica:
     def _run_work(self, r: RunRequest) -> Work:
         return lambda sink: self._loop.run(r.question, mode=r.mode, request_id=r.request_id,
                                            session_id=r.session_id, tenant=r.tenant, sink=sink,
-                                           trajectory_id=r.trajectory_id, budget=r.budget, image=r.image_bytes())
+                                           trajectory_id=r.trajectory_id, budget=r.budget, image=r.image_bytes(),
+                                           conversation_id=r.conversation_id)
 
     def _resume_work(self, r: ResumeRequest) -> Work:
         # one resume per clarification on any number of replicas: the loop claims the run in PostgreSQL
@@ -166,3 +177,10 @@ Orchestrator: Deployment = serve.deployment(
     # an empty catalog or an unreachable database will not fix itself by retrying for minutes
     max_constructor_retry_count=3,
 )(OrchestratorReplica)
+
+
+def _uuid(value: Any) -> uuid.UUID:
+    try:
+        return uuid.UUID(str(value))
+    except ValueError as exc:
+        raise invalid(exc) from None

@@ -22,6 +22,7 @@ from ray.serve.handle import DeploymentHandle, DeploymentResponseGenerator
 from agentic_rag.api.service import Degradations, ServiceUnavailable, recorded_as
 from agentic_rag.logs import ERROR_TEXT_MAX
 from agentic_rag.models.base import TextBackend
+from agentic_rag.orchestrator.conversations import Conversation
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.trajectory import Trajectory
 from agentic_rag.protocol import EntityRef, Mode, RunBudget
@@ -85,11 +86,12 @@ class ServeAgentService:
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
                   sink: EventSink | None = None, budget: RunBudget | None = None,
-                  image: bytes | None = None) -> RunResult:
+                  image: bytes | None = None, conversation_id: uuid.UUID | None = None) -> RunResult:
         # the run's id is given here, so a 503 for a replica that died mid-run can still name it
         tid = uuid.uuid4()
         request = RunRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, trajectory_id=tid,
-                             budget=budget, image=base64.b64encode(image).decode("ascii") if image else None)
+                             budget=budget, image=base64.b64encode(image).decode("ascii") if image else None,
+                             conversation_id=conversation_id)
         return await self._run("run", request.model_dump(mode="json"), sink, tid)
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
@@ -105,6 +107,21 @@ class ServeAgentService:
             return None if value is None else Trajectory.model_validate(value)
 
         return await _available("trajectory store", call, "the trajectory store")
+
+    async def conversation(self, conversation_id: uuid.UUID, *, tenant: str) -> Conversation | None:
+        async def call() -> Conversation | None:
+            value = unwrap(await settle(self._orchestrator.conversation.remote(str(conversation_id), tenant),
+                                       "Orchestrator.conversation"))
+            return None if value is None else Conversation.model_validate(value)
+
+        return await _available("conversations", call, "the conversation store")
+
+    async def forget(self, conversation_id: uuid.UUID, *, tenant: str) -> bool:
+        async def call() -> bool:
+            return bool(unwrap(await settle(self._orchestrator.forget.remote(str(conversation_id), tenant),
+                                            "Orchestrator.forget")))
+
+        return await _available("conversations", call, "the conversation store")
 
     async def entities(self, refs: list[EntityRef]) -> list[dict[str, Any]]:
         async def call() -> list[dict[str, Any]]:

@@ -112,6 +112,7 @@ class RunRequest(BaseModel):
     budget: RunBudget | None = None
     image: str | None = Field(
         None, max_length=IMAGE_QUERY_MAX, description="The question's image as base64, verified by the Ingress.")
+    conversation_id: uuid.UUID | None = Field(None, description="The conversation the question follows up.")
 
     def image_bytes(self) -> bytes | None:
         return base64.b64decode(self.image, validate=True) if self.image is not None else None
@@ -143,16 +144,19 @@ class RunReply(BaseModel):
     mode: Mode
     degraded: list[Literal["postgres", "qdrant", "models"]] = Field(
         default_factory=list, max_length=3, description="The dependencies that failed a step of the run.")
+    conversation_id: uuid.UUID | None = None
+    turn: int | None = Field(None, ge=1)
 
     @classmethod
     def of(cls, r: RunResult) -> RunReply:
         return cls(trajectory_id=r.trajectory_id, request_id=r.request_id, response=r.response, turns=r.turns,
-                   latency_ms=r.latency_ms, timings=r.timings, mode=r.mode, degraded=list(r.degraded))
+                   latency_ms=r.latency_ms, timings=r.timings, mode=r.mode, degraded=list(r.degraded),
+                   conversation_id=r.conversation_id, turn=r.turn)
 
     def result(self) -> RunResult:
         return RunResult(trajectory_id=self.trajectory_id, request_id=self.request_id, response=self.response,
                          turns=self.turns, latency_ms=self.latency_ms, timings=self.timings, mode=self.mode,
-                         degraded=tuple(self.degraded))
+                         degraded=tuple(self.degraded), conversation_id=self.conversation_id, turn=self.turn)
 
 
 class StreamItem(BaseModel):

@@ -43,6 +43,7 @@ from agentic_rag.api.http.runs import RunExecutor
 from agentic_rag.api.service import AgentService
 from agentic_rag.logs import QUOTED_INPUT_MAX
 from agentic_rag.models.images import base64_body_bytes, read_request_image
+from agentic_rag.orchestrator.conversations import Conversation
 from agentic_rag.orchestrator.trajectory import Trajectory
 from agentic_rag.protocol import EntityRef
 from agentic_rag.protocol.vocabulary import ENTITY_TYPES
@@ -193,7 +194,7 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
         return await runs.respond(
             request, lambda sink: service.ask(body.question, mode=body.mode, tenant=caller.tenant,
                                               request_id=caller.request_id, sink=sink, budget=body.budget,
-                                              image=image),
+                                              image=image, conversation_id=body.conversation_id),
             mode=body.mode, stream=_wants_stream(request, body.stream), with_plan=False)
 
     @v1.post("/query", response_model=QueryResponse, responses=RUN_RESPONSES,
@@ -203,7 +204,7 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
         return await runs.respond(
             request, lambda sink: service.ask(body.question, mode=body.mode, tenant=caller.tenant,
                                               request_id=caller.request_id, sink=sink, budget=body.budget,
-                                              image=image),
+                                              image=image, conversation_id=body.conversation_id),
             mode=body.mode, stream=_wants_stream(request, body.stream), with_plan=True)
 
     @v1.post("/search_ai/{trajectory_id}/clarify", response_model=AskResponse, summary="Answer a clarification",
@@ -224,6 +225,25 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
         if found is None:
             raise ApiError("not_found", f"trajectory {trajectory_id} not found")
         return found
+
+    @v1.get("/conversations/{conversation_id}", response_model=Conversation,
+            summary="A conversation's turns, each with the question as asked and as read, and its run",
+            responses={404: {**_ERRORS, "description": "No such conversation for this tenant, or it expired."}})
+    async def conversation(conversation_id: Annotated[uuid.UUID, Path(description="The conversation id.")],
+                           caller: CallerDep) -> Conversation:
+        found = await service.conversation(conversation_id, tenant=caller.tenant)
+        if found is None:
+            raise ApiError("not_found", f"conversation {conversation_id} not found")
+        return found
+
+    @v1.delete("/conversations/{conversation_id}", status_code=204, response_class=Response,
+               summary="Forget a conversation: it and its turns are deleted (their runs' trajectories stay, unlinked)",
+               responses={404: {**_ERRORS, "description": "No such conversation for this tenant."}})
+    async def forget(conversation_id: Annotated[uuid.UUID, Path(description="The conversation id.")],
+                     caller: CallerDep) -> Response:
+        if not await service.forget(conversation_id, tenant=caller.tenant):
+            raise ApiError("not_found", f"conversation {conversation_id} not found")
+        return Response(status_code=204)
 
     @v1.get("/entities", response_model=EntitiesResponse, summary="Hydrate entity records by reference")
     async def entities(

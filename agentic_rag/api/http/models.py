@@ -61,6 +61,11 @@ class AskRequest(_Request):
         False, description="Stream trajectory events as server-sent events (also: Accept: text/event-stream).")
     budget: RunBudget | None = Field(
         None, description="Lower limits for this run (turns, deadline_ms, max_failed_steps); over the server's: 422.")
+    conversation_id: uuid.UUID | None = Field(
+        None, description="The conversation this question follows up: the conversation_id of an earlier answer. "
+                          "Left out, the question starts a new conversation. Unknown, expired or another tenant's: "
+                          "404; another turn of it still running: 409 (send again once it has answered); at its "
+                          "turn limit: 409 (leave it out to start a new one).")
     image: str | None = Field(
         None, min_length=1, max_length=IMAGE_QUERY_MAX,
         description="An image the question is about (\"what anime is this from?\"): base64, or a base64 data URL. "
@@ -88,12 +93,16 @@ class AskResponse(BaseModel):
     turns: int = Field(ge=0, description="Loop turns used.")
     latency_ms: float = Field(ge=0, description="Wall-clock time of the run.")
     timings: dict[str, float] = Field(description="Per-stage milliseconds (planner_llm_ms, qdrant_ms, ...).")
+    conversation_id: uuid.UUID | None = Field(
+        None, description="The conversation the run was a turn of: send it with a follow-up question. None when the "
+                          "turn could not be kept (the answer stands).")
+    turn: int | None = Field(None, ge=1, description="Which turn of the conversation this was, from 1.")
 
     @classmethod
     def of(cls, result: RunResult) -> AskResponse:
         return cls(trajectory_id=result.trajectory_id, request_id=result.request_id, status=result.response.status,
                    mode=result.mode, response=result.response, turns=result.turns, latency_ms=result.latency_ms,
-                   timings=result.timings)
+                   timings=result.timings, conversation_id=result.conversation_id, turn=result.turn)
 
 
 class PlanStep(BaseModel):

@@ -69,13 +69,13 @@ class GatedService(LocalAgentService):
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
                   sink: EventSink | None = None, budget: RunBudget | None = None,
-                  image: bytes | None = None) -> RunResult:
+                  image: bytes | None = None, conversation_id: uuid.UUID | None = None) -> RunResult:
         self.entered.set()
         try:
             if self.hold_after is None:
                 await self.gate.wait()
                 return await super().ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=sink,
-                                         budget=budget, image=image)
+                                         budget=budget, image=image, conversation_id=conversation_id)
 
             async def held(event: dict[str, Any]) -> None:
                 if sink is not None:
@@ -84,7 +84,7 @@ class GatedService(LocalAgentService):
                     await self.gate.wait()
 
             return await super().ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=held,
-                                     budget=budget, image=image)
+                                     budget=budget, image=image, conversation_id=conversation_id)
         except asyncio.CancelledError:
             self.cancelled.set()
             raise
@@ -146,6 +146,47 @@ async def test_search_ai_relation_comes_with_paths(client: httpx.AsyncClient) ->
     r = resp.json()["response"]
     assert {e["id"] for e in r["result_entities"]} == {LUFFY, NAMI}
     assert r["evidence"]["paths"], "the relation chain is in evidence.paths"
+
+
+async def test_a_conversation_over_http(client: httpx.AsyncClient) -> None:
+    first = await client.post("/v1/search_ai", json={"question": "who directed Death Note?"})
+    assert first.status_code == 200, first.text
+    conversation = first.json()["conversation_id"]
+    assert first.json()["turn"] == 1
+    follow = await client.post("/v1/query", json={"question": "what else did he direct?",
+                                                  "conversation_id": conversation})
+    assert follow.status_code == 200, follow.text
+    assert follow.json()["turn"] == 2 and "Attack on Titan" in follow.json()["response"]["answer"]
+    # the SSE stream carries the conversation too, in its final event
+    streamed = await client.post("/v1/search_ai", json={"question": "is it finished?", "conversation_id":
+                                                        conversation, "stream": True})
+    final = json.loads([data for event, data in sse_events(streamed.text) if event == "response"][-1])
+    assert final["conversation_id"] == conversation and final["turn"] == 3
+    listed = await client.get(f"/v1/conversations/{conversation}")
+    assert listed.status_code == 200, listed.text
+    turns = listed.json()["turns"]
+    assert [t["question"] for t in turns] == ["who directed Death Note?", "what else did he direct?",
+                                              "is it finished?"]
+    assert turns[1]["standalone"] == "what else did Tetsurō Araki direct?"
+    # another tenant sees nothing, and cannot follow it up
+    assert_error(await client.get(f"/v1/conversations/{conversation}", headers={"X-Tenant": "other"}), 404,
+                 "not_found")
+    assert_error(await client.post("/v1/search_ai", json={"question": "and its manga?", "conversation_id":
+                                                          conversation}, headers={"X-Tenant": "other"}), 404)
+    # forgotten: gone for its tenant, and a follow-up is a 404
+    assert (await client.delete(f"/v1/conversations/{conversation}")).status_code == 204
+    assert_error(await client.get(f"/v1/conversations/{conversation}"), 404)
+    assert_error(await client.delete(f"/v1/conversations/{conversation}"), 404)
+    assert_error(await client.post("/v1/search_ai", json={"question": "and its manga?", "conversation_id":
+                                                          conversation}), 404)
+
+
+async def test_bad_conversation_ids_are_clear_4xx(client: httpx.AsyncClient) -> None:
+    assert_error(await client.post("/v1/search_ai", json={"question": "is it finished?",
+                                                          "conversation_id": "not-a-uuid"}), 422)
+    assert_error(await client.post("/v1/search_ai", json={"question": "is it finished?",
+                                                          "conversation_id": str(uuid.uuid4())}), 404, "not_found")
+    assert_error(await client.get("/v1/conversations/not-a-uuid"), 422)
 
 
 async def test_query_lists_the_executed_steps(client: httpx.AsyncClient) -> None:

@@ -30,6 +30,7 @@ from agentic_rag.api.service import LocalAgentService
 from agentic_rag.catalog.ingest import IngestReport
 from agentic_rag.models.base import TextBackend
 from agentic_rag.models.embeddings import Embedder
+from agentic_rag.orchestrator.conversations import Conversation
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.orchestrator.trajectory import Trajectory
@@ -82,9 +83,9 @@ class LoopLocalService:
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
                   sink: EventSink | None = None, budget: RunBudget | None = None,
-                  image: bytes | None = None) -> RunResult:
+                  image: bytes | None = None, conversation_id: uuid.UUID | None = None) -> RunResult:
         return await (await self._service()).ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=sink,
-                                                 budget=budget, image=image)
+                                                 budget=budget, image=image, conversation_id=conversation_id)
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
                      sink: EventSink | None = None, budget: RunBudget | None = None) -> RunResult:
@@ -94,6 +95,12 @@ class LoopLocalService:
 
     async def trajectory(self, trajectory_id: uuid.UUID, *, tenant: str) -> Trajectory | None:
         return await (await self._service()).trajectory(trajectory_id, tenant=tenant)
+
+    async def conversation(self, conversation_id: uuid.UUID, *, tenant: str) -> Conversation | None:
+        return await (await self._service()).conversation(conversation_id, tenant=tenant)
+
+    async def forget(self, conversation_id: uuid.UUID, *, tenant: str) -> bool:
+        return await (await self._service()).forget(conversation_id, tenant=tenant)
 
     async def entities(self, refs: list[EntityRef]) -> list[dict[str, Any]]:
         return await (await self._service()).entities(refs)
