@@ -79,7 +79,7 @@ async def open_runtime(settings: Settings, *, require_catalog: bool = True) -> A
             await asyncio.to_thread(lambda: image_embedder.dimension)
         orchestrator, store = build_orchestrator(settings, pool, client, embedder, image_embedder=image_embedder)
         # runs left running by a process that died are closed now, and then every sweep interval
-        sweeper = asyncio.create_task(sweep_abandoned(store, settings))
+        sweeper = asyncio.create_task(sweep_abandoned(store, settings, orchestrator.conversations))
         try:
             yield Runtime(settings, pool, client, embedder, store, orchestrator)
         finally:

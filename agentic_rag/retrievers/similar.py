@@ -10,7 +10,8 @@ and the works not wanted. Two bounded rankings are fused by the same weighted RR
   examples go as vectors, not point ids: an example of another type (the manga, for anime like it) has its
   vector in another collection, and the embedded engine takes vectors alone.
 - **by the graph** (PostgreSQL): works of the asked type credited to a studio or a person of the examples
-  (staff, original creator, author), ranked by how many they share and by genre overlap (Jaccard).
+  (staff, original creator, author), ranked by how many they share and by genre overlap (Jaccard); each studio
+  or person offers its :data:`PER_VIA` most popular works, so a hub is no scan.
 
 The examples' own franchises (the same story in every form) and the excluded works' franchises are left out
 unless the intent asks for them. Every pick carries the evidence it was chosen on (the shared studios, people
@@ -38,6 +39,9 @@ from agentic_rag.storage.retry import QDRANT_FAILURES, qdrant_transient, retryin
 from agentic_rag.storage.sql import Conn, Pool, Query
 
 CANDIDATES = 30  # candidates each ranking offers the fusion
+# works one studio or person of the examples contributes to the graph's ranking, the most popular first: a hub
+# (a studio of 8,000 works, a composer of 12,000 credits at 1M entities) must not turn one step into a scan
+PER_VIA = 300
 GRAPH_WEIGHT = 1.0  # the graph's ranking weighs as much as the meaning's: neither is known to be the better
 SHARED_WEIGHT = 1.0  # a shared studio or person, in the graph's score
 GENRE_WEIGHT = 3.0  # genre overlap (Jaccard, 0..1), in the graph's score: a third of the genres is one studio
@@ -114,9 +118,13 @@ LIMIT :limit
 CANDIDATES_SQL: dict[str, Query] = {
     "anime": Query(f"""
 WITH hits AS (
-  SELECT x.anime_id AS id, x.studio_id AS via FROM anime_studio x WHERE x.studio_id = ANY(CAST(:studios AS uuid[]))
+  SELECT t.id, s.id AS via FROM unnest(CAST(:studios AS uuid[])) AS s(id) CROSS JOIN LATERAL (
+    SELECT x.anime_id AS id FROM anime_studio x JOIN anime a ON a.id = x.anime_id
+    WHERE x.studio_id = s.id ORDER BY a.popularity DESC, a.id LIMIT :per_via) t
   UNION ALL
-  SELECT x.anime_id, x.person_id FROM anime_staff x WHERE x.person_id = ANY(CAST(:people AS uuid[]))
+  SELECT t.id, p.id FROM unnest(CAST(:people AS uuid[])) AS p(id) CROSS JOIN LATERAL (
+    SELECT DISTINCT ON (a.popularity, a.id) x.anime_id AS id FROM anime_staff x JOIN anime a ON a.id = x.anime_id
+    WHERE x.person_id = p.id ORDER BY a.popularity DESC, a.id LIMIT :per_via) t
 ), w AS (
   SELECT a.id, a.franchise_id, a.year, a.genres, a.status, a.episode_count AS length, a.popularity
   FROM anime a WHERE a.id IN (SELECT id FROM hits)
@@ -125,7 +133,9 @@ WITH hits AS (
 {_RANKED}"""),  # noqa: S608  (fragments of this module; every value is bound)
     "manga": Query(f"""
 WITH hits AS (
-  SELECT x.manga_id AS id, x.person_id AS via FROM manga_author x WHERE x.person_id = ANY(CAST(:people AS uuid[]))
+  SELECT t.id, p.id AS via FROM unnest(CAST(:people AS uuid[])) AS p(id) CROSS JOIN LATERAL (
+    SELECT DISTINCT ON (m.popularity, m.id) x.manga_id AS id FROM manga_author x JOIN manga m ON m.id = x.manga_id
+    WHERE x.person_id = p.id ORDER BY m.popularity DESC, m.id LIMIT :per_via) t
 ), w AS (
   SELECT m.id, m.franchise_id, m.year, m.genres, m.status, m.volumes AS length, m.popularity
   FROM manga m WHERE m.id IN (SELECT id FROM hits)
@@ -333,6 +343,7 @@ class SimilarRetriever:
             return []
         params = {"studios": list(ex.studios), "people": list(ex.people), "genres": ex.genres,
                   "skip": sorted(ex.skip), "franchises": sorted(ex.franchises), "limit": CANDIDATES,
+                  "per_via": PER_VIA,
                   **_filter_params(intent.filters)}
         if intent.entity_type == "anime":
             params["formats"] = list(intent.filters.format)

@@ -67,7 +67,7 @@ class OrchestratorReplica:
             policy=load_policy(settings.guard_policy),
         )
         # runs left running by a replica that died are closed now, and then every sweep interval
-        self._sweeper = asyncio.create_task(sweep_abandoned(self._store, settings))
+        self._sweeper = asyncio.create_task(sweep_abandoned(self._store, settings, self._loop.conversations))
 
     # -- unary ---------------------------------------------------------------------------------------
 

@@ -417,7 +417,7 @@ def _walk(a: Analysis, cards: list[ContextCard], p: Progress, frontier: list[Car
                     continue
                 d = str(details.get(e.ref.id, ""))
                 if hop.roles and not set(hop.roles) & qualifiers(d):
-                    if hop.edges == ("family",):
+                    if "family" in hop.edges:
                         other_kin.append(e)
                         p.details[e.ref.id] = d
                     continue

@@ -98,8 +98,9 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
         return f"{who} was taught by {listed}."
     if edge == "mentor_of":
         return f"{who} mentored {listed}."
-    if edge == "family" and hop.roles:  # "naruto's son"
-        return f"{who}'s {hop.roles[0]} {'are' if many else 'is'} {join([titled(e) for e in level])}."
+    if "family" in hop.edges and hop.roles:  # "naruto's son", "goku's sons"
+        kin = _plural(hop.roles[0]) if many else hop.roles[0]
+        return f"{who}'s {kin} {'are' if many else 'is'} {join([titled(e) for e in level])}."
     if edge in ("family", "romantic"):
         return f"{who}'s family and partners: {listed}."
     if edge in ("rival", "enemy", "ally", "teammate"):
@@ -109,6 +110,13 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
     if edge in ("side_story", "spinoff"):
         return f"Side stories and spin-offs of {who}: {listed}."
     return f"{who} {EDGE_PHRASES.get(edge, edge.replace('_', ' '))} {listed}."
+
+
+def _plural(kin: str) -> str:
+    """A family word for several ("sons", "wives", "children")."""
+    if kin == "child":
+        return "children"
+    return f"{kin[:-2]}ves" if kin.endswith("fe") else f"{kin}s"
 
 
 def nothing_sentence(hop: Hop, sources: Sequence[CardEntity]) -> str:

@@ -86,7 +86,7 @@ def _anchored(q: _Question) -> Analysis | None:
             if then:
                 ask = dataclasses.replace(rest, hops=[Hop(("family",), (kin_role(kin),)), *then])
         elif kin is not None and ask is not None and ask.hops == [FAMILY] and kin not in _KIN_GROUPS:
-            ask = dataclasses.replace(ask, hops=[Hop(("family",), (kin_role(kin),))])  # "shoto's father": that kin
+            ask = dataclasses.replace(ask, hops=[dataclasses.replace(FAMILY, roles=(kin_role(kin),))])  # that kin
         who_is = w.has(*C.WHO_IS_PHRASES) and types <= {"character", "person"}
         if ask is None and not who_is:
             q.by_meaning = True  # the reading turns to what is asked by meaning (links.asks), if it has them

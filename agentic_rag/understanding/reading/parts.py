@@ -107,6 +107,11 @@ def _words(text: str, part: tuple[int, int]) -> str:
     return " ".join(text[part[0]:part[1]].split()).strip(" ,;:?.!")
 
 
+# kin asked of in the plural: a singular pronoun after them points back at whose kin they are
+_KIN_SEVERAL = re.compile(r"\b(?:sons|daughters|brothers|sisters|siblings|parents|kids|children|wives|husbands|"
+                          r"cousins|uncles|aunts|grandsons|granddaughters|grandchildren)\b", re.IGNORECASE)
+
+
 def _covers(h: Hop, m: Hop) -> bool:
     """Whether following ``h`` finds what ``m`` asks: the same edges, and every credit ``m`` keeps (none: all)."""
     return h.edges == m.edges and h.node_types == m.node_types and (not h.roles or set(m.roles) <= set(h.roles)) \
@@ -128,6 +133,8 @@ def _two_parts(text: str, whole: Analysis, a1: Analysis, a2: Analysis, second: t
                "studio": "|its|their",
                "character": "|he|him|his|she|her"}.get(
         reached or "", "")
+    if reached in ("person", "character") and _KIN_SEVERAL.search(text[:second[0]]):
+        pronoun = ""  # "what are goku's sons called and who's his dad": several were reached, "his" is goku
     back = re.search(rf"\b(?:(?:that|this|same|its|their|those|these) (?:{_BACK[reached]})s?|those|these|them|they"
                      rf"{pronoun})\b", later) if reached is not None else None
     if reached is not None and back is not None:

@@ -82,7 +82,7 @@ def test_possessive_family_words_and_mentors() -> None:
     q = "Boruto's father?"
     boruto = [cand("character", "Boruto Uzumaki", "alias"), cand("anime", "Boruto", "alias")]
     a = read(q, links(q, ("Boruto", boruto)))
-    assert hops(a) == [("family",)] and a.hops[0].roles == ("father",)  # that kin alone, not the whole family
+    assert hops(a) == [("family", "romantic")] and a.hops[0].roles == ("father",)  # that kin, not the whole family
     q = "who is boruto's dad"  # said as people say it, read as the relation's own word
     assert read(q, links(q, ("boruto", boruto))).hops[0].roles == ("father",)
     q = "who is Boruto's older brother"  # a word that says which kin
