@@ -82,6 +82,13 @@ RUN_RESPONSES: dict[int | str, dict[str, object]] = {
     }}}},
     504: {**_ERRORS, "description": "The run did not finish in time."},
 }
+# a question may follow up a conversation: its id may be unknown (404) or the conversation busy or full (409)
+ASK_RESPONSES: dict[int | str, dict[str, object]] = {
+    **RUN_RESPONSES,
+    404: {**_ERRORS, "description": "conversation_id names no conversation of this tenant (unknown or expired)."},
+    409: {**_ERRORS, "description": "Another turn of the conversation is still running (send this again once it "
+                                    "has answered), or the conversation holds its turn limit (start a new one)."},
+}
 
 
 @dataclass(frozen=True, slots=True)
@@ -188,7 +195,7 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
         # the image is checked (bounds, format, decodable) before the run starts, off the event loop
         return None if body.image is None else await asyncio.to_thread(read_request_image, body.image, settings)
 
-    @v1.post("/search_ai", response_model=AskResponse, responses=RUN_RESPONSES, summary="Ask the agent loop")
+    @v1.post("/search_ai", response_model=AskResponse, responses=ASK_RESPONSES, summary="Ask the agent loop")
     async def search_ai(body: AskRequest, request: Request, caller: CallerDep, _: SlotDep) -> Response:
         image = await image_of(body)
         return await runs.respond(
@@ -197,7 +204,7 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
                                               image=image, conversation_id=body.conversation_id),
             mode=body.mode, stream=_wants_stream(request, body.stream), with_plan=False)
 
-    @v1.post("/query", response_model=QueryResponse, responses=RUN_RESPONSES,
+    @v1.post("/query", response_model=QueryResponse, responses=ASK_RESPONSES,
              summary="Ask the agent loop; the answer lists the executed retrieval steps")
     async def query(body: AskRequest, request: Request, caller: CallerDep, _: SlotDep) -> Response:
         image = await image_of(body)
