@@ -188,7 +188,7 @@ class Orchestrator:
     async def _run(self, question: str, claim: Claim, *, mode: Mode, request_id: str, session_id: str | None,
                    tenant: str, sink: EventSink | None, trajectory_id: uuid.UUID, limits: Budget, image: bytes | None,
                    t0: float) -> RunResult:
-        conversation_ms = (time.perf_counter() - t0) * 1000
+        started, conversation_ms = t0, (time.perf_counter() - t0) * 1000  # the run's time counts its claim
         t0 = time.perf_counter()
         verdict = check_input(self.policy, question)
         guard_ms = (time.perf_counter() - t0) * 1000
@@ -197,7 +197,7 @@ class Orchestrator:
                                      session_id=session_id, mode=mode, trajectory_id=trajectory_id)
         state = RunState(question=verdict.text[:QUESTION_MAX], mode=mode, budget=limits,
                          image=AttachedImage.of(image) if image is not None else None,
-                         conversation=claim.context if claim.context.turns else None)
+                         conversation=claim.context if claim.context.turns else None, started=started)
         state.timings["guard_ms"] += guard_ms
         state.timings["conversation_ms"] += conversation_ms
         run = RunContext(self, rec, state, sink, claim=claim, tenant=tenant, asked=verdict.text)
