@@ -55,11 +55,11 @@ class AgentClient:
 
     async def ask(self, question: str, mode: pb.Mode, *, tenant: str, request_id: str,
                   credentials: Sequence[tuple[str, str]], image: bytes = b"",
-                  budget: pb.RunBudget | None = None) -> pb.AskReply:
+                  budget: pb.RunBudget | None = None, conversation_id: uuid.UUID | None = None) -> pb.AskReply:
         """One run of the agent loop over ``question`` (and the ``image`` it is about, if any: SearchAI checks it),
-        within ``budget`` when given."""
+        within ``budget`` when given, as a turn of ``conversation_id`` when given."""
         request = pb.AskRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, image=image,
-                                budget=budget)
+                                budget=budget, conversation_id=str(conversation_id or ""))
         return await self._call(self._stub.Ask(request, metadata=self._metadata(credentials),
                                                timeout=self._timeout_s))
 
@@ -72,10 +72,11 @@ class AgentClient:
 
     async def ask_stream(self, question: str, mode: pb.Mode, *, tenant: str, request_id: str,
                          credentials: Sequence[tuple[str, str]], image: bytes = b"",
-                         budget: pb.RunBudget | None = None) -> AsyncIterator[pb.RunUpdate]:
+                         budget: pb.RunBudget | None = None,
+                         conversation_id: uuid.UUID | None = None) -> AsyncIterator[pb.RunUpdate]:
         """A run over ``question`` as it happens (SearchAI.AskStream): its events as written, then its reply."""
         request = pb.AskRequest(question=question, mode=mode, tenant=tenant, request_id=request_id, image=image,
-                                budget=budget)
+                                budget=budget, conversation_id=str(conversation_id or ""))
         async for update in self._stream(self._stub.AskStream(request, metadata=self._metadata(credentials),
                                                               timeout=self._timeout_s)):
             yield update

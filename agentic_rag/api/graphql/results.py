@@ -17,6 +17,7 @@ from strawberry.scalars import JSON
 
 from agentic_rag.api.graphql.entities import Entity, EntityRef, EntityType, Info, entities_of
 from agentic_rag.api.grpc.proto import searchai_pb2 as pb
+from agentic_rag.orchestrator.conversations import Conversation as StoredConversation
 from agentic_rag.orchestrator.trajectory import Trajectory as StoredTrajectory
 from agentic_rag.orchestrator.trajectory import TrajectoryEvent
 from agentic_rag.retrievers.typeahead import TypeaheadHit
@@ -131,6 +132,9 @@ class SearchAiResult:
     turns: int
     latency_ms: float
     timings: list[Timing]
+    conversation_id: strawberry.ID | None = strawberry.field(
+        description="The conversation the run was a turn of: pass it as conversationId with a follow-up.")
+    turn: int | None = strawberry.field(description="Which turn of the conversation this was, from 1.")
     result_refs: list[EntityRef] = strawberry.field(description="What answers the question, as references.")
     source_refs: list[EntityRef] = strawberry.field(description="Everything the answer relies on, as references.")
 
@@ -161,6 +165,8 @@ class SearchAiResult:
             citations=list(reply.citations), warnings=list(reply.warnings), clarification=clarification,
             turns=reply.turns, latency_ms=reply.latency_ms,
             timings=[Timing(stage=k, ms=v) for k, v in sorted(reply.timings.items())],
+            conversation_id=strawberry.ID(reply.conversation_id) if reply.conversation_id else None,
+            turn=reply.turn or None,
             result_refs=[_ref(r) for r in reply.result_entities],
             source_refs=[_ref(r) for r in reply.source_entities],
         )
@@ -212,6 +218,34 @@ class Trajectory:
                    status=t.status, final_response=None if t.final_response is None else JSON(t.final_response),
                    timings=[Timing(stage=k, ms=v) for k, v in sorted(t.timings.items())],
                    created_at=t.created_at, finished_at=t.finished_at, events=[RunEvent.of(e) for e in t.events])
+
+
+@strawberry.type(description="One turn of a conversation.")
+class ConversationTurn:
+    seq: int = strawberry.field(description="Its place in the conversation, from 1.")
+    trajectory_id: strawberry.ID = strawberry.field(description="The run that answered it (see trajectory(id)).")
+    question: str = strawberry.field(description="The question as asked.")
+    standalone: str = strawberry.field(description="The question as read: what a follow-up pointed at, spelled out.")
+    status: str
+    answer: str = strawberry.field(description="The start of the answer.")
+    created_at: dt.datetime
+
+
+@strawberry.type(description="A conversation: questions that follow each other up, oldest first.")
+class Conversation:
+    id: strawberry.ID
+    turns: list[ConversationTurn]
+    created_at: dt.datetime
+    updated_at: dt.datetime
+    expires_at: dt.datetime = strawberry.field(description="When it expires unless another turn comes first.")
+
+    @classmethod
+    def of(cls, c: StoredConversation) -> Conversation:
+        return cls(id=strawberry.ID(str(c.id)), created_at=c.created_at, updated_at=c.updated_at,
+                   expires_at=c.expires_at, turns=[ConversationTurn(
+                       seq=t.seq, trajectory_id=strawberry.ID(str(t.trajectory_id)), question=t.question,
+                       standalone=t.standalone, status=t.status, answer=t.answer, created_at=t.created_at)
+                       for t in c.turns])
 
 
 RunUpdate = Annotated[RunEvent | SearchAiResult, strawberry.union(

@@ -33,10 +33,20 @@ from agentic_rag.api.graphql.entities import (
 )
 from agentic_rag.api.graphql.errors import ClientError, MaskInternalErrors, from_validation, is_client_error
 from agentic_rag.api.graphql.limits import limits
-from agentic_rag.api.graphql.results import MODES, Mode, RunEvent, RunUpdate, SearchAiResult, SearchHit, Trajectory
+from agentic_rag.api.graphql.results import (
+    MODES,
+    Conversation,
+    Mode,
+    RunEvent,
+    RunUpdate,
+    SearchAiResult,
+    SearchHit,
+    Trajectory,
+)
 from agentic_rag.api.grpc.proto import searchai_pb2 as pb
 from agentic_rag.api.http.models import AskRequest
 from agentic_rag.models.images import InvalidImage, decode_base64
+from agentic_rag.orchestrator.conversations import ConversationStore, ConversationStoreError
 from agentic_rag.orchestrator.trajectory import TrajectoryError
 from agentic_rag.protocol import RunBudget
 from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
@@ -67,6 +77,10 @@ class RunBudgetInput:
 
 
 BudgetArg = Annotated[RunBudgetInput | None, strawberry.argument(description="Lower limits for this run.")]
+ConversationArg = Annotated[strawberry.ID | None, strawberry.argument(description=(
+    "The conversation this question follows up (a conversationId an earlier answer gave); left out, a new one. "
+    "Unknown, expired or another tenant's: a not_found error; a turn of it still running, or at its turn limit: "
+    "a conflict error."))]
 
 
 def _budget(budget: RunBudgetInput | None) -> pb.RunBudget | None:
@@ -117,11 +131,16 @@ def _image(image: str | None, settings: Settings) -> bytes:
 
 
 async def _ask(info: Info, question: str, mode: Mode, request_id: str, image: str | None,
-               budget: RunBudgetInput | None) -> SearchAiResult:
+               budget: RunBudgetInput | None, conversation_id: strawberry.ID | None = None) -> SearchAiResult:
     ctx = info.context
     reply = await ctx.agent.ask(_question(question, mode), MODES[mode], tenant=ctx.tenant, request_id=request_id,
-                                credentials=ctx.credentials, image=_image(image, ctx.settings), budget=_budget(budget))
+                                credentials=ctx.credentials, image=_image(image, ctx.settings), budget=_budget(budget),
+                                conversation_id=_conversation(conversation_id))
     return SearchAiResult.of(reply)
+
+
+def _conversation(value: strawberry.ID | None) -> uuid.UUID | None:
+    return None if value is None else _uuid(str(value), "conversationId")
 
 
 @strawberry.type
@@ -157,8 +176,19 @@ class Query:
 
     @strawberry.field(description="Ask the agent a question in natural language (through SearchAI.Ask).")
     async def search_ai(self, info: Info, question: Question, mode: Mode = Mode.AGENTIC,
-                        image: ImageArg = None, budget: BudgetArg = None) -> SearchAiResult:
-        return await _ask(info, question, mode, info.context.request_id, image, budget)
+                        image: ImageArg = None, budget: BudgetArg = None,
+                        conversation_id: ConversationArg = None) -> SearchAiResult:
+        return await _ask(info, question, mode, info.context.request_id, image, budget, conversation_id)
+
+    @strawberry.field(description="A conversation's turns, oldest first; null when there is none for this tenant "
+                                  "(or it expired).")
+    async def conversation(self, info: Info, id: strawberry.ID) -> Conversation | None:
+        ctx = info.context
+        try:
+            found = await ConversationStore(ctx.pool, ctx.settings).get(_uuid(str(id), "id"), tenant=ctx.tenant)
+        except ConversationStoreError:
+            raise ClientError("unavailable", "the conversation store did not answer; retry shortly") from None
+        return None if found is None else Conversation.of(found)
 
     @strawberry.field(description="A run's trajectory with its events; null when there is none for this tenant.")
     async def trajectory(self, info: Info, id: strawberry.ID) -> Trajectory | None:
@@ -188,12 +218,14 @@ class Subscription:
     @strawberry.subscription(description="Ask the agent and watch the run (through SearchAI.AskStream): each "
                                          "event as the loop writes it, then the result (the same as searchAi's).")
     async def search_ai_run(self, info: Info, question: Question, mode: Mode = Mode.AGENTIC,
-                            image: ImageArg = None, budget: BudgetArg = None) -> AsyncGenerator[RunUpdate, None]:
+                            image: ImageArg = None, budget: BudgetArg = None,
+                            conversation_id: ConversationArg = None) -> AsyncGenerator[RunUpdate, None]:
         ctx = info.context
         async for update in _updates(ctx.agent.ask_stream(_question(question, mode), MODES[mode], tenant=ctx.tenant,
                                                           request_id=ctx.request_id, credentials=ctx.credentials,
                                                           image=_image(image, ctx.settings),
-                                                          budget=_budget(budget))):
+                                                          budget=_budget(budget),
+                                                          conversation_id=_conversation(conversation_id))):
             yield update
 
     @strawberry.subscription(description="Answer a run's clarification and watch the resumed run (through "

@@ -134,7 +134,8 @@ class SearchAIApi:
         def start(request_id: str, sink: EventSink | None) -> Awaitable[RunResult]:
             if request.mode not in MODES_IN:
                 raise ApiError("validation_error", f"mode: unknown value {request.mode}")
-            body = AskRequest(question=request.question, mode=MODES_IN[request.mode], budget=_budget(request))
+            body = AskRequest(question=request.question, mode=MODES_IN[request.mode], budget=_budget(request),
+                              conversation_id=_conversation(request.conversation_id))
             tenant = _tenant(request.tenant)
 
             async def started() -> RunResult:
@@ -143,7 +144,8 @@ class SearchAIApi:
                     if request.image else None
                 return await self._run(lambda: self._service.ask(body.question, mode=body.mode, tenant=tenant,
                                                                  request_id=request_id, sink=sink, image=image,
-                                                                 budget=body.budget))
+                                                                 budget=body.budget,
+                                                                 conversation_id=body.conversation_id))
 
             return started()
 
@@ -310,6 +312,16 @@ def trajectory_event(event: Mapping[str, Any]) -> pb.TrajectoryEvent:
                               trajectory_id=str(event.get("trajectory_id") or ""))
 
 
+def _conversation(value: str) -> uuid.UUID | None:
+    """A request's conversation id: empty is none (a new conversation)."""
+    if not value:
+        return None
+    try:
+        return uuid.UUID(value)
+    except ValueError:
+        raise ApiError("validation_error", "conversation_id: not a UUID") from None
+
+
 def ask_reply(result: RunResult) -> pb.AskReply:
     """A finished run (or one that asks for a clarification) as the wire message."""
     r = result.response
@@ -322,6 +334,7 @@ def ask_reply(result: RunResult) -> pb.AskReply:
         result_entities=[_ref(e) for e in r.result_entities], source_entities=[_ref(e) for e in r.source_entities],
         evidence=_evidence(r), citations=list(r.citations), warnings=list(r.warnings), clarification=clarification,
         turns=result.turns, latency_ms=result.latency_ms, timings=result.timings,
+        conversation_id=str(result.conversation_id or ""), turn=result.turn or 0,
     )
 
 

@@ -244,6 +244,31 @@ async def test_search_ai_answers_through_grpc_with_typed_hydrated_entities(
     assert 0 < len(window.sent) <= 8, window.sent
 
 
+FOLLOW_UP = """
+query ($q: String!, $c: ID) {
+  searchAi(question: $q, conversationId: $c) { status answer conversationId turn }
+}"""
+CONVERSATION = """
+query ($id: ID!) { conversation(id: $id) { id turns { seq question standalone status trajectoryId } } }"""
+
+
+async def test_a_conversation_through_grpc(client: httpx.AsyncClient) -> None:
+    first = ok(await gql(client, FOLLOW_UP, {"q": "who directed Death Note?"}))["searchAi"]
+    assert first["turn"] == 1 and "Tetsurō Araki" in first["answer"]
+    follow = ok(await gql(client, FOLLOW_UP, {"q": "what else did he direct?", "c": first["conversationId"]}))
+    r = follow["searchAi"]
+    assert r["conversationId"] == first["conversationId"] and r["turn"] == 2 and "Attack on Titan" in r["answer"]
+    kept = ok(await gql(client, CONVERSATION, {"id": first["conversationId"]}))["conversation"]
+    assert [t["question"] for t in kept["turns"]] == ["who directed Death Note?", "what else did he direct?"]
+    assert kept["turns"][1]["standalone"] == "what else did Tetsurō Araki direct?"
+    # another tenant: no conversation, and no follow-up of it
+    other = await gql(client, CONVERSATION, {"id": first["conversationId"]}, headers={"X-Tenant": "other"})
+    assert ok(other)["conversation"] is None
+    refused = await gql(client, FOLLOW_UP, {"q": "is it finished?", "c": first["conversationId"]},
+                        headers={"X-Tenant": "other"})
+    assert error(refused)["extensions"]["code"] == "not_found"
+
+
 async def test_a_run_may_lower_its_budget_but_not_raise_it(client: httpx.AsyncClient, settings: Settings) -> None:
     budgeted = """query ($q: String!, $b: RunBudgetInput) { searchAi(question: $q, budget: $b) {
         turns evidence { terminationReason } } }"""

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import json
 import uuid
 from collections.abc import AsyncIterator
@@ -17,6 +18,7 @@ from agentic_rag.api.grpc.proto import searchai_pb2 as pb
 from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
 from agentic_rag.api.grpc.service import MATCH_TIERS, STATUSES, SearchAIApi, SearchAIServicer
 from agentic_rag.api.service import NotAwaitingClarification, ServiceUnavailable
+from agentic_rag.orchestrator.conversations import ConversationBusy, ConversationFull, ConversationNotFound
 from agentic_rag.orchestrator.loop import ClarificationError, RunResult
 from agentic_rag.orchestrator.trajectory import TrajectoryNotFound
 from agentic_rag.protocol import AgentResponse, EntityRef, RunBudget
@@ -27,6 +29,7 @@ from agentic_rag.settings import Settings
 LUFFY = EntityRef(entity_type="character", id=str(uuid.UUID(int=1)))
 NAMI = EntityRef(entity_type="character", id=str(uuid.UUID(int=2)))
 TID = uuid.UUID(int=99)
+CID = uuid.UUID(int=77)
 REPO = Path(__file__).resolve().parents[3]
 PROTO = REPO / "agentic_rag" / "api" / "grpc" / "proto" / "searchai.proto"
 
@@ -55,6 +58,7 @@ class FakeService:
     gate: asyncio.Event | None = None
     calls: list[tuple[str, Any]] = field(default_factory=list)
     budgets: list[RunBudget | None] = field(default_factory=list)
+    conversations: list[uuid.UUID | None] = field(default_factory=list)
     started: asyncio.Event = field(default_factory=asyncio.Event)
     cancelled: bool = False
 
@@ -75,8 +79,10 @@ class FakeService:
         return [TypeaheadHit(entity=LUFFY, name="Monkey D. Luffy", matched="Luffy", match="fuzzy", popularity=90)]
 
     async def ask(self, question: str, *, mode: str, tenant: str, request_id: str, sink: Any = None,
-                  image: bytes | None = None, budget: RunBudget | None = None) -> RunResult:
+                  image: bytes | None = None, budget: RunBudget | None = None,
+                  conversation_id: uuid.UUID | None = None) -> RunResult:
         self.calls.append(("ask", (question, mode, tenant, request_id)))
+        self.conversations.append(conversation_id)
         self.budgets.append(budget)
         if sink is not None:  # what the loop writes first, as the sink receives it
             await sink({"seq": 1, "stage": "rewrite", "type": "decision", "latency_ms": 1.5,
@@ -84,7 +90,8 @@ class FakeService:
             await sink({"seq": 2, "stage": "retrieve", "type": "action", "latency_ms": None,
                         "payload": {"intents": 1}})
         await self._maybe()
-        return _result("needs_clarification" if "Naruto" in question else "answered", request_id)
+        result = _result("needs_clarification" if "Naruto" in question else "answered", request_id)
+        return dataclasses.replace(result, conversation_id=conversation_id or CID, turn=2 if conversation_id else 1)
 
     async def resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
                      sink: Any = None, budget: RunBudget | None = None) -> RunResult:
@@ -177,6 +184,15 @@ async def test_request_id_comes_from_the_request_then_the_metadata_then_a_new_on
     assert len(fresh.request_id) == 32
 
 
+async def test_a_conversation_goes_on_by_its_id(client: Client) -> None:
+    first = await client.stub.Ask(pb.AskRequest(question="who directed Death Note?"))
+    assert (first.conversation_id, first.turn) == (str(CID), 1)
+    follow = await client.stub.Ask(pb.AskRequest(question="what else did he direct?",
+                                                 conversation_id=first.conversation_id))
+    assert (follow.conversation_id, follow.turn) == (str(CID), 2)
+    assert client.service.conversations == [None, CID]
+
+
 async def test_a_clarification_round_trip(client: Client) -> None:
     asked = await client.stub.Ask(pb.AskRequest(question="Tell me about Naruto"))
     assert asked.status == pb.STATUS_NEEDS_CLARIFICATION
@@ -265,6 +281,7 @@ async def test_search_maps_hits_and_defaults_the_limit(client: Client) -> None:
     ("Ask", pb.AskRequest(question="q", mode=7), "mode"),
     ("Ask", pb.AskRequest(question="q", tenant="no spaces"), "tenant"),
     ("Ask", pb.AskRequest(question="q", request_id="bad id!"), "request_id"),
+    ("Ask", pb.AskRequest(question="q", conversation_id="not-a-uuid"), "conversation_id"),
     ("Search", pb.SearchRequest(q=""), "q"),
     ("Search", pb.SearchRequest(q="x", types=["planet"]), "types"),
     ("Search", pb.SearchRequest(q="x", limit=51), "limit"),
@@ -283,6 +300,9 @@ async def test_bad_input_is_invalid_argument_and_never_reaches_the_service(
 
 @pytest.mark.parametrize(("failure", "code"), [
     (TrajectoryNotFound("trajectory x not found"), grpc.StatusCode.NOT_FOUND),
+    (ConversationNotFound("conversation x not found"), grpc.StatusCode.NOT_FOUND),
+    (ConversationBusy("another turn of conversation x is still running"), grpc.StatusCode.FAILED_PRECONDITION),
+    (ConversationFull("conversation x holds its limit"), grpc.StatusCode.FAILED_PRECONDITION),
     (NotAwaitingClarification("trajectory x is not waiting"), grpc.StatusCode.FAILED_PRECONDITION),
     (ClarificationError("choice 7 is not one of the offered choices"), grpc.StatusCode.INVALID_ARGUMENT),
     (ServiceUnavailable("postgres at 10.0.0.5: connection refused"), grpc.StatusCode.UNAVAILABLE),

@@ -51,20 +51,22 @@ class EntityRef(_message.Message):
     def __init__(self, entity_type: _Optional[str] = ..., id: _Optional[str] = ...) -> None: ...
 
 class AskRequest(_message.Message):
-    __slots__ = ("question", "mode", "tenant", "request_id", "image", "budget")
+    __slots__ = ("question", "mode", "tenant", "request_id", "image", "budget", "conversation_id")
     QUESTION_FIELD_NUMBER: _ClassVar[int]
     MODE_FIELD_NUMBER: _ClassVar[int]
     TENANT_FIELD_NUMBER: _ClassVar[int]
     REQUEST_ID_FIELD_NUMBER: _ClassVar[int]
     IMAGE_FIELD_NUMBER: _ClassVar[int]
     BUDGET_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
     question: str
     mode: Mode
     tenant: str
     request_id: str
     image: bytes
     budget: RunBudget
-    def __init__(self, question: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., tenant: _Optional[str] = ..., request_id: _Optional[str] = ..., image: _Optional[bytes] = ..., budget: _Optional[_Union[RunBudget, _Mapping]] = ...) -> None: ...
+    conversation_id: str
+    def __init__(self, question: _Optional[str] = ..., mode: _Optional[_Union[Mode, str]] = ..., tenant: _Optional[str] = ..., request_id: _Optional[str] = ..., image: _Optional[bytes] = ..., budget: _Optional[_Union[RunBudget, _Mapping]] = ..., conversation_id: _Optional[str] = ...) -> None: ...
 
 class RunBudget(_message.Message):
     __slots__ = ("max_turns", "deadline_ms", "max_failed_steps")
@@ -131,7 +133,7 @@ class Clarification(_message.Message):
     def __init__(self, question: _Optional[str] = ..., choices: _Optional[_Iterable[_Union[ClarificationChoice, _Mapping]]] = ...) -> None: ...
 
 class AskReply(_message.Message):
-    __slots__ = ("trajectory_id", "request_id", "status", "mode", "answer", "confidence", "result_entities", "source_entities", "evidence", "citations", "warnings", "clarification", "turns", "latency_ms", "timings")
+    __slots__ = ("trajectory_id", "request_id", "status", "mode", "answer", "confidence", "result_entities", "source_entities", "evidence", "citations", "warnings", "clarification", "turns", "latency_ms", "timings", "conversation_id", "turn")
     class TimingsEntry(_message.Message):
         __slots__ = ("key", "value")
         KEY_FIELD_NUMBER: _ClassVar[int]
@@ -154,6 +156,8 @@ class AskReply(_message.Message):
     TURNS_FIELD_NUMBER: _ClassVar[int]
     LATENCY_MS_FIELD_NUMBER: _ClassVar[int]
     TIMINGS_FIELD_NUMBER: _ClassVar[int]
+    CONVERSATION_ID_FIELD_NUMBER: _ClassVar[int]
+    TURN_FIELD_NUMBER: _ClassVar[int]
     trajectory_id: str
     request_id: str
     status: Status
@@ -169,7 +173,9 @@ class AskReply(_message.Message):
     turns: int
     latency_ms: float
     timings: _containers.ScalarMap[str, float]
-    def __init__(self, trajectory_id: _Optional[str] = ..., request_id: _Optional[str] = ..., status: _Optional[_Union[Status, str]] = ..., mode: _Optional[_Union[Mode, str]] = ..., answer: _Optional[str] = ..., confidence: _Optional[float] = ..., result_entities: _Optional[_Iterable[_Union[EntityRef, _Mapping]]] = ..., source_entities: _Optional[_Iterable[_Union[EntityRef, _Mapping]]] = ..., evidence: _Optional[_Union[Evidence, _Mapping]] = ..., citations: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., clarification: _Optional[_Union[Clarification, _Mapping]] = ..., turns: _Optional[int] = ..., latency_ms: _Optional[float] = ..., timings: _Optional[_Mapping[str, float]] = ...) -> None: ...
+    conversation_id: str
+    turn: int
+    def __init__(self, trajectory_id: _Optional[str] = ..., request_id: _Optional[str] = ..., status: _Optional[_Union[Status, str]] = ..., mode: _Optional[_Union[Mode, str]] = ..., answer: _Optional[str] = ..., confidence: _Optional[float] = ..., result_entities: _Optional[_Iterable[_Union[EntityRef, _Mapping]]] = ..., source_entities: _Optional[_Iterable[_Union[EntityRef, _Mapping]]] = ..., evidence: _Optional[_Union[Evidence, _Mapping]] = ..., citations: _Optional[_Iterable[str]] = ..., warnings: _Optional[_Iterable[str]] = ..., clarification: _Optional[_Union[Clarification, _Mapping]] = ..., turns: _Optional[int] = ..., latency_ms: _Optional[float] = ..., timings: _Optional[_Mapping[str, float]] = ..., conversation_id: _Optional[str] = ..., turn: _Optional[int] = ...) -> None: ...
 
 class TrajectoryEvent(_message.Message):
     __slots__ = ("seq", "stage", "type", "payload_json", "latency_ms", "trajectory_id")
