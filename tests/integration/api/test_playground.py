@@ -318,6 +318,29 @@ async def test_a_clarification_is_answered_with_a_button_and_the_run_goes_on(pag
     await page.shot("clarification-answered", full=True)
 
 
+async def test_a_conversation_is_a_thread_of_turns_and_starts_anew_on_request(page: Page) -> None:
+    await page.open("/graphql/playground/")
+    await page.ask("who directed Death Note?")
+    assert await page.finished() == "answered"
+    assert page.find("#thread").is_displayed() and len(page.all("#turns .turn")) == 1
+    conversation = page.text("#conversation-id")
+    await page.ask("what else did he direct?")  # a follow-up: "he" is the director the first answer named
+    assert await page.finished() == "answered"
+    await page.wait(lambda d: len(page.all("#turns .turn")) == 2)
+    turns = page.all("#turns .turn")
+    assert "what else did he direct?" in turns[1].text and "Attack on Titan" in turns[1].text
+    assert page.text("#conversation-id") == conversation  # the same conversation, its second turn
+    assert turns[1].find_element(By.CSS_SELECTOR, "a").get_attribute("href").endswith(
+        f"#trajectory={page.driver.execute_script('return run.trajectoryId')}")
+    await page.shot("conversation-thread", full=True)
+    await page.do(page.find("#new-conversation").click)
+    assert not page.find("#thread").is_displayed() and page.all("#turns .turn") == []
+    await page.ask("what else did he direct?")  # nothing earlier now: no director to point at
+    await page.finished()
+    assert "Tetsurō Araki" not in page.text("#answer")
+    assert page.text("#conversation-id") != conversation
+
+
 async def test_a_picture_goes_with_the_question_and_the_server_says_what_it_thinks_of_it(page: Page,
                                                                                           tmp_path: Path) -> None:
     picture = tmp_path / "cover.png"

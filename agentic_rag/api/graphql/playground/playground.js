@@ -22,7 +22,7 @@ const CARD = `fragment Card on Entity {
   ... on Episode { title number season aired series: anime { title } }
 }`;
 const RESULT = `fragment Result on SearchAiResult {
-  trajectoryId requestId status mode answer confidence citations warnings turns runMs: latencyMs
+  trajectoryId requestId status mode answer confidence citations warnings turns runMs: latencyMs conversationId turn
   timings { stage ms }
   resultEntities { ...Card }
   evidence { rewrittenQuery terminationReason facts paths { rels nodes { entityType id entity { name } } } }
@@ -33,8 +33,8 @@ const SEARCH = `query Search($q: String!) { search(q: $q, limit: 8) { name match
 const ENTITY = `query Entity($t: EntityType!, $id: ID!) { entity(entityType: $t, id: $id) { ...Card } } ${CARD}`;
 const UPDATE = `__typename ... on RunEvent { ${EVENT} } ... on SearchAiResult { ...Result }`;
 const CLARIFY = `subscription Clarify($t: ID!, $i: Int!) { clarifyRun(trajectoryId: $t, index: $i) { ${UPDATE} } } ${RESULT} ${CARD}`;
-const RUN = `subscription Run($q: String!, $mode: Mode!, $image: String) {
-  searchAiRun(question: $q, mode: $mode, image: $image) { ${UPDATE} } } ${RESULT} ${CARD}`;
+const RUN = `subscription Run($q: String!, $mode: Mode!, $image: String, $c: ID) {
+  searchAiRun(question: $q, mode: $mode, image: $image, conversationId: $c) { ${UPDATE} } } ${RESULT} ${CARD}`;
 const TRAJECTORY = `query Trajectory($id: ID!) { trajectory(id: $id) {
   id requestId query mode status createdAt finishedAt timings { stage ms } finalResponse events { ${EVENT} } } }`;
 
@@ -365,8 +365,35 @@ function drawGraph(paths) {
   box.append(root);
 }
 
+// -- the conversation: every answer continues it; the thread shows its turns, each with its run ----------------
+
+const conversation = { id: null, asked: null };
+
+function addTurn(r) {
+  if (!r.conversationId) return;  // the server could not keep the turn: the answer stands alone
+  conversation.id = r.conversationId;
+  $("conversation-id").textContent = r.conversationId;
+  const link = el("a", { href: `#trajectory=${encodeURIComponent(r.trajectoryId)}` }, "run");
+  const item = el("li", { class: "turn", dataset: { turn: r.turn, status: lower(r.status) } },
+    el("p", { class: "asked" }, conversation.asked || ""),
+    el("p", { class: "answered" }, r.answer, " ", link));
+  const turns = $("turns");
+  const same = turns.querySelector(`li[data-turn="${r.turn}"]`);
+  if (same) same.replaceWith(item); else turns.append(item);
+  $("thread").hidden = false;
+}
+
+function newConversation() {
+  conversation.id = null;
+  conversation.asked = null;
+  $("turns").replaceChildren();
+  $("conversation-id").textContent = "";
+  $("thread").hidden = true;
+}
+
 function renderResult(r) {
   run.trajectoryId = r.trajectoryId;
+  addTurn(r);
   const status = lower(r.status);
   setState(status.replace(/_/g, " "), status);
   const clarifying = r.status === "NEEDS_CLARIFICATION" && r.clarification;
@@ -435,7 +462,8 @@ async function follow(query, variables, controller) {
 function ask(question, mode, image) {
   const controller = resetRun();
   setState("running", "running");
-  return follow(RUN, { q: question, mode, image }, controller);
+  conversation.asked = question;
+  return follow(RUN, { q: question, mode, image, c: conversation.id }, controller);
 }
 
 // The picture a question is about ("what anime is this from?"), as the base64 data URL the API takes; the server
@@ -453,6 +481,8 @@ function readImage(input) {
 
 // A choice resumes the run: its remaining events stream in below the ones already shown.
 async function clarify(trajectoryId, index) {
+  const picked = $("choices").querySelectorAll("button")[index];
+  conversation.asked = picked ? `(chose) ${picked.textContent}` : conversation.asked;
   for (const b of $("choices").querySelectorAll("button")) b.disabled = true;
   if (run.controller) run.controller.abort();
   run.controller = new AbortController();
@@ -517,6 +547,7 @@ function init() {
   search.addEventListener("blur", () => { $("suggestions").hidden = true; });
   search.addEventListener("focus", () => { if (typeahead.hits.length) $("suggestions").hidden = false; });
 
+  $("new-conversation").addEventListener("click", newConversation);
   $("ask-form").addEventListener("submit", async (e) => {
     e.preventDefault();
     const question = $("question").value.trim();
