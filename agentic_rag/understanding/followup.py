@@ -148,8 +148,8 @@ def resolve(question: str, links: EntityLinks | None, context: ConversationConte
     pointed = _pointing(body, mentions, context)
     if pointed is not None:
         return pointed
-    if correction or _fragment(body, mentions):
-        return _refit(body, mentions, last) or Followup(question)
+    if (correction or _fragment(body, mentions)) and (refit := _refit(body, mentions, last)) is not None:
+        return refit
     if not mentions and _needs_subject(read(question, links)):
         return _completed(question, context)
     return Followup(question)
@@ -288,16 +288,30 @@ def _referents(p: _Point, context: ConversationContext) -> list[Named]:
         if latest is not None and len(latest.subjects) >= 2 and not news:
             return latest.subjects[:MAX_PLURAL]
     # "it" is a work before it is a studio ("who animated X?" "when did it start?": X)
-    groups = [tuple(k for k in p.kinds if k in WORK), tuple(k for k in p.kinds if k not in WORK)]
-    for t in turns:
-        for kinds in (g for g in groups if g):
-            # what the answer brought in first ("goku's older brother?" "which series is he in": the brother),
-            # then what the question was about
-            for names in (_new(t.answers, told), t.subjects, t.answers):
-                fit = next((n for n in names if n.ref.entity_type in kinds), None)
-                if fit is not None:
-                    return [fit]
+    groups = [tuple(k for k in p.kinds if k in WORK), tuple(k for k in p.kinds if k not in WORK)] \
+        if p.kinds == THING else [p.kinds]
+    # first the one name an answer brought in ("goku's older brother?" "which series is he in": the brother), or
+    # what a question was about, latest turn first; a singular word points into a list only when nothing else fits
+    # ("what else did he direct?" "how many eps is it": the work talked about, not the first of his others)
+    def first(t: PastTurn) -> tuple[list[Named], ...]:
+        return _one(_new(t.answers, told)), t.subjects
+
+    def then(t: PastTurn) -> tuple[list[Named], ...]:
+        return _new(t.answers, told)[:1], t.answers[:1]
+
+    passes = (first, then)
+    for where in passes:
+        for t in turns:
+            for kinds in (g for g in groups if g):
+                for names in where(t):
+                    fit = next((n for n in names if n.ref.entity_type in kinds), None)
+                    if fit is not None:
+                        return [fit]
     return []
+
+
+def _one(names: list[Named]) -> list[Named]:
+    return names if len(names) == 1 else []
 
 
 def _new(answers: list[Named], told: set[str]) -> list[Named]:
@@ -362,7 +376,7 @@ def _refit(body: str, mentions: list[LinkedMention], last: PastTurn) -> Followup
         # "the one piece anime" -> "the one piece manga": the form the last question said goes
         at = last.standalone.lower().index(subject.text.lower())
         before, after = last.standalone[:at], last.standalone[at + len(subject.text):]
-        before = re.sub(rf"\b(?:{_FORMS})\s+$", "", before, flags=re.IGNORECASE)
+        before = re.sub(rf"\b(?:{_FORMS})\s+(?:of\s+|for\s+)?$", "", before, flags=re.IGNORECASE)
         after = re.sub(rf"^\s+(?:{_FORMS})\b", "", after, flags=re.IGNORECASE)
         text = f"{before}{subject.text} {kind}{after}"
         return Followup(_tidy(text), [f"{subject.name} -> the {kind}"])

@@ -119,3 +119,22 @@ def test_a_clarification_is_answered_in_words() -> None:
         got = resolve(reply, None, context(asked), read)
         assert (got.choice, got.text, got.mention) == (picked, "who made frieren?", "frieren"), reply
     assert resolve("whatever", None, context(asked), read).choice is None
+
+
+def test_a_singular_word_points_at_what_was_talked_about_not_into_a_list() -> None:
+    others = turn("what else did he direct?", subjects=(ARAKI,), answers=(named("Attack on Titan", "anime"),
+                                                                          named("Death Note Relight", "anime")))
+    ctx = context(DIRECTED, others)
+    assert resolve("how many eps is it", None, ctx, read).text == "how many eps is Death Note"
+    assert resolve("episode count?", None, ctx, read).text == "episode count of Death Note?"
+    # ... and "they" is the person, not the work the person made
+    assert resolve("what else did they direct?", None, context(DIRECTED), read).text \
+        == "what else did Tetsurō Araki direct?"
+
+
+def test_a_type_switch_drops_the_form_the_last_question_said() -> None:
+    last = turn("what year did the anime of Death Note start airing", subjects=(DEATH_NOTE,))
+    assert resolve("how about the manga", None, context(last), read).text \
+        == "what year did the Death Note manga start airing"
+    last = turn("is the one piece anime still airing?", subjects=(named("One Piece", "anime", "one piece"),))
+    assert resolve("and the manga?", None, context(last), read).text == "is the one piece manga still airing?"
