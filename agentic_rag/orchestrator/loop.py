@@ -580,7 +580,8 @@ class RunContext:
 
     async def _rewrite(self, history: list[str]) -> QueryRewrite:
         t0 = time.perf_counter()
-        inp = RewriteInput(question=self.s.question, links=self.s.links, reading=self.s.reading, history=history[-8:])
+        inp = RewriteInput(question=self.s.question, links=self.s.links, reading=self.s.reading, history=history[-8:],
+                           conversation=self.s.card())
         rw = await self.call("planner", inp, QueryRewrite, "rewrite")
         await self.event("rewrite", "decision", {"rewrite": rw.model_dump(mode="json"), "usage": self._usage},
                          latency_ms=(time.perf_counter() - t0) * 1000)
@@ -601,8 +602,9 @@ class RunContext:
         s = self.s
         assert s.rewrite is not None
         t0 = time.perf_counter()
-        inp = SelectInput(question=s.question, links=s.links, reading=s.reading, rewrite=s.rewrite, cards=s.cards,
-                          last_step=s.last_step, missing=s.missing[:max_len(SelectInput, "missing")],
+        inp = SelectInput(question=s.question, links=s.links, reading=s.reading, conversation=s.card(),
+                          rewrite=s.rewrite, cards=s.cards, last_step=s.last_step,
+                          missing=s.missing[:max_len(SelectInput, "missing")],
                           tried=s.tried[-20:], turn=s.turn, max_turns=s.max_turns)
         step = await self.call("planner", inp, NextStep, "select")
         await self.event("select", "decision", {
@@ -614,7 +616,8 @@ class RunContext:
     async def grade(self, items: list[GradeItem]) -> GradeReport:
         s = self.s
         t0 = time.perf_counter()
-        inp = GradeInput(question=s.question, links=s.links, reading=s.reading, items=items[:stages.GRADE_ITEMS])
+        inp = GradeInput(question=s.question, links=s.links, reading=s.reading, conversation=s.card(),
+                         items=items[:stages.GRADE_ITEMS])
         report = await self.call("validator", inp, GradeReport, "grade")
         await self.event("grade", "decision", {
             "items": len(items), "relevant": [g.index for g in report.grades if g.relevant], "usage": self._usage,
@@ -627,7 +630,8 @@ class RunContext:
         if s.draft is not None and s.drafted_cards == len(s.cards):
             return s.draft
         t0 = time.perf_counter()
-        inp = DraftInput(question=s.question, links=s.links, reading=s.reading, rewrite=s.rewrite, cards=s.cards)
+        inp = DraftInput(question=s.question, links=s.links, reading=s.reading, conversation=s.card(),
+                         rewrite=s.rewrite, cards=s.cards)
         draft = await self.call("planner", inp, DraftAnswer, "draft", model_ok=model_ok)
         s.draft, s.drafted_cards, s.report = draft, len(s.cards), None
         await self.event("draft", "decision", {
@@ -644,6 +648,7 @@ class RunContext:
         if s.report is None:
             t0 = time.perf_counter()
             s.report = await self.call("validator", ValidateInput(question=s.question, links=s.links, reading=s.reading,
+                                                                        conversation=s.card(),
                                                                   rewrite=s.rewrite,
                                                                   draft=draft, cards=s.cards),
                                        SufficiencyReport, "validate")

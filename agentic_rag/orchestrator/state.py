@@ -191,6 +191,10 @@ class RunState:
     def max_turns(self) -> int:
         return self.budget.max_turns
 
+    def card(self) -> ConversationContext | None:
+        """The conversation as every role's input carries it (bounded for a prompt), when this is a follow-up."""
+        return self.conversation.brief() if self.conversation is not None else None
+
     def warn(self, text: str) -> None:
         # cut to the response's bound here: one long warning must not fail the whole run's response
         text = text.strip()[:SHORT_TEXT_MAX]

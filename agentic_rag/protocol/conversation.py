@@ -17,6 +17,8 @@ MAX_CONTEXT_TURNS = 8  # turns a context card may carry (the settings choose how
 MAX_SUBJECTS = 6
 MAX_ANSWERS = 20
 MAX_CHOICES = 10
+PROMPT_TURNS = 3  # turns a role's prompt is shown
+PROMPT_NAMES = 5  # ... and names of each answer
 
 
 class Named(ProtocolModel):
@@ -49,3 +51,9 @@ class ConversationContext(ProtocolModel):
 
     def last(self) -> PastTurn | None:
         return self.turns[-1] if self.turns else None
+
+    def brief(self, turns: int = PROMPT_TURNS, names: int = PROMPT_NAMES) -> ConversationContext:
+        """The card as a role's prompt carries it: the last few turns, the first few names of each answer."""
+        return ConversationContext(turns=[
+            t.model_copy(update={"answers": t.answers[:names], "choices": t.choices[:names]})
+            for t in self.turns[-turns:]])

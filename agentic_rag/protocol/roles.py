@@ -23,6 +23,7 @@ from agentic_rag.protocol import (
     QueryRewrite,
     SufficiencyReport,
 )
+from agentic_rag.protocol.conversation import ConversationContext
 from agentic_rag.protocol.reading import Analysis
 
 Role = Literal["rewrite", "select", "draft", "grade", "validate"]
@@ -73,6 +74,9 @@ class _Asked(_Input):
                                       "entities each may mean (found by code before planning).")
     reading: Analysis | None = Field(None, description="What the reader made of the question's words (code, "
                                      "computed once per run where it is linked); not shown in a prompt's state.")
+    conversation: ConversationContext | None = Field(
+        None, description="The conversation's last turns when the question follows them up (the question above is "
+                          "already restated to stand alone): what each asked, what its answer named.")
 
 
 class RewriteInput(_Asked):

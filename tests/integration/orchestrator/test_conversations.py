@@ -150,3 +150,32 @@ async def test_deleting_a_conversation_forgets_its_turns(orchestrator: Orchestra
         await orchestrator.run("is it finished?", tenant="conv", conversation_id=first.conversation_id)
     # the run itself stays on record, append-only like every trajectory
     assert await orchestrator.store.get(first.trajectory_id) is not None
+
+
+class Recording:
+    """The planner, with every role input it was given kept."""
+
+    def __init__(self, inner: object) -> None:
+        self.inner = inner
+        self.inputs: list[object] = []
+
+    async def generate(self, role_input: object, output_type: type, **options: object) -> object:
+        self.inputs.append(role_input)
+        return await self.inner.generate(role_input, output_type, **options)  # type: ignore[attr-defined]
+
+    def __getattr__(self, name: str) -> object:
+        return getattr(self.inner, name)
+
+
+async def test_every_role_of_a_follow_up_is_given_the_conversation(orchestrator: Orchestrator) -> None:
+    recording = Recording(orchestrator.planner)
+    o = Orchestrator(orchestrator.settings, planner=recording, validator=orchestrator.validator,  # type: ignore[arg-type]
+                     fallback=orchestrator.fallback, retrieval=orchestrator.retrieval, store=orchestrator.store,
+                     policy=orchestrator.policy)
+    first = await o.run("who directed Death Note?", tenant="conv")
+    assert all(getattr(i, "conversation", None) is None for i in recording.inputs)
+    recording.inputs.clear()
+    await o.run("what else did he direct?", tenant="conv", conversation_id=first.conversation_id)
+    cards = [getattr(i, "conversation", None) for i in recording.inputs]
+    assert cards and all(c is not None and c.turns[-1].question == "who directed Death Note?" for c in cards)
+    assert "Tetsurō Araki" in {n.name for n in cards[0].turns[-1].answers}
