@@ -15,6 +15,9 @@ from agentic_rag.orchestrator.conversations import (
     ConversationStore,
 )
 from agentic_rag.orchestrator.loop import Orchestrator
+from agentic_rag.orchestrator.trajectory import TrajectoryStore
+from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import make_pool
 
 pytestmark = pytest.mark.integration
 
@@ -179,3 +182,28 @@ async def test_every_role_of_a_follow_up_is_given_the_conversation(orchestrator:
     cards = [getattr(i, "conversation", None) for i in recording.inputs]
     assert cards and all(c is not None and c.turns[-1].question == "who directed Death Note?" for c in cards)
     assert "Tetsurō Araki" in {n.name for n in cards[0].turns[-1].answers}
+
+
+async def test_two_replicas_take_turns_on_one_conversation(orchestrator: Orchestrator, dsn: str,
+                                                          settings: Settings) -> None:
+    """Two Orchestrators with pools of their own, as two replicas are: a conversation's state is in PostgreSQL,
+    so turns alternating between them read each other's."""
+    pool = await make_pool(dsn, settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 2}))
+    try:
+        other = Orchestrator(orchestrator.settings, planner=orchestrator.planner, validator=orchestrator.validator,
+                             fallback=orchestrator.fallback, retrieval=orchestrator.retrieval,
+                             store=TrajectoryStore(pool, orchestrator.settings), policy=orchestrator.policy)
+        replicas = [orchestrator, other, orchestrator, other]
+        asked = ["who directed Death Note?", "what else did he direct?", "how many episodes?", "and the manga?"]
+        conversation = None
+        answers = []
+        for replica, question in zip(replicas, asked, strict=True):
+            result = await replica.run(question, tenant="replicas", conversation_id=conversation)
+            conversation = result.conversation_id
+            answers.append(result.response.answer)
+        assert "Tetsurō Araki" in answers[0] and "Attack on Titan" in answers[1] and "37" in answers[2]
+        kept = await other.conversations.get(conversation, tenant="replicas") if conversation else None
+        assert kept is not None and [t.seq for t in kept.turns] == [1, 2, 3, 4]
+        assert kept.turns[3].standalone == "how many episodes of Death Note manga?"
+    finally:
+        await pool.close()
