@@ -457,7 +457,9 @@ class RunContext:
             await stages.retrieve(self, [intent])
         elif s.mode == "agentic" and self.settings.agent_clarify and s.rewrite.needs_external_context:
             t0 = time.perf_counter()
-            asked = clarification(s.reading, s.links) if s.links is not None else None
+            # a question that names something the catalog lacks is answered by saying so: which of a known name's
+            # readings was meant beside it changes nothing worth a question ("did Hayao Miyazaki work on frieren")
+            asked = clarification(s.reading, s.links) if s.links is not None and not s.links.unknown else None
             s.timings["clarify_ms"] += (time.perf_counter() - t0) * 1000
             if asked is not None and await self._needless(asked[0], asked[1]):
                 asked = None

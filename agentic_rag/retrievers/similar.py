@@ -22,6 +22,7 @@ most :data:`SIMILAR_LIKE_MAX` examples, :data:`CANDIDATES` candidates per rankin
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -82,6 +83,14 @@ SELECT 'person', p.id::text, p.name FROM person p WHERE p.id = ANY(CAST(:ids AS 
 UNION
 SELECT 'franchise', f.id::text, f.name FROM franchise f WHERE f.id = ANY(CAST(:ids AS uuid[]))
 """)
+
+# Which of a wish's words (and word pairs, joined as the catalog writes "dark_fantasy") are genres works have: the
+# catalog's own vocabulary, each an index probe (0014_genre_indexes.sql).
+WISHED_SQL = Query("""
+SELECT t FROM unnest(CAST(:terms AS text[])) AS t
+WHERE EXISTS (SELECT 1 FROM anime WHERE genres @> ARRAY[t]) OR EXISTS (SELECT 1 FROM manga WHERE genres @> ARRAY[t])
+""")
+WISH_TERMS = 40  # words and word runs of one wish tested as genres
 
 # The franchises of the works not wanted.
 FRANCHISES_SQL = Query("""
@@ -227,6 +236,14 @@ async def examples(conn: Conn, intent: SimilarIntent) -> Examples:
     return out
 
 
+def wish_terms(wish: str) -> list[str]:
+    """The words of a wish and its runs of two and three words joined by "_" (how the catalog writes "sci_fi",
+    "slice_of_life"), lower case, at most :data:`WISH_TERMS`."""
+    words = re.findall(r"[a-z0-9]+", wish.lower())
+    runs = ["_".join(words[i:i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)]
+    return list(dict.fromkeys(runs))[:WISH_TERMS]
+
+
 def _filter_params(f: SimilarFilters) -> dict[str, Any]:
     return {"year_min": f.year_min, "year_max": f.year_max, "genres_any": list(f.genres), "finished": f.finished,
             "max_length": f.max_length}
@@ -270,6 +287,14 @@ class SimilarRetriever:
         self._timeout = vector.settings.query_timeout_ms / 1000
 
     async def execute(self, intent: SimilarIntent) -> RetrievalResult:
+        if intent.query and not intent.filters.genres:
+            # "a psychological manga": the genres a wish names are what the picks must have (any of them)
+            terms = wish_terms(intent.query)
+            wished = [r["t"] for r in await self._db(lambda conn: WISHED_SQL.fetch(conn, {"terms": terms}))]
+            # "dark fantasy" is dark_fantasy, not also fantasy
+            wished = [g for g in wished if not any(g != h and g in h.split("_") for h in wished)]
+            if wished:
+                intent = intent.model_copy(update={"filters": intent.filters.model_copy(update={"genres": wished})})
         ex = await self._db(lambda conn: examples(conn, intent))
         if not ex.works and (ex.studios or ex.people):
             # a studio or a person as the example: their works are what is meant, the meaning only ranks them

@@ -116,6 +116,8 @@ ecchi moe manhwa manhua webtoon webtoons doujin doujinshi tankobon tankoubon man
 husbando tsundere yandere kuudere dandere chibi kawaii senpai sensei otaku weeb weebs sakuga filler fillers canon
 noncanon crunchyroll funimation hidive netflix cosplay cosplays cosplayer cosplayers fanart fanfic fanfics fandom
 fandoms animes mangas rewatch rewatching rewatched binge binged bingeing binging bingeable
+lmao lmfao imho smth tldr idek srsly pfft hmmm nvm istg icymi afaik tbqh ikr omfg wtf smh yall gonna wanna gotta
+kinda sorta dunno lemme gimme incl excl approx
 """)
 
 # Phrases read as one cue word, so their words do not also count on their own ("lead into" is no lead role).

@@ -144,7 +144,7 @@ async def _corrections(conn: Conn, words: list[str]
     found: dict[str, dict[str, int]] = {}
     for _, word, freq in rows:
         for w in long_words:
-            if w not in known and one_edit(w, str(word)):
+            if w not in known and freq and one_edit(w, str(word)):  # (freq 0: a magazine's word, no name's)
                 found.setdefault(w, {})[str(word)] = int(freq)
     # An English word is a typo only inside a longer name: "fame hero" may be "Flame Hero", "journeys end"
     # "Journey's End", but "powers" alone is not the character Power, nor "main" Mai.

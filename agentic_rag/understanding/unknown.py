@@ -28,6 +28,7 @@ numbering after a name is its own ("Kaiju No. 8").
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Mapping, Sequence
 from functools import cache
 
@@ -96,7 +97,7 @@ def english_form(word: str) -> bool:
 def _foreign(question: str, t: Token, before: Token | None, known: Mapping[str, int], corrected: frozenset[str], *,
              beside_names: bool, after_name: bool, beside_known: bool) -> bool:
     k, capital = t.key, t.raw[:1].isupper() and not t.upper
-    if t.upper or len(k) < (MIN_LETTERS if capital else MIN_LOWER):
+    if t.upper or len(k) < (MIN_LETTERS if capital or beside_names else MIN_LOWER):
         return False
     if not capital and before is not None and (before.key in _DETERMINERS or before.possessive):
         return False  # "a corgi", "a telepathic girl", "Ichigo's zanpakuto": a thing described or owned, not a name
@@ -105,13 +106,20 @@ def _foreign(question: str, t: Token, before: Token | None, known: Mapping[str, 
     if capital and before is not None and not _sentence_start(question, before, t) and not after_name:
         # a capital inside a sentence says name: a typo of an English word is no excuse, nor one of the catalog's
         # unless it stands beside another word of the catalog's names ("Yagami Ligght"; "Pieck" is no "piece")
-        return not english_form(k) and not (k in corrected and beside_known)
+        return not _as_spelled(k) and not (k in corrected and beside_known)
     if k in corrected:
         return False
     if beside_names and not capital:
         # typed in lower case beside a name: a word no dictionary has, Webster's included ("kisame", not "spooky")
         return not englishlike(k) and k not in dictionary_words()
     return not englishlike(k)
+
+
+def _as_spelled(word: str) -> bool:
+    """English as a dictionary spells it: a word or an inflection of one; not a compound ("Tanktop") nor a prefixed
+    word, which a name typed with a capital may happen to spell."""
+    return word in english_words() or _stem_is_english(word) or any(
+        word.endswith(c) and word[:-len(c)] in english_words() for c in _CONTRACTIONS)
 
 
 def _sentence_start(question: str, before: Token, t: Token) -> bool:
@@ -132,6 +140,47 @@ def _numbering(question: str, tokens: Sequence[Token], b: int) -> int:
 
 def _joined(question: str, left: Token, right: Token) -> bool:
     return set(question[left.end:right.start]) <= _JOINERS
+
+
+# Where a question puts a name whatever its words: after a credit ("animated by kyoto animation"), on a side of a
+# comparison ("how does tokyo revengers compare to bleach", "X vs Y", "between X and Y"). A phrase there that no
+# mention covers is a name the catalog lacks, even when every word of it is English.
+_STOP = (r"or|and|in|for|from|to|with|on|at|as|than|before|after|during|since|because|but|so|then|who|which|that|"
+         r"when|where|how|is|was|are|were|did|does|do|has|have|had|episodes?|seasons?|anime|manga|in|of|the")
+_PHRASE = rf"(?P<np>(?!(?:{_STOP})\b)[A-Za-z][\w'-]*(?:\s+(?!(?:{_STOP})\b)[A-Za-z][\w'-]*){{0,3}})"
+_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
+    rf"\b(?:animated|directed|made|produced|written|drawn|created|composed|scored|voiced|illustrated|done)\s+by\s+"
+    rf"{_PHRASE}",
+    rf"\bhow (?:does|do|did|would|will)\s+{_PHRASE}\s+(?:compare|stack up|measure up)\b",
+    rf"\bcompare\s+{_PHRASE}\s+(?:to|with|and)\b",
+    rf"\bbetween\s+{_PHRASE}\s+and\b",
+    rf"(?:^|[^\w\s]\s*|\b(?:is|was|who|which)\s+){_PHRASE}\s+(?:vs\.?|versus)\s",
+    rf"\s(?:vs\.?|versus)\s+{_PHRASE}",
+))
+_NOT_NAMES = frozenset("""
+him her them it its his their whom who what me you us one ones someone anyone somebody nobody everyone same other
+another different whoever whatever this that these those two three four five six seven eight nine ten eleven twelve
+twenty thirty forty fifty sixty seventy eighty ninety hundred several many multiple few both all most
+""".split())  # noqa: SIM905  (a word list reads better as text)
+
+
+def _in_slots(question: str, tokens: Sequence[Token], free: Sequence[bool]) -> list[tuple[int, int]]:
+    """The token ranges of phrases in a name's place (:data:`_SLOTS`) that no mention covers and that could be
+    names: no pointing word, no cue word first, a word of four letters or more."""
+    out: list[tuple[int, int]] = []
+    for slot in _SLOTS:
+        for m in slot.finditer(question):
+            lo, hi = m.span("np")
+            at = [j for j, t in enumerate(tokens) if lo <= t.start < hi]
+            if not at or not all(free[j] for j in at) or len(at) > MAX_WORDS:
+                continue
+            words = [tokens[j].key for j in at]
+            if words[0] in _NOT_NAMES or words[0] in _DETERMINERS or words[0] in CUES or any(
+                    w in _NOT_NAMES or w.isdigit() for w in words) or all(w in CUES or w in JARGON for w in words) \
+                    or max(len(w) for w in words) < MIN_LETTERS:
+                continue
+            out.append((at[0], at[-1]))
+    return out
 
 
 def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[LinkedMention],
@@ -170,12 +219,34 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     # a name typed in lower case takes in a lower-case neighbour that is no English word ("yuki tsukumo")
     lower = [free[i] and t.key.isalpha() and t.raw.islower() and len(t.key) >= 3 and t.key not in CUES
              and t.key not in JARGON and not englishlike(t.key) for i, t in enumerate(tokens)]
-    # ... and a name may be two such words neither of which is foreign alone
-    strange = [named[i] and len(t.key) >= MIN_LETTERS and not englishlike(t.key) for i, t in enumerate(tokens)]
+    # ... and a name may be two such words neither of which is foreign alone; typed in lower case, two words no
+    # dictionary has, one of them no catalog word as typed ("hayao miyazaki": "miyazaki" is one, "hayao" a typo of one)
+    strange = [(named[i] and len(t.key) >= MIN_LETTERS and not englishlike(t.key))
+               or (lower[i] and t.key not in known and t.key not in dictionary_words() and (
+                   (i > 0 and lower[i - 1] and _joined(question, tokens[i - 1], t))
+                   or (i + 1 < len(tokens) and lower[i + 1] and _joined(question, t, tokens[i + 1]))))
+               for i, t in enumerate(tokens)]
+    # two short capitalised words inside a sentence that no vocabulary has ("Soi Fon"): a name of short words
+    for i in range(1, len(tokens) - 1):
+        pair = (tokens[i], tokens[i + 1])
+        if all(free[j] and capital[j] and len(tokens[j].key) == MIN_LETTERS - 1 and tokens[j].key not in known
+               and not tokens[j].key.isdigit() for j in (i, i + 1)) and _joined(question, *pair) and not \
+                _sentence_start(question, tokens[i - 1], tokens[i]) and pair[0].key not in english_words():
+            foreign[i] = named[i] = named[i + 1] = True
     # "Studio Trigger": a type word typed with a capital that the catalog's names use ("Studio Ghibli") leads a name
     led = [free[i] and t.raw[:1].isupper() and not t.upper and t.key in _LEADING and t.key in known
            for i, t in enumerate(tokens)]
+    # a question typed in Title Case says nothing by its capitals ("Does Zorblax Show Up")
+    words = [t for k, t in enumerate(tokens) if t.key.isalpha() and not t.upper and k > 0
+             and not _sentence_start(question, tokens[k - 1], t)]
+    title_case = sum(t.raw[:1].isupper() for t in words) > len(words) / 2
     out: list[str] = []
+    for a, b in _in_slots(question, tokens, free):
+        span = question[tokens[a].start:tokens[b].start + len(tokens[b].raw)]
+        if span.lower() not in (s.lower() for s in out) and len(out) < MAX_UNKNOWN:
+            out.append(span)
+            for j in range(a, b + 1):
+                free[j] = False
     i = 0
     while i < len(tokens) and len(out) < MAX_UNKNOWN:
         a = b = i
@@ -193,6 +264,19 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
                 tokens[j].key not in known for j in range(a, b + 1)))))):
             i += 1
             continue
+        if foreign[i] and not title_case:
+            # a capitalised word inside a sentence before a name typed with capitals is more of it ("Violet
+            # Evergarden"), and one after it ("Tanktop Master", "Vinland Saga")
+            while (a > 1 and b - a + 1 < MAX_WORDS and not tokens[i].raw.islower() and free[a - 1]
+                   and tokens[a - 1].raw[:1].isupper() and not tokens[a - 1].upper and tokens[a - 1].key.isalpha()
+                   and tokens[a - 1].key not in CUES and tokens[a - 1].key not in _DETERMINERS
+                   and _joined(question, tokens[a - 1], tokens[a])
+                   and not _sentence_start(question, tokens[a - 2], tokens[a - 1])):
+                a -= 1
+            while (b + 1 < len(tokens) and b - a + 1 < MAX_WORDS and not tokens[i].raw.islower() and free[b + 1]
+                   and tokens[b + 1].raw[:1].isupper() and not tokens[b + 1].upper and tokens[b + 1].key.isalpha()
+                   and _joined(question, tokens[b], tokens[b + 1]) and tokens[b + 1].key not in _DETERMINERS):
+                b += 1
         b = _numbering(question, tokens, b)
         if b - a < MAX_WORDS:
             span = question[tokens[a].start:tokens[b].start + len(tokens[b].raw)]  # without a possessive 's

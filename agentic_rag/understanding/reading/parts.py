@@ -44,6 +44,12 @@ def _read_clauses(text: str, parts: list[tuple[int, int]], whole: Analysis, link
     def names(part: tuple[int, int]) -> list[LinkedMention]:
         return [m for m in linked if part[0] <= m.start < part[1]]
 
+    topic = _topic(text, linked)
+    if topic is not None and whole.filter is None:
+        read = _read_topic(text, topic, whole, linked, names, _read)
+        if read is not None:
+            return read
+
     totals = [p for p in parts[1:] if not names(p) and _TOTAL.search(text[p[0]:p[1]])]
     parts = [p for p in parts if p not in totals]
     a = _read_named(text, parts, whole, linked, names, _read)
@@ -91,6 +97,38 @@ def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked
         elif more.mentions and not _asked_in(more, a):
             a.more.append(more)  # (a part the readings before already ask, "... who did the art", is no more)
     return a
+
+
+def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]], whole: Analysis,
+                linked: list[LinkedMention], names: Callable[[tuple[int, int]], list[LinkedMention]],
+                _read: Callable[[str, EntityLinks | None], Analysis]) -> Analysis | None:
+    """Each part after a topic read with its own names, or else with the topic's and the topic's words ("the
+    anime" of "Bleach: ..."); a part no reading answers is said to be unanswered. None when no part reads."""
+    head, parts = topic
+    own = names(head)
+    reads: list[Analysis] = []
+    unread: list[str] = []
+    for part in parts[:MAX_PARTS]:
+        r = _read(_only(text, [part] if names(part) else [part, head]), EntityLinks(mentions=names(part) or own))
+        if names(part) and not (r.hops or r.attr):  # "Bleach: ... what year did Kubo's manga finish": his Bleach
+            r = _read(_only(text, [part, head]), EntityLinks(mentions=[*names(part), *own]))
+        if (r.hops or r.attr) and r.filter is None and r.mentions:
+            if not any(_same_ask(r, x) or (x.mentions == r.mentions and _asked_in(r, x)) for x in reads):
+                reads.append(r)  # ("... who wrote it and who did the art": the first part read both)
+        elif _says(text, part) and not (r.hops or r.attr):
+            unread.append(_words(text, part))
+    if len(reads) < 2 and not (reads and unread):
+        return None
+    head_read, *rest = reads
+    head_read.more = [*head_read.more, *rest]
+    head_read.unread = [*head_read.unread, *unread]
+    if len(parts) > MAX_PARTS:
+        head_read.parts = (MAX_PARTS, len(parts))
+    return head_read
+
+
+def _same_ask(a: Analysis, b: Analysis) -> bool:
+    return (a.mentions, a.hops, a.attr, a.also) == (b.mentions, b.hops, b.attr, b.also)
 
 
 def _asked_in(more: Analysis, a: Analysis) -> bool:
@@ -167,7 +205,7 @@ _BACK: dict[EntityType, str] = {"studio": "studio|company|animation studio", "pe
                                 "season|movie|film", "manga": "manga|comic", "character": "character|guy|girl"}
 
 
-_CLAUSE = re.compile(r"(?:,\s*(?:and|but|also)\s+|[,:]\s*(?=(?:who|whom|what|which|when|where|how)\b)|;\s*|\?\s+|"
+_CLAUSE = re.compile(r"(?:,\s*(?:and|but|also)\s+|[,:]\s*(?=(?:who|whom|what|which|when|where|how)\b)|;\s*|\?+\s+|"
                      r"\s+and\s+(?=(?:who|whom|what|which|when|where|how|is|are|was|were|did|does|do)\b))",
                      re.IGNORECASE)
 
@@ -190,6 +228,42 @@ _TELLS = re.compile(r"(?:list|name|tell|give|say|count)\b")
 _POINTS_BACK = re.compile(r"\b(?:he|she|him|his|her|it|its|they|them|their|those|these|that)\b")
 
 
+# words that join one question to the next after a "?" ("... yet? and which studio", "...? also who directed it")
+_CONNECTIVE = re.compile(r"^(?:(?:and|also|plus|btw|oh|then|so|but|&)\b[\s,]*)+", re.IGNORECASE)
+
+# a part that asks nothing: no question word, no verb that asks, no word that tells what to do ("evangelion tv
+# series:", "three things about FMAB:", "cowboy bebop question:")
+_ASKING = re.compile(r"\b(?:who|whom|whose|what|which|when|where|why|how|is|are|was|were|did|does|do|can|could|"
+                     r"has|have|had|list|name|tell|give|show|count|any)\b", re.IGNORECASE)
+# words that point at what a part before found, not at the topic: the parts are one chain
+_CHAINED = re.compile(r"\b(?:they|them|their|that|those|these|he|she|his|her|him|whom)\b", re.IGNORECASE)
+# the parts after a topic: every comma, ";" or question mark ends one ("episode count, director, and the year")
+_TOPIC_PARTS = re.compile(r"\s*(?:,(?!\s*or\b)|;|\?+)\s*(?:(?:and|also|plus|&)\s+)?|"
+                          r"\s+and\s+(?=(?:who|whom|what|which|when|where|how|is|are|was|were|did|does|do)\b)",
+                          re.IGNORECASE)
+
+
+def _topic(text: str, linked: list[LinkedMention]) -> tuple[tuple[int, int], list[tuple[int, int]]] | None:
+    """A message that names its topic first and then asks of it in parts ("evangelion tv series: who did the music,
+    and which studios produced it?"): the topic's span and the parts' spans; None when it has no such topic."""
+    colon = next((c for c in re.finditer(r"[:\u2014]|\s-\s", text)
+                  if not any(m.start <= c.start() < m.end for m in linked)), None)  # (not "Naruto: The Seventh ...")
+    if colon is None or not text[colon.end():].strip():
+        return None
+    head = (0, colon.start())
+    if _ASKING.search(text[:colon.start()]) or not any(m.start < colon.start() for m in linked):
+        return None
+    if _CHAINED.search(text[colon.end():]):
+        return None  # "jjk 0 movie - what manga is it adapted from and where did that run": one chain, read whole
+    parts, start = [], colon.end()
+    for cut in _TOPIC_PARTS.finditer(text, colon.end()):
+        parts.append((start, cut.start()))
+        start = cut.end()
+    parts.append((start, len(text)))
+    parts = [(a, b) for a, b in parts if re.search(r"\w", text[a:b])]
+    return (head, parts) if len(parts) >= 2 else None
+
+
 def _clauses(text: str) -> list[tuple[int, int]]:
     """The parts of a question that each ask something, split at ", and", ";" or "?" before a question word or a
     word that tells what to do ("list them"), and at a bare "," in a series that ends in ", and" ("A, B, and C")."""
@@ -207,6 +281,8 @@ def _clauses(text: str) -> list[tuple[int, int]]:
             out.append((start, m.start()))
             start = m.end()
             continue
+        if said.startswith("?") or said == ";":
+            rest = _CONNECTIVE.sub("", rest)  # "... finished yet? and which studio ...", "...? also who ..."
         # (a question word may follow its preposition: "..., and in which film is he the lead")
         if re.match(r"(?:(?:in|on|for|from|by|with|at)\s+(?=wh))?(?:who|whom|whose|what|which|when|where|how|is|are|"
                     r"was|were|did|does|do|can|could)\b", rest):

@@ -41,12 +41,27 @@ from agentic_rag.understanding.text import asking, tokenize
 ASKED = re.compile(
     r"\b(?:recommend\w*|recs?|suggest\w*|similar (?:to|ones?|anime|animes|shows?|series|movies?|films?|manga|mangas|"
     r"titles|stuff|vibes?)|(?:anything|something|any) similar|same (?:vibe|vibes|feel|energy|kind of|style)|"
-    r"in the same vein|along the same lines|more like|if (?:i|you) (?:liked?|loved?|enjoyed?)|"
+    r"similar (?:feel|feeling|tone|mood|premise|story|themes?)|with a similar|(?:same|that|this|my) (?:\w+ ){0,2}itch|"
+    r"in (?:the same|that|this|a similar) vein|in the vein of|along (?:the same|those|these) lines|more like|"
+    r"if (?:i|you) (?:liked?|loved?|enjoyed?)|"
     r"(?:any|some|something) good (?:anime|animes|shows?|series|movies?|films?|manga|mangas|to watch|to read)|"
     r"(?:watch|read)\b.{0,40}\b(?:just|equally) as \w+)\b", re.IGNORECASE)
 # what to watch or read next: a recommendation when some sentence also says what it should be like
 WHAT_NEXT = re.compile(r"\b(?:what|anything|something) (?:should|could|can|do|would) (?:i|we|you)\b.{0,20}\b"
                        r"(?:watch|read|check out|try)\b|\b(?:watch|read) next\b", re.IGNORECASE)
+# works of a kind asked for ("any psychological manga that's finished?", "another comedy manga", "anything else
+# from that studio"): a recommendation when the message also says whose works are meant or what the asker liked
+WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more)\b(?:[\s-]+(?!(?:did|does|do|has|"
+                    r"have|had|is|are|was|were)\b)[\w'-]+){0,3}?[\s-]+(?:anime|animes|manga|mangas|shows?|series|"
+                    r"movies?|films?|titles|else)\b", re.IGNORECASE)
+SAME_SOURCE = re.compile(r"\b(?:from|by) (?:the same|that|this|their|his|her) (?:studio|director|author|creator|"
+                         r"writer|mangaka|artist|team|people|staff|guy|person)\b|\bsame (?:studio|director|author|"
+                         r"creator|writer|mangaka|staff|people)\b", re.IGNORECASE)
+# ... but "which other anime did that director direct?", "did the composer score any other anime?" ask a fact
+CREDITED = re.compile(r"\b(?:did|does|do|has|have|had)\b.{0,40}\b(?:direct|score|compose|make|animate|write|draw|"
+                      r"produce|voice|work|create|illustrate)\w*", re.IGNORECASE)
+LIKED = re.compile(r"\b(?:lov(?:e|ed|ing)|adored?|enjoyed|(?:big |huge )?fan\b|fav\w*|favou?rite|scratched|"
+                   r"caught up|binged|obsessed|hooked)\b", re.IGNORECASE)
 # "like X" / "anime like it": a work compared to, not "what is X like" or "I'd like to know"
 LIKE = re.compile(r"\b(?:like|liek|lik|as good as|similar to|same as)\s*$", re.IGNORECASE)
 LIKE_IT = re.compile(r"\b(?:anime|animes|shows?|series|movies?|films?|manga|mangas|something|anything|ones?|stuff|"
@@ -56,7 +71,8 @@ NOT_A_LIKE = re.compile(r"\b(?:what|how) (?:is|was|are|were) \S.{0,60}\blike\b|\
                         re.IGNORECASE)
 # a name after these is not wanted; "X doesn't count" / "X is out" after it
 NEGATED_BEFORE = re.compile(r"\b(?:not|no|no more|nothing|none of|anything but|without|never|except|besides|"
-                            r"other than|apart from|excluding|minus)\s+(?:(?:the|a|an|more|any)\s+)*$",
+                            r"other than|apart from|outside of|excluding|minus|(?:is|are|was|were)\s*n'?o?t|"
+                            r"isnt|arent|wasnt|werent)\s+(?:(?:the|a|an|more|any)\s+)*$",
                             re.IGNORECASE)
 NEGATED_AFTER = re.compile(r"^\W*(?:stuff|related|things?|series|franchise|anime|manga)?\s*"
                            r"(?:(?:does|do|did)\s*n'?o?t|dont|doesnt|doesn't|don't)\s+count|^\W*(?:is|are)\s+out\b",
@@ -67,7 +83,8 @@ DONE = re.compile(r"\b(?:just |already |recently )?(?:finished|completed|watched
 NOT_MOVIE = re.compile(r"\b(?:not|no|non|nothing)[- ](?:a |an |the |any )?(?:movies?|films?)\b", re.IGNORECASE)
 MOVIE = re.compile(r"\b(?:movies?|films?)\b", re.IGNORECASE)
 TV = re.compile(r"\b(?:tv|series)\b", re.IGNORECASE)
-FINISHED = re.compile(r"\b(?:finished|completed|complete|ended|already over|done airing)\b", re.IGNORECASE)
+FINISHED = re.compile(r"\b(?:finished|completed|complete|ended|already over|(?:done|finished|over|stopped) airing|"
+                      r"done)\b", re.IGNORECASE)
 RUNNING = re.compile(r"\b(?:ongoing|still (?:airing|running|going)|currently airing|airing now)\b", re.IGNORECASE)
 SHORT = re.compile(r"\b(?:short|quick|not too long|not long|few episodes)\b", re.IGNORECASE)
 # types the catalog does not hold, as a person names them (singular and plural)
@@ -100,6 +117,9 @@ def _asks_recommendation(question: str, linked: list[LinkedMention]) -> bool:
     who directed it?") asks for nothing."""
     asked = [question[a:b] for a, b in asking(question)] or [question]
     if any(_cue(part, question, linked) for part in asked):
+        return True
+    if any(WANTED.search(part) and not CREDITED.search(part) for part in asked) and (
+            SAME_SOURCE.search(question) or LIKED.search(question) or any(_negated(question, m) for m in linked)):
         return True
     return any(WHAT_NEXT.search(part) for part in asked) and _cue(question, question, linked)
 
@@ -175,7 +195,7 @@ def _facts(text: str, asked: str, r: Recommend) -> str:
     if asked == "anime":
         r.formats = _formats(text) or r.formats
     r.short = bool(SHORT.search(text))
-    if r.finished is None and (RUNNING.search(text) or FINISHED.search(text)):
+    if RUNNING.search(text) or FINISHED.search(text):  # "done airing": finished, whatever "airing" alone read as
         r.finished = not RUNNING.search(text)
     return found.words if found else text
 
@@ -222,6 +242,8 @@ def read_recommendation(question: str, links: EntityLinks | None,
         a = rest  # "the studio that animated X": its works are the examples
         a.intent = "recommend"
         a.attr, a.also, a.filter, a.more = None, [], None, []
+        # "anything else from the studio of X": X itself is not a pick
+        a.exclude |= {c.entity.id for m in kept if _works(m) for c in m.candidates}
     elif rest is not None:
         # every name kept is an example ("like X and Y"), not only the one a question would be about
         tokens = tokenize(question)

@@ -90,3 +90,17 @@ async def test_manga_like_an_anime_by_the_wish_alone_too(pool: Pool, vector: Qdr
     assert "Chainsaw Man" not in {r["name"] for r in rows}, "the same story in print is no recommendation"
     wished = await _similar(pool, vector, entity_type="anime", query="pirates sailing the sea for treasure")
     assert wished and wished[0]["name"].startswith("One Piece"), [r["name"] for r in wished]
+
+
+async def test_genres_a_wish_names_are_what_every_pick_has(pool: Pool, vector: QdrantExecutor) -> None:
+    """The catalog's own genres, read from the wish's words and word pairs ("dark fantasy" is dark_fantasy); words
+    that are no genre ("quiet", "manga") change nothing."""
+    async with pool.acquire() as conn:
+        eva = await _id(conn, "anime", "Neon Genesis Evangelion")
+    rows = await _similar(pool, vector, entity_type="manga", like=[EntityRef(entity_type="anime", id=eva)],
+                          query="psychological manga")
+    assert rows and all("psychological" in r["genres"] for r in rows), rows
+    rows = await _similar(pool, vector, entity_type="manga", query="a quiet dark fantasy please", limit=8)
+    assert rows and all("dark_fantasy" in r["genres"] for r in rows), rows
+    plain = await _similar(pool, vector, entity_type="manga", query="quiet and slow", limit=8)
+    assert plain and not all("dark_fantasy" in r["genres"] for r in plain)

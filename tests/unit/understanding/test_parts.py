@@ -103,3 +103,31 @@ def test_long_runs_of_blanks_split_in_linear_time() -> None:
         assert [text[a:b].strip() for a, b in sentences(text)] == [
             "how many episodes does it have", "and i was wondering who directed it"]
     assert time.perf_counter() - started < 5.0  # microseconds each; the backtracking form took hours here
+
+
+def test_a_topic_named_first_is_what_every_part_after_it_asks_of() -> None:
+    q = "trigun tv series: who did the music, and which studio produced it?"
+    a = read(q, links(q, ("trigun", TRIGUN)))
+    asked = [(x.mentions, x.hops[0].edges if x.hops else x.attr) for x in (a, *a.more)]
+    assert asked == [(["trigun"], ("staff",)), (["trigun"], ("animated_by",))]
+    # a list of what is asked after the topic: each item a part
+    q = "three things about trigun: episode count, director, and the year it started?"
+    a = read(q, links(q, ("trigun", TRIGUN)))
+    assert {x.attr for x in (a, *a.more)} >= {"episode_count", "year"}
+    assert any(x.hops and x.hops[0].edges == ("staff",) for x in (a, *a.more))
+
+
+def test_a_colon_inside_a_title_or_parts_that_chain_are_no_topic() -> None:
+    film = [cand("anime", "Trigun: Badlands Rumble", 4, 2010)]
+    q = "Trigun: Badlands Rumble vs cowboy bebop, which is longer?"
+    a = read(q, links(q, ("Trigun: Badlands Rumble", film), ("cowboy bebop", BEBOP)))
+    assert a.intent == "compare"
+    # "that" points at what the part before found: one chain, not two parts asked of the topic
+    q = "trigun anime - what manga is it adapted from and where did that run"
+    a = read(q, links(q, ("trigun", TRIGUN)))
+    assert not a.more
+
+
+def test_a_connective_after_a_question_mark_starts_a_part() -> None:
+    assert parts("is trigun finished? also who directed it") == ["is trigun finished", "also who directed it"]
+    assert parts("is trigun finished?? and which studio made it") == ["is trigun finished", "and which studio made it"]

@@ -82,3 +82,35 @@ def test_a_type_the_catalog_does_not_hold_is_said() -> None:
 def test_questions_that_ask_for_facts_are_no_recommendations(question: str) -> None:
     a = read(question, links(question, ("Mushishi", work("Mushishi"))))
     assert a.recommend is None and a.intent != "recommend"
+
+
+@pytest.mark.parametrize("question", [
+    "loved Mushishi, anything else from that studio? tv only",
+    "need a finished horror manga in the vein of Mushishi",
+    "Mushishi scratched my slow folklore itch, got anything older in that vein?",
+    "Mushishi fan here. any psychological manga that's finished?",
+    "caught up on Mushishi and want another iyashikei manga",
+    "any quiet anime movies from before 2005 that aren't Mushishi?",
+])
+def test_works_of_a_kind_asked_for_beside_a_liked_or_left_out_title_are_recommendations(question: str) -> None:
+    a = read(question, links(question, ("Mushishi", work("Mushishi"))))
+    assert a.recommend is not None and a.intent == "recommend"
+
+
+def test_a_title_after_aren_t_or_outside_of_is_left_out_and_done_airing_means_finished() -> None:
+    q = "any quiet anime movies that aren't Mushishi?"
+    mushishi = work("Mushishi")
+    a = read(q, links(q, ("Mushishi", mushishi)))
+    assert {c.entity.id for c in mushishi} <= a.exclude
+    q = "something like Mushishi that's done airing"
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and r.finished is True
+
+
+@pytest.mark.parametrize("question", [
+    "which other anime did that same director of Mushishi direct?",
+    "who composed Mushishi's music, and did that composer score any other anime?",
+])
+def test_asking_what_else_someone_made_is_a_fact_even_with_other_anime(question: str) -> None:
+    a = read(question, links(question, ("Mushishi", work("Mushishi"))))
+    assert a.recommend is None

@@ -97,3 +97,22 @@ def test_a_type_word_the_catalog_names_use_leads_a_name() -> None:
     assert _unknown("which Studio made naruto", ["naruto"], known=("studio",)) == []
     # a type word no catalog name uses leads nothing
     assert _unknown("Manga Recommendations for naruto fans", ["naruto"]) == []
+
+
+def test_a_phrase_where_a_name_goes_is_a_name_though_every_word_is_english() -> None:
+    assert _unknown("was trigun animated by kyoto animation or by madhouse?", ["trigun", "madhouse"]) == [
+        "kyoto animation"]
+    assert _unknown("how does tokyo revengers compare to trigun", ["trigun"]) == ["tokyo revengers"]
+    # a pointing word, a number or a cue word there is no name
+    assert _unknown("trigun was made by two studios, which ones?", ["trigun"]) == []
+    assert _unknown("which anime were animated by the same studio as trigun", ["trigun"]) == []
+
+
+def test_names_typed_short_lower_or_with_an_english_word_after_them() -> None:
+    assert _unknown("how does reze know vash", ["vash"]) == ["reze"]  # four letters, lower case, beside a name
+    assert _unknown("whats the deal between Vash and Soi Fon", ["Vash"]) == ["Soi Fon"]
+    assert _unknown("in trigun, does Vash beat up Tanktop Master?", ["trigun", "Vash"]) == ["Tanktop Master"]
+    # two lower-case words no dictionary has, one a catalog word and one not: a name ("hayao miyazaki")
+    assert _unknown("did hayao miyazaki work on trigun", ["trigun"], known=("miyazaki",)) == ["hayao miyazaki"]
+    # chat is no name
+    assert _unknown("trigun total eps incl the ova lmao", ["trigun"]) == []
