@@ -17,7 +17,14 @@ from __future__ import annotations
 from collections.abc import Callable
 from typing import Any
 
-from agentic_rag.protocol import Clarification, ClarificationChoice, EntityLinks, EntityRef, LinkCandidate
+from agentic_rag.protocol import (
+    Clarification,
+    ClarificationChoice,
+    EntityLinks,
+    EntityRef,
+    LinkCandidate,
+    LinkedMention,
+)
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.reading import Analysis
 from agentic_rag.understanding.linker import SEASON_SUFFIX
@@ -63,12 +70,24 @@ def clarification(a: Analysis, links: EntityLinks) -> tuple[Clarification, str] 
         # a franchise named after its first work is not another reading of the name ("Cowboy Bebop")
         works = {c.name for c in strong if c.entity.entity_type != "franchise"}
         strong = [c for c in strong if c.entity.entity_type != "franchise" or c.name not in works]
-        if len({c.entity.id for c in strong}) < 2:
+        if len({c.entity.id for c in strong}) < 2 or _context_only(a, links, m, strong):
             continue
         choices = [ClarificationChoice(label=_label(c), entity=c.entity) for c in strong[:MAX_CHOICES]]
         return Clarification(question=f"Which {m.text!r} do you mean?"[:_QUESTION], choices=choices), m.text
     return None
 
+
+
+def _context_only(a: Analysis, links: EntityLinks, m: LinkedMention, strong: list[LinkCandidate]) -> bool:
+    """Whether ``m`` is only where the question's subject is: one title's anime and manga, named beside a character
+    or a person the question asks about ("what is Light Yagami trying to do with the Death Note?"); what is asked of
+    the character is the same in either form of the story."""
+    if not a.explain or a.hops or a.attr is not None:
+        return False  # (a relation or a value asked of the title: "the director of X" is the anime's)
+    if {c.entity.entity_type for c in strong} - {"anime", "manga"} or len({c.name for c in strong}) > 1:
+        return False
+    return any(x is not m and x.candidates and x.candidates[0].entity.entity_type in ("character", "person")
+               for x in links.mentions)
 
 
 def readings_to_weigh(a: Analysis, asked: Clarification) -> list[EntityRef]:

@@ -33,3 +33,21 @@ def test_the_same_answer_for_every_reading_makes_the_question_needless() -> None
     year = Analysis(intent="attribute", mentions=["zorb"], attr="year")
     assert same_answer(year, [{"year": 2015}, {"year": 2015}], 2)
     assert not same_answer(year, [{"year": 2012}, {"year": 2015}], 2)
+
+
+def test_a_title_only_where_a_character_asked_about_is_needs_no_question() -> None:
+    from agentic_rag.orchestrator.clarify import clarification
+    from tests.unit.understanding.test_reading import cand, links
+
+    q = "why does Zorbo keep the notebook in Zorb?"
+    title = [cand("anime", "Zorb", year=2006), cand("manga", "Zorb", year=2003)]
+    linked = links(q, ("Zorbo", [cand("character", "Zorbo")]), ("Zorb", title))
+    why = Analysis(intent="lookup", mentions=["Zorb"], types={"Zorb": ("anime", "manga")}, explain=q)
+    assert clarification(why, linked) is None
+    # a value asked of the title itself, or no character beside it: which one is meant matters
+    episodes = Analysis(intent="attribute", mentions=["Zorb"], types={"Zorb": ("anime", "manga")}, attr="year",
+                        explain=q)
+    assert clarification(episodes, linked) is not None
+    alone = links("why is Zorb so dark?", ("Zorb", title))
+    assert clarification(Analysis(intent="lookup", mentions=["Zorb"], types={"Zorb": ("anime", "manga")},
+                                  explain="why is Zorb so dark?"), alone) is not None
