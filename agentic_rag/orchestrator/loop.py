@@ -445,6 +445,7 @@ class RunContext:
             chosen, mention = followed
         if s.links is None:
             await self._link()
+            self._pin()
         if s.reading is None:  # linking failed: the words are read all the same
             s.reading = read(s.question, None)
         if s.rewrite is None:
@@ -520,12 +521,26 @@ class RunContext:
         if f.ask is not None:
             return clarifying(s, Clarification(question=f.ask[:SHORT_TEXT_MAX], choices=[]))
         if f.changed:
-            s.question, s.links, s.reading = f.text[:QUESTION_MAX], None, None
+            s.question, s.links, s.reading, s.pinned = f.text[:QUESTION_MAX], None, None, f.pinned
         last = s.conversation.last()
         if f.choice is not None and last is not None:
             picked = last.choices[f.choice]
             return ClarificationChoice(label=picked.name, entity=picked.ref), f.mention
         return None, None
+
+    def _pin(self) -> None:
+        """A name the follow-up's restatement spelled out links to the one entity the conversation meant by it
+        (when linking found it among the name's readings): no clarification between readings already settled."""
+        s = self.s
+        if not s.pinned or s.links is None:
+            return
+        mentions = []
+        for m in s.links.mentions:
+            ref = s.pinned.get(m.text)
+            kept = [c for c in m.candidates if ref is not None and c.entity.id == ref.id]
+            mentions.append(m.model_copy(update={"candidates": kept}) if kept else m)
+        s.links = s.links.model_copy(update={"mentions": mentions})
+        s.reading = read(s.question, s.links)
 
     async def _needless(self, asked: Clarification, mention: str) -> bool:
         """Whether a clarification's readings all answer the question alike ("is death note finished?": the anime

@@ -21,6 +21,7 @@ from agentic_rag.protocol import (
     Clarification,
     DraftAnswer,
     EntityLinks,
+    EntityRef,
     Evidence,
     GraphIntent,
     Mode,
@@ -165,6 +166,8 @@ class RunState:
     image: AttachedImage | None = None  # the image attached to the question, searched with every meaning search
     conversation: ConversationContext | None = None  # the earlier turns, when the question is a follow-up
     asked_mention: str | None = None  # the ambiguous name a clarification asked about
+    # names a follow-up's restatement spelled out, each the entity the conversation meant (its linking is narrowed)
+    pinned: dict[str, EntityRef] = field(default_factory=dict)
     started: float = field(default_factory=time.perf_counter)
     links: EntityLinks | None = None  # the names the question mentions (entity linking, before any model)
     reading: Analysis | None = None  # what its words ask: read once, after linking, and handed to every role

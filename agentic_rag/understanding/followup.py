@@ -34,7 +34,7 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from agentic_rag.protocol import EntityLinks, LinkedMention
+from agentic_rag.protocol import EntityLinks, EntityRef, LinkedMention
 from agentic_rag.protocol.conversation import ConversationContext, Named, PastTurn
 from agentic_rag.protocol.reading import Analysis
 from agentic_rag.protocol.vocabulary import EntityType
@@ -123,6 +123,9 @@ class Followup:
     choice: int | None = None  # the last turn's clarification choice the reply picked
     mention: str | None = None  # ... and the ambiguous name it was asked about
     ask: str | None = None  # nothing in the conversation fits what the reply points at: ask this instead
+    # the names the restatement spelled out, each the one entity the conversation meant by it ("is it finished?"
+    # after the Bleach manga was talked about is the manga's question, not a new choice between its readings)
+    pinned: dict[str, EntityRef] = field(default_factory=dict)
 
     @property
     def changed(self) -> bool:
@@ -244,12 +247,24 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
         return None
     asked = _asked_kinds(body)
     text, how, shift = body, [], 0
+    pinned: dict[str, EntityRef] = {}
     before: list[Named] = []
     for p in points:
         narrowed = tuple(k for k in p.kinds if k in asked) if asked else p.kinds
         if narrowed:
             p.kinds = narrowed
         # a later pointing word of the same reply points where the first did ("the first one, who directed that?")
+        # a pronoun after a name of its kind in the same reply points at that name ("i mean misa amane, who is
+        # she", "no i meant the movie, jjk 0. who directed it?")
+        inside = None if p.place is not None or p.form is not None else next(
+            (m for m in reversed(mentions) if m.end <= p.start and m.candidates
+             and m.candidates[0].entity.entity_type in p.kinds), None)
+        if inside is not None:
+            said = f"{inside.text}'s" if p.possessive else inside.text
+            text = text[:p.start + shift] + said + text[p.end + shift:]
+            shift += len(said) - (p.end - p.start)
+            how.append(f"{p.said!r} -> {inside.text} (named in the reply)")
+            continue
         names = before if before and p.place is None and all(n.ref.entity_type in p.kinds for n in before) \
             else _referents(p, context)
         before = before or names
@@ -258,12 +273,14 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
         said = _joined([n.name for n in names])
         if p.form is not None:
             said = f"the {names[0].name} {p.form}"
+        elif len(names) == 1 and not p.plural:  # ("all of them" meant one name: which reading is not settled)
+            pinned[names[0].name] = names[0].ref
         if p.possessive:
             said = f"{said}'" if said.endswith("s") and len(names) > 1 else f"{said}'s"
         text = text[:p.start + shift] + said + text[p.end + shift:]
         shift += len(said) - (p.end - p.start)
         how.append(f"{p.said!r} -> {_joined([n.name for n in names])}")
-    return Followup(_tidy(text), how)
+    return Followup(_tidy(text), how, pinned=pinned)
 
 
 def _referents(p: _Point, context: ConversationContext) -> list[Named]:

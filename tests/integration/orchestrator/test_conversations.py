@@ -207,3 +207,12 @@ async def test_two_replicas_take_turns_on_one_conversation(orchestrator: Orchest
         assert kept.turns[3].standalone == "how many episodes of Death Note manga?"
     finally:
         await pool.close()
+
+
+async def test_it_after_a_settled_reading_asks_no_clarification_again(orchestrator: Orchestrator) -> None:
+    """"the Bleach manga" settles which Bleach; "is it still going?" is that manga's question, not a new choice."""
+    first = await orchestrator.run("how many volumes does the bleach manga have?", tenant="conv")
+    assert "74" in first.response.answer
+    it = await orchestrator.run("when did it end?", tenant="conv", conversation_id=first.conversation_id)
+    assert it.response.status == "answered", it.response.answer
+    assert "2016" in it.response.answer

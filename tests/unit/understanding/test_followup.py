@@ -138,3 +138,17 @@ def test_a_type_switch_drops_the_form_the_last_question_said() -> None:
         == "what year did the Death Note manga start airing"
     last = turn("is the one piece anime still airing?", subjects=(named("One Piece", "anime", "one piece"),))
     assert resolve("and the manga?", None, context(last), read).text == "is the one piece manga still airing?"
+
+
+def test_a_name_spelled_out_for_a_pointing_word_is_the_entity_the_conversation_meant() -> None:
+    f = resolve("is it finished?", None, context(DIRECTED), read)
+    assert f.pinned == {"Death Note": DEATH_NOTE.ref}
+    # "all of them" spelled out as one name settles no reading
+    assert not resolve("who directed all of them?", None, context(DIRECTED), read).pinned
+
+
+def test_a_pronoun_after_a_name_of_its_kind_in_the_reply_is_that_name() -> None:
+    q = "no, I meant the movie, Zorb Zero. who directed it?"
+    zorb = named("Zorb Zero", "anime")
+    f = resolve(q, mention(q, "Zorb Zero", zorb), context(DIRECTED), read)
+    assert f.text.endswith("who directed Zorb Zero?") and "named in the reply" in f.how[-1]
