@@ -39,7 +39,8 @@ from agentic_rag.understanding.text import asking, tokenize
 # Words that ask for recommendations ("other anime", "anything else" do not: "what other anime did X direct" asks
 # for facts, the works of a person or a studio)
 ASKED = re.compile(
-    r"\b(?:recommend\w*|recs?|suggest\w*|similar (?:to|ones?|anime|animes|shows?|series|movies?|films?|manga|mangas|"
+    r"\b(?:re(?:c|cc)om+e?nd\w*|recs?|suggest\w*|(?:with|has|having|got) (?:a|an|that|the same) .{0,40}?"
+    r"\b(?:feel|vibes?|energy|atmosphere)\b|similar (?:to|ones?|anime|animes|shows?|series|movies?|films?|manga|mangas|"
     r"titles|stuff|vibes?)|(?:anything|something|any) similar|same (?:vibe|vibes|feel|energy|kind of|style)|"
     r"similar (?:feel|feeling|tone|mood|premise|story|themes?)|with a similar|(?:same|that|this|my) (?:\w+ ){0,2}itch|"
     r"in (?:the same|that|this|a similar) vein|in the vein of|along (?:the same|those|these) lines|more like|"
@@ -54,6 +55,9 @@ WHAT_NEXT = re.compile(r"\b(?:what|anything|something) (?:should|could|can|do|wo
 WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more)\b(?:[\s-]+(?!(?:did|does|do|has|"
                     r"have|had|is|are|was|were)\b)[\w'-]+){0,3}?[\s-]+(?:anime|animes|manga|mangas|shows?|series|"
                     r"movies?|films?|titles|else)\b", re.IGNORECASE)
+ANOTHER = re.compile(r"\b(?:want|wanna|need|looking for|look for|give me|get me|show me|find me|craving)\s+"
+                     r"(?:\w+\s+){0,2}?another\b(?:[\s-]+[\w'-]+){0,3}?[\s-]+(?:anime|animes|manga|mangas|shows?|series|"
+                     r"movies?|films?|titles)\b", re.IGNORECASE)
 SAME_SOURCE = re.compile(r"\b(?:from|by) (?:the same|that|this|their|his|her) (?:studio|director|author|creator|"
                          r"writer|mangaka|artist|team|people|staff|guy|person)\b|\bsame (?:studio|director|author|"
                          r"creator|writer|mangaka|staff|people)\b", re.IGNORECASE)
@@ -80,6 +84,7 @@ NEGATED_AFTER = re.compile(r"^\W*(?:stuff|related|things?|series|franchise|anime
 # the asker's own act: "finished X", "just finished the ...", "rewatching X" (not a wish that the pick be finished)
 DONE = re.compile(r"\b(?:just |already |recently )?(?:finished|completed|watched|read|binged|rewatching|rewatched|"
                   r"watching|reading)\s+(?P<object>(?:(?:the|all|all of|it|watching|reading)\b\s*)*)", re.IGNORECASE)
+AFTER = re.compile(r"\b(?:(?:watch|read|try|check out|start)\s+(?:next\s+)?)?after\b", re.IGNORECASE)
 NOT_MOVIE = re.compile(r"\b(?:not|no|non|nothing)[- ](?:a |an |the |any )?(?:movies?|films?)\b", re.IGNORECASE)
 MOVIE = re.compile(r"\b(?:movies?|films?)\b", re.IGNORECASE)
 TV = re.compile(r"\b(?:tv|series)\b", re.IGNORECASE)
@@ -88,7 +93,7 @@ FINISHED = re.compile(r"\b(?:finished|completed|complete|ended|already over|(?:d
 RUNNING = re.compile(r"\b(?:ongoing|still (?:airing|running|going)|currently airing|airing now)\b", re.IGNORECASE)
 SHORT = re.compile(r"\b(?:short|quick|not too long|not long|few episodes)\b", re.IGNORECASE)
 # types the catalog does not hold, as a person names them (singular and plural)
-LACKING = re.compile(r"\b(?P<t>light novels?|novels?|books?|video games?|games?|dramas?|k-?dramas?|webtoons?|"
+LACKING = re.compile(r"\b(?P<t>light novels?|novels?|books?|video games?|games?|dramas|k-?dramas?|webtoons?|"
                      r"manhwas?|manhuas?|live[- ]action (?:shows?|movies?|films?|series)|tv dramas?)\b",
                      re.IGNORECASE)
 MANGA_WORDS = frozenset(("manga", "mangas", "read", "reading", "comic", "comics"))
@@ -118,6 +123,8 @@ def _asks_recommendation(question: str, linked: list[LinkedMention]) -> bool:
     asked = [question[a:b] for a, b in asking(question)] or [question]
     if any(_cue(part, question, linked) for part in asked):
         return True
+    if any(ANOTHER.search(part) and not CREDITED.search(part) for part in asked):
+        return True  # "need another adventure manga from weekly shonen jump": wanting more of a kind
     if any(WANTED.search(part) and not CREDITED.search(part) for part in asked) and (
             SAME_SOURCE.search(question) or LIKED.search(question) or any(_negated(question, m) for m in linked)):
         return True
@@ -236,7 +243,9 @@ def read_recommendation(question: str, links: EntityLinks | None,
         r.lacking = lacking.group("t").lower()
     r.wish = _wish(_facts(text, r.entity_type, r))
     r.limit = _picks(question)
-    rest = read(question, EntityLinks(mentions=kept)) if kept else None
+    # "what should I watch after X": X is what was watched, not one whose sequel is meant
+    asked = _without(question, [x.span() for x in AFTER.finditer(question)])
+    rest = read(asked, EntityLinks(mentions=kept)) if kept else None
     a = Analysis(intent="recommend", mentions=[])
     if rest is not None and rest.hops and hop_range(rest.hops[-1].edges) in ("studio", "person"):
         a = rest  # "the studio that animated X": its works are the examples

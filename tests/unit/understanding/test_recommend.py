@@ -91,6 +91,9 @@ def test_questions_that_ask_for_facts_are_no_recommendations(question: str) -> N
     "Mushishi fan here. any psychological manga that's finished?",
     "caught up on Mushishi and want another iyashikei manga",
     "any quiet anime movies from before 2005 that aren't Mushishi?",
+    "anything with a Mushishi feel? slow, with real drama to it",
+    "Mushishi was amazing!! recomend me something finished",
+    "Mushishi is over for me. need another folklore manga that's still running",
 ])
 def test_works_of_a_kind_asked_for_beside_a_liked_or_left_out_title_are_recommendations(question: str) -> None:
     a = read(question, links(question, ("Mushishi", work("Mushishi"))))
@@ -110,7 +113,18 @@ def test_a_title_after_aren_t_or_outside_of_is_left_out_and_done_airing_means_fi
 @pytest.mark.parametrize("question", [
     "which other anime did that same director of Mushishi direct?",
     "who composed Mushishi's music, and did that composer score any other anime?",
+    "Mushishi was great, was there another movie that follows it?",
+    "the composer of Mushishi also did music for another show right? which one",
 ])
 def test_asking_what_else_someone_made_is_a_fact_even_with_other_anime(question: str) -> None:
     a = read(question, links(question, ("Mushishi", work("Mushishi"))))
     assert a.recommend is None
+
+
+def test_what_to_watch_after_a_title_is_no_sequel_of_it_and_drama_is_a_wish() -> None:
+    q = "what should I watch after Mushishi if I want another finished TV series from the same studio?"
+    a = read(q, links(q, ("Mushishi", work("Mushishi"))))
+    assert a.recommend is not None and not any(h.edges == ("sequel",) for h in a.hops)
+    q = "anything with a Mushishi feel? slow, with real drama to it"
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and r.lacking is None and "drama" in r.wish
