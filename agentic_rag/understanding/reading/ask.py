@@ -77,6 +77,12 @@ def _ask(w: _Words, anchor_types: set[EntityType], after_anchor: frozenset[str] 
          every_type: frozenset[EntityType] = frozenset()) -> _Ask | None:
     words = f"{w.text} {' '.join(w.typed)}"
     framed = (w.set | w.typed) & {"season", "seasons", "series", "films", "movies", "film", "movie", "entries", "tv"}
+    if framed - {"season", "seasons"} and not framed & {"season", "seasons"} and C.LISTED_IN_ORDER.search(w.text) \
+            and not C.HOW_MANY.search(w.text):
+        # "name the MHA movies oldest first", "the bleach movies in release order": all of them, in order (the
+        # franchise's works are listed by year), not the first alone; seasons in order are the sequel chain's
+        fmt = next((_FORMATS[x] for x in (*w.keys, *w.typed) if x in _FORMATS), None)
+        return _Ask([], "franchise_works", fmt=fmt or ("tv" if "season" in words else None), domain=("franchise",))
     if (rank := superlative(words, "anime")) is not None and framed and not C.LAST_SEASON.search(w.text) and not \
             C.HOW_MANY.search(w.text.replace(" episode count", " ")):
         # "which dragon ball tv series has the most episodes": the extreme among the franchise's works

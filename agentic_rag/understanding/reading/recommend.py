@@ -78,6 +78,7 @@ NEGATED_BEFORE = re.compile(r"\b(?:not|no|no more|nothing|none of|anything but|w
                             r"other than|apart from|outside of|excluding|minus|(?:is|are|was|were)\s*n'?o?t|"
                             r"isnt|arent|wasnt|werent)\s+(?:(?:the|a|an|more|any)\s+)*$",
                             re.IGNORECASE)
+ELSE = re.compile(r"\b(?:else|other|another|different)\b", re.IGNORECASE)
 NEGATED_AFTER = re.compile(r"^\W*(?:stuff|related|things?|series|franchise|anime|manga)?\s*"
                            r"(?:(?:does|do|did)\s*n'?o?t|dont|doesnt|doesn't|don't)\s+count|^\W*(?:is|are)\s+out\b",
                            re.IGNORECASE)
@@ -251,8 +252,10 @@ def read_recommendation(question: str, links: EntityLinks | None,
         a = rest  # "the studio that animated X": its works are the examples
         a.intent = "recommend"
         a.attr, a.also, a.filter, a.more = None, [], None, []
-        # "anything else from the studio of X": X itself is not a pick
-        a.exclude |= {c.entity.id for m in kept if _works(m) for c in m.candidates}
+        # "anything else from the studio of X": X (and its franchise) is not a pick; "any good films from the studio
+        # behind X" may well be X's own film
+        if ELSE.search(question):
+            a.exclude |= {c.entity.id for m in kept if _works(m) for c in m.candidates}
     elif rest is not None:
         # every name kept is an example ("like X and Y"), not only the one a question would be about
         tokens = tokenize(question)

@@ -855,3 +855,21 @@ def test_a_third_part_about_the_same_name_is_one_more_reading() -> None:
     q = "aot before the fall manga: who wrote it and who did the art"
     a = read(q, links(q, ("aot before the fall", [cand("manga", "Attack on Titan: Before the Fall")])))
     assert not a.more
+
+
+@pytest.mark.parametrize("question", [
+    "name the zorb movies oldest first",
+    "which zorb films are there, oldest to newest?",
+    "list the zorb movies in release order",
+    "the zorb tv series in the order they aired",
+])
+def test_works_asked_in_an_order_are_all_listed_not_the_first_alone(question: str) -> None:
+    a = read(question, links(question, ("zorb", work("zorb"))))
+    assert a.attr == "franchise_works" and a.rank is None
+
+
+def test_the_oldest_alone_is_still_a_superlative_and_seasons_in_order_the_sequel_chain() -> None:
+    q = "what is the oldest zorb movie"
+    assert read(q, links(q, ("zorb", work("zorb")))).rank == ("year", "asc")
+    q = "list the zorb seasons in order"
+    assert read(q, links(q, ("zorb", work("zorb")))).attr != "franchise_works"
