@@ -151,10 +151,11 @@ HOW_MANY = re.compile(r"\b(?:how many|how much|number of|count of|count the|coun
 HOW_MANY_OF_A_WORK = re.compile(r"\bhow (?:many|much) (?:episodes|eps|volumes|vols|chapters)\b")
 HOW_LONG = re.compile(r"\bhow long\b")
 # an order asked of a list of works: every one of them, not the first alone ("oldest first", "in release order")
-LISTED_IN_ORDER = re.compile(r"\b(?:oldest|earliest|newest|latest) (?:first|to (?:the )?(?:newest|latest|oldest|earliest))\b|"
-                      r"\bin (?:release|airing|chronological|broadcast|publication|the right|watch) order\b|"
-                      r"\bin order(?: of (?:release|airing))?\b|\bin the order (?:they|it) (?:aired|came out|were "
-                      r"released|released|came)\b|\bchronologically\b")
+LISTED_IN_ORDER = re.compile(r"\b(?:oldest|earliest|newest|latest) (?:first|to (?:the )?(?:newest|latest|oldest|"
+                             r"earliest))\b|"
+                             r"\bin (?:release|airing|chronological|broadcast|publication|the right|watch) order\b|"
+                             r"\bin order(?: of (?:release|airing))?\b|\bin the order (?:they|it) (?:aired|came out|were "
+                             r"released|released|came)\b|\bchronologically\b")
 FIRST_EPISODE = re.compile(r"\b(?:first episode|episode (?:1|one)|pilot)\b")
 EPISODE_N = re.compile(r"\b(?:episode|ep|eps) (?P<n>\d{1,4})\b")
 GENRES = words("genre genres tagged tags category categories")
