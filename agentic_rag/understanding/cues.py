@@ -154,8 +154,9 @@ HOW_LONG = re.compile(r"\bhow long\b")
 LISTED_IN_ORDER = re.compile(r"\b(?:oldest|earliest|newest|latest) (?:first|to (?:the )?(?:newest|latest|oldest|"
                              r"earliest))\b|"
                              r"\bin (?:release|airing|chronological|broadcast|publication|the right|watch) order\b|"
-                             r"\bin order(?: of (?:release|airing))?\b|\bin the order (?:they|it) (?:aired|came out|were "
-                             r"released|released|came)\b|\bchronologically\b")
+                             r"\bin order(?: of (?:release|airing))?\b|"
+                             r"\bin the order (?:they|it) (?:aired|came out|were released|released|came)\b|"
+                             r"\bchronologically\b")
 FIRST_EPISODE = re.compile(r"\b(?:first episode|episode (?:1|one)|pilot)\b")
 EPISODE_N = re.compile(r"\b(?:episode|ep|eps) (?P<n>\d{1,4})\b")
 GENRES = words("genre genres tagged tags category categories")
