@@ -91,7 +91,7 @@ from agentic_rag.protocol.roles import (
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
 from agentic_rag.understanding.followup import resolve
-from agentic_rag.understanding.reading import read
+from agentic_rag.understanding.reading import read, settled
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -451,6 +451,7 @@ class RunContext:
         if s.rewrite is None:
             s.rewrite = await self._rewrite([])
         if chosen is not None:
+            s.reading = settled(s.reading, mention, chosen.entity.entity_type)  # ("how long is X?" "the manga")
             # fetched under the ambiguous name itself, so the planner reads it as what that name means
             intent = SearchIntent(rationale="the entity the user chose", entity_type=chosen.entity.entity_type,
                                   query=mention[:max_len(SearchIntent, "query")] if mention else None,

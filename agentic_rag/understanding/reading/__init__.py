@@ -17,7 +17,7 @@ an explanation asked is read over that plan (:mod:`.explain`). A message in two 
 from __future__ import annotations
 
 from agentic_rag.protocol import EntityLinks
-from agentic_rag.protocol.reading import ANY_TYPE, Analysis
+from agentic_rag.protocol.reading import ANY_TYPE, Analysis, Attr
 from agentic_rag.protocol.roles import RoleInput
 from agentic_rag.understanding.reading.among import _among
 from agentic_rag.understanding.reading.anchor import _anchored, _lookup
@@ -103,4 +103,16 @@ def open_types(a: Analysis, mention: str) -> tuple[str, ...]:
     return types[:1] if mention in a.fixed else types
 
 
-__all__ = ["ANY_TYPE", "open_types", "read", "reading_of"]
+# what a length is, by the type a clarification settles: "how long is X" asks an anime's episodes, a manga's volumes
+_LENGTH: dict[str, Attr] = {"anime": "episode_count", "manga": "volumes"}
+
+
+def settled(a: Analysis, mention: str | None, entity_type: str) -> Analysis:
+    """``a`` once a clarification chose ``entity_type`` for the open ``mention``: a length asked of it is read off
+    that type ("how long is X?" "the manga": its volumes)."""
+    if mention is not None and mention in a.open and a.attr in _LENGTH.values() and entity_type in _LENGTH:
+        a.attr = _LENGTH[entity_type]
+    return a
+
+
+__all__ = ["ANY_TYPE", "open_types", "read", "reading_of", "settled"]

@@ -98,6 +98,8 @@ def _anchored(q: _Question) -> Analysis | None:
         anchor = candidate
         if ask is not None:
             start = _pick_type(anchor, ask.domain, None if counting else said)
+            if ask.attr == "episode_count" and start == "manga" and "manga" in ask.domain:
+                ask = dataclasses.replace(ask, attr="volumes")  # "how long is the X manga": its volumes
             hops = _coerce(start, ask)  # may change what is read ("year" of a studio: founded)
             if C.FIRST_SEASON.search(w.text) and not any(h.first for h in hops):
                 # "the first anime season adapted from X's manga": the earliest of the anime met on the way
@@ -112,6 +114,9 @@ def _anchored(q: _Question) -> Analysis | None:
             if a.attr == "count" and a.role and not any(h.edges == ("worked_on",) for h in a.hops):
                 a.hops.append(Hop(("worked_on",), (a.role,), node_types=("anime",)))
             _add(a, tokens, anchor, start, fixed=True)
+            if set(ask.domain) >= {"anime", "manga"} and a.attr in ("episode_count", "volumes") and not hops and \
+                    said is None and {"anime", "manga"} <= _readings(anchor):
+                a.open[anchor.text] = ("anime", "manga")  # "how long is X": the anime's episodes or the manga's volumes
             if a.attr == "sum_episodes" and a.hops:
                 # "all the X tv seasons, counting Y": Y is added to the run when the chain does not reach it
                 for m in linked:

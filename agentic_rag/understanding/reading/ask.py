@@ -45,7 +45,9 @@ ATTRIBUTE_RULES: tuple[AttrRule, ...] = (
     AttrRule("founded", _cue(C.FOUNDED), ("studio",)),
     AttrRule("magazine", _cue(C.MAGAZINE, C.MAGAZINE_PHRASES), ("manga",)),
     AttrRule("volumes", _cue(C.VOLUMES), ("manga",)),
-    AttrRule("episode_count", lambda w: w.any(C.EPISODES) or bool(C.HOW_LONG.search(w.text)), ("anime",)),
+    AttrRule("episode_count", lambda w: w.any(C.EPISODES), ("anime",)),
+    # "how long is X": episodes of an anime, volumes of a manga (anchor.py reads the one its reading is)
+    AttrRule("episode_count", lambda w: bool(C.HOW_LONG.search(w.text)), ("anime", "manga")),
     AttrRule("format", lambda w: _cue(C.FORMAT, C.FORMAT_PHRASES)(w) or (
         " or " in w.text and len(w.set & C.FORMATS) >= 2), ("anime",)),  # "a tv show or an ova"
     AttrRule("year", _cue(C.YEAR, C.YEAR_PHRASES), ("anime", "manga", "studio"), run=True),

@@ -216,3 +216,10 @@ async def test_it_after_a_settled_reading_asks_no_clarification_again(orchestrat
     it = await orchestrator.run("when did it end?", tenant="conv", conversation_id=first.conversation_id)
     assert it.response.status == "answered", it.response.answer
     assert "2016" in it.response.answer
+
+
+async def test_how_long_asks_which_and_a_reply_in_words_gets_that_one_s_length(orchestrator: Orchestrator) -> None:
+    first = await orchestrator.run("how long is bleach?", tenant="conv")
+    assert first.response.status == "needs_clarification"
+    manga = await orchestrator.run("the manga one", tenant="conv", conversation_id=first.conversation_id)
+    assert manga.response.status == "answered" and "74 volumes" in manga.response.answer, manga.response.answer

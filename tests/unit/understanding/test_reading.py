@@ -873,3 +873,16 @@ def test_the_oldest_alone_is_still_a_superlative_and_seasons_in_order_the_sequel
     assert read(q, links(q, ("zorb", work("zorb")))).rank == ("year", "asc")
     q = "list the zorb seasons in order"
     assert read(q, links(q, ("zorb", work("zorb")))).attr != "franchise_works"
+
+
+def test_how_long_a_shared_title_is_asks_which_and_the_choice_says_episodes_or_volumes() -> None:
+    from agentic_rag.understanding.reading import open_types, settled
+
+    q = "how long is zorb"
+    a = read(q, links(q, ("zorb", work("zorb"))))
+    assert a.attr == "episode_count" and set(open_types(a, "zorb")) == {"anime", "manga"}
+    assert settled(a, "zorb", "manga").attr == "volumes"
+    q = "how long is the zorb manga"
+    assert read(q, links(q, ("zorb", work("zorb")))).attr == "volumes"
+    q = "how many episodes is zorb"
+    assert open_types(read(q, links(q, ("zorb", work("zorb")))), "zorb") == ("anime",)
