@@ -206,6 +206,18 @@ def reasons(shared: dict[str, list[str]], matched: Sequence[str]) -> list[str]:
     return out
 
 
+async def _read_examples(conn: Conn, intent: SimilarIntent) -> tuple[SimilarIntent, Examples]:
+    """The intent with the genres its wish names as a filter, and its examples, on one connection."""
+    if intent.query and not intent.filters.genres:
+        # "a psychological manga": the genres a wish names are what the picks must have (any of them)
+        wished = [r["t"] for r in await WISHED_SQL.fetch(conn, {"terms": wish_terms(intent.query)})]
+        # "dark fantasy" is dark_fantasy, not also fantasy
+        wished = [g for g in wished if not any(g != h and g in h.split("_") for h in wished)]
+        if wished:
+            intent = intent.model_copy(update={"filters": intent.filters.model_copy(update={"genres": wished})})
+    return intent, await examples(conn, intent)
+
+
 async def examples(conn: Conn, intent: SimilarIntent) -> Examples:
     """The examples read from the catalog: their works, studios, people, genres, and what is left out."""
     ids = [r.id for r in intent.like]
@@ -287,15 +299,7 @@ class SimilarRetriever:
         self._timeout = vector.settings.query_timeout_ms / 1000
 
     async def execute(self, intent: SimilarIntent) -> RetrievalResult:
-        if intent.query and not intent.filters.genres:
-            # "a psychological manga": the genres a wish names are what the picks must have (any of them)
-            terms = wish_terms(intent.query)
-            wished = [r["t"] for r in await self._db(lambda conn: WISHED_SQL.fetch(conn, {"terms": terms}))]
-            # "dark fantasy" is dark_fantasy, not also fantasy
-            wished = [g for g in wished if not any(g != h and g in h.split("_") for h in wished)]
-            if wished:
-                intent = intent.model_copy(update={"filters": intent.filters.model_copy(update={"genres": wished})})
-        ex = await self._db(lambda conn: examples(conn, intent))
+        intent, ex = await self._db(lambda conn: _read_examples(conn, intent))
         if not ex.works and (ex.studios or ex.people):
             # a studio or a person as the example: their works are what is meant, the meaning only ranks them
             by_graph = await self._by_graph(intent, ex)

@@ -253,33 +253,33 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
         narrowed = tuple(k for k in p.kinds if k in asked) if asked else p.kinds
         if narrowed:
             p.kinds = narrowed
-        # a later pointing word of the same reply points where the first did ("the first one, who directed that?")
         # a pronoun after a name of its kind in the same reply points at that name ("i mean misa amane, who is
         # she", "no i meant the movie, jjk 0. who directed it?")
         inside = None if p.place is not None or p.form is not None else next(
             (m for m in reversed(mentions) if m.end <= p.start and m.candidates
              and m.candidates[0].entity.entity_type in p.kinds), None)
         if inside is not None:
-            said = f"{inside.text}'s" if p.possessive else inside.text
-            text = text[:p.start + shift] + said + text[p.end + shift:]
-            shift += len(said) - (p.end - p.start)
-            how.append(f"{p.said!r} -> {inside.text} (named in the reply)")
-            continue
-        names = before if before and p.place is None and all(n.ref.entity_type in p.kinds for n in before) \
-            else _referents(p, context)
-        before = before or names
-        if not names:
-            return Followup(body, [f"{p.said!r}: nothing earlier fits"], ask=_ask_about(p, context))
-        said = _joined([n.name for n in names])
-        if p.form is not None:
-            said = f"the {names[0].name} {p.form}"
-        elif len(names) == 1 and not p.plural:  # ("all of them" meant one name: which reading is not settled)
-            pinned[names[0].name] = names[0].ref
-        if p.possessive:
-            said = f"{said}'" if said.endswith("s") and len(names) > 1 else f"{said}'s"
+            said, meant = inside.text, f"{inside.text} (named in the reply)"
+        else:
+            # a later pointing word of the same reply points where the first did ("the first one, who directed
+            # that?")
+            names = before if before and p.place is None and all(n.ref.entity_type in p.kinds for n in before) \
+                else _referents(p, context)
+            before = before or names
+            if not names:
+                return Followup(body, [f"{p.said!r}: nothing earlier fits"], ask=_ask_about(p, context))
+            said = meant = _joined([n.name for n in names])
+            if p.form is not None:
+                said = f"the {names[0].name} {p.form}"
+            elif len(names) == 1 and not p.plural:  # ("all of them" meant one name: which reading is not settled)
+                pinned[names[0].name] = names[0].ref
+            if p.possessive and said.endswith("s") and len(names) > 1:
+                said = f"{said}'"  # "their" after two names ending in s
+        if p.possessive and not said.endswith("'"):
+            said = f"{said}'s"
         text = text[:p.start + shift] + said + text[p.end + shift:]
         shift += len(said) - (p.end - p.start)
-        how.append(f"{p.said!r} -> {_joined([n.name for n in names])}")
+        how.append(f"{p.said!r} -> {meant}")
     return Followup(_tidy(text), how, pinned=pinned)
 
 

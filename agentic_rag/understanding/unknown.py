@@ -146,7 +146,7 @@ def _joined(question: str, left: Token, right: Token) -> bool:
 # comparison ("how does tokyo revengers compare to bleach", "X vs Y", "between X and Y"). A phrase there that no
 # mention covers is a name the catalog lacks, even when every word of it is English.
 _STOP = (r"or|and|in|for|from|to|with|on|at|as|than|before|after|during|since|because|but|so|then|who|which|that|"
-         r"when|where|how|is|was|are|were|did|does|do|has|have|had|episodes?|seasons?|anime|manga|in|of|the")
+         r"when|where|how|is|was|are|were|did|does|do|has|have|had|episodes?|seasons?|anime|manga|of|the")
 _PHRASE = rf"(?P<np>(?!(?:{_STOP})\b)[A-Za-z][\w'-]*(?:\s+(?!(?:{_STOP})\b)[A-Za-z][\w'-]*){{0,3}})"
 _SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\b(?:animated|directed|made|produced|written|drawn|created|composed|scored|voiced|illustrated|done)\s+by\s+"
@@ -242,11 +242,13 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     title_case = sum(t.raw[:1].isupper() for t in words) > len(words) / 2
     out: list[str] = []
     for a, b in _in_slots(question, tokens, free):
-        span = question[tokens[a].start:tokens[b].start + len(tokens[b].raw)]
-        if span.lower() not in (s.lower() for s in out) and len(out) < MAX_UNKNOWN:
-            out.append(span)
+        if len(out) < MAX_UNKNOWN:
+            _say(out, question, tokens, a, b)
             for j in range(a, b + 1):
                 free[j] = False
+    # a capitalised word no mention nor slot covers, which may join a name beside it
+    titled_free = [free[j] and t.raw[:1].isupper() and not t.upper and t.key.isalpha() and t.key not in _DETERMINERS
+                   for j, t in enumerate(tokens)]
     i = 0
     while i < len(tokens) and len(out) < MAX_UNKNOWN:
         a = b = i
@@ -264,23 +266,25 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
                 tokens[j].key not in known for j in range(a, b + 1)))))):
             i += 1
             continue
-        if foreign[i] and not title_case:
+        if foreign[i] and not title_case and not tokens[i].raw.islower():
             # a capitalised word inside a sentence before a name typed with capitals is more of it ("Violet
             # Evergarden"), and one after it ("Tanktop Master", "Vinland Saga")
-            while (a > 1 and b - a + 1 < MAX_WORDS and not tokens[i].raw.islower() and free[a - 1]
-                   and tokens[a - 1].raw[:1].isupper() and not tokens[a - 1].upper and tokens[a - 1].key.isalpha()
-                   and tokens[a - 1].key not in CUES and tokens[a - 1].key not in _DETERMINERS
+            while (a > 1 and b - a + 1 < MAX_WORDS and titled_free[a - 1] and tokens[a - 1].key not in CUES
                    and _joined(question, tokens[a - 1], tokens[a])
                    and not _sentence_start(question, tokens[a - 2], tokens[a - 1])):
                 a -= 1
-            while (b + 1 < len(tokens) and b - a + 1 < MAX_WORDS and not tokens[i].raw.islower() and free[b + 1]
-                   and tokens[b + 1].raw[:1].isupper() and not tokens[b + 1].upper and tokens[b + 1].key.isalpha()
-                   and _joined(question, tokens[b], tokens[b + 1]) and tokens[b + 1].key not in _DETERMINERS):
+            while (b + 1 < len(tokens) and b - a + 1 < MAX_WORDS and titled_free[b + 1]
+                   and _joined(question, tokens[b], tokens[b + 1])):
                 b += 1
         b = _numbering(question, tokens, b)
         if b - a < MAX_WORDS:
-            span = question[tokens[a].start:tokens[b].start + len(tokens[b].raw)]  # without a possessive 's
-            if span.lower() not in (s.lower() for s in out):
-                out.append(span)
+            _say(out, question, tokens, a, b)
         i = b + 1
     return out
+
+
+def _say(out: list[str], question: str, tokens: Sequence[Token], a: int, b: int) -> None:
+    """Add the words ``a`` to ``b`` as typed (without a possessive 's) to ``out``, unless it has them already."""
+    span = question[tokens[a].start:tokens[b].start + len(tokens[b].raw)]
+    if span.lower() not in (s.lower() for s in out):
+        out.append(span)

@@ -109,11 +109,12 @@ def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]],
     reads: list[Analysis] = []
     unread: list[str] = []
     for part in parts[:MAX_PARTS]:
-        r = _read(_only(text, [part] if names(part) else [part, head]), EntityLinks(mentions=names(part) or own))
-        if names(part) and not (r.hops or r.attr):  # "Bleach: ... what year did Kubo's manga finish": his Bleach
-            r = _read(_only(text, [part, head]), EntityLinks(mentions=[*names(part), *own]))
+        named = names(part)
+        r = _read(_only(text, [part] if named else [part, head]), EntityLinks(mentions=named or own))
+        if named and not (r.hops or r.attr):  # "Bleach: ... what year did Kubo's manga finish": his Bleach
+            r = _read(_only(text, [part, head]), EntityLinks(mentions=[*named, *own]))
         if (r.hops or r.attr) and r.filter is None and r.mentions:
-            if not any(_same_ask(r, x) or (x.mentions == r.mentions and _asked_in(r, x)) for x in reads):
+            if not any(x.mentions == r.mentions and _asked_in(r, x) for x in reads):
                 reads.append(r)  # ("... who wrote it and who did the art": the first part read both)
         elif _says(text, part) and not (r.hops or r.attr):
             unread.append(_words(text, part))
@@ -125,10 +126,6 @@ def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]],
     if len(parts) > MAX_PARTS:
         head_read.parts = (MAX_PARTS, len(parts))
     return head_read
-
-
-def _same_ask(a: Analysis, b: Analysis) -> bool:
-    return (a.mentions, a.hops, a.attr, a.also) == (b.mentions, b.hops, b.attr, b.also)
 
 
 def _asked_in(more: Analysis, a: Analysis) -> bool:

@@ -52,12 +52,11 @@ WHAT_NEXT = re.compile(r"\b(?:what|anything|something) (?:should|could|can|do|wo
                        r"(?:watch|read|check out|try)\b|\b(?:watch|read) next\b", re.IGNORECASE)
 # works of a kind asked for ("any psychological manga that's finished?", "another comedy manga", "anything else
 # from that studio"): a recommendation when the message also says whose works are meant or what the asker liked
+_WORKS_NOUN = r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|titles)"
 WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more)\b(?:[\s-]+(?!(?:did|does|do|has|"
-                    r"have|had|is|are|was|were)\b)[\w'-]+){0,3}?[\s-]+(?:anime|animes|manga|mangas|shows?|series|"
-                    r"movies?|films?|titles|else)\b", re.IGNORECASE)
+                    rf"have|had|is|are|was|were)\b)[\w'-]+){{0,3}}?[\s-]+(?:{_WORKS_NOUN}|else)\b", re.IGNORECASE)
 ANOTHER = re.compile(r"\b(?:want|wanna|need|looking for|look for|give me|get me|show me|find me|craving)\s+"
-                     r"(?:\w+\s+){0,2}?another\b(?:[\s-]+[\w'-]+){0,3}?[\s-]+(?:anime|animes|manga|mangas|shows?|series|"
-                     r"movies?|films?|titles)\b", re.IGNORECASE)
+                     rf"(?:\w+\s+){{0,2}}?another\b(?:[\s-]+[\w'-]+){{0,3}}?[\s-]+{_WORKS_NOUN}\b", re.IGNORECASE)
 SAME_SOURCE = re.compile(r"\b(?:from|by) (?:the same|that|this|their|his|her) (?:studio|director|author|creator|"
                          r"writer|mangaka|artist|team|people|staff|guy|person)\b|\bsame (?:studio|director|author|"
                          r"creator|writer|mangaka|staff|people)\b", re.IGNORECASE)
