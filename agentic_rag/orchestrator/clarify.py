@@ -79,15 +79,17 @@ def clarification(a: Analysis, links: EntityLinks) -> tuple[Clarification, str] 
 
 
 def _context_only(a: Analysis, links: EntityLinks, m: LinkedMention, strong: list[LinkCandidate]) -> bool:
-    """Whether ``m`` is only where the question's subject is: one title's anime and manga, named beside a character
-    or a person the question asks about ("what is Light Yagami trying to do with the Death Note?"); what is asked of
-    the character is the same in either form of the story."""
+    """Whether ``m`` is only where the question's subject is: one title's anime, manga and franchise, in an
+    explanation ("what is Light Yagami trying to do with the Death Note?", "how does the notebook in death note
+    kill"); what is explained is the same in either form of the story."""
     if not a.explain or a.hops or a.attr is not None:
         return False  # (a relation or a value asked of the title: "the director of X" is the anime's)
-    if {c.entity.entity_type for c in strong} - {"anime", "manga"} or len({c.name for c in strong}) > 1:
+    if {c.entity.entity_type for c in strong} - {"anime", "manga", "franchise"} or len({c.name for c in strong}) > 1:
         return False
-    return any(x is not m and x.candidates and x.candidates[0].entity.entity_type in ("character", "person")
-               for x in links.mentions)
+    # the story asked about is told the same in each form ("how does the notebook in death note kill"): the answer
+    # quotes every reading's record; another work named beside it is a different thing, asked apart
+    return not any(x is not m and x.candidates and x.candidates[0].entity.entity_type in ("anime", "manga")
+                   for x in links.mentions)
 
 
 def readings_to_weigh(a: Analysis, asked: Clarification) -> list[EntityRef]:

@@ -22,7 +22,9 @@ import builtins
 import contextlib
 import json
 import math
+import os
 import re
+import socket
 import uuid
 from collections.abc import Awaitable, Callable
 from datetime import date, datetime
@@ -76,9 +78,14 @@ _JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 
 T = TypeVar("T")
 
+def runner() -> str:
+    """This process, as a run's ``runner`` names it: ``host:pid`` (read per call: a forked worker is another)."""
+    return f"{socket.gethostname()}:{os.getpid()}"[:MAX_LABEL_CHARS]
+
+
 INSERT_TRAJECTORY_SQL = Query("""
-    INSERT INTO trajectories (id, request_id, session_id, tenant, query, mode, status)
-    VALUES (:id, :request_id, :session_id, :tenant, :query, :mode, 'running')
+    INSERT INTO trajectories (id, request_id, session_id, tenant, query, mode, status, runner)
+    VALUES (:id, :request_id, :session_id, :tenant, :query, :mode, 'running', :runner)
     ON CONFLICT (id) DO NOTHING""")
 
 SAME_START_SQL = Query("""
@@ -104,7 +111,7 @@ FINISH_SQL = Query("""
 # The claim of a resume: only a run still waiting is reopened. Concurrent claims queue on the row's lock and
 # each re-checks the status once the one before it committed, so exactly one of them matches.
 REOPEN_SQL = Query("""
-    UPDATE trajectories SET status = 'running', finished_at = NULL, updated_at = now()
+    UPDATE trajectories SET status = 'running', finished_at = NULL, updated_at = now(), runner = :runner
     WHERE id = :id AND (:tenant::text IS NULL OR tenant = :tenant) AND status = 'needs_clarification'
     RETURNING request_id,
               (SELECT coalesce(max(seq), 0) FROM trajectory_events WHERE trajectory_id = :id) AS last_seq""")
@@ -121,19 +128,22 @@ ABANDON_SQL = Query("""
     RETURNING t.id""")
 
 GET_SQL = Query("""
-    SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at
+    SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at,
+           runner
     FROM trajectories
     WHERE id = :id AND (:tenant::text IS NULL OR tenant = :tenant)""")
 
 BY_REQUEST_SQL = Query("""
-    SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at
+    SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at,
+           runner
     FROM trajectories
     WHERE request_id = :request_id AND (:tenant::text IS NULL OR tenant = :tenant)
     ORDER BY created_at DESC, id
     LIMIT 1""")
 
 LIST_SQL = Query("""
-    SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at
+    SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at,
+           runner
     FROM trajectories
     WHERE tenant = :tenant
     ORDER BY created_at DESC, id
@@ -192,6 +202,8 @@ class TrajectorySummary(BaseModel):
     timings: dict[str, float] = Field(description="Per-stage timings in milliseconds.")
     created_at: datetime = Field(description="When the run started.")
     finished_at: datetime | None = Field(description="When it last finished; None while running.")
+    runner: str | None = Field(None, description="The process that last (re)started the run, as host:pid (which "
+                                                 "replica ran it); None on runs recorded before migration 0016.")
 
 
 class Trajectory(TrajectorySummary):
@@ -378,7 +390,7 @@ class TrajectoryStore:
         tid = trajectory_id or uuid.uuid4()
         params = {
             "id": tid, "request_id": request_id, "session_id": session_id, "tenant": tenant, "query": query,
-            "mode": mode,
+            "mode": mode, "runner": runner(),
         }
 
         async def run(conn: Conn) -> None:
@@ -395,13 +407,13 @@ class TrajectoryStore:
         """Claim a run waiting for a clarification: set it back to running and return a recorder that continues
         its seqs. Raises ``TrajectoryNotWaiting`` when it is not waiting (a concurrent resume claimed it first),
         ``TrajectoryNotFound`` when there is no such run for ``tenant``."""
-        params = {"id": trajectory_id, "tenant": tenant}
+        params = {"id": trajectory_id, "tenant": tenant, "runner": runner()}
 
         async def run(conn: Conn) -> asyncpg.Record:
             claimed = await REOPEN_SQL.fetchrow(conn, params)
             if claimed is not None:
                 return claimed
-            found = await STATUS_SQL.fetchrow(conn, params)
+            found = await STATUS_SQL.fetchrow(conn, {"id": trajectory_id, "tenant": tenant})
             if found is None:
                 raise TrajectoryNotFound(f"trajectory {trajectory_id} not found")
             raise TrajectoryNotWaiting(trajectory_id, str(found[0]))

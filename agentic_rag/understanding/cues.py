@@ -69,7 +69,7 @@ MENTOR_VERBS = words("train trained trains teach taught teaches mentor mentored 
 STUDENTS = words("student students pupil pupils disciple disciples apprentice apprentices")
 RIVAL = words("rival rivals nemesis")
 ENEMY = words("enemy enemies villain villains foe foes fought fights fight nemesis")
-ALLY = words("ally allies companion companions")
+ALLY = words("ally allies companion companions friend friends buddy buddies bff")
 TEAMMATE = words("teammate teammates team squad crewmate crewmates crew")
 WHOSE = words("whose whom")
 NUMBERS = {w: i for i, w in enumerate(
@@ -130,6 +130,8 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ("by whom", "whose"), ("real name", "alias"), ("full name", "alias"), ("other names", "aliases"),
     # chatter that carries cue words
     ("asking for a friend", ""), ("for a friend", ""), ("if you know", ""), ("just curious", ""),
+    ("me and my friends", ""), ("with my friends", ""), ("a friend of mine", ""), ("friend of mine", ""),
+    ("my friends", ""), ("my friend", ""), ("with friends", ""), ("my buddy", ""), ("my bff", ""),
     ("thanks in advance", ""), ("in short", ""), ("no spoilers", ""),
 )
 
@@ -215,7 +217,11 @@ EXPLAIN = re.compile(
     r"\b(?:why|whys|how come|explain)\b"
     r"|\bhow (?:is|are|was|were|did|does|do|has|have|can|could|comes?)\b(?! (?:you|u|i|we|one)\b)"
     r"|\bwhat (?:(?:is|was|are|were|s) \w+(?: \w+)? (?:actually|really|exactly)|(?:actually|really|exactly) "
-    r"(?:is|was|are|were))\b", re.IGNORECASE)
+    r"(?:is|was|are|were))\b"
+    # what drove someone to do something: "what made tanjiro join the corps", "what caused him to leave"
+    r"|\bwhat (?:made|makes|caused|causes|drove|drives|motivated|motivates|pushed|pushes|led|leads) \S+(?: \S+){0,3}? "
+    r"(?:to|want|wants|join|become|turn|leave|betray|decide|go|fight|hate|side|switch|quit|start|stop|change)\b",
+    re.IGNORECASE)
 INSISTED = words("exactly actually really even")  # "how are X and Y related exactly": the why, not only the relation
 # The edges between characters, by the cue words that ask for them, in the order they are tried ("nemesis": a rival)
 PEER_EDGES: dict[str, frozenset[str]] = {"rival": RIVAL, "enemy": ENEMY, "teammate": TEAMMATE, "ally": ALLY}

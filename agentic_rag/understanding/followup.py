@@ -89,15 +89,18 @@ BARE = re.compile(r"(?:\b(?:of|in|for|about|from|on|with|to|made|animated|direct
 THE_FORM = re.compile(r"\bthe\s+(?P<form>anime|manga|show|series|movie|film|tv series|tv show)\b(?!\s+(?:of|about|"
                       r"where|that|which|who|with)\b)", re.IGNORECASE)
 PRONOUN = re.compile(rf"\b(?P<p>{'|'.join(PRONOUNS)})\b", re.IGNORECASE)
+# "each", "both" standing for the names before, at the end of a clause ("who directed each", "music for both?")
+EACH = re.compile(r"\b(?:each|both)(?:\s+(?:of\s+)?(?:them|those|these|ones?))?(?=\s*(?:$|[?.!,;]))", re.IGNORECASE)
 
 # how a fragment begins: "and ...", "what about ...", "how about ...", "or ..."
 LEAD = re.compile(r"^\s*(?:(?:and|also|ok(?:ay)?|so|then|but|or)\b[\s,]*)*(?:(?:what|how)\s+about\b\s*)?",
                   re.IGNORECASE)
 ABOUT = re.compile(r"^\s*(?:(?:and|also|ok(?:ay)?|so|then|but|or)\b[\s,]*)*(?:what|how)\s+about\b", re.IGNORECASE)
 # a correction: "no, I meant ...", "sorry, I meant ...", "not that one, ..."
-CORRECTION = re.compile(r"^\s*(?:(?:no+|nope|nah|sorry|wait|oops|actually)\b[\s,.!]*)*(?:i\s+meant?|i\s+mean|"
-                        r"not\s+(?:that|this)(?:\s+one)?)\b[\s,:]*|"
-                        r"^\s*(?:no+|nope|nah|sorry|oops|wait|actually)\b[\s,.!]+", re.IGNORECASE)
+CORRECTION = re.compile(r"^\s*(?:(?:oh+|ah+|uh+|hm+|no+|nope|nah|sorry|wait|oops|actually)\b[\s,.!]*)*(?:i\s+meant?|"
+                        r"i\s+mean|not\s+(?:that|this)(?:\s+one)?)\b[\s,:]*|"
+                        r"^\s*(?:(?:oh+|ah+|uh+|hm+)\b[\s,.!]*)?(?:no+|nope|nah|sorry|oops|wait|actually)\b[\s,.!]+",
+                        re.IGNORECASE)
 SEASON = re.compile(r"\b(?:season|s)\s*(?P<n>\d{1,2})\b|\b(?P<nth>first|second|third|fourth|fifth|final)\s+season\b",
                     re.IGNORECASE)
 _SEASON_NTH = {"first": "1", "second": "2", "third": "3", "fourth": "4", "fifth": "5"}
@@ -151,7 +154,8 @@ def resolve(question: str, links: EntityLinks | None, context: ConversationConte
     pointed = _pointing(body, mentions, context)
     if pointed is not None:
         return pointed
-    if (correction or _fragment(body, mentions)) and (refit := _refit(body, mentions, last)) is not None:
+    if (correction or _fragment(body, mentions)) and not _asks_own(question, links, mentions, read) and \
+            (refit := _refit(body, mentions, last)) is not None:
         return refit
     if not mentions and _needs_subject(read(question, links)):
         return _completed(question, context)
@@ -221,6 +225,9 @@ def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
     for m in DEMONSTRATIVE.finditer(text):
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
             out.append(_Point(m.start(), m.end(), m.group(0), _NOUN_KINDS[m.group("noun").lower()]))
+    for m in EACH.finditer(text):
+        if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
+            out.append(_Point(m.start(), m.end(), m.group(0), ANY, plural=True))
     for m in PRONOUN.finditer(text):
         word = m.group("p").lower()
         if not free(m.start(), m.end()) or any(p.start <= m.start() < p.end for p in out):
@@ -250,7 +257,9 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
     pinned: dict[str, EntityRef] = {}
     before: list[Named] = []
     for p in points:
-        narrowed = tuple(k for k in p.kinds if k in asked) if asked else p.kinds
+        # (what is asked does not narrow "the anime": its form word says which reading of the work is meant, and any
+        # work the conversation had points there: "how many episodes did the anime get" after the manga)
+        narrowed = tuple(k for k in p.kinds if k in asked) if asked and p.form is None else p.kinds
         if narrowed:
             p.kinds = narrowed
         # a pronoun after a name of its kind in the same reply points at that name ("i mean misa amane, who is
@@ -370,6 +379,16 @@ def _fragment(body: str, mentions: list[LinkedMention]) -> bool:
     lead = LEAD.match(body)
     led = lead is not None and lead.end() > 0 and bool(body[:lead.end()].strip())
     return len(words) <= FRAGMENT_WORDS and not any(w in _ASKING for w in words) and (led or len(words) <= 3)
+
+
+def _asks_own(question: str, links: EntityLinks | None, mentions: list[LinkedMention],
+              read: Callable[[str, EntityLinks | None], Analysis]) -> bool:
+    """A short reply that names something and asks its own thing of it ("and killua's dad?": a relation; "and
+    bleach's episodes?": a value): it stands alone, it is no new subject for the last question."""
+    if not mentions:
+        return False
+    a = read(question, links)
+    return bool(a.hops) or a.attr is not None
 
 
 def _refit(body: str, mentions: list[LinkedMention], last: PastTurn) -> Followup | None:

@@ -82,6 +82,8 @@ def verdicts(a: Analysis, cards: list[ContextCard], ents: list[CardEntity]) -> l
     assert among is not None
     listed = ents[:len(among.candidates)]
     target = ents[len(among.candidates)] if among.target and len(ents) > len(among.candidates) else None
+    if among.value is not None:
+        return [_by_value(e, among.value, row_of(cards, e.ref.id)) for e in listed]
     if among.hop is None:
         return [_by_record(e, among, row_of(cards, e.ref.id)) for e in listed]
     out: list[Verdict] = []
@@ -123,6 +125,35 @@ def _by_record(e: CardEntity, among: Among, row: dict[str, Any]) -> Verdict:
     return Verdict(e, holds, [], quote[:QUOTED].rstrip("."))
 
 
+def _by_value(e: CardEntity, value: tuple[str, str, str | int], row: dict[str, Any]) -> Verdict:
+    """Whether a value of the name's own record is as the predicate says, and the value itself as the quote."""
+    field, op, wanted = value
+    have = row.get(field)
+    if field == "status":  # "still running", "still airing": not finished, whichever word the record uses
+        holds = have == wanted if wanted == "finished" else have is not None and have != "finished"
+    elif field == "magazine":
+        holds = bool(have) and names_magazine(str(wanted), str(have))
+    elif field == "year" and isinstance(have, int) and isinstance(wanted, int):
+        holds = {"lt": have < wanted, "gt": have > wanted, "eq": have == wanted}[op]
+    else:
+        holds = have is not None and str(have).lower() == str(wanted).lower()
+    return Verdict(e, holds, [], "" if have is None else str(have))
+
+
+_MAGAZINE_WORDS = frozenset(("weekly", "monthly", "shonen", "shounen", "seinen", "shojo", "shoujo", "magazine",
+                             "the", "comic", "comics"))
+
+
+def names_magazine(said: str, magazine: str) -> bool:
+    """Whether the words say this magazine: every word of it past the ones magazines share ("jump" for Weekly
+    Shōnen Jump, not "shonen"), or its initials ("WSJ")."""
+    words = fold(magazine).replace("+", " plus").split()
+    own = [w for w in words if w not in _MAGAZINE_WORDS] or words
+    told = fold(said).replace("+", " plus").split()
+    initials = "".join(w[0] for w in fold(magazine).split())
+    return all(w in told for w in own) or initials in told
+
+
 def _singular(word: str) -> str:
     return word[:-1] if len(word) > 3 and word.endswith("s") else word
 
@@ -130,6 +161,8 @@ def _singular(word: str) -> str:
 def _said(among: Among, target: str) -> _Said:
     """How the predicate is said, after the name it is said of."""
     hop = among.hop
+    if among.value is not None:  # a value of each one's record: "is finished", "was serialized in Jump"
+        return _Said("was" if among.value[0] == "magazine" else "is", among.said)
     if hop is None:  # a group: "a hashira", "in the league of villains"; "straw hats": one of them
         first = among.said.split()[0].lower() if among.said else ""
         return _Said("is", among.said if first in ("a", "an", "the", "in", "of", "on", "from", "one", "part",
@@ -162,7 +195,7 @@ def among_answer(a: Analysis, p: Progress, cards: list[ContextCard], said_alread
     vs = verdicts(a, cards, ents)
     asked = [v for v in vs if v.holds != among.negated]
     rest = [v for v in vs if v.holds == among.negated]
-    if among.hop is None:
+    if among.hop is None and among.value is None:
         lines.append(f'The catalog has no entry for "{_GROUP_LEAD.sub("", among.said)}", so this is read from what '
                      "each one's own record says.")
         if not any(v.holds for v in vs):
@@ -180,7 +213,7 @@ def among_answer(a: Analysis, p: Progress, cards: list[ContextCard], said_alread
         lines.append(f"None of {names(vs)} {said.says(1, True)}.")
     facts = [_why(v, among) for v in vs]
     # why for each the predicate fails for (what it does reach), and each record's words for a group
-    lines += [f for v, f in zip(vs, facts, strict=True) if not v.holds or among.hop is None]
+    lines += [f for v, f in zip(vs, facts, strict=True) if not v.holds or among.hop is None or among.value]
     sources = [*(v.entity.ref for v in vs), *([target.ref] if target else []), *(r.ref for v in vs for r in v.reached)]
     return _draft(" ".join(lines), sources, [v.entity.ref for v in asked], facts, confidence=0.85,
                   citations=[bare(e.name) for e in ents])
@@ -194,6 +227,10 @@ def names(vs: list[Verdict]) -> str:
 def _why(v: Verdict, among: Among) -> str:
     """One listed name's evidence: what its hop reached, or its record's words."""
     name = bare(v.entity.name)
+    if among.value is not None:
+        field = {"status": "status", "magazine": "magazine", "year": "year", "format": "format"}.get(
+            among.value[0], among.value[0])
+        return f"{name}: {field} {v.quote}." if v.quote else f"The catalog does not record the {field} of {name}."
     if among.hop is None:
         if v.holds:
             return f'{name}\'s record says "{v.quote}".' if v.quote else f"{name}'s record says it."

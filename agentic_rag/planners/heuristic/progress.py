@@ -12,7 +12,15 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from agentic_rag.planners.heuristic.context import Resolution, qualifiers, resolve, row_of, search_cards, year_of
+from agentic_rag.planners.heuristic.context import (
+    Resolution,
+    bare,
+    qualifiers,
+    resolve,
+    row_of,
+    search_cards,
+    year_of,
+)
 from agentic_rag.protocol import (
     FIELDS,
     MAX_BATCH,
@@ -63,6 +71,7 @@ class Progress:
     facets: list[str] = field(default_factory=list)
     creators: list[CardEntity] = field(default_factory=list)  # of an original anime, when its source was asked
     quotes: list[ContextCard] = field(default_factory=list)  # an explanation's records, with their nearest sentences
+    forms: set[str] = field(default_factory=set)  # ... of them, the other forms of a title left open (its manga)
 
     @property
     def pending(self) -> bool:
@@ -300,7 +309,13 @@ def _explained(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[Ca
             if e.ref.id != c.data.get("start"):
                 shared[e.ref.id] = (shared.get(e.ref.id, (0, e))[0] + 1, e)
     works = [e for _, e in sorted(shared.values(), key=lambda x: (-x[0], year_of(x[1].name) or 9999))]
-    records = list({e.ref.id: e for e in [*ents[:2], *through, *works[:QUOTED_WORKS]]
+    # the other forms of a title explained (its manga and franchise beside the anime): the story is told in each
+    # (only of a title no word or year settled: "the 2003 fma" is that anime's own story)
+    forms = [CardEntity(ref=c.entity, name=c.name) for m in a.mentions[:1] for c in a.linked.get(m, {}).values()
+             if m not in a.fixed and m not in a.years and c.name == bare(ents[0].name)] \
+        if ents and ents[0].ref.entity_type in ("anime", "manga", "franchise") else []
+    p.forms = {e.ref.id for e in forms}
+    records = list({e.ref.id: e for e in [*ents[:2], *forms, *through, *works[:QUOTED_WORKS]]
                     if e.ref.entity_type in QUOTED_TYPES}.values())
     query = " ".join(a.explain.split())[:_QUERY]
     quotes = [SearchIntent(rationale="quote what the catalog says that explains it", entity_type=t, query=query,

@@ -134,7 +134,12 @@ def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
         kind = {"anime": "anime", "manga": "manga", "studio": "studio"}.get(a.filter.entity_type, "entry")
         lines.append(f"The {kind} matching that description: {join([bare(e.name) for e in starts])}.")
     current = starts
-    for hop, level in zip(a.hops, p.levels, strict=False):
+    each = _each(a, inp.cards, starts, p)
+    if each:  # "who directed A and B": one sentence per name, what its own hop reached
+        lines += each
+        current = p.levels[0]
+    skip = 1 if each else 0
+    for hop, level in zip(a.hops[skip:], p.levels[skip:], strict=False):
         if not level:
             lines.append(nothing_sentence(hop, current))
             if p.creators:
@@ -157,6 +162,24 @@ def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
         lines.append(about(inp, ents[0], story=not _quoted(p)))
     return _result(" ".join(lines), sources, [e.ref for e in final], confidence=0.85,
                    citations=[bare(e.name) for e in chain][:_CITATIONS], facts=lines[:_FACTS])
+
+
+def _each(a: Analysis, cards: list[ContextCard], starts: list[CardEntity], p: Progress) -> list[str]:
+    """A first hop from several names asked the same ("who directed A and B"), said per name from the card of its
+    own hop; [] where that is not the shape (one name, or a card the hop did not write)."""
+    if not a.together or len(starts) < 2 or len(a.hops) != 1 or a.attr is not None or a.hops[0].kind != "neighbors" \
+            or not p.levels or not p.levels[0]:
+        return []
+    hop, reached = a.hops[0], {e.ref.id for e in p.levels[0]}
+    out = []
+    for s in starts:
+        card = next((c for c in cards if c.source == "pg_graph" and c.data.get("start") == s.ref.id
+                     and list(c.data.get("edge_types") or []) == list(hop.edges)), None)
+        if card is None:
+            return []
+        got = [e for e in card.entities if e.ref.id in reached and e.ref.id != s.ref.id]
+        out.append(hop_sentence(hop, [s], got, p.details) if got else nothing_sentence(hop, [s]))
+    return out
 
 
 FORMAT_WORDS = {"movie": "films", "tv": "TV series", "ova": "OVAs", "ona": "ONAs", "special": "specials"}
@@ -283,7 +306,8 @@ def _quoted(p: Progress) -> list[tuple[float, str, CardEntity]]:
     """The sentences an explanation quotes: the nearest in meaning to the question of the named entities' own
     descriptions, and the nearest of the other records' (a work's synopsis, an entity a relation goes through)
     when it is clearly nearer (a work's synopsis names the characters too, so it is near whatever it says)."""
-    named = {r.entity.ref.id for r in p.found if r.entity is not None} | {e.ref.id for e in p.starts}
+    # a title's other forms left open are its own records too (the manga beside the anime)
+    named = {r.entity.ref.id for r in p.found if r.entity is not None} | {e.ref.id for e in p.starts} | p.forms
     scored = [x for x in _sentences(p) if x[0] >= QUOTE_MIN]
     own = [x for x in scored if x[2].ref.id in named][:1]
     other = [x for x in scored if x[2].ref.id not in named][:1]

@@ -27,6 +27,7 @@ from agentic_rag.protocol import EntityLinks, LinkedMention
 from agentic_rag.protocol.reading import Among, Analysis, Hop
 from agentic_rag.protocol.vocabulary import PREFERRED_RANGE, AnimeStaffRole, EntityType, MangaAuthorRole
 from agentic_rag.understanding import cues as C
+from agentic_rag.understanding.filters import status_of
 from agentic_rag.understanding.reading.asides import _EXCEPT
 from agentic_rag.understanding.reading.names import _add, _type_word
 from agentic_rag.understanding.reading.relations import _staff
@@ -184,9 +185,15 @@ def _among(question: str, links: EntityLinks | None) -> Analysis | None:
         # these are straw hats"): "naruto or shippuden, which one ..., im gonna be stuck watching" names none
         group = next((g for s in spans if (g := _group(s)) is not None), None) \
             if negation is not None or _AMONG_THESE.search(question) else None
-        if among.hop is None and group is None:
+        work = _work_kind(question[:listed[0].start] + " " + question[listed[-1].end:], named, " ".join(spans))
+        value = next((v for span in spans if (v := _value(span, work)) is not None), None) \
+            if among.hop is None and work is not None else None
+        if among.hop is None and value is not None:
+            among.value, among.said = value
+            kind = work or kind
+        elif among.hop is None and group is None:
             return None
-        if among.hop is None and group is not None:
+        elif among.hop is None and group is not None:
             among.said, among.group = group
     for m in named:
         _add(a, tokens, m, kind, fixed=True)
@@ -317,6 +324,63 @@ def _predicates(question: str, listed: list[_Item], negation: re.Match[str] | No
         stop = _LIST_END.search(question, negation.end())
         spans.append(question[negation.start():stop.start() if stop else len(question)])
     return spans
+
+
+# a record value a predicate may test: how a work is published or aired, when it came out, where it ran
+_FORMAT_SAID = re.compile(r"\b(?:an?\s+)?(?P<f>movie|film|ova|special|tv (?:series|show|anime))s?\b", re.IGNORECASE)
+_RAN_IN = re.compile(r"\b(?:serialized|serialised|published|ran|running|run|printed|came out)\s+in\b(?P<rest>.*)",
+                     re.IGNORECASE)
+_YEAR_SAID = re.compile(r"\b(?P<op>before|after|since|until|prior to|in)\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
+_YEAR_OP = {"before": "lt", "prior to": "lt", "until": "lt", "after": "gt", "since": "gt", "in": "eq"}
+# a run said to be over at the end of its clause ("still not done?", "isn't over yet"), not "done by a studio"
+_OVER = re.compile(r"\b(?:done|over|complete)\b(?=\s*(?:yet|airing|running|publishing)?\s*(?:$|[?.!,;:]))",
+                   re.IGNORECASE)
+_STATUS_SAID = {"finished": "finished", "ongoing": "still running", "airing": "still airing"}
+
+
+_WORK_WORD = re.compile(r"\b(?P<t>manga|mangas|comics?|anime|animes|shows?|series|movies?|films?)\b", re.IGNORECASE)
+
+
+def _work_kind(head: str, named: list[LinkedMention], span: str) -> EntityType | None:
+    """The kind of work the listed names are read as for a value of their records: the one the words before the
+    list say ("which of these manga"), else the manga where the value is a magazine, else the reading most of
+    them have (the anime on a tie); None when they are not works."""
+    said = _WORK_WORD.search(head)
+    kinds: list[EntityType] = []
+    if said is not None:
+        kinds.append("manga" if said.group("t").lower().startswith(("manga", "comic")) else "anime")
+    if _RAN_IN.search(span):
+        kinds.append("manga")
+    counts: Counter[EntityType] = Counter(c.entity.entity_type for m in named for c in m.candidates
+                                          if c.entity.entity_type in ("anime", "manga"))
+    kinds += sorted(counts, key=lambda t: (-counts[t], t != "anime"))
+    return next((k for k in kinds if counts[k] * 2 >= len(named)), None)
+
+
+def _value(span: str, kind: EntityType) -> tuple[tuple[str, str, str | int], str] | None:
+    """A value of a work's own record the predicate says, and how it is said: its run's status ("isn't finished",
+    "still ongoing"), its format ("a movie"), where it ran ("serialized in Jump"), when it came out ("before
+    2010"). None for what is no work."""
+    if kind not in ("anime", "manga"):
+        return None
+    # (a negation is the question's, tested apart: "isn't finished" and "not yet finished" test "finished")
+    plain = _OVER.sub("finished", re.sub(r"\bnot\b|n['’]t\b", " ", span, flags=re.IGNORECASE))
+    if (status := status_of(plain)) is not None:
+        return ("status", "eq", status), _STATUS_SAID[status]
+    if kind == "manga" and (ran := _RAN_IN.search(span)) is not None:
+        stop = re.search(r"[:?!;,]|\s[-–—]\s", ran.group("rest"))
+        where = ran.group("rest")[:stop.start() if stop else None].strip(" .")
+        if where:
+            return ("magazine", "names", where), f"serialized in {where}"
+    if (year := _YEAR_SAID.search(span)) is not None:
+        op = _YEAR_OP[year.group("op").lower()]
+        return ("year", op, int(year.group("y"))), f"from {year.group('op').lower()} {year.group('y')}"
+    if kind == "anime" and (f := _FORMAT_SAID.search(span)) is not None:
+        fmt = f.group("f").lower()
+        value = "tv" if fmt.startswith("tv") else "movie" if fmt == "film" else fmt
+        return ("format", "eq", value), {"tv": "a TV series", "movie": "a film"}.get(value, f"an {value.upper()}"
+                                                                                    if value == "ova" else "a special")
+    return None
 
 
 def _to_anyone(keys: list[str]) -> Hop | None:

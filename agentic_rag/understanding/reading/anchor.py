@@ -8,7 +8,7 @@ import re
 
 from agentic_rag.protocol import LinkedMention
 from agentic_rag.protocol.reading import Analysis, Attr, Filter, Hop
-from agentic_rag.protocol.vocabulary import hop_range
+from agentic_rag.protocol.vocabulary import EntityType, hop_range
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.asks import confident
 from agentic_rag.understanding.reading.ask import _ask
@@ -148,8 +148,44 @@ def _anchored(q: _Question) -> Analysis | None:
                     ask.domain) and a.mentions[-1] not in a.years:
                 # "when did Chainsaw Man start": the manga's run or the anime's? Both are read the same way
                 a.open[a.mentions[-1]] = ("anime", "manga")
+            _coordinated(a, q, anchor, start)
             return a
     return None
+
+
+# what joins names asked the same thing ("who directed A and B", "A, B or C: when did they start")
+_JOINED = re.compile(r"\s*(?:,\s*(?:and\s+|or\s+)?|\s(?:and|or|&|n)\s+|\s*&\s*|\s*/\s*)(?:the\s+)?", re.IGNORECASE)
+_EACH_ATTRS = frozenset(("year", "episode_count", "volumes", "magazine", "status", "format", "genres", "founded"))
+
+
+def _coordinated(a: Analysis, q: _Question, anchor: LinkedMention, start: EntityType | None) -> None:
+    """The names joined to the anchor by "and", "or", a comma ("who directed Cowboy Bebop and Evangelion"): each
+    is asked the same, when it can be read as the anchor's type. Not for a count or a sum over them, and not when
+    the chain starts elsewhere."""
+    if start is None or a.together or a.more or a.open or not (a.hops or a.attr in _EACH_ATTRS) or \
+            (a.attr is not None and a.attr not in _EACH_ATTRS) or len(a.mentions) != 1:
+        return
+    names = sorted(q.mentions, key=lambda m: m.start)
+    at = next((i for i, m in enumerate(names) if m is anchor), None)
+    if at is None:
+        return
+    run = [anchor]
+    for step in (-1, 1):  # the run of joined names on each side of the anchor
+        i = at
+        while 0 <= i + step < len(names):
+            lo, hi = (names[i + step], names[i]) if step < 0 else (names[i], names[i + step])
+            if not _JOINED.fullmatch(q.text[lo.end:hi.start]) or \
+                    not any(c.entity.entity_type == start for c in names[i + step].candidates):
+                break
+            i += step
+            run.append(names[i])
+    if len(run) < 2:
+        return
+    for m in sorted(run[1:], key=lambda m: m.start):
+        _add(a, q.tokens, m, start, fixed=True)
+    where = {m.text: m.start for m in run}
+    a.mentions.sort(key=lambda t: where.get(t, 0))  # said in the question's order
+    a.together = True
 
 
 def _lookup(q: _Question, f: Filter | None) -> Analysis:

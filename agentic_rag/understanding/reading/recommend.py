@@ -50,10 +50,11 @@ ASKED = re.compile(
 # what to watch or read next: a recommendation when some sentence also says what it should be like
 WHAT_NEXT = re.compile(r"\b(?:what|anything|something) (?:should|could|can|do|would) (?:i|we|you)\b.{0,20}\b"
                        r"(?:watch|read|check out|try)\b|\b(?:watch|read) next\b", re.IGNORECASE)
+_NEXT = re.compile(r"\b(?:watch|read|try|check out|binge|start)\s+next\b", re.IGNORECASE)
 # works of a kind asked for ("any psychological manga that's finished?", "another comedy manga", "anything else
 # from that studio"): a recommendation when the message also says whose works are meant or what the asker liked
 _WORKS_NOUN = r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|titles)"
-WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more)\b(?:[\s-]+(?!(?:did|does|do|has|"
+WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more)\b(?:[\s,-]+(?!(?:did|does|do|has|"
                     rf"have|had|is|are|was|were)\b)[\w'-]+){{0,3}}?[\s-]+(?:{_WORKS_NOUN}|else)\b", re.IGNORECASE)
 ANOTHER = re.compile(r"\b(?:want|wanna|need|looking for|look for|give me|get me|show me|find me|craving)\s+"
                      rf"(?:\w+\s+){{0,2}}?another\b(?:[\s-]+[\w'-]+){{0,3}}?[\s-]+{_WORKS_NOUN}\b", re.IGNORECASE)
@@ -128,7 +129,9 @@ def _asks_recommendation(question: str, linked: list[LinkedMention]) -> bool:
     if any(WANTED.search(part) and not CREDITED.search(part) for part in asked) and (
             SAME_SOURCE.search(question) or LIKED.search(question) or any(_negated(question, m) for m in linked)):
         return True
-    return any(WHAT_NEXT.search(part) for part in asked) and _cue(question, question, linked)
+    # "is there a movie from the same studio i could watch next?": what to watch next, whose works said
+    return any(WHAT_NEXT.search(part) for part in asked) and (_cue(question, question, linked) or
+                                                              SAME_SOURCE.search(question) is not None)
 
 
 def _cue(text: str, question: str, linked: list[LinkedMention]) -> bool:
@@ -244,7 +247,8 @@ def read_recommendation(question: str, links: EntityLinks | None,
     r.wish = _wish(_facts(text, r.entity_type, r))
     r.limit = _picks(question)
     # "what should I watch after X": X is what was watched, not one whose sequel is meant
-    asked = _without(question, [x.span() for x in AFTER.finditer(question)])
+    # (nor "what i could watch next": no sequel is asked)
+    asked = _without(question, [x.span() for rx in (AFTER, _NEXT) for x in rx.finditer(question)])
     rest = read(asked, EntityLinks(mentions=kept)) if kept else None
     a = Analysis(intent="recommend", mentions=[])
     if rest is not None and rest.hops and hop_range(rest.hops[-1].edges) in ("studio", "person"):

@@ -65,3 +65,27 @@ async def test_a_list_of_only_names_the_catalog_lacks_answers_nothing_else(orche
     assert r.answer == ("Zorblax is not in the catalog. Quinnetta is not in the catalog. Varnimoth is not in the "
                         "catalog.")
     assert not r.result_entities
+
+
+async def test_a_value_of_each_record_status(orchestrator: Orchestrator) -> None:
+    """A predicate over each listed work's own record, not a relation: its run's status; the type word before the
+    list says which form of each title is meant."""
+    r = (await orchestrator.run("out of naruto, one piece and death note, which manga are still not done?")).response
+    assert r.answer.startswith("One Piece is not finished; Naruto and Death Note are."), r.answer
+    assert [e.id for e in r.result_entities] == [eid("manga", "one-piece-manga")]
+
+
+async def test_a_value_of_each_record_magazine_and_format(orchestrator: Orchestrator) -> None:
+    r = (await orchestrator.run("which of these manga never ran in shonen jump - bleach, frieren, one piece?")).response
+    assert r.answer.startswith("Frieren: Beyond Journey's End was not serialized in shonen jump"), r.answer
+    assert "Weekly Shōnen Sunday" in r.answer  # each one's magazine, said
+    r = (await orchestrator.run("which of the following is a film: Mob Psycho 100, Jujutsu Kaisen 0, Naruto?")).response
+    assert r.answer.startswith("Jujutsu Kaisen 0 is a film;"), r.answer
+
+
+async def test_who_did_what_for_several_works_answers_each(orchestrator: Orchestrator) -> None:
+    """Names joined by "and" asked the same thing: each is answered, in the order asked (not a relation between them,
+    and not the first alone)."""
+    r = (await orchestrator.run("who composed the music for evangelion and cowboy bebop?")).response
+    assert r.answer == "Neon Genesis Evangelion has music by Shirō Sagisu. Cowboy Bebop has music by Yoko Kanno.", \
+        r.answer

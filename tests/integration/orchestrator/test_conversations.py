@@ -223,3 +223,36 @@ async def test_how_long_asks_which_and_a_reply_in_words_gets_that_one_s_length(o
     assert first.response.status == "needs_clarification"
     manga = await orchestrator.run("the manga one", tenant="conv", conversation_id=first.conversation_id)
     assert manga.response.status == "answered" and "74 volumes" in manga.response.answer, manga.response.answer
+
+
+async def ask(o: Orchestrator, *turns: str) -> list[str]:
+    """The answers to ``turns`` asked one after another in one conversation."""
+    conversation, answers = None, []
+    for question in turns:
+        r = await o.run(question, tenant="conv", conversation_id=conversation)
+        conversation = r.conversation_id
+        answers.append(r.response.answer)
+    return answers
+
+
+async def test_the_anime_after_a_manga_is_its_adaptation_whatever_is_asked_of_it(orchestrator: Orchestrator) -> None:
+    """"the anime" names the form of the work talked about: what is asked of it (episodes) does not first narrow
+    the conversation's names to anime, which would find none after a manga's turns."""
+    answers = await ask(orchestrator, "who drew the one-punch man manga?", "how many episodes did the anime have?")
+    assert "Yusuke Murata" in answers[0] and "12 episodes" in answers[1], answers
+
+
+async def test_each_and_both_stand_for_the_names_before(orchestrator: Orchestrator) -> None:
+    answers = await ask(orchestrator, "is naruto older than bleach?", "who drew each?")
+    assert "Masashi Kishimoto" in answers[1] and "Tite Kubo" in answers[1], answers[1]
+
+
+async def test_a_short_reply_that_asks_its_own_thing_is_not_the_last_question_again(
+        orchestrator: Orchestrator) -> None:
+    """"and killua's dad?" after "who is gon's best friend" names Killua and a relation of its own: no new subject
+    for the friend question. "oh no, I meant X" is a correction too."""
+    answers = await ask(orchestrator, "who is gon's best friend?", "and killua's dad?")
+    assert "Killua Zoldyck" in answers[0] and "Silva Zoldyck" in answers[1], answers
+    answers = await ask(orchestrator, "how many episodes does hunter x hunter (1999) have?",
+                        "oh no i meant the 2011 one")
+    assert "148" in answers[1], answers[1]

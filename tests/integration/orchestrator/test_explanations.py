@@ -32,3 +32,18 @@ async def test_a_name_two_characters_share_is_told_apart_by_the_work_named(orche
     r = (await orchestrator.run("watching cowboy bebop for the first time. why does ed act so strange?")).response
     assert r.status == "answered"  # no "Which 'ed' do you mean?"
     assert "Edward Wong" in r.answer and "Elric" not in r.answer
+
+
+async def test_a_shared_title_explained_asks_nothing_and_quotes_its_forms(orchestrator: Orchestrator) -> None:
+    """The story an explanation asks about is told the same in a title's anime and manga: no clarification, and the
+    sentence quoted may come from either form's record (or the franchise's)."""
+    r = (await orchestrator.run("why does the counter in mob psycho 100 go up to 100%?")).response
+    assert r.status == "answered" and r.clarification is None, r.answer
+    assert "The catalog says of the Mob Psycho 100" in r.answer and "emotion" in r.answer, r.answer
+
+
+async def test_what_made_someone_do_something_is_a_why(orchestrator: Orchestrator) -> None:
+    """"what made X do Y" asks a cause, not who made a work."""
+    r = (await orchestrator.run("what made gin ichimaru side with aizen?")).response
+    assert "credited staff" not in r.answer
+    assert 'The catalog says of Gin Ichimaru: "' in r.answer and "kill him" in r.answer, r.answer

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import os
+import socket
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -75,6 +76,7 @@ async def test_round_trip(store: TrajectoryStore) -> None:
     assert (got.request_id, got.session_id, got.tenant, got.mode) == (request_id, "s1", "t-round", "agentic")
     assert got.status == "answered" and got.final_response == {"answer": "Katsuhiro Otomo"}
     assert got.timings == {"total_ms": 40.5}
+    assert got.runner == f"{socket.gethostname()}:{os.getpid()}"  # which process ran it (migration 0016)
     assert got.finished_at is not None and got.finished_at >= got.created_at
     assert [(e.seq, e.stage, e.type) for e in got.events] == [
         (1, "guard", "guard"), (2, "rewrite", "decision"), (3, "retrieve", "observation")

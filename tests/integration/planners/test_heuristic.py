@@ -219,6 +219,9 @@ ANSWERS = [
     ("any good films from the studio behind Jujutsu Kaisen?", ["animated by MAPPA. More anime by MAPPA that are films",
                                                                 "Jujutsu Kaisen 0 (2021), also animated by MAPPA"], []),
     ("recommend some manga like Naruto", ["try these manga", "also action"], ["Boruto"]),
+    # what to watch next from whose works ("the same studio"), no sequel asked
+    ("loved jujutsu kaisen. is there a film by the same studio i could watch next?",
+     ["More anime by MAPPA that are films"], ["no sequel"]),
     ("got any recs like one piece? no movies", ["If you liked One Piece", "are not films"], ["One Piece Film"]),
 ]
 

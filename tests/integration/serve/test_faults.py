@@ -12,8 +12,11 @@ with more clients and its figures: ``scripts/fault_suite.py`` (docs/benchmarks.m
 from __future__ import annotations
 
 import asyncio
+import itertools
+from dataclasses import dataclass
 from pathlib import Path
 
+import httpx
 import pytest
 
 from agentic_rag.eval import load_demo_questions
@@ -28,10 +31,42 @@ pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).resolve().parents[3] / "configs" / "local.yaml"
 CLIENTS = 12
 FAULTS = 5
+MAX_TURNS = 12  # turns a conversation is given to be answered by both replicas, switching at least twice
+
+
+@dataclass(frozen=True, slots=True)
+class Turn:
+    """One turn of the conversation asked before the faults: what answered it and how."""
+
+    seq: int
+    runner: str  # host:pid of the Orchestrator replica that ran it (the trajectory's runner)
+    answer: str
+
+
+def converse(url: str, runners: int) -> list[Turn]:
+    """Issue 38, point 4: a conversation over HTTP while ``runners`` Orchestrator replicas serve, until its turns
+    were answered by replicas in turn (a switch from one to the other and back) or :data:`MAX_TURNS` ran out.
+    Serve routes each request to either replica, so which one answers a turn is read back from its trajectory."""
+    turns: list[Turn] = []
+    with httpx.Client(base_url=url, timeout=60, headers={"X-Tenant": "conversation"}) as http:
+        conversation = None
+        while len(turns) < MAX_TURNS:
+            question = "who directed Death Note?" if conversation is None else "and what else did he direct?"
+            reply = http.post("/v1/search_ai", json={"question": question, "conversation_id": conversation})
+            assert reply.status_code == 200, reply.text
+            body = reply.json()
+            conversation = body["conversation_id"]
+            ran = http.get(f"/v1/trajectories/{body['trajectory_id']}")
+            assert ran.status_code == 200, ran.text
+            turns.append(Turn(body["turn"], ran.json()["runner"], body["response"]["answer"]))
+            switches = sum(a.runner != b.runner for a, b in itertools.pairwise(turns))
+            if len({t.runner for t in turns}) == runners and switches >= 2:
+                break
+    return turns
 
 
 @pytest.fixture(scope="module")
-def fault_run(serve_qdrant: Path, dsn: str, settings: Settings) -> tuple[FaultRun, Verdict]:
+def fault_run(serve_qdrant: Path, dsn: str, settings: Settings) -> tuple[FaultRun, Verdict, list[Turn]]:
     """The app deployed, the faults injected under load, the checks made; Ray stopped again."""
     config = fault_config(launch.load_config(CONFIG, port=free_port(), grpc_port=free_port(), args={
         "database_url": dsn, "qdrant_path": str(serve_qdrant), "data_dir": str(settings.data_dir.resolve()),
@@ -42,17 +77,32 @@ def fault_run(serve_qdrant: Path, dsn: str, settings: Settings) -> tuple[FaultRu
     try:
         launch.deploy(config)
         launch.wait_until_running(config, timeout_s=150)
+        turns = converse(launch.app_url(config), runners=2)
         run, verdict = asyncio.run(fault_suite(launch.app_url(config), dsn, config.applications[0].name, questions,
                                                tenant="faults", clients=CLIENTS, baseline_s=4, contenders=8,
                                                rounds=2, max_recovery_s=45))
     finally:
         launch.shutdown()
     print(f"\n{markdown(run, verdict)}")
-    return run, verdict
+    return run, verdict, turns
 
 
-def test_every_fault_was_injected_and_the_service_recovered(fault_run: tuple[FaultRun, Verdict]) -> None:
-    run, _ = fault_run
+def test_any_orchestrator_replica_continues_any_conversation(fault_run: tuple[FaultRun, Verdict, list[Turn]]) -> None:
+    """Issue 38, point 4: with two Orchestrator replicas, a conversation's turns were answered by both, in turn
+    (from one to the other and back), and every follow-up read "he" as the director the first turn named,
+    whichever replica had answered the turns before it: the conversation lives in PostgreSQL, not in a replica."""
+    _, _, turns = fault_run
+    print("\n" + "\n".join(f"turn {t.seq}: {t.runner}" for t in turns))
+    assert [t.seq for t in turns] == list(range(1, len(turns) + 1))
+    assert len({t.runner for t in turns}) == 2, f"one replica answered all {len(turns)} turns"
+    assert sum(a.runner != b.runner for a, b in itertools.pairwise(turns)) >= 2
+    assert "Tetsurō Araki" in turns[0].answer, turns[0].answer
+    for t in turns[1:]:
+        assert "Attack on Titan" in t.answer, (t.seq, t.runner, t.answer)
+
+
+def test_every_fault_was_injected_and_the_service_recovered(fault_run: tuple[FaultRun, Verdict, list[Turn]]) -> None:
+    run, _, _ = fault_run
     faults = run.phases[1:]
     assert [p.name for p in faults][:3] == ["Orchestrator replica killed", "GraphRetriever replica killed",
                                             "Embedder replica killed"] and len(faults) == FAULTS
@@ -69,6 +119,6 @@ def test_every_fault_was_injected_and_the_service_recovered(fault_run: tuple[Fau
 
 
 @pytest.mark.parametrize("check", list(CHECKS))
-def test_under_faults(fault_run: tuple[FaultRun, Verdict], check: str) -> None:
-    _, verdict = fault_run
+def test_under_faults(fault_run: tuple[FaultRun, Verdict, list[Turn]], check: str) -> None:
+    _, verdict, _ = fault_run
     assert not verdict.problems[check], f"{CHECKS[check]}:\n" + "\n".join(verdict.problems[check])
