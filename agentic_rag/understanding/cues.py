@@ -78,7 +78,8 @@ SEASON_COUNT = re.compile(r"\b(?P<n>two|three|four|five|six|seven|eight|nine|ten
 SEASON_TAG = re.compile(r"\b(?:s\d{1,2}|season \d{1,2}|\d(?:st|nd|rd|th) season)\b")
 FAMILY = words("father dad mother mom parents parent brother brothers sister sisters sibling siblings son sons "
                "daughter daughters child children kids grandfather grandpa grandmother grandma granddaughter "
-               "grandson family wife husband uncle aunt cousin married spouse")
+               "grandson family wife husband uncle aunt cousin married spouse marry marries marrying wed weds "
+               "wedded wives husbands spouses")
 RELATED = words("related relation relationship relationships connected connection connections connect connects "
                 "link linked links relate common know")
 COMPARE = words("compare comparison vs versus difference differences differ")

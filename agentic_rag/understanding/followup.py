@@ -89,6 +89,8 @@ BARE = re.compile(r"(?:\b(?:of|in|for|about|from|on|with|to|made|animated|direct
 THE_FORM = re.compile(r"\bthe\s+(?P<form>anime|manga|show|series|movie|film|tv series|tv show)\b(?!\s+(?:of|about|"
                       r"where|that|which|who|with)\b)", re.IGNORECASE)
 PRONOUN = re.compile(rf"\b(?P<p>{'|'.join(PRONOUNS)})\b", re.IGNORECASE)
+# "which one" with nothing after to choose from: one of the names before ("and which one started first")
+WHICH_ONE = re.compile(r"\bwhich\s+(?P<w>one|ones)\b(?!\s+(?:of|is|was|are|were|s)\b|['’]s\b)", re.IGNORECASE)
 # "each", "both" standing for the names before, at the end of a clause ("who directed each", "music for both?")
 EACH = re.compile(r"\b(?:each|both)(?:\s+(?:of\s+)?(?:them|those|these|ones?))?(?=\s*(?:$|[?.!,;]))", re.IGNORECASE)
 
@@ -195,6 +197,7 @@ class _Point:
     place: int | None = None  # a place in a listed answer
     few: int = 0  # ... and how many places from it ("the first two"); 0: one
     form: str | None = None  # "the manga": that form of the latest work
+    choosing: bool = False  # "which one": one of the names before, said "which of A and B"
 
 
 def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
@@ -225,6 +228,9 @@ def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
     for m in DEMONSTRATIVE.finditer(text):
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
             out.append(_Point(m.start(), m.end(), m.group(0), _NOUN_KINDS[m.group("noun").lower()]))
+    for m in WHICH_ONE.finditer(text):
+        if free(m.start("w"), m.end("w")):
+            out.append(_Point(m.start("w"), m.end("w"), m.group(0), ANY, plural=True, choosing=True))
     for m in EACH.finditer(text):
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
             out.append(_Point(m.start(), m.end(), m.group(0), ANY, plural=True))
@@ -256,6 +262,7 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
     text, how, shift = body, [], 0
     pinned: dict[str, EntityRef] = {}
     before: list[Named] = []
+    subjects = [n for t in context.turns for n in t.subjects]
     for p in points:
         # (what is asked does not narrow "the anime": its form word says which reading of the work is meant, and any
         # work the conversation had points there: "how many episodes did the anime get" after the manga)
@@ -274,14 +281,21 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
             # that?")
             names = before if before and p.place is None and all(n.ref.entity_type in p.kinds for n in before) \
                 else _referents(p, context)
+            if p.choosing and len(names) < 2:
+                continue  # "which one" with one name before chooses nothing: the question stands as asked
             before = before or names
             if not names:
                 return Followup(body, [f"{p.said!r}: nothing earlier fits"], ask=_ask_about(p, context))
             said = meant = _joined([n.name for n in names])
+            if p.choosing:
+                said = f"of {said}"
             if p.form is not None:
                 said = f"the {names[0].name} {p.form}"
             elif len(names) == 1 and not p.plural:  # ("all of them" meant one name: which reading is not settled)
                 pinned[names[0].name] = names[0].ref
+            elif len(names) > 1 and all(n in subjects for n in names):
+                # "which one started first" after "the bleach manga or naruto's": the names asked about, each as meant
+                pinned |= {n.name: n.ref for n in names}
             if p.possessive and said.endswith("s") and len(names) > 1:
                 said = f"{said}'"  # "their" after two names ending in s
         if p.possessive and not said.endswith("'"):

@@ -156,6 +156,17 @@ _SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\bbetween\s+{_PHRASE}\s+and\b",
     rf"(?:^|[^\w\s]\s*|\b(?:is|was|who|which)\s+){_PHRASE}\s+(?:vs\.?|versus)\s",
     rf"\s(?:vs\.?|versus)\s+{_PHRASE}",
+    rf"\b(?:is|was|are|were)\s+{_PHRASE}\s+(?:(?:any|a lot|much|way)\s+)?(?:\w{{3,}}er|more \w+|less \w+)\s+than\b",
+))
+# ... and where a question puts a name it asks about, when a word of the phrase is no English word: asking whether
+# the catalog has it ("is vinland saga in here", "do you have vinland saga"), one side of "X <more> than Y" ("is
+# tokyo ghoul darker than chainsaw man"), who someone is in a work ("who's yachiru in bleach")
+_FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
+    rf"\b(?:is|are)\s+{_PHRASE}\s+(?:in here|on here|in there|in the catalog|in your catalog|in the database|"
+    rf"available|included|listed)\b",
+    rf"\b(?:do|does) (?:you|u|the catalog|this) (?:have|got|know|cover|include)\s+{_PHRASE}",
+    rf"\bwho(?:'s|s| is| was)\s+{_PHRASE}\s+(?:in|from|on)\b",
+    rf"\bthan\s+{_PHRASE}",
 ))
 _NOT_NAMES = frozenset("""
 him her them it its his their whom who what me you us one ones someone anyone somebody nobody everyone same other
@@ -168,7 +179,7 @@ def _in_slots(question: str, tokens: Sequence[Token], free: Sequence[bool]) -> l
     """The token ranges of phrases in a name's place (:data:`_SLOTS`) that no mention covers and that could be
     names: no pointing word, no cue word first, a word of four letters or more."""
     out: list[tuple[int, int]] = []
-    for slot in _SLOTS:
+    for slot in (*_SLOTS, *_FOREIGN_SLOTS):
         for m in slot.finditer(question):
             lo, hi = m.span("np")
             at = [j for j, t in enumerate(tokens) if lo <= t.start < hi]
@@ -178,6 +189,11 @@ def _in_slots(question: str, tokens: Sequence[Token], free: Sequence[bool]) -> l
             if words[0] in _NOT_NAMES or words[0] in _DETERMINERS or words[0] in CUES or any(
                     w in _NOT_NAMES or w.isdigit() for w in words) or all(w in CUES or w in JARGON for w in words) \
                     or max(len(w) for w in words) < MIN_LETTERS:
+                continue
+            if slot in _FOREIGN_SLOTS and all(_as_spelled(w) or w in CUES or w in JARGON or len(w) < MIN_LETTERS
+                                              for w in words):
+                continue  # "is it any darker than X", "who is strongest in X": English, no name
+            if any(a <= at[0] <= b or a <= at[-1] <= b for a, b in out):
                 continue
             out.append((at[0], at[-1]))
     return out

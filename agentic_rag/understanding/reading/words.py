@@ -49,6 +49,8 @@ def _cue_typo(word: str) -> str:
     if len(word) < MIN_CUE_TYPO or word in C.CUES or word in english_words() or word.isdigit():
         return word
     near = [c for c in _TYPO_CUES if abs(len(c) - len(word)) <= 1 and one_edit(word, c)]
+    if len(near) > 1:  # "directd": a letter left out ("directed") before one typed wrong ("directs")
+        near = [c for c in near if len(c) == len(word) + 1] or near
     return near[0] if len(near) == 1 else word
 
 

@@ -256,3 +256,17 @@ async def test_a_short_reply_that_asks_its_own_thing_is_not_the_last_question_ag
     answers = await ask(orchestrator, "how many episodes does hunter x hunter (1999) have?",
                         "oh no i meant the 2011 one")
     assert "148" in answers[1], answers[1]
+
+
+async def test_which_one_chooses_among_the_names_asked_about_as_they_were_meant(orchestrator: Orchestrator) -> None:
+    """"which one" with nothing after it chooses among the last question's names, each the reading it had there
+    (the One Piece manga stays the manga: no clarification)."""
+    answers = await ask(orchestrator, "how many volumes do the one piece manga and naruto's have?",
+                        "which one started first?")
+    assert "One Piece started in 1997 and Naruto in 1999" in answers[1], answers[1]
+
+
+async def test_a_cue_word_with_a_letter_left_out_and_a_marriage(orchestrator: Orchestrator) -> None:
+    answers = await ask(orchestrator, "who does goku end up marrying?", "who directd dragon ball z?")
+    assert "Chi-Chi (wife)" in answers[0], answers[0]
+    assert "was directed by" in answers[1], answers[1]

@@ -108,6 +108,18 @@ def test_a_phrase_where_a_name_goes_is_a_name_though_every_word_is_english() -> 
     assert _unknown("which anime were animated by the same studio as trigun", ["trigun"]) == []
 
 
+def test_where_a_question_asks_about_a_name_a_phrase_with_a_foreign_word_is_one() -> None:
+    """Asking whether the catalog has it, one side of "X <more> than Y", who someone is in a work: a name, when a
+    word of it is no English word (English ones there are a description: "is it darker than")."""
+    assert _unknown("is trigun darker than hellsing or nah", ["hellsing"]) == ["trigun"]
+    assert _unknown("is vash stampede in here?", []) == ["vash stampede"]
+    assert _unknown("do you have vash stampede", []) == ["vash stampede"]
+    assert _unknown("who's meryl in trigun?", ["trigun"]) == ["meryl"]
+    assert _unknown("who is strongest in trigun?", ["trigun"]) == []
+    assert _unknown("is it darker than trigun", ["trigun"]) == []
+    assert _unknown("id rather read the manga than watch tbh", []) == []
+
+
 def test_names_typed_short_lower_or_with_an_english_word_after_them() -> None:
     assert _unknown("how does reze know vash", ["vash"]) == ["reze"]  # four letters, lower case, beside a name
     assert _unknown("whats the deal between Vash and Soi Fon", ["Vash"]) == ["Soi Fon"]
