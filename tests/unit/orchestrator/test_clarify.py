@@ -35,7 +35,7 @@ def test_the_same_answer_for_every_reading_makes_the_question_needless() -> None
     assert not same_answer(year, [{"year": 2012}, {"year": 2015}], 2)
 
 
-def test_a_title_only_where_a_character_asked_about_is_needs_no_question() -> None:
+def test_a_title_whose_story_is_explained_needs_no_question() -> None:
     from agentic_rag.orchestrator.clarify import clarification
     from tests.unit.understanding.test_reading import cand, links
 
@@ -44,10 +44,15 @@ def test_a_title_only_where_a_character_asked_about_is_needs_no_question() -> No
     linked = links(q, ("Zorbo", [cand("character", "Zorbo")]), ("Zorb", title))
     why = Analysis(intent="lookup", mentions=["Zorb"], types={"Zorb": ("anime", "manga")}, explain=q)
     assert clarification(why, linked) is None
-    # a value asked of the title itself, or no character beside it: which one is meant matters
+    # a value asked of the title itself: which one is meant matters
     episodes = Analysis(intent="attribute", mentions=["Zorb"], types={"Zorb": ("anime", "manga")}, attr="year",
                         explain=q)
     assert clarification(episodes, linked) is not None
+    # the title's story explained with no character beside it is told the same in either form: nothing is asked
     alone = links("why is Zorb so dark?", ("Zorb", title))
     assert clarification(Analysis(intent="lookup", mentions=["Zorb"], types={"Zorb": ("anime", "manga")},
-                                  explain="why is Zorb so dark?"), alone) is not None
+                                  explain="why is Zorb so dark?"), alone) is None
+    # ... but beside another work named, it is one of two things asked about
+    other = links("why is Zorb so dark next to Blip?", ("Zorb", title), ("Blip", [cand("anime", "Blip")]))
+    assert clarification(Analysis(intent="lookup", mentions=["Zorb"], types={"Zorb": ("anime", "manga")},
+                                  explain="why is Zorb so dark next to Blip?"), other) is not None
