@@ -31,7 +31,13 @@ pytestmark = pytest.mark.integration
 CONFIG = Path(__file__).resolve().parents[3] / "configs" / "local.yaml"
 CLIENTS = 12
 FAULTS = 5
-MAX_TURNS = 12  # turns a conversation is given to be answered by both replicas, switching at least twice
+# how long a fault may last before the test calls it unrecovered: a ceiling, not the figure (the report says how long
+# each took). A replacement Embedder replica imports torch and loads its model while twelve clients keep the two
+# cores busy: 43-45 s on the 2026-11-28 machine, over the 45 s this was, at the code before and after that day's work
+MAX_RECOVERY_S = 90
+# turns a conversation is given to be answered by both replicas, switching at least twice: Serve's router keeps to a
+# replica whose queue length it has cached, so a run of ten turns on one replica was seen before the first switch
+MAX_TURNS = 40
 
 
 @dataclass(frozen=True, slots=True)
@@ -46,7 +52,8 @@ class Turn:
 def converse(url: str, runners: int) -> list[Turn]:
     """Issue 38, point 4: a conversation over HTTP while ``runners`` Orchestrator replicas serve, until its turns
     were answered by replicas in turn (a switch from one to the other and back) or :data:`MAX_TURNS` ran out.
-    Serve routes each request to either replica, so which one answers a turn is read back from its trajectory."""
+    Serve's router picks the replica (it cannot be told which), so which one answered a turn is read back from its
+    trajectory's runner."""
     turns: list[Turn] = []
     with httpx.Client(base_url=url, timeout=60, headers={"X-Tenant": "conversation"}) as http:
         conversation = None
@@ -80,7 +87,7 @@ def fault_run(serve_qdrant: Path, dsn: str, settings: Settings) -> tuple[FaultRu
         turns = converse(launch.app_url(config), runners=2)
         run, verdict = asyncio.run(fault_suite(launch.app_url(config), dsn, config.applications[0].name, questions,
                                                tenant="faults", clients=CLIENTS, baseline_s=4, contenders=8,
-                                               rounds=2, max_recovery_s=45))
+                                               rounds=2, max_recovery_s=MAX_RECOVERY_S))
     finally:
         launch.shutdown()
     print(f"\n{markdown(run, verdict)}")
