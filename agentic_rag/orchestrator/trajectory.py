@@ -78,9 +78,13 @@ _JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 
 T = TypeVar("T")
 
+_HOST = socket.gethostname()
+
+
 def runner() -> str:
-    """This process, as a run's ``runner`` names it: ``host:pid`` (read per call: a forked worker is another)."""
-    return f"{socket.gethostname()}:{os.getpid()}"[:MAX_LABEL_CHARS]
+    """This process, as a run's ``runner`` names it: ``host:pid`` (the pid read per call: a forked worker is
+    another process on the same host)."""
+    return f"{_HOST}:{os.getpid()}"[:MAX_LABEL_CHARS]
 
 
 INSERT_TRAJECTORY_SQL = Query("""

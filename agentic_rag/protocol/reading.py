@@ -89,8 +89,8 @@ class Among:
     target: str | None = None  # the mention the predicate relates each candidate to
     hop: Hop | None = None  # the edges followed from each candidate
     group: tuple[str, ...] = ()  # the group's words a record must say, folded ("league", "villains")
-    # or, no hop, a value of the candidate's own record: (field, op, value), op "eq", "lt", "gt" or "names" (the
-    # field's value is spelled in the value's words): ("status", "eq", "finished"), ("year", "lt", 2010),
+    # or, no hop, a value of the candidate's own record: (field, op, value), op "eq", "lt", "lte", "gt", "gte" or
+    # "names" (the field's value is spelled in the value's words): ("status", "eq", "finished"), ("year", "lt", 2010),
     # ("magazine", "names", "serialized in weekly shonen jump")
     value: tuple[str, str, str | int] | None = None
     said: str = ""  # the predicate's words as typed ("a hashira", "in the league of villains")

@@ -62,9 +62,9 @@ _DECADE = re.compile(r"\b(?:(?:in|during|from|of) )?(?:the )?(?:(?P<c>19|20)(?P<
 _ENDED = re.compile(r"\b(?:end|ends|ended|ending|finish|finished|finishing|conclude[ds]?|wrapp?ed(?: up)?)\W+"
                     r"(?:\w+\W+){0,3}$", re.IGNORECASE)  # "finished their run in"
 # (a story "set in 2071" or that "takes place in 1914" says nothing of when it came out)
-_YEAR = re.compile(r"(?<!\bset\s)(?<!\bplace\s)\b(?P<op>in|after|since|before|from|until|pre|post|prior to)"
+YEAR_SAID = re.compile(r"(?<!\bset\s)(?<!\bplace\s)\b(?P<op>in|after|since|before|from|until|pre|post|prior to)"
                    r"(?:\s+|-)(?:the year\s+)?(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
-_YEAR_OPS = {"in": "eq", "from": "eq", "after": "gt", "since": "gte", "before": "lt", "until": "lte", "pre": "lt",
+YEAR_OPS = {"in": "eq", "from": "eq", "after": "gt", "since": "gte", "before": "lt", "until": "lte", "pre": "lt",
              "post": "gt", "prior to": "lt"}
 # "started airing in the 90s" says when a run began, not that it still airs
 _STATUS = ((re.compile(r"(?<!start )(?<!started )(?<!began )(?<!begin )(?<!first )\b(?:still |currently )?airing\b|"
@@ -184,10 +184,10 @@ def parse_filter(q: str) -> Filter | None:
         start = int(f"{d.group('c')}{d.group('d')}0") if d.group("c") else 1900 + int(d.group("s")) * 10
         f.where += [{"field": year, "op": "gte", "value": start}, {"field": year, "op": "lte", "value": start + 9}]
         rest = _DECADE.sub(" ", rest)
-    for y in _YEAR.finditer(rest):
-        f.where.append({"field": _year_field(rest[:y.start()], year), "op": _YEAR_OPS[y.group("op").lower()],
+    for y in YEAR_SAID.finditer(rest):
+        f.where.append({"field": _year_field(rest[:y.start()], year), "op": YEAR_OPS[y.group("op").lower()],
                         "value": int(y.group("y"))})
-    rest = _YEAR.sub(" ", rest)
+    rest = YEAR_SAID.sub(" ", rest)
     for rx, status in _STATUS:
         if rx.search(rest):
             f.where.append({"field": "status", "op": "eq", "value": status})

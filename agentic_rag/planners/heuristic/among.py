@@ -8,6 +8,7 @@ says why for each (what the hop did reach, the record's sentence), and says whic
 
 from __future__ import annotations
 
+import operator
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -125,6 +126,9 @@ def _by_record(e: CardEntity, among: Among, row: dict[str, Any]) -> Verdict:
     return Verdict(e, holds, [], quote[:QUOTED].rstrip("."))
 
 
+_COMPARED = {"lt": operator.lt, "lte": operator.le, "gt": operator.gt, "gte": operator.ge, "eq": operator.eq}
+
+
 def _by_value(e: CardEntity, value: tuple[str, str, str | int], row: dict[str, Any]) -> Verdict:
     """Whether a value of the name's own record is as the predicate says, and the value itself as the quote."""
     field, op, wanted = value
@@ -134,7 +138,7 @@ def _by_value(e: CardEntity, value: tuple[str, str, str | int], row: dict[str, A
     elif field == "magazine":
         holds = bool(have) and names_magazine(str(wanted), str(have))
     elif field == "year" and isinstance(have, int) and isinstance(wanted, int):
-        holds = {"lt": have < wanted, "gt": have > wanted, "eq": have == wanted}[op]
+        holds = _COMPARED[op](have, wanted)
     else:
         holds = have is not None and str(have).lower() == str(wanted).lower()
     return Verdict(e, holds, [], "" if have is None else str(have))
@@ -228,8 +232,7 @@ def _why(v: Verdict, among: Among) -> str:
     """One listed name's evidence: what its hop reached, or its record's words."""
     name = bare(v.entity.name)
     if among.value is not None:
-        field = {"status": "status", "magazine": "magazine", "year": "year", "format": "format"}.get(
-            among.value[0], among.value[0])
+        field = among.value[0]
         return f"{name}: {field} {v.quote}." if v.quote else f"The catalog does not record the {field} of {name}."
     if among.hop is None:
         if v.holds:

@@ -27,7 +27,7 @@ from agentic_rag.protocol import EntityLinks, LinkedMention
 from agentic_rag.protocol.reading import Among, Analysis, Hop
 from agentic_rag.protocol.vocabulary import PREFERRED_RANGE, AnimeStaffRole, EntityType, MangaAuthorRole
 from agentic_rag.understanding import cues as C
-from agentic_rag.understanding.filters import status_of
+from agentic_rag.understanding.filters import YEAR_OPS, YEAR_SAID, status_of
 from agentic_rag.understanding.reading.asides import _EXCEPT
 from agentic_rag.understanding.reading.names import _add, _type_word
 from agentic_rag.understanding.reading.relations import _staff
@@ -330,8 +330,6 @@ def _predicates(question: str, listed: list[_Item], negation: re.Match[str] | No
 _FORMAT_SAID = re.compile(r"\b(?:an?\s+)?(?P<f>movie|film|ova|special|tv (?:series|show|anime))s?\b", re.IGNORECASE)
 _RAN_IN = re.compile(r"\b(?:serialized|serialised|published|ran|running|run|printed|came out)\s+in\b(?P<rest>.*)",
                      re.IGNORECASE)
-_YEAR_SAID = re.compile(r"\b(?P<op>before|after|since|until|prior to|in)\s+(?P<y>(?:19|20)\d\d)\b", re.IGNORECASE)
-_YEAR_OP = {"before": "lt", "prior to": "lt", "until": "lt", "after": "gt", "since": "gt", "in": "eq"}
 # a run said to be over at the end of its clause ("still not done?", "isn't over yet"), not "done by a studio"
 _OVER = re.compile(r"\b(?:done|over|complete)\b(?=\s*(?:yet|airing|running|publishing)?\s*(?:$|[?.!,;:]))",
                    re.IGNORECASE)
@@ -372,9 +370,10 @@ def _value(span: str, kind: EntityType) -> tuple[tuple[str, str, str | int], str
         where = ran.group("rest")[:stop.start() if stop else None].strip(" .")
         if where:
             return ("magazine", "names", where), f"serialized in {where}"
-    if (year := _YEAR_SAID.search(span)) is not None:
-        op = _YEAR_OP[year.group("op").lower()]
-        return ("year", op, int(year.group("y"))), f"from {year.group('op').lower()} {year.group('y')}"
+    if (year := YEAR_SAID.search(span)) is not None:  # the catalog-wide filter's words and operators
+        op = YEAR_OPS[year.group("op").lower()]
+        word = year.group("op").lower()
+        return ("year", op, int(year.group("y"))), f"from {'' if op == 'eq' else word + ' '}{year.group('y')}"
     if kind == "anime" and (f := _FORMAT_SAID.search(span)) is not None:
         fmt = f.group("f").lower()
         value = "tv" if fmt.startswith("tv") else "movie" if fmt == "film" else fmt
