@@ -114,6 +114,14 @@ class Settings(BaseSettings):
                     "and takes the best. likelihood won on the sample it was tuned on, not on held-out questions "
                     "(docs/benchmarks.md, issue 13 third round).",
     )
+    transformers_batch_size: int = Field(
+        16, ge=1, le=64,
+        description="transformers backend with xgrammar: concurrent constrained calls decoded together in one batch, "
+                    "at most this many (1: one call at a time).")
+    transformers_batch_wait_ms: float = Field(
+        5.0, ge=0.0, le=1000.0,
+        description="How long a call waits for others to share its batch when the model is idle (a batch decoding "
+                    "meanwhile gathers the next one anyway).")
     repetition_penalty: float = Field(1.0, ge=1.0, le=2.0,
                                       description="transformers backend: penalty on repeated tokens (1.0: none).")
     vllm_gpu_memory_utilization: float = Field(0.85, gt=0.0, le=1.0, description="vLLM: share of GPU memory.")

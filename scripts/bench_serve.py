@@ -7,7 +7,8 @@ models (default heuristic). First the questions of the demo eval set run in-proc
 (``open_runtime``) at each concurrency, then the runtime closes (Qdrant local mode allows one process
 per storage path), Ray starts, the config is deployed, and the time from ``ray.init`` to the first
 answer over HTTP is the cold start. Then the same questions go through ``POST /v1/search_ai`` at each
-concurrency. Prints one Markdown table: p50/p95 per path and concurrency, and the HTTP/in-process
+concurrency. Prints one Markdown table: p50/p95 per path and concurrency, the CPU a request costs the whole
+machine (every process's: the client's, Ray's, PostgreSQL's) on each path, and the HTTP/in-process
 ratio, which is what Serve (proxy, handles, replica hops) adds, and how the runs ended on each path (the
 same questions should end the same way: a path whose runs failed faster is not a faster path).
 
@@ -30,6 +31,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import httpx
+import psutil
 
 from agentic_rag.api import costs
 from agentic_rag.eval import load_demo_questions
@@ -38,6 +40,23 @@ from agentic_rag.orchestrator.runtime import open_runtime
 from agentic_rag.orchestrator.state import TIMING_KEYS
 from agentic_rag.serve import launch
 from agentic_rag.settings import Settings
+
+CPU_MS: dict[tuple[str, int], float] = {}  # (path, concurrency) -> the machine's CPU ms a request
+
+
+def cpu_seconds() -> float:
+    """CPU seconds the whole machine has spent (every process: the client, Ray's, PostgreSQL's): on a quiet
+    machine, what a level costs whichever processes did the work."""
+    t = psutil.cpu_times()
+    return float(t.user + t.system + getattr(t, "nice", 0.0) + getattr(t, "irq", 0.0) + getattr(t, "softirq", 0.0))
+
+
+async def measured(path: str, concurrency: int, batch: Awaitable[list[Sample]]) -> list[Sample]:
+    """A level's samples, its CPU a request recorded in :data:`CPU_MS`."""
+    t0 = cpu_seconds()
+    samples = await batch
+    CPU_MS[(path, concurrency)] = (cpu_seconds() - t0) * 1000 / max(len(samples), 1)
+    return samples
 
 
 def pct(values: list[float], q: float) -> float:
@@ -83,7 +102,7 @@ async def in_process(questions: list[str], levels: list[int]) -> dict[int, list[
 
         await timed_batch(ask, questions[:8], 4)  # warm-up, excluded
         for c in levels:
-            results[c] = await timed_batch(ask, questions, c)
+            results[c] = await measured("in-process", c, timed_batch(ask, questions, c))
     return results
 
 
@@ -100,7 +119,7 @@ async def over_http(url: str, questions: list[str], levels: list[int]) -> dict[i
 
         await timed_batch(ask, questions[:8], 4)
         for c in levels:
-            results[c] = await timed_batch(ask, questions, c)
+            results[c] = await measured("served", c, timed_batch(ask, questions, c))
     return results
 
 
@@ -177,12 +196,15 @@ def main(config: Path, levels: list[int], rounds: int) -> None:
         launch.shutdown()
     print(f"\ncold start (ray.init -> first answer over HTTP): {cold:.1f} s; {len(questions)} questions per level; "
           f"{os.cpu_count()} cores\n")
-    print("| concurrency | in-process p50 ms | p95 ms | HTTP via Serve p50 ms | p95 ms | ratio p50 | ratio p95 |")
-    print("|---:|---:|---:|---:|---:|---:|---:|")
+    print("| concurrency | in-process p50 ms | p95 ms | HTTP via Serve p50 ms | p95 ms | ratio p50 | ratio p95 "
+          "| CPU ms a request, in-process | served | ratio CPU |")
+    print("|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|")
     for c in levels:
         a, b = [s.client_ms for s in local[c]], [s.client_ms for s in served[c]]
+        cpu_a, cpu_b = CPU_MS[("in-process", c)], CPU_MS[("served", c)]
         print(f"| {c} | {pct(a, .5):.0f} | {pct(a, .95):.0f} | {pct(b, .5):.0f} | {pct(b, .95):.0f} | "
-              f"{pct(b, .5) / pct(a, .5):.1f}x | {pct(b, .95) / pct(a, .95):.1f}x |")
+              f"{pct(b, .5) / pct(a, .5):.1f}x | {pct(b, .95) / pct(a, .95):.1f}x | {cpu_a:.0f} | {cpu_b:.0f} | "
+              f"{cpu_b / cpu_a:.1f}x |")
     print(f"\nmean in-process {statistics.fmean(s.client_ms for s in local[levels[0]]):.0f} ms at concurrency "
           f"{levels[0]}; Ray Serve flags: {serve_flags()}")
     for c in levels:

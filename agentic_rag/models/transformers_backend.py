@@ -17,6 +17,16 @@ With a schema, decoding is masked by one of two constraint engines (``RAG_TRANSF
 Either way every completion that ends is schema-valid. We call ``model.generate`` ourselves with the
 engine's logits processor because outlines re-applies the chat template to a plain string prompt and
 returns text without token counts; here the prompt is rendered once and both counts are exact.
+
+**Greedy constrained calls** (xgrammar, temperature 0) go to a batch decoder of our own instead of ``generate``:
+concurrent calls are decoded together (``batch_size``; 1 decodes them one at a time), the way vLLM batches on a GPU.
+A call waits at most ``batch_wait_s`` for company when the model is idle (while a batch decodes, the next gathers by
+itself). Every prompt's messages before its last (a role's instructions and worked examples, the same for every
+call of the role) are prefilled once and their key-values kept (vLLM's prefix caching); the calls that begin alike
+are prefilled together over a copy, then every row is decoded a token a step under its own grammar matcher, with its
+own budget and cancellation, a finished row leaving the batch. Each row decodes what ``generate`` would for the call
+alone (tests/integration/models/test_transformers_backend.py). Sampling, unconstrained calls, a repetition penalty
+and closed choices scored by likelihood keep the single path through ``generate``.
 """
 
 from __future__ import annotations
@@ -25,10 +35,13 @@ import asyncio
 import contextlib
 import copy
 import json
+import logging
 import math
 import random
 import threading
+import time
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any, Literal, Protocol
 
@@ -36,6 +49,7 @@ import torch
 from transformers import (
     AutoModelForCausalLM,
     AutoTokenizer,
+    DynamicCache,
     LogitsProcessor,
     LogitsProcessorList,
     StoppingCriteria,
@@ -45,9 +59,12 @@ from transformers import (
 from agentic_rag.models.base import Completion, Message
 from agentic_rag.models.schemas import closed_options, outlines_schema, xgrammar_schema
 
+log = logging.getLogger(__name__)
 ConstraintEngine = Literal["xgrammar", "outlines"]
 ClosedChoice = Literal["likelihood", "decode"]
 SCORE_BATCH = 16  # options scored in one forward pass over the shared prompt
+BATCH_HISTORY = 1000  # batch sizes a backend remembers (TransformersBackend.batches)
+PREFIX_CACHE = 8  # prompt beginnings whose key-values are kept (one a role's template; a few MB to tens each)
 MISSING_XGRAMMAR = ("the xgrammar constraint engine is not installed: pip install 'agentic-rag[local]' "
                     "(or set RAG_TRANSFORMERS_CONSTRAINT=outlines)")
 
@@ -159,6 +176,27 @@ class _GrammarMask(LogitsProcessor):
         return scores
 
 
+@dataclass
+class _Prefilled:
+    """Prompts prefilled together: their key-values, which positions of them are real (1) or padding (0), and each
+    prompt's next-token logits."""
+
+    cache: Any
+    mask: torch.Tensor
+    last: torch.Tensor
+
+
+@dataclass
+class _Waiting:
+    """A call waiting for its batch."""
+
+    messages: list[Message]
+    schema: dict[str, Any]
+    max_tokens: int
+    done: asyncio.Future[Completion]
+    cancelled: threading.Event = field(default_factory=threading.Event)
+
+
 class TransformersBackend:
     """A local causal LM completing chat messages, JSON-schema constrained when a schema is given.
 
@@ -170,7 +208,8 @@ class TransformersBackend:
 
     def __init__(self, model_dir: str | Path, *, device: str = "cpu", name: str | None = None,
                  gguf_file: str | None = None, constraint: ConstraintEngine = "outlines",
-                 repetition_penalty: float = 1.0, choice: ClosedChoice = "decode") -> None:
+                 repetition_penalty: float = 1.0, choice: ClosedChoice = "decode", batch_size: int = 1,
+                 batch_wait_s: float = 0.005) -> None:
         path = Path(model_dir)
         if not path.is_dir():
             raise FileNotFoundError(f"model directory not found: {path}")
@@ -208,6 +247,14 @@ class TransformersBackend:
             self._engine = _Outlines(self.model, self.tokenizer)
         self._queue = asyncio.Lock()  # waiters wait on the loop, not in worker threads
         self._running = threading.Lock()  # a cancelled call's thread may still be finishing its step
+        # concurrent calls decoded together (xgrammar's matchers are per row; outlines' processors are not)
+        self.batch_size = batch_size if constraint == "xgrammar" else 1
+        self.batch_wait_s = batch_wait_s
+        self._waiting: list[_Waiting] = []
+        self._drainer: asyncio.Task[None] | None = None
+        self.batches: list[int] = []  # the size of each batch decoded (the last BATCH_HISTORY), for measuring
+        # the key-values of recent prompts' shared beginnings (a role's instructions and examples), by their tokens
+        self._prefixes: dict[tuple[int, ...], Any] = {}
 
     def render(self, messages: list[Message]) -> str:
         """The prompt text: the chat template when the tokenizer has one, else ``role: content`` lines."""
@@ -224,6 +271,9 @@ class TransformersBackend:
         """Complete the messages (greedy at temperature 0), within ``schema`` when one is given. With
         ``choice=likelihood`` a closed schema is a choice among its options: each is scored as the whole reply,
         less its score after ``calibration`` when given, and the best is the completion."""
+        if self._batched(schema, temperature):
+            assert schema is not None
+            return await self._complete_batched(messages, schema, max_tokens)
         cancelled = threading.Event()
         async with self._queue:
             try:
@@ -232,6 +282,199 @@ class TransformersBackend:
             except asyncio.CancelledError:
                 cancelled.set()  # the worker stops after its current token
                 raise
+
+    def _batched(self, schema: dict[str, Any] | None, temperature: float) -> bool:
+        """Whether a call goes to the batched decoder: xgrammar-constrained, greedy, without a repetition penalty,
+        decoded (not a closed choice scored whole). A batch may be of one (``batch_size`` 1)."""
+        return (isinstance(self._engine, _XGrammar) and schema is not None and temperature == 0
+                and self.repetition_penalty == 1.0
+                and not (self.choice == "likelihood" and closed_options(schema)))
+
+    async def _complete_batched(self, messages: list[Message], schema: dict[str, Any],
+                                max_tokens: int) -> Completion:
+        waiting = _Waiting(messages, schema, max_tokens, asyncio.get_running_loop().create_future())
+        self._waiting.append(waiting)
+        if self._drainer is None or self._drainer.done():
+            self._drainer = asyncio.create_task(self._drain())
+        try:
+            return await asyncio.shield(waiting.done)
+        except asyncio.CancelledError:
+            waiting.cancelled.set()  # its row stops after its current token; the rest of its batch goes on
+            raise
+
+    async def _drain(self) -> None:
+        """Decode the waiting calls, a batch at a time, until none wait."""
+        while self._waiting:
+            async with self._queue:  # one forward pass at a time, batched or not
+                if self.batch_size > 1 and len(self._waiting) < self.batch_size:
+                    await asyncio.sleep(self.batch_wait_s)  # a moment for the calls arriving with this one
+                batch = [w for w in self._waiting[:self.batch_size] if not w.cancelled.is_set()]
+                del self._waiting[:self.batch_size]
+                if not batch:
+                    continue
+                try:
+                    done = await asyncio.to_thread(self._generate_batch, batch)
+                except Exception as exc:  # a schema that does not compile, ...: every call of the batch hears it
+                    for w in batch:
+                        if not w.done.done():
+                            w.done.set_exception(exc)
+                    continue
+                for w, outcome in zip(batch, done, strict=True):
+                    if w.done.done():
+                        continue
+                    if isinstance(outcome, Exception):
+                        w.done.set_exception(outcome)
+                    else:
+                        w.done.set_result(outcome)
+
+    def _generate_batch(self, batch: list[_Waiting]) -> list[Completion | Exception]:
+        """Greedy constrained decoding of the batch's calls together; a call whose schema does not compile gets its
+        ValueError, the others their completions.
+
+        Each prompt is prefilled on its own, over a copy of the cached key-values of its messages before the last
+        (a role's instructions and worked examples: the same for every call of the role, so they are run once;
+        vLLM's prefix caching, here), then the rows' caches are left-padded into one and decoded a token a step for
+        the whole batch: each row under its own grammar matcher (one token bitmask for the batch), its own budget
+        and its own cancellation; a row that ends leaves the batch."""
+        assert isinstance(self._engine, _XGrammar)
+        engine = self._engine
+        compiled: dict[int, Any] = {}
+        failed: dict[int, Exception] = {}
+        for w in batch:
+            try:
+                compiled[id(w)] = engine._compiled(w.schema)
+            except ValueError as exc:  # this call's schema: its own failure, not its batch's
+                failed[id(w)] = exc
+        rows = [w for w in batch if id(w) in compiled]
+        if not rows:
+            return [failed[id(w)] for w in batch]
+        with self._running, torch.inference_mode():
+            t0 = time.perf_counter()
+            prompts = [self._prompt_ids(w.messages) for w in rows]
+            # the rows that begin alike (a role's calls) are prefilled together, over their beginning's cache
+            groups: dict[tuple[int, ...], list[int]] = {}
+            for n, (w, ids) in enumerate(zip(rows, prompts, strict=True)):
+                prefix = self._prefix_ids(w.messages)
+                usable = prefix is not None and 0 < len(prefix) < len(ids) and ids[: len(prefix)] == prefix
+                groups.setdefault(tuple(prefix) if usable and prefix else (), []).append(n)
+            order = [n for members in groups.values() for n in members]
+            filled = [self._prefill(list(prefix), [prompts[n] for n in members]) for prefix, members in groups.items()]
+            made_in_order = self._decode([compiled[id(rows[n])] for n in order], filled,
+                                         [len(prompts[n]) for n in order], [rows[n].max_tokens for n in order],
+                                         [rows[n].cancelled for n in order])
+            made: list[list[int]] = [[] for _ in rows]
+            for n, tokens in zip(order, made_in_order, strict=True):
+                made[n] = tokens
+            self.batches = [*self.batches[-BATCH_HISTORY + 1:], len(rows)]
+            log_batch(len(rows), time.perf_counter() - t0)
+        by_call: dict[int, Completion | Exception] = dict(failed)
+        for w, ids, new in zip(rows, prompts, made, strict=True):
+            stopped = bool(new) and new[-1] in self._eos_ids
+            by_call[id(w)] = Completion(text=str(self.tokenizer.decode(new, skip_special_tokens=True)),
+                                        prompt_tokens=len(ids), completion_tokens=len(new),
+                                        finish_reason="stop" if stopped else "length")
+        return [by_call[id(w)] for w in batch]
+
+    def _prompt_ids(self, messages: list[Message]) -> list[int]:
+        ids = self.tokenizer(self.render(messages), add_special_tokens=not self._has_template)["input_ids"]
+        return [int(i) for i in ids]
+
+    def _prefix_ids(self, messages: list[Message]) -> list[int] | None:
+        """The tokens of every message but the last, as the whole prompt begins with them; None when there are
+        none, or when the prompt's tokens do not begin with them (a merge across the boundary)."""
+        if len(messages) < 2:
+            return None
+        head = messages[:-1]
+        if self._has_template:
+            text = str(self.tokenizer.apply_chat_template([{"role": m["role"], "content": m["content"]} for m in head],
+                                                          tokenize=False, add_generation_prompt=False))
+        else:
+            text = "".join(f"{m['role']}: {m['content']}\n\n" for m in head)
+        return [int(i) for i in self.tokenizer(text, add_special_tokens=not self._has_template)["input_ids"]]
+
+    def _prefill(self, prefix: list[int], prompts: list[list[int]]) -> _Prefilled:
+        """Prompts that all begin with ``prefix`` (none: ``[]``) in one forward pass over a copy of the prefix's cached
+        key-values (computed once, then kept: :data:`PREFIX_CACHE`), their remainders right-padded and masked."""
+        cache = None
+        if prefix:
+            key = tuple(prefix)
+            base = self._prefixes.pop(key, None)
+            if base is None:
+                base = self.model(input_ids=torch.tensor([prefix], device=self.device), use_cache=True).past_key_values
+            self._prefixes[key] = base  # most recently used last
+            while len(self._prefixes) > PREFIX_CACHE:
+                self._prefixes.pop(next(iter(self._prefixes)))
+            cache = copy.deepcopy(base)
+            if len(prompts) > 1:
+                cache.batch_repeat_interleave(len(prompts))
+        rest = [ids[len(prefix):] for ids in prompts]
+        width = max(len(r) for r in rest)
+        ids = torch.full((len(rest), width), self._eos_ids[0], dtype=torch.long, device=self.device)
+        mask = torch.zeros((len(rest), len(prefix) + width), dtype=torch.long, device=self.device)
+        mask[:, : len(prefix)] = 1
+        for row, r in enumerate(rest):
+            ids[row, : len(r)] = torch.tensor(r, device=self.device)
+            mask[row, len(prefix): len(prefix) + len(r)] = 1
+        positions = torch.arange(len(prefix), len(prefix) + width, device=self.device).expand(len(rest), -1)
+        out = self.model(input_ids=ids, past_key_values=cache, attention_mask=mask, position_ids=positions,
+                         use_cache=True)
+        last = torch.stack([out.logits[row, len(r) - 1] for row, r in enumerate(rest)])
+        return _Prefilled(out.past_key_values, mask, last)
+
+    def _decode(self, compiled: list[Any], filled: list[_Prefilled], lengths: list[int],
+                budgets: list[int], cancelled: list[threading.Event]) -> list[list[int]]:
+        """Greedy decoding of prefilled rows together (see :meth:`_generate_batch`): each row's new tokens. ``filled``
+        holds the rows in groups (in the order of ``compiled``); ``lengths`` are the rows' prompt lengths."""
+        assert isinstance(self._engine, _XGrammar)
+        xgr, vocab = self._engine._xgr, self._engine._vocab_size
+        width = max(int(f.mask.shape[1]) for f in filled)
+        cache = DynamicCache()
+        for layer in range(len(filled[0].cache.layers)):
+            keys = [_left_pad(f.cache.layers[layer].keys, width) for f in filled]
+            values = [_left_pad(f.cache.layers[layer].values, width) for f in filled]
+            cache.update(torch.cat(keys), torch.cat(values), layer)
+        mask = torch.cat([torch.nn.functional.pad(f.mask, (width - int(f.mask.shape[1]), 0)) for f in filled])
+        logits = torch.cat([f.last for f in filled]).float()
+        matchers = [xgr.GrammarMatcher(c) for c in compiled]
+        bitmask = xgr.allocate_token_bitmask(len(compiled), vocab)
+        suppressed = torch.tensor(self._constrained_suppressed, dtype=torch.long, device=self.device)
+        made: list[list[int]] = [[] for _ in compiled]
+        live = list(range(len(compiled)))  # the rows still decoding, in the cache's order
+        step = 0
+        while live:
+            if len(suppressed):
+                logits[:, suppressed] = float("-inf")
+            masked = []
+            for at, row in enumerate(live):
+                if not matchers[row].is_terminated():
+                    matchers[row].fill_next_token_bitmask(bitmask, at)
+                    masked.append(at)
+            if masked:
+                xgr.apply_token_bitmask_inplace(logits, bitmask[: len(live)].to(logits.device), indices=masked)
+            chosen = logits.argmax(dim=-1).tolist()
+            keep: list[int] = []
+            for at, row in enumerate(live):
+                token = int(chosen[at])
+                made[row].append(token)
+                if not matchers[row].is_terminated() and not matchers[row].accept_token(token):
+                    raise RuntimeError(f"token {token} violates row {row}'s grammar")
+                if not (token in self._eos_ids or len(made[row]) >= budgets[row] or cancelled[row].is_set()):
+                    keep.append(at)
+            step += 1
+            if not keep:
+                break
+            if len(keep) < len(live):  # finished rows leave the batch
+                index = torch.tensor(keep, dtype=torch.long, device=self.device)
+                cache.batch_select_indices(index)
+                mask = mask[index]
+                chosen = [chosen[at] for at in keep]
+                live = [live[at] for at in keep]
+            mask = torch.cat([mask, torch.ones((len(live), 1), dtype=torch.long, device=self.device)], dim=1)
+            positions = torch.tensor([[lengths[row] + step - 1] for row in live], device=self.device)
+            out = self.model(input_ids=torch.tensor([[t] for t in chosen], device=self.device), past_key_values=cache,
+                             attention_mask=mask, position_ids=positions, use_cache=True)
+            logits = out.logits[:, -1].float()
+        return made
 
     async def prepare(self, schemas: list[dict[str, Any]]) -> None:
         """Build the constraint indexes of these schemas now (seconds to minutes each), not in the first call."""
@@ -343,3 +586,14 @@ class _StopWhenSet(StoppingCriteria):
     def __call__(self, input_ids: torch.LongTensor, scores: Any, **kwargs: Any) -> torch.BoolTensor:
         return torch.full((input_ids.shape[0],), self.event.is_set(), dtype=torch.bool,  # type: ignore[return-value]
                           device=input_ids.device)
+
+
+def log_batch(size: int, seconds: float) -> None:
+    """A decoded batch, at DEBUG (its size and time: how well concurrent calls share the model)."""
+    log.debug("decoded a batch of %d in %.2f s", size, seconds)
+
+
+def _left_pad(tensor: torch.Tensor, width: int) -> torch.Tensor:
+    """A (rows, heads, length, dim) key or value tensor, zero-padded at the front of its length to ``width``."""
+    missing = width - int(tensor.shape[-2])
+    return torch.nn.functional.pad(tensor, (0, 0, missing, 0)) if missing else tensor

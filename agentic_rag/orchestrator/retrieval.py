@@ -2,17 +2,21 @@
 
 The orchestrator only sees :class:`Retrieval`. In-process it is :class:`LocalRetrieval` over a
 PostgreSQL pool and a Qdrant client; in Ray Serve the deployments wire their handles into an object
-of the same shape, so the loop does not change.
+of the same shape, so the loop does not change. A turn's intents go to :meth:`Retrieval.execute` together: in
+Serve that is one call per retriever deployment a turn, whatever the number of intents it carries.
 """
 
 from __future__ import annotations
 
 import asyncio
+import functools
 import time
-from collections.abc import MutableMapping
+from collections.abc import Awaitable, Callable, MutableMapping, Sequence
+from dataclasses import dataclass
 from typing import NamedTuple, Protocol
 
 from agentic_rag.protocol import (
+    BatchIntent,
     EntityLinks,
     EntityRef,
     GraphIntent,
@@ -46,6 +50,19 @@ class Linked(NamedTuple):
     reading: Analysis
 
 
+GraphFound = tuple[GraphResult, dict[str, str]]  # a graph primitive's result and the labels of the nodes it names
+Found = RetrievalResult | GraphFound | QueryResult
+
+
+@dataclass(frozen=True)
+class Executed:
+    """One intent's outcome: what it found, or the exception it failed with; and the time it took."""
+
+    found: Found | None
+    error: Exception | None
+    ms: float
+
+
 class Retrieval(Protocol):
     """What the loop may ask of the catalog. Each call is bounded, retried on a transient failure, and never
     writes; what still fails raises ``RetrievalError``."""
@@ -66,11 +83,41 @@ class Retrieval(Protocol):
         """A recommendation: works like the examples, by Qdrant's recommendation query and the catalog graph."""
         ...
 
+    async def execute(self, intents: Sequence[BatchIntent]) -> list[Executed]:
+        """A turn's intents, concurrently: one outcome each, in order. A failing intent fails alone."""
+        ...
+
     async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> Linked:
         """The catalog names ``question`` mentions, each with the entities it may mean, what it asks by meaning
         (nearest labelled exemplars) and its reading. ``timings["asks_ms"]`` is charged with the time the encoder
         took here (a model's time, not the loop's)."""
         ...
+
+
+async def run_intent(retrieval: Retrieval, intent: BatchIntent) -> Found:
+    """One intent on the executor of its kind."""
+    if isinstance(intent, SearchIntent):
+        return await retrieval.search(intent)
+    if isinstance(intent, GraphIntent):
+        return await retrieval.graph(intent)
+    if isinstance(intent, SimilarIntent):
+        return await retrieval.similar(intent)
+    return await retrieval.query(intent)
+
+
+async def timed(work: Callable[[], Awaitable[Found]]) -> Executed:
+    """``work``'s outcome with its time; an exception it raises is the outcome (a cancellation is not)."""
+    t0 = time.perf_counter()
+    try:
+        found = await work()
+    except Exception as exc:
+        return Executed(None, exc, (time.perf_counter() - t0) * 1000)
+    return Executed(found, None, (time.perf_counter() - t0) * 1000)
+
+
+async def each(retrieval: Retrieval, intents: Sequence[BatchIntent]) -> list[Executed]:
+    """:meth:`Retrieval.execute` for a retrieval whose every call is local: each intent concurrently."""
+    return list(await asyncio.gather(*(timed(functools.partial(run_intent, retrieval, i)) for i in intents)))
 
 
 class LocalRetrieval:
@@ -103,6 +150,9 @@ class LocalRetrieval:
     async def query(self, query: StructuredQuery) -> QueryResult:
         return await on_pool(self._pool, "pg_query", lambda conn: run_query(conn, query, timeout_s=self._timeout_s),
                              attempts=self._attempts)
+
+    async def execute(self, intents: Sequence[BatchIntent]) -> list[Executed]:
+        return await each(self, intents)
 
     async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> Linked:
         links = await on_pool(self._pool, "postgres", lambda conn: link(conn, question, timeout_s=self._timeout_s),

@@ -1,7 +1,8 @@
 """Retrieve, grade and observe: one step's intents run concurrently and become context cards.
 
-A step carries at most :data:`~agentic_rag.protocol.MAX_BATCH` independent intents; they run in one
-``asyncio.TaskGroup``. A failing branch becomes a warning and an error event, never a failed run:
+A step carries at most :data:`~agentic_rag.protocol.MAX_BATCH` independent intents; they go to the retrieval
+together (:meth:`~agentic_rag.orchestrator.retrieval.Retrieval.execute`: concurrently, and served, one call per
+retriever deployment). A failing branch becomes a warning and an error event, never a failed run:
 the other branches' cards are kept. The warning and the event say what failed in our
 own words (a dead replica's or a driver's message goes to the server log, never to the client). Search
 results are graded for relevance in ONE batched validator call; irrelevant items are dropped
@@ -10,18 +11,27 @@ from their cards.
 
 from __future__ import annotations
 
-import asyncio
 import logging
-import time
 from typing import Any, Protocol
 
 from agentic_rag.orchestrator.cards import from_graph, from_query, from_search, from_similar
-from agentic_rag.orchestrator.retrieval import Retrieval
+from agentic_rag.orchestrator.retrieval import Executed, Found, Retrieval
 from agentic_rag.orchestrator.state import RunState, dependency_of, describe, failure_text, source_of, step_key
 from agentic_rag.orchestrator.trajectory import EventType
-from agentic_rag.protocol import MAX_BATCH, BatchIntent, GradeReport, GraphIntent, NextStep, SearchIntent, SimilarIntent
+from agentic_rag.protocol import (
+    MAX_BATCH,
+    BatchIntent,
+    GradeReport,
+    GraphIntent,
+    NextStep,
+    RetrievalResult,
+    SearchIntent,
+    SimilarIntent,
+    StructuredQuery,
+)
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.roles import CardEntity, ContextCard, GradeInput, GradeItem, StepStatus
+from agentic_rag.retrievers.dsl import QueryResult
 from agentic_rag.settings import Settings
 
 log = logging.getLogger(__name__)
@@ -72,17 +82,19 @@ async def run_step(run: RunContext, step: NextStep) -> bool:
 
 
 async def retrieve(run: RunContext, intents: list[BatchIntent]) -> list[ContextCard]:
-    """Execute intents concurrently (the searches by meaning with the question's image, if one came with it),
-    grade the searches, and add the cards to the context."""
+    """Execute intents together (one call to the retrieval, which runs them concurrently; the searches by meaning
+    with the question's image, if one came with it), grade the searches, and add the cards to the context."""
     s = run.s
     intents = [s.attach_image(i) for i in intents]
-    try:
-        async with asyncio.TaskGroup() as tg:
-            tasks = [tg.create_task(_execute(run, intent)) for intent in intents]
-    except ExceptionGroup as group:
-        # a branch only raises what it must not absorb (the trajectory store failing): raise it as itself
-        raise group.exceptions[0] from None
-    results = [t.result() for t in tasks]
+    for intent in intents:
+        # the image is kept out of the trajectory: its size and hash say which one was searched
+        action: dict[str, Any] = {"source": source_of(intent),
+                                  "intent": intent.model_dump(mode="json", exclude={"image_query"})}
+        if isinstance(intent, SearchIntent) and intent.image_query is not None and s.image is not None:
+            action["image"] = s.image.note()
+        await run.event("retrieve", "action", action)
+    outcomes = await run.retrieval.execute(intents)
+    results = [await _observed(run, i, o) for i, o in zip(intents, outcomes, strict=True)]
     cards = await _grade(run, [(i, c) for i, c in zip(intents, results, strict=True) if c is not None])
     for intent in intents:
         s.executed.add(step_key(intent))
@@ -104,41 +116,44 @@ async def retrieve(run: RunContext, intents: list[BatchIntent]) -> list[ContextC
     return cards
 
 
-async def _execute(run: RunContext, intent: BatchIntent) -> ContextCard | None:
-    """One intent against its executor; any failure is reported, not raised, so siblings keep going."""
+def _card(turn: int, intent: BatchIntent, found: Found | None) -> ContextCard:
+    """What an intent found, as a context card (a result of the wrong shape for the intent is a failure)."""
+    if isinstance(intent, SearchIntent) and isinstance(found, RetrievalResult):
+        return from_search(turn, intent, found)
+    if isinstance(intent, GraphIntent) and isinstance(found, tuple):
+        result, names = found
+        return from_graph(turn, intent, result, names)
+    if isinstance(intent, SimilarIntent) and isinstance(found, RetrievalResult):
+        return from_similar(turn, intent, found)
+    if isinstance(intent, StructuredQuery) and isinstance(found, QueryResult):
+        return from_query(turn, intent, found)
+    raise TypeError(f"{type(found).__name__} is not what {type(intent).__name__} finds")
+
+
+async def _observed(run: RunContext, intent: BatchIntent, outcome: Executed) -> ContextCard | None:
+    """One intent's card; a failure is reported (warning, trajectory, readiness), not raised, so its siblings'
+    cards stand."""
     s = run.s
     source = source_of(intent)
-    # the image is kept out of the trajectory: its size and hash say which one was searched
-    action: dict[str, Any] = {"source": source, "intent": intent.model_dump(mode="json", exclude={"image_query"})}
-    if isinstance(intent, SearchIntent) and intent.image_query is not None and s.image is not None:
-        action["image"] = s.image.note()
-    await run.event("retrieve", "action", action)
-    t0 = time.perf_counter()
-    try:
-        if isinstance(intent, SearchIntent):
-            card = from_search(s.turn, intent, await run.retrieval.search(intent))
-        elif isinstance(intent, GraphIntent):
-            result, names = await run.retrieval.graph(intent)
-            card = from_graph(s.turn, intent, result, names)
-        elif isinstance(intent, SimilarIntent):
-            card = from_similar(s.turn, intent, await run.retrieval.similar(intent))
-        else:
-            card = from_query(s.turn, intent, await run.retrieval.query(intent))
-    except Exception as exc:
-        ms = (time.perf_counter() - t0) * 1000
-        s.timings[TIMING[source]] += ms
+    s.timings[TIMING[source]] += outcome.ms
+    exc = outcome.error
+    if exc is None:
+        try:
+            card = _card(s.turn, intent, outcome.found)
+        except Exception as bad:  # a result no card can be made of: the step failed
+            exc = bad
+    if exc is not None:
         s.errors += 1
         s.degraded.add(dependency_of(source, exc))
         what = failure_text(EXECUTORS[source], exc)
         log.warning("%s failed (%s)", describe(intent), what, exc_info=exc)
         s.warn(f"{describe(intent)[:INTENT_IN_WARNING]} failed: {what}")
         await run.event("retrieve", "error", {"source": source, "error": what, "exception": type(exc).__name__},
-                        latency_ms=ms)
+                        latency_ms=outcome.ms)
         return None
-    ms = (time.perf_counter() - t0) * 1000
-    s.timings[TIMING[source]] += ms
     await run.event("retrieve", "observation", {"source": source, "count": card.count,
-                                                "ids": [e.ref.id for e in card.entities[:LOGGED_IDS]]}, latency_ms=ms)
+                                                "ids": [e.ref.id for e in card.entities[:LOGGED_IDS]]},
+                    latency_ms=outcome.ms)
     return card
 
 

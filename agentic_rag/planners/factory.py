@@ -7,6 +7,12 @@ from agentic_rag.planners.heuristic import HeuristicModel
 from agentic_rag.planners.llm.prompts import shaper
 from agentic_rag.settings import Settings
 
+# The backends that hold a model's weights in the process that serves them: a role on one of these gets a model
+# deployment of its own when served (agentic_rag.serve.app.model_roles). The heuristic holds none, and the openai
+# backend is a client of a server that holds them (and batches) elsewhere: both run inside the Orchestrator.
+WEIGHTED_BACKENDS = frozenset({"transformers", "vllm"})
+MODEL_ROLES: tuple[ModelRole, ...] = ("planner", "validator")
+
 # What RAG_PLANNER_MODEL / RAG_VALIDATOR_MODEL must name for each text backend.
 MODEL_NAMES = {
     "transformers": "a local model directory or a fetched model (agentic-rag models list)",
@@ -18,6 +24,12 @@ MODEL_NAMES = {
 def role_backend(settings: Settings, role: ModelRole) -> str:
     """The backend ``RAG_PLANNER_BACKEND`` / ``RAG_VALIDATOR_BACKEND`` names for ``role``."""
     return settings.planner_backend if role == "planner" else settings.validator_backend
+
+
+def holds_weights(settings: Settings, role: ModelRole) -> bool:
+    """Whether ``role``'s backend loads a model's weights into the process that runs it (a model deployment's
+    reason to exist)."""
+    return role_backend(settings, role) in WEIGHTED_BACKENDS
 
 
 def role_model(settings: Settings, role: ModelRole) -> str:
@@ -46,6 +58,8 @@ def text_backend(settings: Settings, role: ModelRole) -> TextBackend:
                                    constraint=settings.transformers_constraint,
                                    repetition_penalty=settings.repetition_penalty,
                                    choice=settings.transformers_choice,
+                                   batch_size=settings.transformers_batch_size,
+                                   batch_wait_s=settings.transformers_batch_wait_ms / 1000,
                                    name=f"transformers:{model}" if gguf_file else None)
     if backend == "openai":
         from agentic_rag.models.openai_backend import OpenAIBackend

@@ -3,9 +3,15 @@
 ``args`` are settings fields by name (see :mod:`agentic_rag.serve.args`); everything else
 comes from each replica's environment. The graph::
 
-    Ingress -> Orchestrator -> PlannerModel, ValidatorModel, VectorRetriever (-> Embedder), GraphRetriever (-> Embedder)
+    Ingress -> Orchestrator -> [PlannerModel], [ValidatorModel], VectorRetriever (-> Embedder),
+                               GraphRetriever (-> Embedder)
             -> GraphRetriever, VectorRetriever, Embedder  (typeahead, hydration, readiness)
-            -> PlannerModel, ValidatorModel  (the OpenAI-compatible route, /openai/v1/chat/completions)
+            -> [PlannerModel], [ValidatorModel]  (the OpenAI-compatible route, /openai/v1/chat/completions)
+
+A model deployment exists to hold a model's weights: PlannerModel and ValidatorModel are deployed only for a role
+whose backend loads them (transformers, vLLM: :data:`~agentic_rag.planners.factory.WEIGHTED_BACKENDS`). A weightless
+role (the heuristic, or a client of a remote OpenAI-compatible server) runs inside the Orchestrator, as its fallback
+does, and inside the Ingress for the chat-completions route: no hop for a call that costs a millisecond.
 """
 
 from __future__ import annotations
@@ -16,7 +22,9 @@ from ray.serve import Application
 from ray.serve._private import constants as serve_constants
 from ray.serve.deployment import Deployment
 
+from agentic_rag.models.base import ModelRole
 from agentic_rag.models.images import base64_body_bytes
+from agentic_rag.planners.factory import MODEL_ROLES, holds_weights
 from agentic_rag.serve.args import settings_from
 from agentic_rag.serve.ingress import Ingress
 from agentic_rag.serve.models import Embedder, PlannerModel, ValidatorModel
@@ -29,6 +37,19 @@ ENVELOPE_MAX = 256 * 2**10  # what rides beside a question's image in one call b
 VLLM_ACTOR = {"num_cpus": 1, "num_gpus": 1}  # a model replica on vLLM: the engine's GPU, a core for its loop
 DEPLOYMENTS: tuple[Deployment, ...] = (Ingress, Orchestrator, PlannerModel, ValidatorModel, Embedder,
                                        VectorRetriever, GraphRetriever)
+MODEL_DEPLOYMENTS: dict[ModelRole, Deployment] = {"planner": PlannerModel, "validator": ValidatorModel}
+
+
+def model_roles(settings: Settings) -> tuple[ModelRole, ...]:
+    """The roles served by a model deployment of their own: those whose backend holds weights."""
+    return tuple(role for role in MODEL_ROLES if holds_weights(settings, role))
+
+
+def deployment_names(settings: Settings) -> set[str]:
+    """The deployments :func:`build_app` deploys for these settings (a Serve config may list only these: Serve
+    refuses a config that names a deployment its application does not have)."""
+    models = {MODEL_DEPLOYMENTS[r].name for r in model_roles(settings)}
+    return {d.name for d in DEPLOYMENTS if d not in MODEL_DEPLOYMENTS.values()} | models
 
 
 def replica_message_problem(settings: Settings) -> str | None:
@@ -69,11 +90,14 @@ def build_app(args: dict[str, Any]) -> Application:
     embedder = Embedder.bind(args)
     retriever = vector.bind(args, embedder)
     graph = GraphRetriever.bind(args, embedder)
-    # a vLLM engine needs a GPU of its own (a config that lists the deployment replaces these options as a whole;
-    # a replica that still gets none refuses to start: deployments.models.gpu_request_problem)
-    planner = (PlannerModel.options(ray_actor_options=VLLM_ACTOR) if settings.planner_backend == "vllm"
-               else PlannerModel).bind(args)
-    validator = (ValidatorModel.options(ray_actor_options=VLLM_ACTOR) if settings.validator_backend == "vllm"
-                 else ValidatorModel).bind(args)
-    orchestrator = Orchestrator.bind(args, planner, validator, retriever, graph)
-    return Ingress.bind(args, orchestrator, graph, retriever, embedder, planner, validator)
+    # a model deployment for each role whose backend holds weights; None tells the replicas to run the role in
+    # their own process. A vLLM engine needs a GPU of its own (a config that lists the deployment replaces these
+    # options as a whole; a replica that still gets none refuses to start: serve.models.gpu_request_problem).
+    models: dict[ModelRole, Any] = {role: None for role in MODEL_ROLES}
+    for role in model_roles(settings):
+        deployment = MODEL_DEPLOYMENTS[role]
+        backend = settings.planner_backend if role == "planner" else settings.validator_backend
+        models[role] = (deployment.options(ray_actor_options=VLLM_ACTOR) if backend == "vllm"
+                        else deployment).bind(args)
+    orchestrator = Orchestrator.bind(args, models["planner"], models["validator"], retriever, graph)
+    return Ingress.bind(args, orchestrator, graph, retriever, embedder, models["planner"], models["validator"])

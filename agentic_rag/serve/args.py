@@ -8,6 +8,7 @@ the pods as an environment variable (``DATABASE_URL``) never travels inside the 
 from __future__ import annotations
 
 import asyncio
+import os
 import sys
 from collections.abc import Mapping
 from typing import Any
@@ -36,6 +37,34 @@ def settings_from(args: Mapping[str, Any]) -> Settings:
     if unknown:
         raise ValueError(f"unknown setting(s) in the application args: {', '.join(unknown)}")
     return Settings(**{_init_key(k): v for k, v in args.items()})
+
+
+def env_names(name: str) -> tuple[str, ...]:
+    """The environment variables that set the field ``name`` (its aliases, else ``RAG_NAME``)."""
+    alias = Settings.model_fields[name].validation_alias
+    if isinstance(alias, AliasChoices):
+        return tuple(c for c in alias.choices if isinstance(c, str))
+    return (alias,) if isinstance(alias, str) else (f"RAG_{name.upper()}",)
+
+
+def env_overridden(args: Mapping[str, Any], environ: Mapping[str, str] | None = None) -> list[str]:
+    """Each environment variable that ``args`` override with another value, as a sentence. A config's args win over
+    the environment (every replica must read the same value); an operator who set one must hear that it lost."""
+    environ = os.environ if environ is None else environ
+    said: list[str] = []
+    for name in sorted(set(args) & set(Settings.model_fields)):
+        for var in env_names(name):
+            if var not in environ:
+                continue
+            try:
+                env_value = Settings.model_validate({_init_key(name): environ[var]}).model_dump()[name]
+                arg_value = Settings.model_validate({_init_key(name): args[name]}).model_dump()[name]
+            except ValueError:  # one of them is invalid: say so as overridden, settings_from reports the rest
+                env_value, arg_value = environ[var], args[name]
+            if env_value != arg_value:
+                said.append(f"{var}={environ[var]!r} is overridden by the config's {name}: {args[name]!r}")
+            break
+    return said
 
 
 def replica_settings(args: Mapping[str, Any]) -> Settings:

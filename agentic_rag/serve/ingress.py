@@ -3,7 +3,8 @@
 Serve routes HTTP to an application's ingress only, so the model deployments' OpenAI-compatible
 chat-completions route (``/openai/v1``) is served here, over handles to PlannerModel and
 ValidatorModel, whose ``complete`` runs the model layer's constrained decoding (the router-plus-
-model-server shape of Ray Serve LLM's OpenAI app).
+model-server shape of Ray Serve LLM's OpenAI app). A role the application deployed no model for (a weightless
+backend) is answered here, by the role's own model, as in-process.
 
 The app is built in the replica, after the constructor, from a
 :class:`~agentic_rag.serve.service.ServeAgentService`: Serve's late-bound ingress
@@ -31,19 +32,25 @@ from ray.serve.handle import DeploymentHandle
 from agentic_rag.api.grpc.proto import searchai_pb2 as pb
 from agentic_rag.api.grpc.service import SearchAIApi
 from agentic_rag.api.http.app import create_app
+from agentic_rag.models.base import ModelRole, TextBackend
+from agentic_rag.planners.factory import build_model
+from agentic_rag.planners.llm.chat import text_backend_of
 from agentic_rag.serve.args import replica_settings
 from agentic_rag.serve.service import ServeAgentService
+from agentic_rag.serve.wire import HandleTextBackend
+from agentic_rag.settings import Settings
 
 
 class IngressReplica:
     """HTTP and gRPC in front of the Orchestrator and the retrievers."""
 
     def __init__(self, args: dict[str, Any], orchestrator: DeploymentHandle[Any], graph: DeploymentHandle[Any],
-                 vector: DeploymentHandle[Any], embedder: DeploymentHandle[Any], planner: DeploymentHandle[Any],
-                 validator: DeploymentHandle[Any]) -> None:
+                 vector: DeploymentHandle[Any], embedder: DeploymentHandle[Any],
+                 planner: DeploymentHandle[Any] | None, validator: DeploymentHandle[Any] | None) -> None:
         self._settings = replica_settings(args)
-        self._service = ServeAgentService(orchestrator, graph, vector, embedder,
-                                          {"planner": planner, "validator": validator})
+        chat = {"planner": _chat(self._settings, "planner", planner),
+                "validator": _chat(self._settings, "validator", validator)}
+        self._service = ServeAgentService(orchestrator, graph, vector, embedder, chat)
         self._grpc = SearchAIApi(self._service, self._settings)
 
     def __serve_build_asgi_app__(self) -> FastAPI:
@@ -73,6 +80,13 @@ class IngressReplica:
         """SearchAI.ClarifyStream: a resumed run as it happens."""
         async for update in _with_status(self._grpc.clarify_stream(request, grpc_context), grpc_context):
             yield update
+
+
+def _chat(settings: Settings, role: ModelRole, handle: DeploymentHandle[Any] | None) -> TextBackend:
+    """The chat-completions side of a role: its model deployment, or the role's own model in this replica."""
+    if handle is None:
+        return text_backend_of(build_model(settings, role))
+    return HandleTextBackend(handle, "PlannerModel" if role == "planner" else "ValidatorModel")
 
 
 class StreamFailed(Exception):

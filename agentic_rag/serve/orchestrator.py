@@ -2,8 +2,10 @@
 
 It builds the same :class:`agentic_rag.orchestrator.loop.Orchestrator` the CLI runs in-process, with
 :class:`~agentic_rag.serve.wire.HandleModel` and :class:`~agentic_rag.serve.wire.HandleRetrieval`
-in place of local objects, and a TrajectoryStore on a pool of its own. A run spends nearly all its
-time waiting on other deployments and PostgreSQL, so one replica holds many runs at once. Each replica
+in place of local objects, and a TrajectoryStore on a pool of its own. A role with no model deployment
+(its backend holds no weights: the heuristic, a remote OpenAI-compatible server's client) runs here, in the
+replica. A run spends nearly all its time waiting on other deployments and PostgreSQL, so one replica holds
+many runs at once. Each replica
 sweeps for runs a dead replica left running (:mod:`agentic_rag.orchestrator.sweep`) when it starts and
 periodically.
 """
@@ -21,12 +23,13 @@ from ray import serve
 from ray.serve.deployment import Deployment
 from ray.serve.handle import DeploymentHandle
 
+from agentic_rag.models.base import ModelRole, StructuredModel
 from agentic_rag.orchestrator import loop
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.runtime import CATALOG_COUNT_SQL, CatalogEmpty
 from agentic_rag.orchestrator.sweep import sweep_abandoned
 from agentic_rag.orchestrator.trajectory import MAX_LABEL_CHARS, TrajectoryStore
-from agentic_rag.planners.factory import build_fallback
+from agentic_rag.planners.factory import build_fallback, build_model
 from agentic_rag.serve.args import open_pool, replica_dsn, replica_settings
 from agentic_rag.serve.wire import (
     HandleModel,
@@ -39,6 +42,7 @@ from agentic_rag.serve.wire import (
     ok,
     parse,
 )
+from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import close_pool, migrate
 
 Work = Callable[[loop.EventSink | None], Awaitable[loop.RunResult]]
@@ -48,8 +52,8 @@ class OrchestratorReplica:
     """Runs and resumes questions through the loop; streams trajectory events when asked."""
 
     # Serve awaits an async constructor: an empty catalog or a dead database fails the deploy, not a request
-    async def __init__(self, args: dict[str, Any], planner: DeploymentHandle[Any],  # type: ignore[misc]
-                       validator: DeploymentHandle[Any], vector: DeploymentHandle[Any],
+    async def __init__(self, args: dict[str, Any], planner: DeploymentHandle[Any] | None,  # type: ignore[misc]
+                       validator: DeploymentHandle[Any] | None, vector: DeploymentHandle[Any],
                        graph: DeploymentHandle[Any]) -> None:
         settings = replica_settings(args)
         dsn = await replica_dsn(settings)
@@ -61,7 +65,7 @@ class OrchestratorReplica:
             raise CatalogEmpty("the catalog is empty: run `agentic-rag ingest` first")
         self._store = TrajectoryStore(self._pool, settings)
         self._loop = loop.Orchestrator(
-            settings, planner=HandleModel(planner, "PlannerModel"), validator=HandleModel(validator, "ValidatorModel"),
+            settings, planner=_model(settings, "planner", planner), validator=_model(settings, "validator", validator),
             fallback=build_fallback(settings),
             retrieval=HandleRetrieval(vector, graph, settings), store=self._store,
             policy=load_policy(settings.guard_policy),
@@ -177,6 +181,13 @@ Orchestrator: Deployment = serve.deployment(
     # an empty catalog or an unreachable database will not fix itself by retrying for minutes
     max_constructor_retry_count=3,
 )(OrchestratorReplica)
+
+
+def _model(settings: Settings, role: ModelRole, handle: DeploymentHandle[Any] | None) -> StructuredModel:
+    """The role's model deployment, or, where the application deployed none for it, the role's own model here."""
+    if handle is None:
+        return build_model(settings, role)
+    return HandleModel(handle, "PlannerModel" if role == "planner" else "ValidatorModel")
 
 
 def _uuid(value: Any) -> uuid.UUID:

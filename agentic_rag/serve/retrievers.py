@@ -9,19 +9,22 @@ Each method takes a contract as JSON, validates it, runs the same executor the i
 from __future__ import annotations
 
 import asyncio
+import logging
 import time
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Mapping
 from typing import Annotated, Any, TypeVar
 
 import asyncpg
 from pydantic import Field, TypeAdapter
+from pydantic_core import to_jsonable_python
 from ray import serve
 from ray.serve.deployment import Deployment
 from ray.serve.handle import DeploymentHandle
 
+from agentic_rag.errors import InvalidInput
 from agentic_rag.orchestrator.retrieval import Linked, with_asks
 from agentic_rag.orchestrator.state import QUESTION_MAX
-from agentic_rag.protocol import EntityRef, GraphIntent, SearchIntent, SimilarIntent, StructuredQuery
+from agentic_rag.protocol import MAX_BATCH, EntityRef, GraphIntent, SearchIntent, SimilarIntent, StructuredQuery
 from agentic_rag.retrievers.dsl import run_query
 from agentic_rag.retrievers.errors import FailureKind, RetrievalError, on_pool
 from agentic_rag.retrievers.graph import PostgresGraphExecutor
@@ -32,8 +35,12 @@ from agentic_rag.retrievers.typeahead import TypeaheadQuery, typeahead
 from agentic_rag.retrievers.vector import QdrantExecutor
 from agentic_rag.serve.args import open_pool, replica_settings
 from agentic_rag.serve.wire import (
+    INTENTS,
     MAX_MESSAGE,
     GraphOutput,
+    WireFailure,
+    WireIntent,
+    WireOutcome,
     accounted,
     handle_embed,
     handle_embed_images,
@@ -47,6 +54,7 @@ from agentic_rag.storage.retry import DATABASE_FAILURES, Conn
 from agentic_rag.understanding.asks import AskClassifier
 from agentic_rag.understanding.linker import link
 
+log = logging.getLogger(__name__)
 T = TypeVar("T")
 REFS = TypeAdapter(Annotated[list[EntityRef], Field(max_length=MAX_HYDRATE)])
 STORE_WAIT_S = 60.0  # how long a new VectorRetriever replica waits for its dead predecessor to let go of the store
@@ -61,6 +69,36 @@ async def _answer(source: str, work: Awaitable[Any]) -> dict[str, Any]:
     except DATABASE_FAILURES as exc:
         reason: FailureKind = "timeout" if isinstance(exc, TimeoutError | asyncpg.QueryCanceledError) else "unavailable"
         raise RetrievalError(source, reason, str(exc)[:MAX_MESSAGE] or f"{source} ran past its time limit") from None
+
+
+async def _execute(intents: Any, store: str, steps: Mapping[str, Callable[[Any], Awaitable[Any]]]) -> dict[str, Any]:
+    """Each intent (:class:`~agentic_rag.serve.wire.WireIntent`, at most a step's batch) on the step of its kind,
+    concurrently; each outcome says what it found or why it failed, so one failing intent fails alone, as
+    in-process. ``store`` is what a database failure names."""
+    items = parse(INTENTS, intents)
+    if len(items) > MAX_BATCH:
+        raise InvalidInput(f"{len(items)} intents in one call; a step has at most {MAX_BATCH}")
+    for item in items:
+        if item.kind not in steps:
+            raise InvalidInput(f"this deployment does not run {item.kind} intents ({', '.join(steps)})")
+
+    async def one(item: WireIntent) -> WireOutcome:
+        t0 = time.perf_counter()
+        try:
+            value = to_jsonable_python(await steps[item.kind](item.intent))
+            return WireOutcome(value=value, ms=(time.perf_counter() - t0) * 1000)
+        except RetrievalError as exc:
+            failure = WireFailure(source=exc.source[:40], reason=exc.reason, message=str(exc)[:MAX_MESSAGE])
+        except DATABASE_FAILURES as exc:
+            reason: FailureKind = ("timeout" if isinstance(exc, TimeoutError | asyncpg.QueryCanceledError)
+                                   else "unavailable")
+            failure = WireFailure(source=store, reason=reason, message=str(exc)[:MAX_MESSAGE] or f"{store} failed")
+        except Exception as exc:  # a bug, or an intent refused: this intent fails, its siblings stand
+            log.warning("a %s intent failed", item.kind, exc_info=exc)
+            failure = WireFailure(source=store, message=f"{type(exc).__name__}: {exc}"[:MAX_MESSAGE])
+        return WireOutcome(error=failure, ms=(time.perf_counter() - t0) * 1000)
+
+    return ok(await asyncio.gather(*(one(item) for item in items)))
 
 
 async def _open_store(settings: Settings) -> VectorStore:
@@ -95,14 +133,13 @@ class VectorReplica:
         self._similar = SimilarRetriever(self._pool, self._executor)
 
     @accounted
-    async def search(self, intent: Any) -> dict[str, Any]:
-        parsed = parse(SearchIntent, intent)
-        return await _answer("qdrant", self._hybrid.execute(parsed))
-
-    @accounted
-    async def similar(self, intent: Any) -> dict[str, Any]:
-        parsed = parse(SimilarIntent, intent)
-        return await _answer("qdrant", self._similar.execute(parsed))
+    async def execute(self, intents: Any) -> dict[str, Any]:
+        """A turn's searches and recommendations, concurrently: one :class:`~agentic_rag.serve.wire.WireOutcome`
+        each, in order."""
+        return await _execute(intents, "qdrant", {
+            "search": lambda raw: self._hybrid.execute(parse(SearchIntent, raw)),
+            "similar": lambda raw: self._similar.execute(parse(SimilarIntent, raw)),
+        })
 
     @accounted
     async def ready(self) -> dict[str, Any]:
@@ -134,22 +171,20 @@ class GraphReplica:
         return on_pool(self._pool, source, op, attempts=self._settings.retry_attempts)
 
     @accounted
-    async def graph(self, intent: Any) -> dict[str, Any]:
-        parsed = parse(GraphIntent, intent)
+    async def execute(self, intents: Any) -> dict[str, Any]:
+        """A turn's graph primitives and catalog queries, concurrently: one
+        :class:`~agentic_rag.serve.wire.WireOutcome` each, in order."""
+        return await _execute(intents, "postgres", {"graph": self._graph_step, "query": self._query_step})
 
-        async def run() -> GraphOutput:
-            result = await self._graph.execute(parsed)
-            refs: list[EntityRef] = [parsed.start, *([parsed.end] if parsed.end else []), *result.node_ids]
-            return GraphOutput(result=result, labels=await self._db("postgres", lambda conn: labels(conn, refs)))
+    async def _graph_step(self, raw: Any) -> GraphOutput:
+        parsed = parse(GraphIntent, raw)
+        result = await self._graph.execute(parsed)
+        refs: list[EntityRef] = [parsed.start, *([parsed.end] if parsed.end else []), *result.node_ids]
+        return GraphOutput(result=result, labels=await self._db("postgres", lambda conn: labels(conn, refs)))
 
-        return await _answer("pg_graph", run())
-
-    @accounted
-    async def query(self, query: Any) -> dict[str, Any]:
-        parsed = parse(StructuredQuery, query)
-
-        return await _answer("pg_query", self._db("pg_query",
-                                                  lambda conn: run_query(conn, parsed, timeout_s=self._timeout_s)))
+    async def _query_step(self, raw: Any) -> Any:
+        parsed = parse(StructuredQuery, raw)
+        return await self._db("pg_query", lambda conn: run_query(conn, parsed, timeout_s=self._timeout_s))
 
     @accounted
     async def link(self, question: Any) -> dict[str, Any]:

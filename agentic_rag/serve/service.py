@@ -30,7 +30,6 @@ from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
 from agentic_rag.serve.wire import (
     HITS,
-    HandleTextBackend,
     ResumeRequest,
     RunReply,
     RunRequest,
@@ -68,9 +67,9 @@ class ServeAgentService:
 
     def __init__(self, orchestrator: DeploymentHandle[Any], graph: DeploymentHandle[Any],
                  vector: DeploymentHandle[Any], embedder: DeploymentHandle[Any],
-                 models: Mapping[str, DeploymentHandle[Any]]) -> None:
+                 chat: Mapping[str, TextBackend]) -> None:
         self._orchestrator = orchestrator
-        self._chat = {name: HandleTextBackend(handle, name) for name, handle in models.items()}
+        self._chat = dict(chat)
         self._orchestrator_stream = orchestrator.options(stream=True)
         self._graph = graph
         self._vector = vector

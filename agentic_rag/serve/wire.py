@@ -19,7 +19,7 @@ import logging
 import time
 import uuid
 from collections.abc import Awaitable, Callable, Coroutine, MutableMapping, Sequence
-from typing import Any, Literal, NoReturn, ParamSpec, TypeVar, overload
+from typing import Any, Literal, NoReturn, ParamSpec, TypeVar, cast, overload
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field, TypeAdapter, ValidationError
@@ -34,10 +34,11 @@ from agentic_rag.logs import ERROR_TEXT_MAX
 from agentic_rag.models.base import Completion, Generation, GenerationError, Message, ModelUnavailable, Usage
 from agentic_rag.models.embeddings import Vectors
 from agentic_rag.orchestrator.loop import RunResult
-from agentic_rag.orchestrator.retrieval import Linked
+from agentic_rag.orchestrator.retrieval import Executed, Found, Linked
 from agentic_rag.orchestrator.state import QUESTION_MAX
 from agentic_rag.protocol import (
     AgentResponse,
+    BatchIntent,
     GraphIntent,
     GraphResult,
     Mode,
@@ -331,8 +332,53 @@ class HandleTextBackend:
                           finish_reason=out.finish_reason)
 
 
+IntentKind = Literal["search", "similar", "graph", "query"]
+INTENT_KINDS: dict[type[BaseModel], IntentKind] = {SearchIntent: "search", SimilarIntent: "similar",
+                                                   GraphIntent: "graph", StructuredQuery: "query"}
+
+
+class WireIntent(BaseModel):
+    """One intent of a turn, as a retriever deployment's ``execute`` takes it."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    kind: IntentKind
+    intent: dict[str, Any]
+
+
+class WireFailure(BaseModel):
+    """Why one intent failed in the replica, in the replica's own bounded words: a store's failure
+    (``reason`` set: raised as the RetrievalError the in-process executors raise) or another error."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    source: str = Field(max_length=40)
+    reason: Literal["timeout", "unavailable"] | None = None
+    message: str = Field(max_length=MAX_MESSAGE)
+
+
+class WireOutcome(BaseModel):
+    """One intent's outcome: its value (the executor's result as JSON) or its failure, and its time."""
+
+    model_config = ConfigDict(extra="forbid")
+
+    value: Any = None
+    error: WireFailure | None = None
+    ms: float = Field(0.0, ge=0)
+
+
+INTENTS = TypeAdapter(list[WireIntent])
+OUTCOMES = TypeAdapter(list[WireOutcome])
+
+
+class StepFailed(AgenticRagError, RuntimeError):
+    """An intent failed in its retriever replica for a reason other than its store's (the replica logged it)."""
+
+
 class HandleRetrieval:
-    """:class:`~agentic_rag.orchestrator.retrieval.Retrieval` over the VectorRetriever and GraphRetriever."""
+    """:class:`~agentic_rag.orchestrator.retrieval.Retrieval` over the VectorRetriever and GraphRetriever: a turn's
+    intents cross in one ``execute`` call per deployment (searches and recommendations to the VectorRetriever,
+    graph primitives and catalog queries to the GraphRetriever), run concurrently inside it."""
 
     def __init__(self, vector: DeploymentHandle[Any], graph: DeploymentHandle[Any], settings: Settings) -> None:
         self._vector = vector
@@ -350,22 +396,54 @@ class HandleRetrieval:
         except TRANSPORT_ERRORS as exc:
             raise RetrievalError(source, "unavailable", _unreachable(self._deployments[source], exc)) from exc
 
+    async def execute(self, intents: Sequence[BatchIntent]) -> list[Executed]:
+        by_source: dict[str, list[int]] = {}
+        for n, intent in enumerate(intents):
+            by_source.setdefault("qdrant" if isinstance(intent, SearchIntent | SimilarIntent) else "postgres",
+                                 []).append(n)
+        outcomes: list[Executed | None] = [None] * len(intents)
+
+        async def call(source: str, indexes: list[int]) -> None:
+            handle = self._vector if source == "qdrant" else self._graph
+            sent = [WireIntent(kind=INTENT_KINDS[type(intents[n])], intent=intents[n].model_dump(mode="json"))
+                    for n in indexes]
+            t0 = time.perf_counter()
+            try:
+                raw = await self._call(source, "execute", handle.execute.remote([w.model_dump() for w in sent]))
+                got = OUTCOMES.validate_python(raw)
+                if len(got) != len(indexes):
+                    raise StepFailed(f"{self._deployments[source]} answered {len(got)} of {len(indexes)} intents")
+            except (RetrievalError, StepFailed, ValidationError) as exc:  # the whole call failed: each intent did
+                ms = (time.perf_counter() - t0) * 1000
+                failed = exc if not isinstance(exc, ValidationError) else StepFailed(
+                    f"invalid reply from {self._deployments[source]}: {exc}"[:ERROR_TEXT_MAX])
+                for n in indexes:
+                    outcomes[n] = Executed(None, failed, ms)
+                return
+            for n, outcome in zip(indexes, got, strict=True):
+                outcomes[n] = _executed(intents[n], outcome)
+
+        await asyncio.gather(*(call(source, indexes) for source, indexes in by_source.items()))
+        return [o if o is not None else Executed(None, StepFailed("not executed"), 0.0) for o in outcomes]
+
+    async def _one(self, intent: BatchIntent) -> Found:
+        (done,) = await self.execute([intent])
+        if done.error is not None:
+            raise done.error
+        assert done.found is not None
+        return done.found
+
     async def search(self, intent: SearchIntent) -> RetrievalResult:
-        value = await self._call("qdrant", "search", self._vector.search.remote(intent.model_dump(mode="json")))
-        return RetrievalResult.model_validate(value)
+        return cast(RetrievalResult, await self._one(intent))
 
     async def graph(self, intent: GraphIntent) -> tuple[GraphResult, dict[str, str]]:
-        value = GraphOutput.model_validate(
-            await self._call("postgres", "graph", self._graph.graph.remote(intent.model_dump(mode="json"))))
-        return value.result, value.labels
+        return cast(tuple[GraphResult, dict[str, str]], await self._one(intent))
 
     async def query(self, query: StructuredQuery) -> QueryResult:
-        value = await self._call("postgres", "query", self._graph.query.remote(query.model_dump(mode="json")))
-        return QueryResult.model_validate(value)
+        return cast(QueryResult, await self._one(query))
 
     async def similar(self, intent: SimilarIntent) -> RetrievalResult:
-        value = await self._call("qdrant", "similar", self._vector.similar.remote(intent.model_dump(mode="json")))
-        return RetrievalResult.model_validate(value)
+        return cast(RetrievalResult, await self._one(intent))
 
     async def link(self, question: str, timings: MutableMapping[str, float] | None = None) -> Linked:
         # asks_ms stays 0 here: the question is embedded in the GraphRetriever, whose Embedder call the
@@ -373,6 +451,28 @@ class HandleRetrieval:
         # the names, what is asked by meaning and the reading, in one call (the GraphRetriever asks the Embedder)
         raw = await self._call("postgres", "link", self._graph.link.remote(question[:QUESTION_MAX]))
         return _LINKED.validate_python(raw)
+
+
+def _executed(intent: BatchIntent, outcome: WireOutcome) -> Executed:
+    """An intent's outcome from the wire: its result validated as the contract of its kind (never trusted), or its
+    failure raised as the in-process code would have raised it."""
+    if outcome.error is not None:
+        e = outcome.error
+        error: Exception = (RetrievalError(e.source, e.reason, e.message) if e.reason is not None
+                            else StepFailed(e.message))
+        return Executed(None, error, outcome.ms)
+    try:
+        found: Found
+        if isinstance(intent, GraphIntent):
+            graph = GraphOutput.model_validate(outcome.value)
+            found = (graph.result, graph.labels)
+        elif isinstance(intent, StructuredQuery):
+            found = QueryResult.model_validate(outcome.value)
+        else:
+            found = RetrievalResult.model_validate(outcome.value)
+    except ValidationError as exc:
+        return Executed(None, StepFailed(f"invalid result: {exc}"[:ERROR_TEXT_MAX]), outcome.ms)
+    return Executed(found, None, outcome.ms)
 
 
 def handle_embed(handle: DeploymentHandle[Any]) -> EmbedFn:

@@ -8,6 +8,7 @@ from __future__ import annotations
 import asyncio
 import itertools
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -176,3 +177,50 @@ async def test_a_schema_xgrammar_cannot_compile_is_a_value_error(tiny_model_dir:
     nowhere = {"type": "object", "properties": {"a": {"$ref": "#/$defs/missing"}}}
     with pytest.raises(ValueError, match="cannot decode under the schema"):
         await backend.complete(_messages(1), nowhere, max_tokens=4, temperature=0.0)
+
+
+async def test_concurrent_constrained_calls_are_decoded_together(tiny_model_dir: Path) -> None:
+    """Issue 39: with xgrammar, concurrent greedy constrained calls are decoded as one batch (prompts prefilled over
+    their role's cached beginning, left-padded, a grammar matcher and a token budget per row), and each row decodes
+    what ``generate`` decodes for the call alone."""
+    batched = TransformersBackend(tiny_model_dir, constraint="xgrammar", batch_size=8, batch_wait_s=0.05)
+    schema = schema_for(SufficiencyReport)
+    budgets = [24 + 16 * i for i in range(6)]  # rows of different lengths and budgets
+    # a shared beginning (system, an example exchange), then each call's own question: as a role's calls are
+    asked = [[*_example(), *_messages(i * 37)[1:]] for i in range(6)]
+    done = await asyncio.gather(*(batched.complete(m, schema, max_tokens=b, temperature=0.0)
+                                  for m, b in zip(asked, budgets, strict=True)))
+    assert batched.batches == [6] and len(batched._prefixes) == 1  # one batch; the beginning prefilled once
+    for i, (d, budget) in enumerate(zip(done, budgets, strict=True)):
+        assert 0 < d.completion_tokens <= budget
+        if d.finish_reason == "stop":
+            SufficiencyReport.model_validate_json(d.text)
+        # the same call through transformers' own generate under the same grammar, alone
+        alone = await asyncio.to_thread(batched._generate, asked[i], schema, budget, 0.0, threading.Event())
+        assert (d.text, d.completion_tokens, d.prompt_tokens, d.finish_reason) == (
+            alone.text, alone.completion_tokens, alone.prompt_tokens, alone.finish_reason), i
+
+
+def _example() -> list[Message]:
+    return [{"role": "system", "content": "Reply with one JSON object."},
+            {"role": "user", "content": "Question: is the answer sufficient?"},
+            {"role": "assistant", "content": '{"sufficient": true, "rationale": "it names the studio"}'}]
+
+
+async def test_a_cancelled_call_leaves_its_batch(tiny_model_dir: Path) -> None:
+    backend = TransformersBackend(tiny_model_dir, constraint="xgrammar", batch_size=4, batch_wait_s=0.05)
+    schema = schema_for(SufficiencyReport)
+    calls = [asyncio.create_task(backend.complete(_messages(i), schema, max_tokens=200, temperature=0.0))
+             for i in range(3)]
+    await asyncio.sleep(0.01)
+    calls[1].cancel()
+    first, third = await calls[0], await calls[2]
+    assert first.completion_tokens > 0 and third.completion_tokens > 0
+    with pytest.raises(asyncio.CancelledError):
+        await calls[1]
+    # a bad schema fails its own call only, even inside a batch
+    bad = {"type": "object", "properties": {"x": {"type": "string", "pattern": "(?<=a)b"}}, "required": ["x"]}
+    results = await asyncio.gather(backend.complete(_messages(1), bad, max_tokens=20, temperature=0.0),
+                                   backend.complete(_messages(2), schema, max_tokens=60, temperature=0.0),
+                                   return_exceptions=True)
+    assert isinstance(results[0], ValueError) and not isinstance(results[1], BaseException)

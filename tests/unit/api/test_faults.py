@@ -18,6 +18,7 @@ from agentic_rag.orchestrator.state import dependency_of
 from agentic_rag.protocol import AgentResponse
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.serve import launch
+from agentic_rag.serve.args import settings_from
 from agentic_rag.serve.faults import FAULT_ARGS, fault_config
 
 CONFIG = Path(__file__).resolve().parents[3] / "configs" / "local.yaml"
@@ -88,7 +89,7 @@ def test_the_fault_config_pins_the_orchestrators_and_shortens_the_sweep() -> Non
     orchestrator = next(d for d in app.deployments if d.name == "Orchestrator")
     assert isinstance(orchestrator.autoscaling_config, dict)
     assert orchestrator.autoscaling_config["min_replicas"] == orchestrator.autoscaling_config["max_replicas"] == 2
-    assert app.args["run_sweep_interval_ms"] == 1000 and app.args["planner_backend"] == "heuristic"
+    assert app.args["run_sweep_interval_ms"] == 1000 and settings_from(app.args).planner_backend == "heuristic"
 
 
 async def test_the_table_has_a_row_per_phase_and_names_what_failed() -> None:

@@ -16,13 +16,14 @@ from ray.serve.schema import ServeDeploySchema
 
 from agentic_rag.api.graphql.app import APPLICATION
 from agentic_rag.api.grpc.proto import searchai_pb2
-from agentic_rag.serve.app import DEPLOYMENTS, build_app
-from agentic_rag.serve.args import settings_from
+from agentic_rag.serve.app import DEPLOYMENTS, build_app, deployment_names
+from agentic_rag.serve.args import env_overridden, settings_from
 from agentic_rag.serve.graphql import GraphQL, build_graphql_app
 from agentic_rag.serve.ingress import Ingress
 from agentic_rag.settings import Settings
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs"
+CONFIG_FILES = ["local.yaml", "gpu.yaml", "smollm2.yaml"]
 NAMES = {d.name for d in DEPLOYMENTS}
 
 
@@ -30,12 +31,20 @@ def _load(name: str) -> ServeDeploySchema:
     return ServeDeploySchema.model_validate(yaml.safe_load((CONFIGS / name).read_text(encoding="utf-8")))
 
 
+def _settings(config: ServeDeploySchema, index: int = 0) -> Settings:
+    """What build_app reads: the application's args over its runtime environment's RAG_ variables."""
+    app = config.applications[index]
+    env = app.runtime_env.get("env_vars", {})
+    return settings_from({**{k.removeprefix("RAG_").lower(): v for k, v in env.items() if k.startswith("RAG_")},
+                          **app.args})
+
+
 def _overrides(config: ServeDeploySchema, index: int = 0) -> dict[str, dict[str, Any]]:
     app = config.applications[index]
     return {d.name: d.model_dump(exclude_unset=True, exclude={"name"}) for d in app.deployments}
 
 
-@pytest.mark.parametrize("name", ["local.yaml", "gpu.yaml"])
+@pytest.mark.parametrize("name", CONFIG_FILES)
 def test_config_is_valid_for_serve_and_names_the_app_builders(name: str) -> None:
     config = _load(name)
     agent, graphql = config.applications
@@ -45,8 +54,10 @@ def test_config_is_valid_for_serve_and_names_the_app_builders(name: str) -> None
     assert (graphql.route_prefix, graphql.import_path) == (
         "/graphql", "agentic_rag.serve.graphql:build_graphql_app")
     assert build_graphql_app.__module__ == "agentic_rag.serve.graphql"
-    # every override names a deployment of its application, or Serve refuses the whole config at deploy time
-    assert set(_overrides(config)) == NAMES
+    # every override names a deployment of its application, or Serve refuses the whole config at deploy time; and
+    # every deployment the application has for these settings is sized here (a model deployment only where a
+    # role's backend holds weights)
+    assert set(_overrides(config)) == deployment_names(_settings(config))
     assert set(_overrides(config, 1)) == {GraphQL.name}
     # the backend asks the agent's application over the gRPC proxy of this config
     target = settings_from(graphql.args).graphql_agent_target
@@ -54,7 +65,7 @@ def test_config_is_valid_for_serve_and_names_the_app_builders(name: str) -> None
     assert agent.name == APPLICATION  # the name the backend sends in its calls' metadata
 
 
-@pytest.mark.parametrize("name", ["local.yaml", "gpu.yaml"])
+@pytest.mark.parametrize("name", CONFIG_FILES)
 def test_overrides_are_options_the_deployments_accept(name: str) -> None:
     by_name = {d.name: d for d in DEPLOYMENTS}
     for dep_name, options in _overrides(_load(name)).items():
@@ -66,7 +77,7 @@ def test_overrides_are_options_the_deployments_accept(name: str) -> None:
         assert "num_cpus" in options["ray_actor_options"], dep_name
 
 
-@pytest.mark.parametrize("name", ["local.yaml", "gpu.yaml"])
+@pytest.mark.parametrize("name", CONFIG_FILES)
 def test_args_and_env_are_settings(name: str) -> None:
     for app in _load(name).applications:
         settings = settings_from(app.args)
@@ -75,10 +86,10 @@ def test_args_and_env_are_settings(name: str) -> None:
         assert set(fields) <= set(Settings.model_fields), "a RAG_ variable that no setting reads"
         assert "database_url" not in app.args and "RAG_DATABASE_URL" not in env, "a DSN belongs in a secret"
         settings_from({**app.args, **fields})
-        assert settings.planner_backend in ("heuristic", "vllm")
+        assert settings.planner_backend in ("heuristic", "vllm", "transformers")
 
 
-@pytest.mark.parametrize("name", ["local.yaml", "gpu.yaml"])
+@pytest.mark.parametrize("name", CONFIG_FILES)
 def test_grpc_options_serve_searchai_and_the_ingress_implements_it(name: str) -> None:
     options = _load(name).grpc_options
     assert options.port == 9000
@@ -110,6 +121,43 @@ def test_local_config_fits_one_cpu_machine() -> None:
     # Qdrant local mode: one process per storage path, so the config must not make the retriever scale
     assert "autoscaling_config" not in overrides["VectorRetriever"]
     assert "num_replicas" not in overrides["VectorRetriever"]
+
+
+def test_the_local_configs_deploy_a_model_only_for_weights() -> None:
+    # the heuristic holds no weights: it runs inside the Orchestrator, and local.yaml deploys no model at all
+    local = _load("local.yaml")
+    assert deployment_names(_settings(local)) == NAMES - {"PlannerModel", "ValidatorModel"}
+    # SmolLM2 as the planner: its weights get a deployment, the heuristic validator still none
+    smol = _load("smollm2.yaml")
+    settings = _settings(smol)
+    assert (settings.planner_backend, settings.planner_model, settings.validator_backend) == (
+        "transformers", "smollm2", "heuristic")
+    assert deployment_names(settings) == NAMES - {"ValidatorModel"}
+    actors = [o["ray_actor_options"] for i in range(len(smol.applications)) for o in _overrides(smol, i).values()]
+    assert not any(a.get("num_gpus") for a in actors)
+    assert sum(a["num_cpus"] for a in actors) <= 2.0  # fits the 2-core machine it is written for
+
+
+def test_the_smollm2_config_is_the_local_one_with_a_planner_model() -> None:
+    local = yaml.safe_load((CONFIGS / "local.yaml").read_text(encoding="utf-8"))
+    smol = yaml.safe_load((CONFIGS / "smollm2.yaml").read_text(encoding="utf-8"))
+    agent = smol["applications"][0]
+    planner = {"planner_backend": "transformers", "planner_model": "smollm2", "transformers_constraint": "xgrammar"}
+    assert {k: agent["args"].pop(k) for k in planner} == planner
+    assert agent["deployments"].pop(2) == {"name": "PlannerModel", "ray_actor_options": {"num_cpus": 0.5}}
+    assert smol == local  # nothing else drifts apart
+
+
+def test_an_environment_variable_a_config_overrides_is_reported() -> None:
+    args = {"planner_backend": "heuristic", "pool_max_size": 10, "agent_max_turns": 3}
+    env = {"RAG_PLANNER_BACKEND": "transformers", "RAG_POOL_MAX_SIZE": "10", "AGENT_MAX_STEPS": "5",
+           "RAG_LOG_LEVEL": "DEBUG"}
+    said = env_overridden(args, env)
+    # a variable set to the config's own value (10) or to a setting the config leaves alone is not reported;
+    # an alias (AGENT_MAX_STEPS) is
+    assert said == ["AGENT_MAX_STEPS='5' is overridden by the config's agent_max_turns: 3",
+                    "RAG_PLANNER_BACKEND='transformers' is overridden by the config's planner_backend: 'heuristic'"]
+    assert env_overridden(args, {}) == []
 
 
 def test_gpu_config_puts_each_model_on_a_gpu_and_scales_the_rest() -> None:
@@ -179,7 +227,12 @@ def test_a_vllm_model_deployment_asks_for_a_gpu_of_its_own() -> None:
     bound = {d.name: d.ray_actor_options for a in app._bound_deployment.init_args
              if (d := getattr(a, "_bound_deployment", None)) is not None}
     assert bound["PlannerModel"]["num_gpus"] == 1
-    assert not bound["ValidatorModel"].get("num_gpus")  # the heuristic validator needs none
+    assert "ValidatorModel" not in bound  # the heuristic validator holds no weights: it runs in the Orchestrator
+    both = build_app({"planner_backend": "vllm", "planner_model": "/models/planner", "validator_backend": "vllm",
+                      "validator_model": "/models/validator", "log_level": "WARNING"})
+    bound = {d.name: d.ray_actor_options for a in both._bound_deployment.init_args
+             if (d := getattr(a, "_bound_deployment", None)) is not None}
+    assert bound["PlannerModel"]["num_gpus"] == bound["ValidatorModel"]["num_gpus"] == 1
 
 
 def test_calls_between_replicas_hold_the_largest_image(monkeypatch: pytest.MonkeyPatch) -> None:

@@ -12,11 +12,12 @@ from ray.exceptions import RayActorError, RayTaskError
 from ray.serve.handle import DeploymentResponse
 
 from agentic_rag.api.service import NotAwaitingClarification
-from agentic_rag.errors import AgenticRagError
+from agentic_rag.errors import AgenticRagError, InvalidInput
 from agentic_rag.models.base import GenerationError, ModelOverloaded, ModelUnavailable
 from agentic_rag.orchestrator.loop import ClarificationError, RunResult
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryNotFound
 from agentic_rag.protocol import (
+    MAX_BATCH,
     AgentResponse,
     EntityLinks,
     EntityRef,
@@ -25,8 +26,12 @@ from agentic_rag.protocol import (
     LinkedMention,
     NextStep,
     QueryRewrite,
+    RetrievalResult,
+    SearchIntent,
+    StructuredQuery,
 )
 from agentic_rag.protocol.roles import ROLE_TYPES, ROLES, RewriteInput
+from agentic_rag.retrievers.dsl import QueryResult
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.serve.models import PlannerReplica, gpu_request_problem
 from agentic_rag.serve.wire import (
@@ -125,8 +130,15 @@ def test_run_reply_round_trip() -> None:
     assert RunReply.model_validate(unwrap(ok(RunReply.of(result)))).result() == result
 
 
+async def _planner_replica(args: dict[str, Any]) -> PlannerReplica:
+    """A PlannerModel replica built as Serve builds one whose constructor is async."""
+    replica = PlannerReplica.__new__(PlannerReplica)
+    await replica.__init__(args)  # type: ignore[misc]
+    return replica
+
+
 async def test_model_replica_answers_only_its_roles_with_valid_inputs() -> None:
-    replica = PlannerReplica({"planner_backend": "heuristic", "log_level": "WARNING"})
+    replica = await _planner_replica({"planner_backend": "heuristic", "log_level": "WARNING"})
     luffy = LinkCandidate(entity=EntityRef(entity_type="character", id="00000000-0000-4000-8000-000000000001"),
                           name="Monkey D. Luffy", matched="Luffy", match="alias")
     links = EntityLinks(mentions=[LinkedMention(text="Luffy", start=15, end=20, candidates=[luffy])])
@@ -204,7 +216,8 @@ class DeadEngine:
 
 
 async def test_the_model_replica_forwards_its_engines_health_and_shuts_it_down() -> None:
-    replica = PlannerReplica({"planner_backend": "heuristic", "log_level": "WARNING"})
+    replica = await _planner_replica({"planner_backend": "heuristic", "log_level": "WARNING"})
+    assert replica.warm_up == []  # the heuristic holds no weights: nothing to warm up
     await replica.check_health()  # the heuristic has no engine: always healthy
     dead = DeadEngine()
     replica._text = dead  # type: ignore[assignment]
@@ -217,3 +230,89 @@ async def test_the_model_replica_forwards_its_engines_health_and_shuts_it_down()
 async def test_a_model_call_whose_input_is_not_its_roles_is_refused_before_the_wire() -> None:
     with pytest.raises(ValueError, match="the rewrite role does not produce NextStep"):
         await HandleModel(DeadHandle(), "PlannerModel").generate(RewriteInput(question="Luffy?"), NextStep)
+
+
+class Answered(DeploymentResponse):  # type: ignore[misc]
+    """A handle call whose replica answered ``value``."""
+
+    def __init__(self, value: Any) -> None:  # nothing of Serve's behind it
+        self._value = value
+
+    def __await__(self):  # type: ignore[no-untyped-def]
+        return self._answer().__await__()
+
+    async def _answer(self) -> Any:
+        return self._value
+
+    def cancel(self) -> None:
+        pass
+
+
+class Recording:
+    """A deployment handle that records its calls and answers through ``answer(method, *args)``."""
+
+    def __init__(self, answer: Any) -> None:
+        self.calls: list[tuple[str, tuple[Any, ...]]] = []
+        self._answer = answer
+
+    def __getattr__(self, method: str) -> Any:
+        def remote(*args: Any) -> Answered:
+            self.calls.append((method, args))
+            return Answered(self._answer(method, *args))
+
+        return type("Method", (), {"remote": staticmethod(remote)})()
+
+
+def _search(query: str) -> SearchIntent:
+    return SearchIntent(rationale="r", entity_type="anime", query=query)
+
+
+async def test_a_turns_intents_cross_in_one_call_per_retriever_deployment() -> None:
+    """Issue 39: however many intents a turn has, one handle call per deployment; each outcome back in its
+    intent's place, a failed one as the error the in-process executor raises, its siblings' results kept."""
+    start = EntityRef(entity_type="character", id="00000000-0000-4000-8000-000000000001")
+    found = {"summary": "1 result", "raw_data": [], "count": 1}
+
+    def vector(method: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+        assert method == "execute" and [i["kind"] for i in items] == ["search", "search"]
+        return ok([{"value": found, "ms": 2.0},
+                   {"error": {"source": "qdrant", "reason": "timeout", "message": "too slow"}, "ms": 3.0}])
+
+    def graph(method: str, items: list[dict[str, Any]]) -> dict[str, Any]:
+        assert method == "execute" and [i["kind"] for i in items] == ["graph", "query"]
+        return ok([{"value": {"result": {"summary": "none", "count": 0},
+                              "labels": {}}, "ms": 1.0},
+                   {"value": {"summary": "0 rows", "count": 0, "total": 0, "params_bound": 1}, "ms": 1.5}])
+
+    vectors, graphs = Recording(vector), Recording(graph)
+    retrieval = HandleRetrieval(vectors, graphs, Settings())  # type: ignore[arg-type]
+    intents = [_search("luffy"), GraphIntent(rationale="r", query_type="neighbors", start=start), _search("zoro"),
+               StructuredQuery(rationale="r", entity_type="anime")]
+    done = await retrieval.execute(intents)
+    assert len(vectors.calls) == len(graphs.calls) == 1  # four intents, two hops
+    assert isinstance(done[0].found, RetrievalResult) and done[0].found.count == 1 and done[0].ms == 2.0
+    assert isinstance(done[1].found, tuple) and done[1].found[0].count == 0
+    assert isinstance(done[2].error, RetrievalError) and (done[2].error.source, done[2].error.reason) == (
+        "qdrant", "timeout")
+    assert isinstance(done[3].found, QueryResult) and done[3].found.params_bound == 1
+
+
+async def test_a_retriever_replica_runs_each_intent_and_one_failure_fails_alone() -> None:
+    from agentic_rag.serve.retrievers import _execute
+
+    async def step(raw: Any) -> Any:
+        if raw["n"] == 1:
+            raise RetrievalError("postgres", "unavailable", "connection refused")
+        if raw["n"] == 2:
+            raise KeyError("a bug")
+        return {"n": raw["n"]}
+
+    items = [{"kind": "graph", "intent": {"n": n}} for n in range(3)]
+    got = unwrap(await _execute(items, "postgres", {"graph": step}))
+    assert got[0]["value"] == {"n": 0} and got[0]["error"] is None
+    assert got[1]["error"] == {"source": "postgres", "reason": "unavailable", "message": "connection refused"}
+    assert got[2]["error"]["reason"] is None and got[2]["error"]["message"].startswith("KeyError")
+    with pytest.raises(InvalidInput, match="does not run search intents"):
+        await _execute([{"kind": "search", "intent": {}}], "postgres", {"graph": step})
+    with pytest.raises(InvalidInput, match="at most"):
+        await _execute([{"kind": "graph", "intent": {"n": 0}}] * (MAX_BATCH + 1), "postgres", {"graph": step})
