@@ -413,9 +413,10 @@ class HandleRetrieval:
                 got = OUTCOMES.validate_python(raw)
                 if len(got) != len(indexes):
                     raise StepFailed(f"{self._deployments[source]} answered {len(got)} of {len(indexes)} intents")
-            except (RetrievalError, StepFailed, ValidationError) as exc:  # the whole call failed: each intent did
+            except (AgenticRagError, ValidationError) as exc:  # the whole call failed (refused, store down, a bad
+                # reply): each of its intents did, and the other deployment's intents stand
                 ms = (time.perf_counter() - t0) * 1000
-                failed = exc if not isinstance(exc, ValidationError) else StepFailed(
+                failed = exc if isinstance(exc, AgenticRagError) else StepFailed(
                     f"invalid reply from {self._deployments[source]}: {exc}"[:ERROR_TEXT_MAX])
                 for n in indexes:
                     outcomes[n] = Executed(None, failed, ms)

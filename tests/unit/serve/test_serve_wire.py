@@ -316,3 +316,22 @@ async def test_a_retriever_replica_runs_each_intent_and_one_failure_fails_alone(
         await _execute([{"kind": "search", "intent": {}}], "postgres", {"graph": step})
     with pytest.raises(InvalidInput, match="at most"):
         await _execute([{"kind": "graph", "intent": {"n": 0}}] * (MAX_BATCH + 1), "postgres", {"graph": step})
+
+
+class Refused(Answered):
+    """A handle call the replica refused (what settle raises for our own error from a replica)."""
+
+    async def _answer(self) -> Any:
+        raise InvalidInput("this deployment does not run graph intents")
+
+
+async def test_a_deployment_that_refuses_a_turns_call_fails_only_its_own_intents() -> None:
+    found = {"summary": "1 result", "raw_data": [], "count": 1}
+    vectors = Recording(lambda method, items: ok([{"value": found, "ms": 1.0}]))
+    graphs = Recording(lambda method, items: None)
+    graphs.__dict__["execute"] = type("Method", (), {"remote": staticmethod(lambda *a: Refused(None))})()
+    retrieval = HandleRetrieval(vectors, graphs, Settings())  # type: ignore[arg-type]
+    start = EntityRef(entity_type="character", id="00000000-0000-4000-8000-000000000001")
+    done = await retrieval.execute([_search("luffy"), GraphIntent(rationale="r", query_type="neighbors", start=start)])
+    assert isinstance(done[0].found, RetrievalResult)
+    assert isinstance(done[1].error, InvalidInput) and done[1].found is None
