@@ -16,6 +16,7 @@ does, and inside the Ingress for the chat-completions route: no hop for a call t
 
 from __future__ import annotations
 
+import logging
 from typing import Any
 
 from ray.serve import Application
@@ -25,7 +26,7 @@ from ray.serve.deployment import Deployment
 from agentic_rag.models.base import ModelRole
 from agentic_rag.models.images import base64_body_bytes
 from agentic_rag.planners.factory import MODEL_ROLES, holds_weights
-from agentic_rag.serve.args import settings_from
+from agentic_rag.serve.args import env_overridden, settings_from
 from agentic_rag.serve.ingress import Ingress
 from agentic_rag.serve.models import Embedder, PlannerModel, ValidatorModel
 from agentic_rag.serve.orchestrator import Orchestrator
@@ -33,6 +34,7 @@ from agentic_rag.serve.retrievers import GraphRetriever, VectorRetriever
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import resolve_dsn
 
+log = logging.getLogger(__name__)
 ENVELOPE_MAX = 256 * 2**10  # what rides beside a question's image in one call between replicas (question, budget)
 VLLM_ACTOR = {"num_cpus": 1, "num_gpus": 1}  # a model replica on vLLM: the engine's GPU, a core for its loop
 DEPLOYMENTS: tuple[Deployment, ...] = (Ingress, Orchestrator, PlannerModel, ValidatorModel, Embedder,
@@ -75,6 +77,8 @@ def build_app(args: dict[str, Any]) -> Application:
     settings the cluster cannot serve (:func:`replica_message_problem`)."""
     args = dict(args)
     settings = settings_from(args)  # a bad config fails here, once, not in every replica
+    for line in env_overridden(args):  # `serve run` and `serve deploy` too, not only `agentic-rag serve`, say so
+        log.warning("%s: the application's args win over the environment in every replica", line)
     if (problem := replica_message_problem(settings)) is not None:
         raise ValueError(problem)
     if settings.database_url is None:

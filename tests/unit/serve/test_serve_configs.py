@@ -160,6 +160,14 @@ def test_an_environment_variable_a_config_overrides_is_reported() -> None:
     assert env_overridden(args, {}) == []
 
 
+def test_the_app_builder_reports_an_overridden_environment_variable(monkeypatch: pytest.MonkeyPatch,
+                                                                    caplog: pytest.LogCaptureFixture) -> None:
+    monkeypatch.setenv("RAG_AGENT_MAX_TURNS", "5")
+    with caplog.at_level("WARNING", logger="agentic_rag.serve.app"):
+        build_app({"agent_max_turns": 3, "database_url": "postgresql://u@h:5432/db", "log_level": "WARNING"})
+    assert "RAG_AGENT_MAX_TURNS='5' is overridden by the config's agent_max_turns: 3" in caplog.text
+
+
 def test_gpu_config_puts_each_model_on_a_gpu_and_scales_the_rest() -> None:
     config = _load("gpu.yaml")
     app = config.applications[0]
