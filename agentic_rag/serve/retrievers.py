@@ -57,6 +57,7 @@ from agentic_rag.understanding.linker import link
 log = logging.getLogger(__name__)
 T = TypeVar("T")
 REFS = TypeAdapter(Annotated[list[EntityRef], Field(max_length=MAX_HYDRATE)])
+EMBEDDER_WARM_S = 30.0  # how long a retriever replica's constructor waits for its first Embedder call
 STORE_WAIT_S = 60.0  # how long a new VectorRetriever replica waits for its dead predecessor to let go of the store
 
 
@@ -101,6 +102,17 @@ async def _execute(intents: Any, store: str, steps: Mapping[str, Callable[[Any],
     return ok(await asyncio.gather(*(one(item) for item in items)))
 
 
+async def _warm(embed: Callable[[list[str]], Awaitable[Any]]) -> None:
+    """One call to the Embedder before this replica takes a request: a handle's first call sets up its router (about
+    2 s here), which the first question embedded from this replica would otherwise pay. Bounded, and a failure only
+    logged: the Embedder may still be starting, and the replica works without it (a search then fails alone)."""
+    try:
+        async with asyncio.timeout(EMBEDDER_WARM_S):
+            await embed(["warm up"])
+    except Exception as exc:
+        log.warning("the Embedder did not answer the warm-up call: %s", str(exc) or type(exc).__name__)
+
+
 async def _open_store(settings: Settings) -> VectorStore:
     """The configured Qdrant. An embedded store that another process still holds is waited for (up to
     :data:`STORE_WAIT_S`): when a VectorRetriever replica is killed, Serve starts the next one at once, but the
@@ -131,6 +143,7 @@ class VectorReplica:
                                         handle_embed_images(embedder) if settings.image_model is not None else None)
         self._hybrid = HybridRetriever(self._pool, self._executor)
         self._similar = SimilarRetriever(self._pool, self._executor)
+        await _warm(handle_embed(embedder))
 
     @accounted
     async def execute(self, intents: Any) -> dict[str, Any]:
@@ -165,6 +178,7 @@ class GraphReplica:
         self._graph = PostgresGraphExecutor(self._pool, self._settings)
         # what a question asks by meaning, read with its names: linking is one call from the Orchestrator
         self._asks = AskClassifier(handle_embed(embedder))
+        await _warm(handle_embed(embedder))
 
     def _db(self, source: str, op: Callable[[Conn], Awaitable[T]]) -> Awaitable[T]:
         """``op`` on a pooled connection under the retry policy (a terminated backend costs one retry)."""
