@@ -37,7 +37,7 @@ from agentic_rag.planners.factory import build_model
 from agentic_rag.planners.llm.chat import text_backend_of
 from agentic_rag.serve.args import replica_settings
 from agentic_rag.serve.service import ServeAgentService
-from agentic_rag.serve.wire import HandleTextBackend
+from agentic_rag.serve.wire import MODEL_DEPLOYMENT, HandleTextBackend
 from agentic_rag.settings import Settings
 
 
@@ -86,7 +86,7 @@ def _chat(settings: Settings, role: ModelRole, handle: DeploymentHandle[Any] | N
     """The chat-completions side of a role: its model deployment, or the role's own model in this replica."""
     if handle is None:
         return text_backend_of(build_model(settings, role))
-    return HandleTextBackend(handle, "PlannerModel" if role == "planner" else "ValidatorModel")
+    return HandleTextBackend(handle, MODEL_DEPLOYMENT[role])
 
 
 class StreamFailed(Exception):

@@ -32,6 +32,7 @@ from agentic_rag.orchestrator.trajectory import MAX_LABEL_CHARS, TrajectoryStore
 from agentic_rag.planners.factory import build_fallback, build_model
 from agentic_rag.serve.args import open_pool, replica_dsn, replica_settings
 from agentic_rag.serve.wire import (
+    MODEL_DEPLOYMENT,
     HandleModel,
     HandleRetrieval,
     ResumeRequest,
@@ -187,7 +188,7 @@ def _model(settings: Settings, role: ModelRole, handle: DeploymentHandle[Any] | 
     """The role's model deployment, or, where the application deployed none for it, the role's own model here."""
     if handle is None:
         return build_model(settings, role)
-    return HandleModel(handle, "PlannerModel" if role == "planner" else "ValidatorModel")
+    return HandleModel(handle, MODEL_DEPLOYMENT[role])
 
 
 def _uuid(value: Any) -> uuid.UUID:

@@ -139,11 +139,12 @@ class VectorReplica:
         # an embedded store (edge or local mode) opens its path for this process alone: hence one replica
         self._client: VectorStore = await _open_store(settings)
         # searches by image embed it on the Embedder too, where it holds the image model
-        self._executor = QdrantExecutor(self._client, handle_embed(embedder), settings,
+        embed = handle_embed(embedder)
+        self._executor = QdrantExecutor(self._client, embed, settings,
                                         handle_embed_images(embedder) if settings.image_model is not None else None)
         self._hybrid = HybridRetriever(self._pool, self._executor)
         self._similar = SimilarRetriever(self._pool, self._executor)
-        await _warm(handle_embed(embedder))
+        await _warm(embed)
 
     @accounted
     async def execute(self, intents: Any) -> dict[str, Any]:
@@ -177,8 +178,9 @@ class GraphReplica:
         self._pool = await open_pool(self._settings)
         self._graph = PostgresGraphExecutor(self._pool, self._settings)
         # what a question asks by meaning, read with its names: linking is one call from the Orchestrator
-        self._asks = AskClassifier(handle_embed(embedder))
-        await _warm(handle_embed(embedder))
+        embed = handle_embed(embedder)
+        self._asks = AskClassifier(embed)
+        await _warm(embed)
 
     def _db(self, source: str, op: Callable[[Conn], Awaitable[T]]) -> Awaitable[T]:
         """``op`` on a pooled connection under the retry policy (a terminated backend costs one retry)."""

@@ -63,6 +63,8 @@ M = TypeVar("M")
 P = ParamSpec("P")
 
 HITS = TypeAdapter(list[TypeaheadHit])
+# the deployment that holds a role's model, where the application deploys one (serve.app.MODEL_DEPLOYMENTS)
+MODEL_DEPLOYMENT = {"planner": "PlannerModel", "validator": "ValidatorModel"}
 MAX_MESSAGE = 4000  # the longest error message a replica sends back (pydantic's can run to pages)
 # Transport failures: the deployment is gone, overloaded (BackPressureError) or raised something unexpected.
 TRANSPORT_ERRORS = (RayError, RayServeException)

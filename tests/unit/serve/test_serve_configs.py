@@ -16,10 +16,11 @@ from ray.serve.schema import ServeDeploySchema
 
 from agentic_rag.api.graphql.app import APPLICATION
 from agentic_rag.api.grpc.proto import searchai_pb2
-from agentic_rag.serve.app import DEPLOYMENTS, build_app, deployment_names
+from agentic_rag.serve.app import DEPLOYMENTS, MODEL_DEPLOYMENTS, build_app, deployment_names
 from agentic_rag.serve.args import env_overridden, settings_from
 from agentic_rag.serve.graphql import GraphQL, build_graphql_app
 from agentic_rag.serve.ingress import Ingress
+from agentic_rag.serve.wire import MODEL_DEPLOYMENT
 from agentic_rag.settings import Settings
 
 CONFIGS = Path(__file__).resolve().parents[3] / "configs"
@@ -236,6 +237,8 @@ def test_a_vllm_model_deployment_asks_for_a_gpu_of_its_own() -> None:
              if (d := getattr(a, "_bound_deployment", None)) is not None}
     assert bound["PlannerModel"]["num_gpus"] == 1
     assert "ValidatorModel" not in bound  # the heuristic validator holds no weights: it runs in the Orchestrator
+    # the callers name each role's deployment as the builder deploys it
+    assert {role: d.name for role, d in MODEL_DEPLOYMENTS.items()} == MODEL_DEPLOYMENT
     both = build_app({"planner_backend": "vllm", "planner_model": "/models/planner", "validator_backend": "vllm",
                       "validator_model": "/models/validator", "log_level": "WARNING"})
     bound = {d.name: d.ray_actor_options for a in both._bound_deployment.init_args
