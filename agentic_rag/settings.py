@@ -120,8 +120,14 @@ class Settings(BaseSettings):
                     "at most this many (1: one call at a time).")
     transformers_batch_wait_ms: float = Field(
         5.0, ge=0.0, le=1000.0,
-        description="How long a call waits for others to share its batch when the model is idle (a batch decoding "
-                    "meanwhile gathers the next one anyway).")
+        description="How long a call waits for others to share its batch when the model is idle (while a batch "
+                    "decodes, arriving calls join it at its next step).")
+    transformers_dtype: Literal["auto", "float32", "bfloat16", "float16"] = Field(
+        "auto",
+        description="The transformers backend's weights and activations: auto is float32 on CPU and the model's "
+                    "own type elsewhere. bfloat16 on a CPU with AMX (Sapphire Rapids and later) prefills about 2x "
+                    "faster and decodes a full batch faster, a lone call somewhat slower (docs/benchmarks.md); "
+                    "greedy outputs may differ from float32's in a few tokens.")
     repetition_penalty: float = Field(1.0, ge=1.0, le=2.0,
                                       description="transformers backend: penalty on repeated tokens (1.0: none).")
     vllm_gpu_memory_utilization: float = Field(0.85, gt=0.0, le=1.0, description="vLLM: share of GPU memory.")

@@ -65,9 +65,10 @@ async def _level(rt: object, backend: TransformersBackend, questions: list[str],
 
 
 async def _mode(mode: str, batch_size: int, levels: list[tuple[int, int]], questions: list[str],
-                deadline_s: float) -> list[Level]:
+                deadline_s: float, dtype: str = "auto") -> list[Level]:
     settings = Settings(planner_backend="transformers", planner_model="smollm2", transformers_constraint="xgrammar",
-                        transformers_batch_size=batch_size, agent_deadline_ms=int(deadline_s * 1000),
+                        transformers_batch_size=batch_size, transformers_dtype=dtype,  # type: ignore[arg-type]
+                        agent_deadline_ms=int(deadline_s * 1000),
                         generation_timeout_ms=int(deadline_s * 1000), log_level="WARNING")
     fetch("smollm2", settings)
     out = []
@@ -106,14 +107,17 @@ def main() -> None:
     ap.add_argument("--runs", default="8,16,32", help="runs at each concurrency")
     ap.add_argument("--batch-size", type=int, default=16, help="transformers_batch_size with batching on")
     ap.add_argument("--deadline-s", type=float, default=600.0)
-    ap.add_argument("--modes", default="off,on")
+    ap.add_argument("--modes", default="off,on",
+                    help="off (one call at a time), on (batched); :DTYPE sets transformers_dtype (on:bfloat16)")
     args = ap.parse_args()
     levels = list(zip((int(c) for c in args.concurrency.split(",")), (int(r) for r in args.runs.split(",")),
                       strict=True))
     questions = [q.question for q in load_demo_questions()][:48]
     done: list[Level] = []
     for mode in args.modes.split(","):
-        done += asyncio.run(_mode(mode, 1 if mode == "off" else args.batch_size, levels, questions, args.deadline_s))
+        batching, _, dtype = mode.partition(":")
+        done += asyncio.run(_mode(mode, 1 if batching == "off" else args.batch_size, levels, questions,
+                                  args.deadline_s, dtype or "auto"))
     print(_table(done))
 
 

@@ -60,6 +60,7 @@ def text_backend(settings: Settings, role: ModelRole) -> TextBackend:
                                    choice=settings.transformers_choice,
                                    batch_size=settings.transformers_batch_size,
                                    batch_wait_s=settings.transformers_batch_wait_ms / 1000,
+                                   dtype=settings.transformers_dtype,
                                    name=f"transformers:{model}" if gguf_file else None)
     if backend == "openai":
         from agentic_rag.models.openai_backend import OpenAIBackend

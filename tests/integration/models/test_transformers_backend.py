@@ -16,6 +16,7 @@ from typing import Any
 import pytest
 import torch
 
+from agentic_rag.models import transformers_backend
 from agentic_rag.models.base import Message, schema_for
 from agentic_rag.models.schemas import closed_options, outlines_schema
 from agentic_rag.models.transformers_backend import TransformersBackend
@@ -190,7 +191,9 @@ async def test_concurrent_constrained_calls_are_decoded_together(tiny_model_dir:
     asked = [[*_example(), *_messages(i * 37)[1:]] for i in range(6)]
     done = await asyncio.gather(*(batched.complete(m, schema, max_tokens=b, temperature=0.0)
                                   for m, b in zip(asked, budgets, strict=True)))
-    assert batched.batches == [6] and len(batched._prefixes) == 1  # one batch; the beginning prefilled once
+    # one batch, whose rows leave as they end; the beginning prefilled once
+    assert batched.batches[0] == 6 and batched.batches == sorted(batched.batches, reverse=True)
+    assert len(batched._prefixes) == 1
     for i, (d, budget) in enumerate(zip(done, budgets, strict=True)):
         assert 0 < d.completion_tokens <= budget
         if d.finish_reason == "stop":
@@ -199,6 +202,30 @@ async def test_concurrent_constrained_calls_are_decoded_together(tiny_model_dir:
         alone = await asyncio.to_thread(batched._generate, asked[i], schema, budget, 0.0, threading.Event())
         assert (d.text, d.completion_tokens, d.prompt_tokens, d.finish_reason) == (
             alone.text, alone.completion_tokens, alone.prompt_tokens, alone.finish_reason), i
+
+
+async def test_a_call_joins_the_batch_that_is_decoding(tiny_model_dir: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Continuous batching: a call that arrives while a batch decodes is prefilled and joins it at the next step (it
+    does not wait for the batch to end), the rows of different lengths sharing one cache; every row still decodes what
+    ``generate`` decodes for the call alone."""
+    monkeypatch.setattr(transformers_backend, "ROOM", 3)  # the cache runs out of room every few steps and grows
+    batched = TransformersBackend(tiny_model_dir, constraint="xgrammar", batch_size=8, batch_wait_s=0.05)
+    schema = schema_for(SufficiencyReport)
+    asked = [[*_example(), *_messages(i * 53)[1:]] for i in range(3)]
+    asked[2] = _messages(999)  # no shared beginning: prefilled whole, a row of another width
+    early = [asyncio.create_task(batched.complete(m, schema, max_tokens=160, temperature=0.0)) for m in asked[:2]]
+    for _ in range(2000):  # until the first two decode
+        if len(batched.batches) >= 3:
+            break
+        await asyncio.sleep(0.001)
+    assert batched.batches[:3] == [2, 2, 2]
+    late = await batched.complete(asked[2], schema, max_tokens=40, temperature=0.0)
+    done = [await t for t in early]
+    assert 3 in batched.batches  # the late call decoded beside the two that were running
+    for m, d, budget in zip(asked, [*done, late], [160, 160, 40], strict=True):
+        alone = await asyncio.to_thread(batched._generate, m, schema, budget, 0.0, threading.Event())
+        assert (d.text, d.completion_tokens, d.prompt_tokens, d.finish_reason) == (
+            alone.text, alone.completion_tokens, alone.prompt_tokens, alone.finish_reason)
 
 
 def _example() -> list[Message]:
