@@ -32,11 +32,12 @@ from agentic_rag.orchestrator.loop import EventSink, NotAwaitingClarification, R
 from agentic_rag.orchestrator.runtime import Runtime, open_runtime
 from agentic_rag.orchestrator.trajectory import Trajectory, TrajectoryError, TrajectoryNotFound
 from agentic_rag.planners.llm.chat import text_backend_of
-from agentic_rag.protocol import EntityRef, Mode, RunBudget
+from agentic_rag.protocol import EntityLinks, EntityRef, Mode, RunBudget
 from agentic_rag.retrievers.hydrate import hydrate
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, typeahead
 from agentic_rag.settings import Settings
 from agentic_rag.storage.retry import DATABASE_FAILURES, Conn, with_connection
+from agentic_rag.understanding.linker import link
 
 __all__ = [
     "AgentService",
@@ -116,6 +117,11 @@ class AgentService(Protocol):
         """The typeahead lane: ranked name matches, no model."""
         ...
 
+    async def resolve(self, text: str) -> EntityLinks:
+        """Entity linking over the catalog's names (seed 004's Mapper): every name ``text`` mentions, each with the
+        entities it may mean, best first, and the name-like words that match nothing."""
+        ...
+
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
                   sink: EventSink | None = None, budget: RunBudget | None = None,
                   image: bytes | None = None, conversation_id: uuid.UUID | None = None) -> RunResult:
@@ -166,6 +172,9 @@ class LocalAgentService:
 
     async def search(self, q: TypeaheadQuery) -> list[TypeaheadHit]:
         return await self._db("typeahead", lambda conn: typeahead(conn, q, timeout_s=self._timeout_s))
+
+    async def resolve(self, text: str) -> EntityLinks:
+        return await self._db("entity linking", lambda conn: link(conn, text, timeout_s=self._timeout_s))
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
                   sink: EventSink | None = None, budget: RunBudget | None = None,

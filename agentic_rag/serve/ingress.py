@@ -32,6 +32,7 @@ from ray.serve.handle import DeploymentHandle
 from agentic_rag.api.grpc.proto import searchai_pb2 as pb
 from agentic_rag.api.grpc.service import SearchAIApi
 from agentic_rag.api.http.app import create_app
+from agentic_rag.api.mcp import mount_mcp
 from agentic_rag.models.base import ModelRole, TextBackend
 from agentic_rag.planners.factory import build_model
 from agentic_rag.planners.llm.chat import text_backend_of
@@ -55,7 +56,8 @@ class IngressReplica:
 
     def __serve_build_asgi_app__(self) -> FastAPI:
         # Serve's proxy sets X-Request-ID (the client's, or one of its own) and echoes it on every response
-        return create_app(self._service, self._settings, proxy_sets_request_id=True)
+        return mount_mcp(create_app(self._service, self._settings, proxy_sets_request_id=True), self._service,
+                         self._settings)
 
     async def Ask(self, request: pb.AskRequest, grpc_context: RayServegRPCContext) -> pb.AskReply:
         """SearchAI.Ask: one run of the agent loop."""

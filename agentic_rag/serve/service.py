@@ -25,11 +25,12 @@ from agentic_rag.models.base import TextBackend
 from agentic_rag.orchestrator.conversations import Conversation
 from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.trajectory import Trajectory
-from agentic_rag.protocol import EntityRef, Mode, RunBudget
+from agentic_rag.protocol import EntityLinks, EntityRef, Mode, RunBudget
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery
 from agentic_rag.serve.wire import (
     HITS,
+    LINKED,
     ResumeRequest,
     RunReply,
     RunRequest,
@@ -82,6 +83,13 @@ class ServeAgentService:
                                                                "GraphRetriever.typeahead")))
 
         return await _available("typeahead", call)
+
+    async def resolve(self, text: str) -> EntityLinks:
+        async def call() -> EntityLinks:
+            raw = unwrap(await settle(self._graph.link.remote(text), "GraphRetriever.link"))
+            return LINKED.validate_python(raw).links
+
+        return await _available("entity linking", call)
 
     async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
                   sink: EventSink | None = None, budget: RunBudget | None = None,

@@ -57,7 +57,7 @@ from agentic_rag.retrievers.vector import EmbedFn, ImageEmbedFn
 from agentic_rag.settings import Settings
 
 log = logging.getLogger(__name__)
-_LINKED = TypeAdapter(Linked)  # a link reply: the names and the question's reading
+LINKED = TypeAdapter(Linked)  # a link reply: the names and the question's reading
 T = TypeVar("T", bound=BaseModel)
 M = TypeVar("M")
 P = ParamSpec("P")
@@ -453,7 +453,7 @@ class HandleRetrieval:
         # request's cost account (Server-Timing, Embedder.embed) shows
         # the names, what is asked by meaning and the reading, in one call (the GraphRetriever asks the Embedder)
         raw = await self._call("postgres", "link", self._graph.link.remote(question[:QUESTION_MAX]))
-        return _LINKED.validate_python(raw)
+        return LINKED.validate_python(raw)
 
 
 def _executed(intent: BatchIntent, outcome: WireOutcome) -> Executed:

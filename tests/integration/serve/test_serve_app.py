@@ -19,11 +19,14 @@ import grpc
 import httpx
 import openai
 import pytest
+from mcp import ClientSession
+from mcp.client.streamable_http import streamable_http_client
 from ray.serve.schema import ServeDeploySchema
 
 from agentic_rag.api import costs
 from agentic_rag.api.grpc.proto import searchai_pb2 as pb
 from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
+from agentic_rag.api.mcp import MCP_PATH
 from agentic_rag.catalog.ids import entity_id
 from agentic_rag.models.base import CallShape, StructuredGenerator, schema_for
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
@@ -176,6 +179,26 @@ async def _concurrent(url: str) -> tuple[list[int], list[set[str]], float]:
     answers = [{e["id"] for e in r.json()["response"]["result_entities"]} if r.status_code == 200 else set()
                for r in resps]
     return [r.status_code for r in resps], answers, elapsed
+
+
+async def test_the_mcp_tools_answer_on_the_served_app(serve_url: tuple[str, float]) -> None:
+    """Issue 40: the Ingress's /mcp route (streamable HTTP, stateless: any Ingress replica takes any request) with the
+    official SDK's client, through the proxy: the tools, a resolution, and a question answered with its progress."""
+    url, _ = serve_url
+    progress: list[float] = []
+
+    async def on_progress(done: float, total: float | None, message: str | None) -> None:
+        progress.append(done)
+
+    async with streamable_http_client(f"{url}{MCP_PATH}") as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        assert {t.name for t in (await session.list_tools()).tools} >= {"search", "resolve", "ask"}
+        resolved = (await session.call_tool("resolve", {"text": "luffy and nami"})).structured_content
+        assert resolved and {c["id"] for c in resolved["candidates"]} >= {LUFFY, NAMI}
+        asked = await session.call_tool("ask", {"question": "How is Luffy related to Nami?"},
+                                        progress_callback=on_progress)
+        assert asked.structured_content and not asked.is_error
+        assert asked.structured_content["status"] == "answered" and len(progress) >= 3
 
 
 async def test_the_roles_serve_openai_chat_completions(serve_url: tuple[str, float]) -> None:
