@@ -50,8 +50,11 @@ from agentic_rag.api.http.models import (
     Question,
     SearchResponse,
     SearchText,
+    server_budget,
+    whole,
 )
 from agentic_rag.api.service import AgentService
+from agentic_rag.api.signatures import retyped
 from agentic_rag.errors import Unavailable
 from agentic_rag.orchestrator.loop import ClarificationError, NotAwaitingClarification
 from agentic_rag.orchestrator.trajectory import Trajectory
@@ -161,6 +164,7 @@ class _Progress:
 def create_mcp(service: AgentService, settings: Settings, *, tenant: str = "default") -> MCPServer:
     """The MCP server over ``service``. ``tenant``: whose runs these are when the transport carries no headers
     (stdio); over HTTP it is the request's ``X-Tenant``."""
+    budgets = server_budget(settings) | None  # a budget within this server's limits (the schema says which)
     server: MCPServer = MCPServer(
         name="agentic-rag", version="1.0.0",
         instructions="Question answering over an anime catalog. search: typeahead by name. resolve: which catalog "
@@ -171,7 +175,7 @@ def create_mcp(service: AgentService, settings: Settings, *, tenant: str = "defa
 
     @server.tool(description="Typeahead over every entity type: names that match what was typed, best first.")
     async def search(q: SearchText, types: list[EntityType] | None = None,
-                     limit: Annotated[int, Field(ge=1, le=50)] = 10) -> SearchResponse:
+                     limit: whole(1, 50) = 10) -> SearchResponse:  # type: ignore[valid-type]
         return SearchResponse(hits=await _failing_clearly(
             lambda: service.search(TypeaheadQuery(q=q, types=types, limit=limit))))
 
@@ -179,7 +183,7 @@ def create_mcp(service: AgentService, settings: Settings, *, tenant: str = "defa
                              "type, matched name, how it matched and a score.")
     async def resolve(text: Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=200)],
                       types: list[EntityType] | None = None,
-                      limit: Annotated[int, Field(ge=1, le=50)] = 10) -> ResolveResponse:
+                      limit: whole(1, 50) = 10) -> ResolveResponse:  # type: ignore[valid-type]
         links = await _failing_clearly(lambda: service.resolve(text))
         return _candidates(links, types, limit)
 
@@ -187,6 +191,7 @@ def create_mcp(service: AgentService, settings: Settings, *, tenant: str = "defa
                              "evidence; status 'clarification' means it asks which of response.clarification's choices "
                              "was meant: answer with clarify. Send conversation_id from an earlier answer to follow "
                              "it up.")
+    @retyped(budget=budgets)
     async def ask(question: Question, ctx: Context, conversation_id: uuid.UUID | None = None,
                   budget: RunBudget | None = None, mode: Mode = "agentic") -> AskResponse:
         caller = _tenant(ctx, tenant)
@@ -197,7 +202,8 @@ def create_mcp(service: AgentService, settings: Settings, *, tenant: str = "defa
 
     @server.tool(description="Answer a clarification: the run resumes with the chosen option (its index, or its "
                              "entity id).")
-    async def clarify(trajectory_id: uuid.UUID, choice: Annotated[int, Field(ge=0, le=9)] | uuid.UUID,
+    @retyped(budget=budgets)
+    async def clarify(trajectory_id: uuid.UUID, choice: whole(0, 9) | uuid.UUID,  # type: ignore[valid-type]
                       ctx: Context, budget: RunBudget | None = None) -> AskResponse:
         caller = _tenant(ctx, tenant)
         picked: int | str = choice if isinstance(choice, int) else str(choice)

@@ -9,6 +9,7 @@ ends with a valid :class:`~agentic_rag.protocol.AgentResponse`.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
 import re
 import time
@@ -366,6 +367,12 @@ class RunContext:
         """Add this run to its conversation as its next turn (releasing the conversation); whether it was kept. The
         answer stands either way: a conversation store that fails, or a claim that lapsed, only loses the turn."""
         if self.claim is None:
+            return False
+        if not self.asked.strip() or not self.s.question.strip():
+            # nothing readable was asked (a question of control characters only, which the guard strips): there is
+            # no turn to keep, and the conversation is given back
+            with contextlib.suppress(ConversationStoreError):
+                await self.o.conversations.release(self.claim, trajectory_id=self.rec.trajectory_id)
             return False
         card = turn_card(self.asked, self.s, response)
         try:

@@ -35,12 +35,15 @@ from agentic_rag.api.http.models import (
     ErrorResponse,
     HealthResponse,
     QueryResponse,
+    QuestionRequest,
     ReadyResponse,
     SearchRequest,
     SearchResponse,
+    request_models,
 )
 from agentic_rag.api.http.runs import RunExecutor
 from agentic_rag.api.service import AgentService
+from agentic_rag.api.signatures import retyped
 from agentic_rag.logs import QUOTED_INPUT_MAX
 from agentic_rag.models.images import base64_body_bytes, read_request_image
 from agentic_rag.orchestrator.conversations import Conversation
@@ -56,6 +59,7 @@ OPENAI_PREFIX = "/openai"
 TENANT_PATTERN = r"^[a-zA-Z0-9_-]{1,64}$"
 UUID_RE = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
 REF = f"({'|'.join(ENTITY_TYPES)}):{UUID_RE}"  # an entity reference, "anime:<uuid>"
+IDS = f"^{REF}(,{REF}){{0,{MAX_ENTITY_REFS - 1}}}$"  # up to MAX_ENTITY_REFS references, comma-separated
 EVENT_STREAM = "text/event-stream"
 _ERRORS = {"model": ErrorResponse}
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
@@ -112,11 +116,9 @@ def _wants_stream(request: Request, stream: bool) -> bool:
 
 
 def _parse_refs(ids: str | None, refs: list[str]) -> list[EntityRef]:
-    raw = [*(p for p in (ids or "").split(",") if p), *refs]
-    if not raw:
-        raise ApiError("validation_error", "give entity references as ids=type:uuid,... or ref=type:uuid")
-    if len(raw) > MAX_ENTITY_REFS:
-        raise ApiError("validation_error", f"at most {MAX_ENTITY_REFS} entities per request, got {len(raw)}")
+    raw = [*(p for p in (ids or "").split(",") if p), *refs]  # none asked, none answered (both are optional)
+    if len(raw) > 2 * MAX_ENTITY_REFS:  # at most MAX_ENTITY_REFS in each parameter (their schemas say so)
+        raise ApiError("validation_error", f"at most {MAX_ENTITY_REFS} entities per parameter")
     out: list[EntityRef] = []
     for item in raw:
         entity_type, _, id_ = item.partition(":")
@@ -191,12 +193,17 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
     async def search(body: SearchRequest) -> SearchResponse:
         return SearchResponse(hits=await service.search(body.query()))
 
-    async def image_of(body: AskRequest) -> bytes | None:
+    # the bodies as this server takes them: a budget within its limits, an image only with an image model
+    Ask, Clarify = request_models(settings)
+
+    async def image_of(body: QuestionRequest) -> bytes | None:
         # the image is checked (bounds, format, decodable) before the run starts, off the event loop
-        return None if body.image is None else await asyncio.to_thread(read_request_image, body.image, settings)
+        image = body.image if isinstance(body, AskRequest) else None
+        return None if image is None else await asyncio.to_thread(read_request_image, image, settings)
 
     @v1.post("/search_ai", response_model=AskResponse, responses=ASK_RESPONSES, summary="Ask the agent loop")
-    async def search_ai(body: AskRequest, request: Request, caller: CallerDep, _: SlotDep) -> Response:
+    @retyped(body=Ask)
+    async def search_ai(body: QuestionRequest, request: Request, caller: CallerDep, _: SlotDep) -> Response:
         image = await image_of(body)
         return await runs.respond(
             request, lambda sink: service.ask(body.question, mode=body.mode, tenant=caller.tenant,
@@ -206,7 +213,8 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
 
     @v1.post("/query", response_model=QueryResponse, responses=ASK_RESPONSES,
              summary="Ask the agent loop; the answer lists the executed retrieval steps")
-    async def query(body: AskRequest, request: Request, caller: CallerDep, _: SlotDep) -> Response:
+    @retyped(body=Ask)
+    async def query(body: QuestionRequest, request: Request, caller: CallerDep, _: SlotDep) -> Response:
         image = await image_of(body)
         return await runs.respond(
             request, lambda sink: service.ask(body.question, mode=body.mode, tenant=caller.tenant,
@@ -217,6 +225,7 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
     @v1.post("/search_ai/{trajectory_id}/clarify", response_model=AskResponse, summary="Answer a clarification",
              responses={**RUN_RESPONSES, 404: {**_ERRORS, "description": "No such trajectory for this tenant."},
                         409: {**_ERRORS, "description": "The run is not waiting for a clarification."}})
+    @retyped(body=Clarify)
     async def clarify(trajectory_id: uuid.UUID, body: ClarifyRequest, request: Request, caller: CallerDep,
                       _: SlotDep) -> Response:
         return await runs.respond(
@@ -254,13 +263,13 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
 
     @v1.get("/entities", response_model=EntitiesResponse, summary="Hydrate entity records by reference")
     async def entities(
-        ids: Annotated[str | None, Query(max_length=MAX_ENTITY_REFS * 48, pattern=f"^{REF}(,{REF})*$", description=(
+        ids: Annotated[str | None, Query(max_length=MAX_ENTITY_REFS * 48, pattern=IDS, description=(
             "Comma-separated type:uuid references, e.g. anime:6f1c...,character:0a2b..."))] = None,
         ref: Annotated[list[Annotated[str, StringConstraints(pattern=f"^{REF}$")]] | None, Query(
             max_length=MAX_ENTITY_REFS, description="One type:uuid reference per parameter (repeatable).")] = None,
     ) -> EntitiesResponse:
         refs = _parse_refs(ids, ref or [])
-        found = await service.entities(refs)
+        found = await service.entities(refs) if refs else []
         seen = {(str(r.get("entity_type")), str(r.get("id"))) for r in found}
         return EntitiesResponse(entities=found, missing=[r for r in refs if (r.entity_type, r.id) not in seen])
 

@@ -19,6 +19,7 @@ from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse, Response
 from starlette.exceptions import HTTPException as StarletteHTTPException
+from starlette.routing import Route
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from agentic_rag.api import costs
@@ -65,12 +66,23 @@ def _validation_error(exc: RequestValidationError) -> ApiError:
     return ApiError("validation_error", summary or "invalid request", details=details)
 
 
+def _methods_at(request: Request) -> list[str]:
+    """Every method some route of the app answers at the request's path (the ``Allow`` of a 405)."""
+    methods: set[str] = set()
+    for route in request.app.router.routes:
+        if isinstance(route, Route) and route.methods and route.path_regex.match(request.url.path):
+            methods |= route.methods
+    return sorted(methods)
+
+
 def install_error_handlers(app: FastAPI) -> None:
     """Answer every known failure as JSON in the one error shape."""
 
     async def known(request: Request, exc: Exception) -> JSONResponse:
         err = api_error(exc)
         assert err is not None  # registered only for the classes api_error knows
+        if err.status == 405:  # Starlette names the methods of the first route with this path; there may be more
+            err.headers["Allow"] = ", ".join(_methods_at(request))
         return error_response(err, request_id_of(request))
 
     async def invalid(request: Request, exc: Exception) -> JSONResponse:

@@ -1,7 +1,10 @@
 """Request and response bodies of the HTTP API (v1). Every input field is bounded; the schemas are the OpenAPI.
 
 Numbers and flags are strict: ``"stream": "yes"``, ``"limit": "10"`` and ``"limit": true`` are refused (422),
-not read as what they might mean.
+not read as what they might mean; ``"limit": 10.0`` is taken, as JSON Schema's ``integer`` takes it. The schemas
+state what the server enforces, so what they call valid is taken (schemathesis checks it,
+tests/integration/api/test_openapi_agreement.py): a run's budget is bounded by this server's limits and an image is
+offered only where there is an image model (:func:`request_models`).
 """
 
 from __future__ import annotations
@@ -9,25 +12,50 @@ from __future__ import annotations
 import uuid
 from typing import Annotated, Any, Literal
 
-from pydantic import AfterValidator, BaseModel, ConfigDict, Field, StrictBool, StrictInt, StringConstraints
+from annotated_types import Ge, Le
+from pydantic import (
+    AfterValidator,
+    BaseModel,
+    BeforeValidator,
+    ConfigDict,
+    Field,
+    Strict,
+    StrictBool,
+    StringConstraints,
+    create_model,
+)
 
 from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.protocol import AgentResponse, EntityRef, Mode, ResponseStatus, RunBudget, Uuid
 from agentic_rag.protocol.contracts import IMAGE_QUERY_MAX
 from agentic_rag.protocol.vocabulary import ENTITY_TYPES, EntityType
 from agentic_rag.retrievers.typeahead import TypeaheadHit, TypeaheadQuery, storable
+from agentic_rag.settings import Settings
 
 MAX_QUESTION_CHARS = 2000
 MAX_ENTITY_REFS = 100
 
 
+NO_NUL = r"^[^\x00]*$"  # PostgreSQL's text cannot hold U+0000 (storable refuses it; the schema says so)
 Question = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUESTION_CHARS),
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUESTION_CHARS, pattern=NO_NUL),
     AfterValidator(storable),
 ]
-SearchText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100),
+SearchText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100, pattern=NO_NUL),
                        AfterValidator(storable)]
+
+
+def _whole(value: Any) -> Any:
+    """A number with no fractional part as the integer it is (``27.0``: JSON Schema's ``integer`` takes it, so the
+    server does too); anything else as it came, for the strict check (``"27"`` and ``true`` stay refused)."""
+    return int(value) if isinstance(value, float) and value.is_integer() else value
+
+
+def whole(ge: int, le: int) -> Any:
+    """An integer from ``ge`` to ``le``, strict but for a number with no fractional part (:func:`_whole`). The bounds
+    come before the validator so that the JSON schema states them (``minimum``, ``maximum``)."""
+    return Annotated[int, Ge(ge), Le(le), Strict(), BeforeValidator(_whole)]
 
 
 class _Request(BaseModel):
@@ -39,7 +67,7 @@ class SearchRequest(_Request):
 
     q: SearchText = Field(description="What the user typed (1 to 100 characters).")
     types: list[EntityType] | None = Field(None, max_length=len(ENTITY_TYPES), description="Only these entity types.")
-    limit: StrictInt = Field(10, ge=1, le=50, description="Most hits returned.")
+    limit: whole(1, 50) = Field(10, description="Most hits returned.")  # type: ignore[valid-type]
 
     def query(self) -> TypeaheadQuery:
         return TypeaheadQuery(q=self.q, types=self.types, limit=self.limit)
@@ -51,8 +79,8 @@ class SearchResponse(BaseModel):
     hits: list[TypeaheadHit] = Field(description="The matching entities, best first.")
 
 
-class AskRequest(_Request):
-    """A natural-language question for the agent loop."""
+class QuestionRequest(_Request):
+    """A natural-language question for the agent loop (on a server without an image model: no image)."""
 
     question: Question = Field(description="The question (1 to 2000 characters).")
     mode: Mode = Field(
@@ -66,6 +94,11 @@ class AskRequest(_Request):
                           "Left out, the question starts a new conversation. Unknown, expired or another tenant's: "
                           "404; another turn of it still running: 409 (send again once it has answered); at its "
                           "turn limit: 409 (leave it out to start a new one).")
+
+
+class AskRequest(QuestionRequest):
+    """A natural-language question for the agent loop, perhaps about an image."""
+
     image: str | None = Field(
         None, min_length=1, max_length=IMAGE_QUERY_MAX,
         description="An image the question is about (\"what anime is this from?\"): base64, or a base64 data URL. "
@@ -76,7 +109,7 @@ class AskRequest(_Request):
 class ClarifyRequest(_Request):
     """The user's pick among the choices a run offered."""
 
-    choice: Annotated[StrictInt, Field(ge=0, le=9)] | Uuid = Field(
+    choice: whole(0, 9) | Uuid = Field(  # type: ignore[valid-type]
         description="The index of the offered choice, or the entity id of the choice.")
     stream: StrictBool = Field(False, description="Stream trajectory events as server-sent events.")
     budget: RunBudget | None = Field(None, description="Lower limits for the resumed run, as for a question.")
@@ -103,6 +136,35 @@ class AskResponse(BaseModel):
         return cls(trajectory_id=result.trajectory_id, request_id=result.request_id, status=result.response.status,
                    mode=result.mode, response=result.response, turns=result.turns, latency_ms=result.latency_ms,
                    timings=result.timings, conversation_id=result.conversation_id, turn=result.turn)
+
+
+def server_budget(settings: Settings) -> type[RunBudget]:
+    """:class:`RunBudget` as this server takes it: each limit bounded by the server's own setting (a request may lower
+    a limit, never raise it: :meth:`agentic_rag.orchestrator.state.Budget.of`), so the published schema states what
+    the server enforces."""
+    fields: dict[str, Any] = {}
+    ceilings = {"max_turns": settings.agent_max_turns, "deadline_ms": settings.agent_deadline_ms,
+                "max_failed_steps": settings.agent_max_failed_steps}
+    for name, info in RunBudget.model_fields.items():
+        floor = next(m.ge for m in info.metadata if hasattr(m, "ge"))
+        top = next(m.le for m in info.metadata if hasattr(m, "le"))
+        fields[name] = (int | None, Field(None, ge=floor, le=min(top, ceilings[name]),
+                                          description=f"{info.description} At most {ceilings[name]} here."))
+    return create_model("RunBudget", __base__=RunBudget, __module__=__name__, **fields)
+
+
+def request_models(settings: Settings) -> tuple[type[QuestionRequest], type[ClarifyRequest]]:
+    """The question and clarification bodies as this server takes them: the budget bounded by its settings
+    (:func:`server_budget`), and an ``image`` only where it has an image model (elsewhere the field is not offered,
+    and sending one is refused as any unknown field is, 422)."""
+    budget: Any = server_budget(settings) | None
+    base: type[QuestionRequest] = AskRequest if settings.image_model is not None else QuestionRequest
+    about = QuestionRequest.model_fields["budget"].description
+    ask = create_model("AskRequest", __base__=base, __module__=__name__, __doc__=AskRequest.__doc__,
+                       budget=(budget, Field(None, description=about)))
+    clarify = create_model("ClarifyRequest", __base__=ClarifyRequest, __module__=__name__,
+                           __doc__=ClarifyRequest.__doc__, budget=(budget, Field(None, description=about)))
+    return ask, clarify
 
 
 class PlanStep(BaseModel):
@@ -154,6 +216,6 @@ class ReadyResponse(BaseModel):
 
 __all__ = [
     "MAX_ENTITY_REFS", "AskRequest", "AskResponse", "ClarifyRequest", "EntitiesResponse", "ErrorDetail",
-    "ErrorResponse", "HealthResponse", "PlanStep", "QueryResponse", "ReadyResponse", "SearchRequest",
-    "SearchResponse",
+    "ErrorResponse", "HealthResponse", "PlanStep", "QueryResponse", "QuestionRequest", "ReadyResponse",
+    "SearchRequest", "SearchResponse", "request_models", "server_budget", "whole",
 ]
