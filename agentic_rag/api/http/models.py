@@ -37,13 +37,14 @@ MAX_ENTITY_REFS = 100
 
 
 NO_NUL = r"^[^\x00]*$"  # PostgreSQL's text cannot hold U+0000 (storable refuses it; the schema says so)
+# the pattern is the schema's word for what storable checks (with its own message)
 Question = Annotated[
     str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUESTION_CHARS, pattern=NO_NUL),
-    AfterValidator(storable),
+    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUESTION_CHARS),
+    AfterValidator(storable), Field(json_schema_extra={"pattern": NO_NUL}),
 ]
-SearchText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100, pattern=NO_NUL),
-                       AfterValidator(storable)]
+SearchText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100),
+                       AfterValidator(storable), Field(json_schema_extra={"pattern": NO_NUL})]
 
 
 def _whole(value: Any) -> Any:
