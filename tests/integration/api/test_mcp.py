@@ -125,7 +125,27 @@ async def _ask_and_follow(session: ClientSession) -> dict[str, Any]:
     assert records["missing"][0]["id"] == str(uuid.UUID(int=7))
     read = await session.read_resource(f"catalog://anime/{DEATH_NOTE}")
     assert json.loads(read.contents[0].text)["name"] == "Death Note"  # type: ignore[union-attr]
+
+    # a follow-up names the conversation its first answer started
+    follow = (await session.call_tool("ask", {"question": "what else did he direct?",
+                                              "conversation_id": (await _directed(session))})).structured_content
+    assert follow and "Attack on Titan" in follow["response"]["answer"] and follow["turn"] == 2
+    # a clarification is answered with clarify, by the index of the choice meant
+    asked_which = (await session.call_tool("ask", {"question": "Tell me about Naruto"})).structured_content
+    assert asked_which and asked_which["status"] == "needs_clarification"
+    choices = asked_which["response"]["clarification"]["choices"]
+    index = next(i for i, c in enumerate(choices) if c["entity"]["entity_type"] == "character")
+    resumed = await session.call_tool("clarify", {"trajectory_id": asked_which["trajectory_id"], "choice": index})
+    assert resumed.structured_content and resumed.structured_content["status"] == "answered"
+    again = await session.call_tool("clarify", {"trajectory_id": asked_which["trajectory_id"], "choice": index})
+    assert again.is_error  # one resume per clarification
     return answer
+
+
+async def _directed(session: ClientSession) -> str:
+    first = (await session.call_tool("ask", {"question": "who directed Death Note?"})).structured_content
+    assert first and "Tetsurō Araki" in first["response"]["answer"] and first["conversation_id"]
+    return str(first["conversation_id"])
 
 
 async def _refuses_bad_input(session: ClientSession) -> None:
