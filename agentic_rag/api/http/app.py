@@ -64,8 +64,7 @@ EVENT_STREAM = "text/event-stream"
 _ERRORS = {"model": ErrorResponse}
 ERROR_RESPONSES: dict[int | str, dict[str, object]] = {
     401: {**_ERRORS, "description": "An API key is required (when the server is configured with keys)."},
-    400: {**_ERRORS, "description": "The body is not valid JSON, or it carries an image and this server has no "
-                                    "image model."},
+    400: {**_ERRORS, "description": "The body is not valid JSON."},
     413: {**_ERRORS, "description": "The body is too large."},
     422: {**_ERRORS, "description": "The request does not validate."},
     503: {**_ERRORS, "description": "Overloaded or a store is down; retry after Retry-After seconds."},

@@ -9,6 +9,7 @@ offered only where there is an image model (:func:`request_models`).
 
 from __future__ import annotations
 
+import re
 import uuid
 from typing import Annotated, Any, Literal
 
@@ -23,8 +24,10 @@ from pydantic import (
     StrictBool,
     StringConstraints,
     create_model,
+    model_validator,
 )
 
+from agentic_rag.models.images import IMAGE_SEARCH_OFF
 from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.protocol import AgentResponse, EntityRef, Mode, ResponseStatus, RunBudget, Uuid
 from agentic_rag.protocol.contracts import IMAGE_QUERY_MAX
@@ -36,15 +39,26 @@ MAX_QUESTION_CHARS = 2000
 MAX_ENTITY_REFS = 100
 
 
-NO_NUL = r"^[^\x00]*$"  # PostgreSQL's text cannot hold U+0000 (storable refuses it; the schema says so)
-# the pattern is the schema's word for what storable checks (with its own message)
-Question = Annotated[
-    str,
-    StringConstraints(strip_whitespace=True, min_length=1, max_length=MAX_QUESTION_CHARS),
-    AfterValidator(storable), Field(json_schema_extra={"pattern": NO_NUL}),
-]
-SearchText = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=100),
-                       AfterValidator(storable), Field(json_schema_extra={"pattern": NO_NUL})]
+# What str.strip() removes and what ECMA's \s matches (the schema's regex dialect), and NUL, which PostgreSQL's text
+# cannot hold: a text field needs one character outside these. The schema's pattern and the server's check are this
+# one class, and the lengths are checked before stripping, so both sides draw the same line (schemathesis holds us
+# to it: tests/integration/api/test_openapi_agreement.py).
+_BLANK = ("\\x00\\t\\n\\v\\f\\r \\x1c-\\x1f\\x85\\xa0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f"
+          "\\u3000\\ufeff")
+TEXT_PATTERN = f"^[^\\x00]*[^{_BLANK}][^\\x00]*$"
+_VISIBLE = re.compile(f"[^{_BLANK}]")
+
+
+def _visible(text: str) -> str:
+    """``text`` stripped, once it is known to hold something to read (after :func:`storable`)."""
+    if not _VISIBLE.search(text):
+        raise ValueError("must contain a character other than spaces and line breaks")
+    return text.strip()
+
+
+_READABLE = (AfterValidator(storable), AfterValidator(_visible), Field(json_schema_extra={"pattern": TEXT_PATTERN}))
+Question = Annotated[str, StringConstraints(min_length=1, max_length=MAX_QUESTION_CHARS), *_READABLE]
+SearchText = Annotated[str, StringConstraints(min_length=1, max_length=100), *_READABLE]
 
 
 def _whole(value: Any) -> Any:
@@ -97,14 +111,27 @@ class QuestionRequest(_Request):
                           "turn limit: 409 (leave it out to start a new one).")
 
 
+class TextQuestionRequest(QuestionRequest):
+    """A natural-language question, on a server without an image model: its schema offers no image, and one sent
+    anyway is refused saying why (422)."""
+
+    @model_validator(mode="before")
+    @classmethod
+    def _no_image(cls, data: Any) -> Any:
+        if isinstance(data, dict) and "image" in data:
+            raise ValueError(IMAGE_SEARCH_OFF)
+        return data
+
+
 class AskRequest(QuestionRequest):
     """A natural-language question for the agent loop, perhaps about an image."""
 
     image: str | None = Field(
         None, min_length=1, max_length=IMAGE_QUERY_MAX,
         description="An image the question is about (\"what anime is this from?\"): base64, or a base64 data URL. "
-                    "Checked before the run starts: without an image model on the server 400; over the server's "
-                    "size (RAG_IMAGE_MAX_BYTES) or pixel bound, not an accepted format, or not decodable 422.")
+                    "Offered only where the server has an image model. Checked before the run starts: over the "
+                    "server's size (RAG_IMAGE_MAX_BYTES) or pixel bound, not an accepted format, or not decodable "
+                    "422.")
 
 
 class ClarifyRequest(_Request):
@@ -140,17 +167,17 @@ class AskResponse(BaseModel):
 
 
 def server_budget(settings: Settings) -> type[RunBudget]:
-    """:class:`RunBudget` as this server takes it: each limit bounded by the server's own setting (a request may lower
-    a limit, never raise it: :meth:`agentic_rag.orchestrator.state.Budget.of`), so the published schema states what
-    the server enforces."""
+    """:class:`RunBudget` as this server takes it: each limit a strict integer (``true`` is not 1) bounded by the
+    server's own setting (a request may lower a limit, never raise it:
+    :meth:`agentic_rag.orchestrator.state.Budget.of`), so the published schema states what the server enforces."""
     fields: dict[str, Any] = {}
     ceilings = {"max_turns": settings.agent_max_turns, "deadline_ms": settings.agent_deadline_ms,
                 "max_failed_steps": settings.agent_max_failed_steps}
     for name, info in RunBudget.model_fields.items():
         floor = next(m.ge for m in info.metadata if hasattr(m, "ge"))
         top = next(m.le for m in info.metadata if hasattr(m, "le"))
-        fields[name] = (int | None, Field(None, ge=floor, le=min(top, ceilings[name]),
-                                          description=f"{info.description} At most {ceilings[name]} here."))
+        fields[name] = (whole(floor, min(top, ceilings[name])) | None,
+                        Field(None, description=f"{info.description} At most {ceilings[name]} here."))
     return create_model("RunBudget", __base__=RunBudget, __module__=__name__, **fields)
 
 
@@ -159,7 +186,7 @@ def request_models(settings: Settings) -> tuple[type[QuestionRequest], type[Clar
     (:func:`server_budget`), and an ``image`` only where it has an image model (elsewhere the field is not offered,
     and sending one is refused as any unknown field is, 422)."""
     budget: Any = server_budget(settings) | None
-    base: type[QuestionRequest] = AskRequest if settings.image_model is not None else QuestionRequest
+    base: type[QuestionRequest] = AskRequest if settings.image_model is not None else TextQuestionRequest
     about = QuestionRequest.model_fields["budget"].description
     ask = create_model("AskRequest", __base__=base, __module__=__name__, __doc__=AskRequest.__doc__,
                        budget=(budget, Field(None, description=about)))
@@ -218,5 +245,5 @@ class ReadyResponse(BaseModel):
 __all__ = [
     "MAX_ENTITY_REFS", "AskRequest", "AskResponse", "ClarifyRequest", "EntitiesResponse", "ErrorDetail",
     "ErrorResponse", "HealthResponse", "PlanStep", "QueryResponse", "QuestionRequest", "ReadyResponse",
-    "SearchRequest", "SearchResponse", "request_models", "server_budget", "whole",
+    "SearchRequest", "SearchResponse", "TextQuestionRequest", "request_models", "server_budget", "whole",
 ]

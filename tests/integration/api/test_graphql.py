@@ -38,12 +38,12 @@ from agentic_rag.api.service import LocalAgentService
 from agentic_rag.catalog.ids import entity_id
 from agentic_rag.catalog.ingest import IngestReport
 from agentic_rag.models.embeddings import Embedder
-from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import close_pool, make_pool
 from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
+from tests.support.gated import GatedService
 
 pytestmark = pytest.mark.integration
 
@@ -358,31 +358,6 @@ async def test_a_clarification_streams_the_resumed_run(client: httpx.AsyncClient
     assert events and {e["trajectoryId"] for e in events} == {asked["trajectoryId"]}
     assert events[0]["stage"] == "clarify" and events[0]["seq"] > 1
     assert [e["seq"] for e in events] == list(range(events[0]["seq"], events[0]["seq"] + len(events)))
-
-
-class GatedService(LocalAgentService):
-    """The real service, its runs held at a gate once they have recorded ``hold_after`` events."""
-
-    def __init__(self, runtime: Runtime, *, hold_after: int) -> None:
-        super().__init__(runtime)
-        self.gate = asyncio.Event()
-        self.cancelled = asyncio.Event()
-        self.hold_after = hold_after
-
-    async def ask(self, question: str, **options: Any) -> RunResult:
-        sink = options.get("sink")
-
-        async def held(event: dict[str, Any]) -> None:
-            if sink is not None:  # the stream's: the event goes out before the run waits
-                await sink(event)
-            if event["seq"] == self.hold_after:
-                await self.gate.wait()
-
-        try:
-            return await super().ask(question, **{**options, "sink": held})
-        except asyncio.CancelledError:
-            self.cancelled.set()
-            raise
 
 
 @pytest.mark.parametrize("stay", [True, False])

@@ -24,15 +24,15 @@ from agentic_rag.api.openai import MAX_BODY_BYTES as MAX_ROUTE_BODY
 from agentic_rag.api.service import LocalAgentService
 from agentic_rag.models.base import CallShape, StructuredGenerator, schema_for
 from agentic_rag.models.openai_backend import OpenAIBackend, response_format
-from agentic_rag.orchestrator.loop import EventSink, RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.orchestrator.sweep import sweep_abandoned
 from agentic_rag.planners.llm.prompts import render
-from agentic_rag.protocol import EntityRef, GradeReport, Mode, NextStep, QueryRewrite, RunBudget
+from agentic_rag.protocol import EntityRef, GradeReport, NextStep, QueryRewrite
 from agentic_rag.protocol.roles import CardEntity, GradeInput, GradeItem, RewriteInput, SelectInput
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import make_pool
 from agentic_rag.storage.sql import Pool
+from tests.support.gated import GatedService
 from tests.support.helpers import client_for, eid
 
 pytestmark = pytest.mark.integration
@@ -55,39 +55,6 @@ def app(service: LocalAgentService, settings: Settings) -> FastAPI:
 async def client(app: FastAPI) -> AsyncIterator[httpx.AsyncClient]:
     async with client_for(app) as c:
         yield c
-
-
-class GatedService(LocalAgentService):
-    """The real service, with runs held at a gate: after ``hold_after`` events, or before they start."""
-
-    def __init__(self, runtime: Runtime, *, hold_after: int | None = None) -> None:
-        super().__init__(runtime)
-        self.gate = asyncio.Event()
-        self.entered = asyncio.Event()
-        self.cancelled = asyncio.Event()
-        self.hold_after = hold_after
-
-    async def ask(self, question: str, *, mode: Mode, tenant: str, request_id: str,
-                  sink: EventSink | None = None, budget: RunBudget | None = None,
-                  image: bytes | None = None, conversation_id: uuid.UUID | None = None) -> RunResult:
-        self.entered.set()
-        try:
-            if self.hold_after is None:
-                await self.gate.wait()
-                return await super().ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=sink,
-                                         budget=budget, image=image, conversation_id=conversation_id)
-
-            async def held(event: dict[str, Any]) -> None:
-                if sink is not None:
-                    await sink(event)
-                if event["seq"] == self.hold_after:
-                    await self.gate.wait()
-
-            return await super().ask(question, mode=mode, tenant=tenant, request_id=request_id, sink=held,
-                                     budget=budget, image=image, conversation_id=conversation_id)
-        except asyncio.CancelledError:
-            self.cancelled.set()
-            raise
 
 
 def sse_events(text: str) -> list[tuple[str, str]]:

@@ -20,7 +20,6 @@ from typing import Any
 
 import httpx2
 import pytest
-import uvicorn
 from mcp import Client, ClientSession, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
@@ -32,7 +31,7 @@ from agentic_rag.catalog.ingest import IngestReport
 from agentic_rag.orchestrator.runtime import Runtime
 from agentic_rag.settings import Settings
 from tests.support.gated import GatedService
-from tests.support.helpers import eid
+from tests.support.helpers import eid, served
 
 pytestmark = pytest.mark.integration
 KEY = "mcp-test-key"
@@ -47,16 +46,8 @@ async def _served(settings: Settings, runtime: Runtime, service: LocalAgentServi
     MCP URL."""
     keyed = settings.model_copy(update={"api_keys": [KEY], **overrides})
     service = service or LocalAgentService(runtime)
-    app = mount_mcp(create_app(service, keyed), service, keyed)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
-    serving = asyncio.create_task(server.serve())
-    try:
-        while not server.started:  # noqa: ASYNC110 (uvicorn has a flag for this, not an event)
-            await asyncio.sleep(0.02)
-        yield f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}{MCP_PATH}"
-    finally:
-        server.should_exit = True
-        await serving
+    async with served(mount_mcp(create_app(service, keyed), service, keyed)) as base:
+        yield f"{base}{MCP_PATH}"
 
 
 @asynccontextmanager

@@ -12,7 +12,6 @@ import sys
 from pathlib import Path
 
 import pytest
-import uvicorn
 
 from agentic_rag.api.http.app import create_app
 from agentic_rag.api.mcp import mount_mcp
@@ -20,6 +19,7 @@ from agentic_rag.api.service import LocalAgentService
 from agentic_rag.catalog.ingest import IngestReport
 from agentic_rag.orchestrator.runtime import Runtime
 from agentic_rag.settings import Settings
+from tests.support.helpers import served
 
 pytestmark = pytest.mark.integration
 EXAMPLES = 60  # per operation and phase: about a minute on two cores
@@ -31,19 +31,10 @@ async def test_schemathesis_finds_the_schema_and_the_server_in_agreement(demo: I
     st = shutil.which("st", path=str(Path(sys.executable).parent))
     assert st, "schemathesis's st command is installed beside the interpreter (the dev extra)"
     service = LocalAgentService(runtime)
-    app = mount_mcp(create_app(service, settings), service, settings)
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=0, log_level="warning", lifespan="on"))
-    serving = asyncio.create_task(server.serve())
-    try:
-        while not server.started:  # noqa: ASYNC110 (uvicorn has a flag for this, not an event)
-            await asyncio.sleep(0.02)
-        url = f"http://127.0.0.1:{server.servers[0].sockets[0].getsockname()[1]}/openapi.json"
+    async with served(mount_mcp(create_app(service, settings), service, settings)) as base:
         done = await asyncio.to_thread(subprocess.run, [
-            st, "run", url, "--checks", "all", "--phases", "examples,coverage,fuzzing",
+            st, "run", f"{base}/openapi.json", "--checks", "all", "--phases", "examples,coverage,fuzzing",
             "--max-examples", str(EXAMPLES), "--seed", SEED, "--request-timeout", "60", "--no-color",
         ], capture_output=True, text=True, timeout=900)
-    finally:
-        server.should_exit = True
-        await serving
     assert done.returncode == 0, done.stdout[-6000:] + done.stderr[-2000:]
     assert "passed" in done.stdout and " 0 passed" not in done.stdout

@@ -34,11 +34,11 @@ from agentic_rag.api.grpc.service import SearchAIApi, SearchAIServicer
 from agentic_rag.api.service import LocalAgentService
 from agentic_rag.catalog.ids import entity_id
 from agentic_rag.models.embeddings import Embedder
-from agentic_rag.orchestrator.loop import RunResult
 from agentic_rag.orchestrator.runtime import Runtime, build_orchestrator
 from agentic_rag.settings import Settings
 from agentic_rag.storage.qdrant import VectorStore
 from agentic_rag.storage.sql import Pool
+from tests.support.gated import GatedService
 
 CHROMIUM, CHROMEDRIVER = Path("/usr/bin/chromium"), Path("/usr/bin/chromedriver")
 ROOT = Path(__file__).resolve().parents[3]
@@ -61,30 +61,6 @@ SHOWN = """return {state: document.querySelector("#run-state").textContent,
                  errors: document.querySelector("#errors").textContent,
                  stages: [...document.querySelectorAll("#stages .event")].map((e) => e.textContent.slice(0, 120))}"""
 T = TypeVar("T")
-
-
-class GatedService(LocalAgentService):
-    """The real service; while ``gate`` is clear, a run waits once it has recorded ``hold_after`` events, so the
-    browser can be seen mid-run."""
-
-    def __init__(self, runtime: Runtime, *, hold_after: int) -> None:
-        super().__init__(runtime)
-        self.gate = asyncio.Event()
-        self.gate.set()
-        self.held = asyncio.Event()
-        self.hold_after = hold_after
-
-    async def ask(self, question: str, **options: Any) -> RunResult:
-        sink = options.get("sink")
-
-        async def held(event: dict[str, Any]) -> None:
-            if sink is not None:  # the stream's: the event goes out before the run waits
-                await sink(event)
-            if event["seq"] == self.hold_after and not self.gate.is_set():
-                self.held.set()
-                await self.gate.wait()
-
-        return await super().ask(question, **{**options, "sink": held})
 
 
 class Stack:
@@ -118,7 +94,7 @@ class Stack:
 @pytest.fixture(scope="module")
 def service(pool: Pool, qdrant: VectorStore, embedder: Embedder, settings: Settings) -> GatedService:
     orchestrator, store = build_orchestrator(settings, pool, qdrant, embedder)
-    return GatedService(Runtime(settings, pool, qdrant, embedder, store, orchestrator), hold_after=4)
+    return GatedService(Runtime(settings, pool, qdrant, embedder, store, orchestrator), hold_after=4, opened=True)
 
 
 @pytest.fixture(scope="module")
