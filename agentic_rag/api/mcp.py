@@ -43,6 +43,7 @@ from starlette.types import ASGIApp, Receive, Scope, Send
 
 from agentic_rag.api.auth import key_matches
 from agentic_rag.api.errors import RETRY_AFTER
+from agentic_rag.api.http.app import REF, TENANT_PATTERN, parse_refs
 from agentic_rag.api.http.models import (
     MAX_ENTITY_REFS,
     AskResponse,
@@ -60,7 +61,7 @@ from agentic_rag.orchestrator.loop import ClarificationError, NotAwaitingClarifi
 from agentic_rag.orchestrator.trajectory import Trajectory
 from agentic_rag.protocol import EntityRef, Mode, RunBudget
 from agentic_rag.protocol.links import LinkMatch
-from agentic_rag.protocol.vocabulary import ENTITY_TYPES, EntityType
+from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.retrievers.typeahead import TypeaheadQuery
 from agentic_rag.settings import Settings
 
@@ -68,9 +69,8 @@ __all__ = ["MCP_PATH", "ResolveCandidate", "ResolveResponse", "create_mcp", "mcp
 
 MCP_PATH = "/mcp"
 MAX_REQUEST_ID = 200
-TENANT_RE = re.compile(r"^[a-zA-Z0-9_-]{1,64}$")
-UUID_RE = "[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}"
-Ref = Annotated[str, StringConstraints(pattern=f"^({'|'.join(ENTITY_TYPES)}):{UUID_RE}$")]
+TENANT_RE = re.compile(TENANT_PATTERN)  # the HTTP API's X-Tenant
+Ref = Annotated[str, StringConstraints(pattern=f"^{REF}$")]
 MATCH_SCORE: dict[str, float] = {"exact": 1.0, "alias": 0.9, "reordered": 0.8, "typo": 0.7, "partial": 0.5}
 
 
@@ -128,14 +128,6 @@ def _request_id(ctx: Context) -> str:
     return given[:MAX_REQUEST_ID] if given else f"mcp-{uuid.uuid4()}"
 
 
-def _refs(ids: list[str]) -> list[EntityRef]:
-    out = []
-    for item in ids:
-        entity_type, _, id_ = item.partition(":")
-        out.append(EntityRef.model_validate({"entity_type": entity_type, "id": id_}))
-    return out
-
-
 async def _failing_clearly(work: Callable[[], Awaitable[Any]]) -> Any:
     """``work()``, with the service's failures as tool errors a client can show (never a crash of the session)."""
     try:
@@ -188,9 +180,9 @@ def create_mcp(service: AgentService, settings: Settings, *, tenant: str = "defa
         return _candidates(links, types, limit)
 
     @server.tool(description="Ask the agent loop a natural-language question. The answer names its entities and "
-                             "evidence; status 'clarification' means it asks which of response.clarification's choices "
-                             "was meant: answer with clarify. Send conversation_id from an earlier answer to follow "
-                             "it up.")
+                             "evidence; status 'needs_clarification' means it asks which of response.clarification's "
+                             "choices was meant: answer with clarify. Send conversation_id from an earlier answer to "
+                             "follow it up.")
     @retyped(budget=budgets)
     async def ask(question: Question, ctx: Context, conversation_id: uuid.UUID | None = None,
                   budget: RunBudget | None = None, mode: Mode = "agentic") -> AskResponse:
@@ -215,10 +207,8 @@ def create_mcp(service: AgentService, settings: Settings, *, tenant: str = "defa
     @server.tool(description=f"Full catalog records for up to {MAX_ENTITY_REFS} type:uuid references.")
     async def get_entities(ids: Annotated[list[Ref], Field(min_length=1, max_length=MAX_ENTITY_REFS)]
                            ) -> EntitiesResponse:
-        refs = _refs(ids)
-        found = await _failing_clearly(lambda: service.entities(refs))
-        seen = {(str(r.get("entity_type")), str(r.get("id"))) for r in found}
-        return EntitiesResponse(entities=found, missing=[r for r in refs if (r.entity_type, str(r.id)) not in seen])
+        refs = parse_refs(None, ids)
+        return EntitiesResponse.of(refs, await _failing_clearly(lambda: service.entities(refs)))
 
     @server.tool(description="A run's trajectory: every decision it made, in order.")
     async def get_trajectory(trajectory_id: uuid.UUID, ctx: Context) -> Trajectory:

@@ -52,7 +52,7 @@ from agentic_rag.protocol import EntityRef
 from agentic_rag.protocol.vocabulary import ENTITY_TYPES
 from agentic_rag.settings import Settings
 
-__all__ = ["API_VERSION", "create_app"]
+__all__ = ["API_VERSION", "REF", "TENANT_PATTERN", "create_app", "parse_refs"]
 
 API_VERSION = "1.0.0"
 OPENAI_PREFIX = "/openai"
@@ -114,7 +114,7 @@ def _wants_stream(request: Request, stream: bool) -> bool:
     return stream or EVENT_STREAM in request.headers.get("accept", "")
 
 
-def _parse_refs(ids: str | None, refs: list[str]) -> list[EntityRef]:
+def parse_refs(ids: str | None, refs: list[str]) -> list[EntityRef]:
     raw = [*(p for p in (ids or "").split(",") if p), *refs]  # none asked, none answered (both are optional)
     if len(raw) > 2 * MAX_ENTITY_REFS:  # at most MAX_ENTITY_REFS in each parameter (their schemas say so)
         raise ApiError("validation_error", f"at most {MAX_ENTITY_REFS} entities per parameter")
@@ -267,10 +267,8 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
         ref: Annotated[list[Annotated[str, StringConstraints(pattern=f"^{REF}$")]] | None, Query(
             max_length=MAX_ENTITY_REFS, description="One type:uuid reference per parameter (repeatable).")] = None,
     ) -> EntitiesResponse:
-        refs = _parse_refs(ids, ref or [])
-        found = await service.entities(refs) if refs else []
-        seen = {(str(r.get("entity_type")), str(r.get("id"))) for r in found}
-        return EntitiesResponse(entities=found, missing=[r for r in refs if (r.entity_type, r.id) not in seen])
+        refs = parse_refs(ids, ref or [])
+        return EntitiesResponse.of(refs, await service.entities(refs) if refs else [])
 
     app.include_router(v1)
 

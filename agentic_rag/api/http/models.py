@@ -216,6 +216,12 @@ class EntitiesResponse(BaseModel):
     entities: list[dict[str, Any]] = Field(description="Full records, in the order asked; unknown ids left out.")
     missing: list[EntityRef] = Field(description="Asked-for entities that the catalog does not hold.")
 
+    @classmethod
+    def of(cls, refs: list[EntityRef], found: list[dict[str, Any]]) -> EntitiesResponse:
+        """The records hydrated for ``refs``, and the refs none of them is."""
+        seen = {(str(r.get("entity_type")), str(r.get("id"))) for r in found}
+        return cls(entities=found, missing=[r for r in refs if (r.entity_type, str(r.id)) not in seen])
+
 
 class ErrorDetail(BaseModel):
     type: str = Field(description="A stable error code: validation_error, not_found, overloaded, ...")
