@@ -2,10 +2,11 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
-from typing import Literal, get_args
+from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agentic_rag.dsn import conninfo
@@ -24,11 +25,26 @@ _UNSUPPORTED_CONSTRAINTS = {
 }
 
 
+KEY_ID_PATTERN = r"^(anonymous|k-[0-9a-f]{12})$"
+
+
+class KeyLimit(BaseModel):
+    """One key's own admission limits (``Settings.key_limits``); a field left out takes the ``key_*`` default."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    max_runs: int | None = Field(None, ge=1, le=100_000, description="Runs the key may hold at once.")
+    rate_per_s: float | None = Field(None, gt=0, le=100_000, description="New runs a second, on average.")
+    burst: int | None = Field(None, ge=1, le=100_000, description="Runs at once above the rate.")
+
+
 class Settings(BaseSettings):
     """Every knob of agentic-rag. Environment variables are ``RAG_<FIELD>`` (``DATABASE_URL`` too)."""
 
     # populate_by_name: Settings(agent_max_turns=3) works, not only the aliases (env names) do
-    model_config = SettingsConfigDict(env_prefix="RAG_", env_file=".env", extra="ignore", populate_by_name=True)
+    # hide_input_in_errors: a refused value may be a secret (an API key where a key id belongs)
+    model_config = SettingsConfigDict(env_prefix="RAG_", env_file=".env", extra="ignore", populate_by_name=True,
+                                      hide_input_in_errors=True)
 
     # -- storage -------------------------------------------------------------------------------------
     data_dir: Path = Field(
@@ -216,6 +232,12 @@ class Settings(BaseSettings):
         60_000, ge=100, le=3_600_000,
         description="How often each orchestrator process looks for abandoned runs (and once when it starts).",
     )
+    runner_lapse_ms: int = Field(
+        10_000, ge=1000, le=600_000,
+        description="Each process that runs the loop is heard in PostgreSQL every quarter of this; the running runs "
+                    "of one unheard for this long (killed, its node lost) are marked abandoned by another, within "
+                    "seconds rather than after the deadline and grace.",
+    )
     guard_policy: Path | None = Field(
         None, description="YAML guard policy (PII, blocked topics, limits). Unset: the shipped default policy."
     )
@@ -228,6 +250,24 @@ class Settings(BaseSettings):
     max_inflight_runs: int = Field(
         256, ge=1, le=100_000, description="Agent runs one API process serves at once; beyond it: 503 + Retry-After.",
     )
+
+    # -- admission per API key (api/admission.py): the same bounds on every replica, held in PostgreSQL -----
+    key_max_runs: int | None = Field(
+        None, ge=1, le=100_000,
+        description="Runs one API key (or all callers without one, who share one tenant) may hold at once; over it: "
+                    "429 + Retry-After. Unset: half of max_inflight_runs, so no one key can fill the service.")
+    key_rate_per_s: float | None = Field(
+        None, gt=0, le=100_000,
+        description="New runs a second one key may start, on average (unset: no rate bound); over it: 429 + "
+                    "Retry-After saying when the next one will be taken.")
+    key_burst: int | None = Field(
+        None, ge=1, le=100_000,
+        description="Runs a key may start at once above its rate (unset: one second's worth, at least 1).")
+    key_limits: dict[str, KeyLimit] = Field(
+        default_factory=dict,
+        description="Limits of their own for some keys, by key id (`agentic-rag key-id`: 'k-' and 12 hex digits of "
+                    "the key's SHA-256; 'anonymous' for callers without a key), each with any of max_runs, "
+                    "rate_per_s, burst; what one leaves out comes from the key_* defaults. Env: a JSON object.")
 
     # -- GraphQL backend -----------------------------------------------------------------------------
     graphql_agent_target: str = Field(
@@ -249,6 +289,16 @@ class Settings(BaseSettings):
         if v != "xgrammar":
             why = _UNSUPPORTED_CONSTRAINTS.get(v, "not a vLLM structured-outputs backend")
             raise ValueError(f"{v!r} is not supported ({why}); use 'xgrammar'")
+        return v
+
+    # before the limits themselves are read: an error inside one would name the key it is under
+    @field_validator("key_limits", mode="before")
+    @classmethod
+    def _limits_name_key_ids(cls, v: Any) -> Any:
+        for name in v if isinstance(v, dict) else ():
+            if not re.match(KEY_ID_PATTERN, name):  # not echoed: it may be the key itself, put in the wrong place
+                raise ValueError("a name is not a key id: limits name a key by its id ('anonymous', or 'k-' and 12 "
+                                 "hex digits, which `agentic-rag key-id KEY` prints), never by the key itself")
         return v
 
     @field_validator("database_url")

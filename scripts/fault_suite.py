@@ -5,8 +5,9 @@
 Starts a local Ray, deploys the config (two Orchestrator replicas, a short sweep: see
 ``agentic_rag.serve.faults.FAULT_ARGS``) over the configured database and Qdrant store (run
 ``agentic-rag ingest`` first), and keeps ``--clients`` clients asking the demo questions while it kills an
-Orchestrator, a GraphRetriever and the Embedder replica, terminates every PostgreSQL backend, and takes
-the embedded Qdrant down with the VectorRetriever replica that holds it. Prints one Markdown table (a row
+Orchestrator, a GraphRetriever and the Embedder replica, terminates every PostgreSQL backend, takes
+the embedded Qdrant down with the VectorRetriever replica that holds it, and restarts PostgreSQL (a server of
+the run's own holding a copy of the database: ``--restart-postgres``). Prints one Markdown table (a row
 per fault: requests, status codes, degraded answers, recovery time) and the checks; exits 1 if one failed.
 The test suite runs a shorter form of the same (tests/integration/serve/test_faults.py).
 """
@@ -21,6 +22,7 @@ from pathlib import Path
 
 from agentic_rag.eval import load_demo_questions
 from agentic_rag.loadtest.faults import markdown
+from agentic_rag.loadtest.pgserver import PrivatePostgres
 from agentic_rag.serve import launch
 from agentic_rag.serve.faults import FAULT_ARGS, fault_config, fault_suite
 from agentic_rag.settings import Settings
@@ -36,9 +38,21 @@ def main() -> int:
     parser.add_argument("--contenders", type=int, default=8, help="concurrent resumes of one clarification")
     parser.add_argument("--rounds", type=int, default=3, help="clarifications raced")
     parser.add_argument("--dump", type=Path, help="write every request and readiness probe here (JSON lines)")
+    parser.add_argument("--restart-postgres", type=float, default=5.0, metavar="SECONDS",
+                        help="last fault: PostgreSQL stopped for this long and started again. The app then runs on a "
+                             "copy of the configured database, on a server of the run's own (under data_dir/fault-pg; "
+                             "the configured server is never restarted). 0: no restart")
     args = parser.parse_args()
 
-    dsn = resolve_dsn(Settings())
+    settings = Settings()
+    dsn = resolve_dsn(settings)
+    postgres: PrivatePostgres | None = None
+    more = []
+    if args.restart_postgres > 0:
+        postgres = PrivatePostgres(settings.data_dir.resolve() / "fault-pg", settings.local_postgres_port + 1)
+        postgres.start()
+        dsn = postgres.copy_of(dsn, "agentic_rag_faults")
+        more.append(postgres.restart(down_s=args.restart_postgres))
     config = fault_config(launch.load_config(args.config, args={"database_url": dsn, "log_level": "WARNING"}),
                           orchestrators=args.orchestrators, args=FAULT_ARGS)
     questions = [q.question for q in load_demo_questions()]
@@ -52,9 +66,12 @@ def main() -> int:
         t1 = time.perf_counter()
         run, verdict = asyncio.run(fault_suite(
             launch.app_url(config), dsn, config.applications[0].name, questions, tenant=f"faults-{int(time.time())}",
-            clients=args.clients, baseline_s=args.baseline, contenders=args.contenders, rounds=args.rounds))
+            clients=args.clients, baseline_s=args.baseline, contenders=args.contenders, rounds=args.rounds,
+            more=more))
     finally:
         launch.shutdown()
+        if postgres is not None:
+            postgres.stop()
     if args.dump:
         run.dump(args.dump)
     print(markdown(run, verdict))

@@ -17,6 +17,7 @@ from typing import Any, get_args
 import grpc
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
+from agentic_rag.api.admission import TooManyRuns
 from agentic_rag.api.service import ServiceUnavailable
 from agentic_rag.errors import AgenticRagError, ErrorKind, Unavailable
 from agentic_rag.orchestrator.trajectory import TrajectoryError
@@ -88,6 +89,8 @@ def api_error(exc: BaseException) -> ApiError | None:
     """The client-facing form of a known failure; None for an unexpected one (a bug)."""
     if isinstance(exc, ApiError):
         return exc
+    if isinstance(exc, TooManyRuns):  # the caller's own key is over its bound: it is told when to come back
+        return ApiError(exc.kind, str(exc), headers={"Retry-After": exc.retry_after})
     if isinstance(exc, Unavailable):
         # the detail names hosts and internals: it goes to the log, the client learns to retry
         log.warning("unavailable: %s", exc)

@@ -23,6 +23,7 @@ caller is whoever started the process, with the tenant it was given.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import uuid
@@ -41,7 +42,8 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
-from agentic_rag.api.auth import key_matches
+from agentic_rag.api.admission import ANONYMOUS, Admission, TooManyRuns, key_id
+from agentic_rag.api.auth import key_matches, matched_key
 from agentic_rag.api.errors import RETRY_AFTER
 from agentic_rag.api.http.app import REF, TENANT_PATTERN, parse_refs
 from agentic_rag.api.http.models import (
@@ -128,10 +130,25 @@ def _request_id(ctx: Context) -> str:
     return given[:MAX_REQUEST_ID] if given else f"mcp-{uuid.uuid4()}"
 
 
+def _key(ctx: Context, keys: list[str]) -> str:
+    """The caller's key id (admission counts by it); the door has already refused a request without a valid key."""
+    headers = ctx.headers
+    if headers is None or not keys:  # stdio, or a server without keys: one anonymous tenant
+        return ANONYMOUS
+    auth = headers.get("authorization", "")
+    bearer = auth[7:] if auth.lower().startswith("bearer ") else None
+    matched = matched_key((bearer, headers.get("x-api-key")), keys)
+    if matched is None:
+        raise ToolError("a valid API key is required (Authorization: Bearer <key>)")
+    return key_id(matched)
+
+
 async def _failing_clearly(work: Callable[[], Awaitable[Any]]) -> Any:
     """``work()``, with the service's failures as tool errors a client can show (never a crash of the session)."""
     try:
         return await work()
+    except TooManyRuns as exc:
+        raise ToolError(f"{exc} ({exc.retry_after} s)") from exc
     except NotAwaitingClarification as exc:
         raise ToolError(f"that run is not waiting for a clarification: {exc}") from exc
     except ClarificationError as exc:
@@ -153,9 +170,20 @@ class _Progress:
                                         message=f"{event.get('stage', '')}: {event.get('type', '')}")
 
 
-def create_mcp(service: AgentService, settings: Settings, *, tenant: str = "default") -> MCPServer:
+def create_mcp(service: AgentService, settings: Settings, *, tenant: str = "default",
+               admission: Admission | None = None) -> MCPServer:
     """The MCP server over ``service``. ``tenant``: whose runs these are when the transport carries no headers
-    (stdio); over HTTP it is the request's ``X-Tenant``."""
+    (stdio); over HTTP it is the request's ``X-Tenant``. ``admission``: the per-key bounds ``ask`` and ``clarify``
+    run under (over them: a tool error saying when to retry)."""
+    keys = list(settings.api_keys)
+
+    def admitted(ctx: Context) -> AbstractAsyncContextManager[None]:
+        return admission.slot(_key(ctx, keys)) if admission is not None else contextlib.nullcontext()
+
+    async def run(ctx: Context, work: Callable[[], Awaitable[Any]]) -> Any:
+        async with admitted(ctx):
+            return await work()
+
     budgets = server_budget(settings) | None  # a budget within this server's limits (the schema says which)
     server: MCPServer = MCPServer(
         name="agentic-rag", version="1.0.0",
@@ -187,9 +215,9 @@ def create_mcp(service: AgentService, settings: Settings, *, tenant: str = "defa
     async def ask(question: Question, ctx: Context, conversation_id: uuid.UUID | None = None,
                   budget: RunBudget | None = None, mode: Mode = "agentic") -> AskResponse:
         caller = _tenant(ctx, tenant)
-        result = await _failing_clearly(lambda: service.ask(
+        result = await _failing_clearly(lambda: run(ctx, lambda: service.ask(
             question, mode=mode, tenant=caller, request_id=_request_id(ctx), sink=_Progress(ctx),
-            budget=budget, conversation_id=conversation_id))
+            budget=budget, conversation_id=conversation_id)))
         return AskResponse.of(result)
 
     @server.tool(description="Answer a clarification: the run resumes with the chosen option (its index, or its "
@@ -199,9 +227,9 @@ def create_mcp(service: AgentService, settings: Settings, *, tenant: str = "defa
                       ctx: Context, budget: RunBudget | None = None) -> AskResponse:
         caller = _tenant(ctx, tenant)
         picked: int | str = choice if isinstance(choice, int) else str(choice)
-        result = await _failing_clearly(lambda: service.resume(
+        result = await _failing_clearly(lambda: run(ctx, lambda: service.resume(
             trajectory_id, picked, tenant=caller, request_id=_request_id(ctx), sink=_Progress(ctx),
-            budget=budget))
+            budget=budget)))
         return AskResponse.of(result)
 
     @server.tool(description=f"Full catalog records for up to {MAX_ENTITY_REFS} type:uuid references.")
@@ -291,11 +319,12 @@ def mcp_http_app(server: MCPServer, settings: Settings) -> tuple[ASGIApp, Runnin
     return door, manager.run
 
 
-def mount_mcp(app: FastAPI, service: AgentService, settings: Settings) -> FastAPI:
+def mount_mcp(app: FastAPI, service: AgentService, settings: Settings, *,
+              admission: Admission | None = None) -> FastAPI:
     """``app`` (the HTTP API of :func:`~agentic_rag.api.http.app.create_app`) serving ``service``'s MCP tools at
     :data:`MCP_PATH` too, the MCP session manager running for the app's lifespan. The route goes through the app's
-    middleware (request ids, metrics, the body bound) as every other."""
-    route, running = mcp_http_app(create_mcp(service, settings), settings)
+    middleware (request ids, metrics, the body bound) as every other; runs are admitted under ``admission``."""
+    route, running = mcp_http_app(create_mcp(service, settings, admission=admission), settings)
     app.router.routes.append(Route(MCP_PATH, endpoint=route, methods=["GET", "POST", "DELETE"],
                                    include_in_schema=False))
     app.router.lifespan_context = lambda _app: running()

@@ -127,3 +127,16 @@ def _ask_over_http(url: str, question: str, *, since: float) -> bool:
                   f"{time.monotonic() - since:.1f} s after start", highlight=False)
     return True
 
+
+
+@app.command("key-id")
+def key_id_command(key: Annotated[str | None, typer.Argument(
+        help="The API key; read from standard input when left out (so it stays out of the shell's history).",
+)] = None) -> None:
+    """Print an API key's id: how RAG_KEY_LIMITS, the metrics and the logs name the key (never by the key)."""
+    from agentic_rag.api.admission import key_id
+
+    given = key if key is not None else typer.get_text_stream("stdin").readline()
+    if not given.strip():
+        raise fail("no key given: pass it, or write it to standard input")
+    console.print(key_id(given.strip()), highlight=False)

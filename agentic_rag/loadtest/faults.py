@@ -65,6 +65,7 @@ CHECKS = {
     "readiness": "/readyz is unready while answers are degraded",
     "resume": "concurrent resumes of one clarification: one 200, the rest 409",
     "running": "no run left running once the sweep has passed",
+    "hang": "no request outlasts the run's deadline and the API's grace",
 }
 
 
@@ -343,12 +344,16 @@ class Verdict:
             self.problems[check].append(text)
 
 
-async def judge(run: FaultRun, dsn: str, *, sweep_limit_s: float, read_concurrency: int = 8) -> Verdict:
+async def judge(run: FaultRun, dsn: str, *, sweep_limit_s: float, max_request_s: float,
+                read_concurrency: int = 8) -> Verdict:
     """Every check of the issue over a finished run (the load stopped)."""
     v = Verdict()
     outcomes = run.outcomes
     recorded = await run.recorded_runs(dsn)
     for o in outcomes:
+        if o.ended - o.started > max_request_s:
+            v.fail("hang", f"{o.request_id}: answered {o.status} after {o.ended - o.started:.1f} s, over "
+                           f"{max_request_s:g} s")
         if o.status == 0:
             v.fail("status", f"{o.request_id}: no HTTP answer ({(o.error or {}).get('type')})")
         elif o.status >= 500 and o.status != 503:

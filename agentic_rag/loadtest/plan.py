@@ -64,6 +64,13 @@ class LoadPlan(BaseModel):
     typeahead_share: float = Field(ge=0, le=0.95, description="Fraction of requests sent to the typeahead lane.")
     run_mode: Mode = "agentic"
     seed: int = 0
+    api_key: str | None = Field(None, repr=False, description="Sent as Authorization: Bearer on every request.")
+    tenant: str | None = Field(None, pattern=r"^[A-Za-z0-9_-]{1,64}$", description="Sent as X-Tenant.")
+
+    def headers(self) -> dict[str, str]:
+        """What every request of this plan carries: its key and its tenant, where it has them."""
+        return {**({"Authorization": f"Bearer {self.api_key}"} if self.api_key else {}),
+                **({"X-Tenant": self.tenant} if self.tenant else {})}
 
     def time_bound_s(self) -> float:
         """The longest the worker may take: every step's warm-up, window and drain, plus start-up slack."""

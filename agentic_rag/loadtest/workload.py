@@ -61,7 +61,7 @@ class ServiceUser(FastHttpUser):
         """A question from the mix through the agent loop; turns, timings and status go to the recorder."""
         body = {"question": self.rng.choice(self.plan.questions), "mode": self.plan.run_mode}
         with self.client.post("/v1/search_ai", json=body, name="search_ai", catch_response=True,
-                              context={"phase": self.phases.on_send()}) as resp:
+                              headers=self.plan.headers(), context={"phase": self.phases.on_send()}) as resp:
             if resp.status_code == 200:
                 _record_run(resp)
         self._back_off(resp)
@@ -70,7 +70,7 @@ class ServiceUser(FastHttpUser):
         """A typeahead query from the mix."""
         body = {"q": self.rng.choice(self.plan.typeahead)}
         with self.client.post("/v1/search", json=body, name="search", catch_response=True,
-                              context={"phase": self.phases.on_send()}) as resp:
+                              headers=self.plan.headers(), context={"phase": self.phases.on_send()}) as resp:
             if resp.status_code == 200 and not _json_has(resp, "hits"):
                 resp.failure(INVALID_BODY)
         self._back_off(resp)

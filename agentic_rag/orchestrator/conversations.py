@@ -13,7 +13,7 @@ tenant's are the same 404, a conversation at its turn limit a 409 that says to s
 from __future__ import annotations
 
 import uuid
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 from typing import Any, TypeVar
@@ -74,6 +74,11 @@ ADD_SQL = Query("""
 RELEASE_SQL = Query("""
     UPDATE conversations SET busy_trajectory = NULL, busy_until = NULL
     WHERE id = :id AND busy_trajectory = :trajectory_id""")
+
+# the claims of runs closed as abandoned (their process died): the next turn need not wait for the lease to lapse
+RELEASE_RUNS_SQL = Query("""
+    UPDATE conversations SET busy_trajectory = NULL, busy_until = NULL
+    WHERE busy_trajectory = ANY(:trajectory_ids::uuid[])""")
 
 # the conversation a trajectory is a turn of (a clarification resumed by its button continues it)
 OF_TRAJECTORY_SQL = Query("""
@@ -221,6 +226,14 @@ class ConversationStore:
         if not claim.new:
             await self._execute("release", lambda conn: RELEASE_SQL.execute(
                 conn, {"id": claim.conversation_id, "trajectory_id": trajectory_id}))
+
+    async def release_runs(self, trajectory_ids: Sequence[uuid.UUID]) -> int:
+        """Give up the claims of these runs, closed as abandoned; how many conversations were freed."""
+        if not trajectory_ids:
+            return 0
+        status = await self._execute("release_runs", lambda conn: RELEASE_RUNS_SQL.execute(
+            conn, {"trajectory_ids": list(trajectory_ids)}))
+        return int(status.split()[-1])
 
     async def of_trajectory(self, trajectory_id: uuid.UUID, *, tenant: str) -> uuid.UUID | None:
         """The conversation whose turn ``trajectory_id`` was, if any."""

@@ -406,6 +406,7 @@ class RunContext:
             response = await self._guard_output(response)
             return await self.finish(response)
         except TrajectoryError:
+            self.o.store.unsettled(self.rec.trajectory_id)  # closed as failed once the store answers again
             raise
         except BaseException as exc:
             # record why the run stopped, without letting a failed write hide the original error

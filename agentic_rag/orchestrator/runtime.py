@@ -18,7 +18,7 @@ from agentic_rag.models.image_embeddings import ImageEmbedder
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.loop import Orchestrator
 from agentic_rag.orchestrator.retrieval import LocalRetrieval
-from agentic_rag.orchestrator.sweep import sweep_abandoned
+from agentic_rag.orchestrator.sweep import start_sweeper
 from agentic_rag.orchestrator.trajectory import TrajectoryStore
 from agentic_rag.planners.factory import build_fallback, build_model
 from agentic_rag.settings import Settings
@@ -78,8 +78,9 @@ async def open_runtime(settings: Settings, *, require_catalog: bool = True) -> A
         if image_embedder is not None:  # loaded now too, and refused now if it is no image model
             await asyncio.to_thread(lambda: image_embedder.dimension)
         orchestrator, store = build_orchestrator(settings, pool, client, embedder, image_embedder=image_embedder)
-        # runs left running by a process that died are closed now, and then every sweep interval
-        sweeper = asyncio.create_task(sweep_abandoned(store, settings, orchestrator.conversations))
+        # this process is heard in PostgreSQL from now on; runs a dead process left running are closed within
+        # seconds of its lapse (and by the timed sweep, now and every interval)
+        sweeper = await start_sweeper(store, settings, orchestrator.conversations)
         try:
             yield Runtime(settings, pool, client, embedder, store, orchestrator)
         finally:

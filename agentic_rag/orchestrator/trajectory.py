@@ -69,6 +69,7 @@ MAX_LABEL_CHARS = 200  # request_id, session_id, tenant
 MAX_PAYLOAD_BYTES = 64 * 1024
 TRUNCATED_HEAD_CHARS = 2000
 MAX_LIST = 200
+MAX_UNSETTLED = 10_000  # runs a process remembers to close once the store is back
 
 _EVENT_TYPES = frozenset(get_args(EventType))
 _FINAL_STATUSES = frozenset(get_args(TrajectoryStatus)) - {"running", "abandoned"}
@@ -79,6 +80,9 @@ _JSON_NUL = re.compile(r"(?<!\\)((?:\\\\)*)\\u0000")
 T = TypeVar("T")
 
 _HOST = socket.gethostname()
+
+
+_HEARD: set[str] = set()  # the runner names this process has registered (a fork is another name)
 
 
 def runner() -> str:
@@ -130,6 +134,40 @@ ABANDON_SQL = Query("""
       AND NOT EXISTS (SELECT 1 FROM trajectory_events e
                       WHERE e.trajectory_id = t.id AND e.created_at >= now() - make_interval(secs => :idle_s))
     RETURNING t.id""")
+
+# A run whose end could not be written (the store was down when it ended) is closed once the store answers: it
+# failed, and what its finished turns wrote stays as written.
+SETTLE_SQL = Query("""
+    UPDATE trajectories SET status = 'failed', finished_at = now(), updated_at = now()
+    WHERE id = ANY(:ids::uuid[]) AND status = 'running'
+    RETURNING id""")
+
+# This process is heard (migration 0018): the first beat of a process (re)starts its runner, the rest renew it.
+BEAT_SQL = Query("""
+    INSERT INTO runners (runner) VALUES (:runner)
+    ON CONFLICT (runner) DO UPDATE
+    SET seen_at = now(), started_at = CASE WHEN :fresh THEN now() ELSE runners.started_at END""")
+
+# A running run is closed when its runner went unheard for lapse_s and the run did nothing for as long, or when
+# its runner restarted (the pid came back as another process) and the run did nothing since. Runs with no runner
+# row (a process that never beats: a test's loop) are left to the timed sweep. SKIP LOCKED: a run finishing now
+# is not waited for (its own update decides it).
+LAPSED_SQL = Query("""
+    WITH lapsed AS (
+      SELECT t.id FROM trajectories t JOIN runners r ON r.runner = t.runner
+      WHERE t.status = 'running'
+        AND greatest(t.updated_at, (SELECT max(e.created_at) FROM trajectory_events e WHERE e.trajectory_id = t.id))
+            < CASE WHEN r.seen_at < now() - make_interval(secs => :lapse_s) THEN now() - make_interval(secs => :lapse_s)
+                   ELSE r.started_at END
+      FOR UPDATE OF t SKIP LOCKED)
+    UPDATE trajectories t SET status = 'abandoned', finished_at = now(), updated_at = now()
+    FROM lapsed WHERE t.id = lapsed.id AND t.status = 'running'
+    RETURNING t.id, t.runner""")
+
+# Runners unheard for a day with no run left running are forgotten (a replica's host:pid does not come back).
+FORGET_RUNNERS_SQL = Query("""
+    DELETE FROM runners r WHERE r.seen_at < now() - interval '1 day'
+      AND NOT EXISTS (SELECT 1 FROM trajectories t WHERE t.status = 'running' AND t.runner = r.runner)""")
 
 GET_SQL = Query("""
     SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at,
@@ -361,10 +399,34 @@ class TrajectoryStore:
         self._attempts = settings.retry_attempts
         self._timeout = settings.query_timeout_ms / 1000
         self._buffered = settings.trajectory_writes == "turn"
+        # runs of this process that ended while their end could not be written (the store was down): closed as
+        # failed once it answers again (:meth:`settle`), in order, at most MAX_UNSETTLED remembered
+        self._unsettled: dict[uuid.UUID, None] = {}
 
     @property
     def pool(self) -> Pool:
         return self._pool
+
+    def unsettled(self, trajectory_id: uuid.UUID) -> None:
+        """Remember a run of this process that ended without its end written; :meth:`settle` closes it."""
+        self._unsettled[trajectory_id] = None
+        while len(self._unsettled) > MAX_UNSETTLED:  # the oldest is left to the timed sweep
+            del self._unsettled[next(iter(self._unsettled))]
+
+    async def settle(self) -> builtins.list[uuid.UUID]:
+        """Close as ``failed`` the remembered runs still running (the store is back); return those closed. Raises
+        :class:`TrajectoryError` (and keeps them) while the store is still out of reach."""
+        if not self._unsettled:
+            return []
+        ids = builtins.list(self._unsettled)
+
+        async def run(conn: Conn) -> builtins.list[uuid.UUID]:
+            return [r[0] for r in await SETTLE_SQL.fetch(conn, {"ids": ids})]
+
+        closed = await self._execute("settle", run)
+        for tid in ids:
+            self._unsettled.pop(tid, None)
+        return closed
 
     async def _execute(self, what: str, op: Callable[[Conn], Awaitable[T]]) -> T:
         """Run ``op`` on a pooled connection under the retry policy."""
@@ -433,6 +495,26 @@ class TrajectoryStore:
             return [r[0] for r in await ABANDON_SQL.fetch(conn, {"idle_s": float(idle_s)})]
 
         return await self._execute("abandon_stale", run)
+
+    async def beat(self) -> None:
+        """Say this process (its :func:`runner`) is alive. Its first beat also (re)starts its runner: a run still
+        running under the same name from before then belongs to an earlier process with this pid, and
+        :meth:`close_lapsed` closes it."""
+        me = runner()
+        fresh = me not in _HEARD
+        await self._execute("beat", lambda conn: BEAT_SQL.execute(conn, {"runner": me, "fresh": fresh}))
+        _HEARD.add(me)
+
+    async def close_lapsed(self, lapse_s: float) -> builtins.list[tuple[uuid.UUID, str]]:
+        """Mark ``abandoned`` every running run whose runner went unheard for ``lapse_s`` seconds (or restarted)
+        and that did nothing for as long; return (run id, runner) of each. Also forgets long-gone runners."""
+
+        async def run(conn: Conn) -> builtins.list[tuple[uuid.UUID, str]]:
+            closed = [(r[0], r[1]) for r in await LAPSED_SQL.fetch(conn, {"lapse_s": float(lapse_s)})]
+            await FORGET_RUNNERS_SQL.execute(conn)
+            return closed
+
+        return await self._execute("close_lapsed", run)
 
     async def get(self, trajectory_id: uuid.UUID, *, tenant: str | None = None) -> Trajectory | None:
         """The trajectory with its events ordered by seq; None if absent (or another tenant's)."""

@@ -18,13 +18,16 @@ import ray
 from ray.serve.schema import ServeDeploySchema
 
 from agentic_rag.loadtest.faults import Fault, FaultRun, Verdict, judge, terminate_backends
+from agentic_rag.settings import Settings
 
 __all__ = ["FAULT_ARGS", "fault_config", "fault_suite", "kill_replica", "replica_actors", "standard_faults"]
 
-# Settings for a fault run: runs a killed replica leaves are closed within seconds, not minutes (a run may
-# take the deadline, 15 s, plus a 2 s grace without progress; every Orchestrator looks each second)
-FAULT_ARGS: dict[str, Any] = {"agent_deadline_ms": 15_000, "run_abandon_grace_ms": 2_000,
-                              "run_sweep_interval_ms": 1_000}
+# Settings for a fault run: a run may take 15 s, not 30. The runs a killed replica leaves are closed by the live
+# ones once it has gone unheard for the default lapse (runner_lapse_ms, 10 s): the timed sweep keeps its defaults
+# (deadline + 60 s grace, looked for each minute), so a run left running past the lapse and a margin fails the run.
+FAULT_ARGS: dict[str, Any] = {"agent_deadline_ms": 15_000}
+RUNNER_LAPSE_S = Settings.model_fields["runner_lapse_ms"].default / 1000
+REQUEST_GRACE_S = 20.0  # past a run's deadline: its final writes, the hops and the proxy (the API allows 15 s)
 SERVE_NAMESPACE = "serve"
 REPLICA_PREFIX = "SERVE_REPLICA::"  # Serve's actor name: SERVE_REPLICA::<app>#<deployment>#<replica id>
 
@@ -109,18 +112,22 @@ def standard_faults(app: str, dsn: str, *, terminations: int = 3) -> list[Fault]
 
 
 async def fault_suite(url: str, dsn: str, app: str, questions: Sequence[str], *, tenant: str, clients: int,
-                      baseline_s: float = 5.0, contenders: int = 8, rounds: int = 2,
-                      max_recovery_s: float = 60.0) -> tuple[FaultRun, Verdict]:
-    """The whole run against a deployed app: a baseline under load, concurrent resumes, each standard fault
-    until the service is clean again, then the checks (:func:`~agentic_rag.loadtest.faults.judge`)."""
+                      baseline_s: float = 5.0, contenders: int = 8, rounds: int = 2, max_recovery_s: float = 60.0,
+                      more: Sequence[Fault] = ()) -> tuple[FaultRun, Verdict]:
+    """The whole run against a deployed app: a baseline under load, concurrent resumes, each standard fault and
+    then each of ``more`` (a PostgreSQL restart, a node lost) until the service is clean again, then the checks
+    (:func:`~agentic_rag.loadtest.faults.judge`)."""
     async with FaultRun(url, questions, tenant=tenant, clients=clients) as run:
         run.start()
         await run.baseline(baseline_s)
         for _ in range(rounds):
             await run.resume_race(contenders)
-        for fault in standard_faults(app, dsn):
+        for fault in [*standard_faults(app, dsn), *more]:
             await run.fault(fault, max_s=max_recovery_s)
         await run.stop()
-        idle_s = (FAULT_ARGS["agent_deadline_ms"] + FAULT_ARGS["run_abandon_grace_ms"]) / 1000
-        verdict = await judge(run, dsn, sweep_limit_s=idle_s + 2 * FAULT_ARGS["run_sweep_interval_ms"] / 1000 + 10)
+        # a run in flight ends by its deadline; one whose replica died is closed a lapse (and a beat) after it
+        limit_s = max(FAULT_ARGS["agent_deadline_ms"] / 1000, RUNNER_LAPSE_S * 1.25) + 10
+        # a run answers by its deadline plus the API's grace; the client's own bound is far above that
+        verdict = await judge(run, dsn, sweep_limit_s=limit_s,
+                              max_request_s=FAULT_ARGS["agent_deadline_ms"] / 1000 + REQUEST_GRACE_S)
     return run, verdict

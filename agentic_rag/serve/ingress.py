@@ -29,6 +29,7 @@ from ray.serve.deployment import Deployment
 from ray.serve.grpc_util import RayServegRPCContext
 from ray.serve.handle import DeploymentHandle
 
+from agentic_rag.api.admission import Admission
 from agentic_rag.api.grpc.proto import searchai_pb2 as pb
 from agentic_rag.api.grpc.service import SearchAIApi
 from agentic_rag.api.http.app import create_app
@@ -36,28 +37,44 @@ from agentic_rag.api.mcp import mount_mcp
 from agentic_rag.models.base import ModelRole, TextBackend
 from agentic_rag.planners.factory import build_model
 from agentic_rag.planners.llm.chat import text_backend_of
-from agentic_rag.serve.args import replica_settings
+from agentic_rag.serve.args import open_pool, replica_dsn, replica_settings
 from agentic_rag.serve.service import ServeAgentService
 from agentic_rag.serve.wire import MODEL_DEPLOYMENT, HandleTextBackend
 from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import close_pool, migrate
+
+ADMISSION_POOL = 4  # connections of an Ingress replica's pool: admission only, a short statement each
 
 
 class IngressReplica:
     """HTTP and gRPC in front of the Orchestrator and the retrievers."""
 
-    def __init__(self, args: dict[str, Any], orchestrator: DeploymentHandle[Any], graph: DeploymentHandle[Any],
-                 vector: DeploymentHandle[Any], embedder: DeploymentHandle[Any],
-                 planner: DeploymentHandle[Any] | None, validator: DeploymentHandle[Any] | None) -> None:
+    # async: Serve awaits it (a database out of reach fails the deploy, not a request)
+    async def __init__(self, args: dict[str, Any], orchestrator: DeploymentHandle[Any],  # type: ignore[misc]
+                       graph: DeploymentHandle[Any], vector: DeploymentHandle[Any], embedder: DeploymentHandle[Any],
+                       planner: DeploymentHandle[Any] | None, validator: DeploymentHandle[Any] | None) -> None:
         self._settings = replica_settings(args)
         chat = {"planner": _chat(self._settings, "planner", planner),
                 "validator": _chat(self._settings, "validator", validator)}
         self._service = ServeAgentService(orchestrator, graph, vector, embedder, chat)
-        self._grpc = SearchAIApi(self._service, self._settings)
+        # the per-key bounds, shared by every Ingress replica through PostgreSQL (api/admission.py); a small pool:
+        # two short statements a run
+        settings = self._settings.model_copy(update={"pool_min_size": 1, "pool_max_size": ADMISSION_POOL})
+        dsn = await replica_dsn(settings)
+        await migrate(dsn)  # idempotent (an advisory lock serialises replicas); admission's function is in it
+        self._pool = await open_pool(settings, dsn)
+        self._admission = Admission(self._pool, self._settings)
+        self._grpc = SearchAIApi(self._service, self._settings, admission=self._admission)
 
     def __serve_build_asgi_app__(self) -> FastAPI:
         # Serve's proxy sets X-Request-ID (the client's, or one of its own) and echoes it on every response
-        return mount_mcp(create_app(self._service, self._settings, proxy_sets_request_id=True), self._service,
-                         self._settings)
+        app = create_app(self._service, self._settings, proxy_sets_request_id=True, admission=self._admission)
+        return mount_mcp(app, self._service, self._settings, admission=self._admission)
+
+    async def __del__(self) -> None:
+        pool = getattr(self, "_pool", None)
+        if pool is not None:
+            await close_pool(pool)
 
     async def Ask(self, request: pb.AskRequest, grpc_context: RayServegRPCContext) -> pb.AskReply:
         """SearchAI.Ask: one run of the agent loop."""

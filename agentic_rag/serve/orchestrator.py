@@ -27,7 +27,7 @@ from agentic_rag.models.base import ModelRole, StructuredModel
 from agentic_rag.orchestrator import loop
 from agentic_rag.orchestrator.guards import load_policy
 from agentic_rag.orchestrator.runtime import CATALOG_COUNT_SQL, CatalogEmpty
-from agentic_rag.orchestrator.sweep import sweep_abandoned
+from agentic_rag.orchestrator.sweep import start_sweeper
 from agentic_rag.orchestrator.trajectory import MAX_LABEL_CHARS, TrajectoryStore
 from agentic_rag.planners.factory import build_fallback, build_model
 from agentic_rag.serve.args import open_pool, replica_dsn, replica_settings
@@ -71,8 +71,9 @@ class OrchestratorReplica:
             retrieval=HandleRetrieval(vector, graph, settings), store=self._store,
             policy=load_policy(settings.guard_policy),
         )
-        # runs left running by a replica that died are closed now, and then every sweep interval
-        self._sweeper = asyncio.create_task(sweep_abandoned(self._store, settings, self._loop.conversations))
+        # this replica is heard in PostgreSQL from now on; runs a dead replica left running are closed within
+        # seconds of its lapse (and by the timed sweep, now and every interval)
+        self._sweeper = await start_sweeper(self._store, settings, self._loop.conversations)
 
     # -- unary ---------------------------------------------------------------------------------------
 

@@ -41,7 +41,7 @@ def dev_dsn(settings: Settings, *, system_server: str = SYSTEM_SERVER) -> str:
     return with_database(server, settings.database_name)
 
 
-def _pg_bin(name: str) -> str:
+def pg_bin(name: str) -> str:
     found = shutil.which(name) or next(iter(sorted(glob.glob(f"/usr/lib/postgresql/*/bin/{name}"), reverse=True)), None)
     if not found:
         raise DatabaseUnavailable(
@@ -79,11 +79,11 @@ def start_private_cluster(data_dir: Path, port: int) -> str:
     if not (pgdata / "PG_VERSION").exists():
         log.info("initialising a private PostgreSQL cluster in %s", pgdata)
         subprocess.run(
-            [*prefix, _pg_bin("initdb"), "-D", str(pgdata), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
+            [*prefix, pg_bin("initdb"), "-D", str(pgdata), "-U", "postgres", "--auth=trust", "-E", "UTF8"],
             check=True, capture_output=True, text=True,
         )
     result = subprocess.run(
-        [*prefix, _pg_bin("pg_ctl"), "-D", str(pgdata), "-l", str(root / "postgres.log"), "-w", "-t", "60",
+        [*prefix, pg_bin("pg_ctl"), "-D", str(pgdata), "-l", str(root / "postgres.log"), "-w", "-t", "60",
          "-o", f"-p {port} -k {sock} -c listen_addresses=127.0.0.1", "start"],
         capture_output=True, text=True,
     )
@@ -98,5 +98,5 @@ def stop_private_cluster(data_dir: Path) -> None:
     """Stop the private cluster under ``data_dir/pg`` if it runs."""
     pgdata = (data_dir / "pg" / "data").resolve()
     if (pgdata / "postmaster.pid").exists():
-        subprocess.run([*_as_user(), _pg_bin("pg_ctl"), "-D", str(pgdata), "-m", "fast", "-w", "stop"],
+        subprocess.run([*_as_user(), pg_bin("pg_ctl"), "-D", str(pgdata), "-m", "fast", "-w", "stop"],
                        check=True, capture_output=True, text=True)

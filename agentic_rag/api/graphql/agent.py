@@ -126,6 +126,11 @@ def _clarify_request(trajectory_id: uuid.UUID, choice: int | str, *, tenant: str
 
 def _client_error(exc: grpc.aio.AioRpcError) -> ClientError:
     code = exc.code()
+    pushback = dict(exc.trailing_metadata() or ()).get("grpc-retry-pushback-ms")
+    if code == grpc.StatusCode.RESOURCE_EXHAUSTED and isinstance(pushback, str) and pushback.isdigit():
+        # the caller's API key is over its own bound (SearchAI's admission): its message, and when to retry
+        return ClientError("too_many_requests", exc.details() or "too many requests",
+                           retryAfter=max(1, int(pushback) // 1000))
     if code in PASSED_ON:
         return ClientError(PASSED_ON[code], exc.details() or code.name.lower())
     if code in FIXED:

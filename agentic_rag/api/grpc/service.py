@@ -30,7 +30,8 @@ import grpc
 from pydantic import ValidationError
 from pydantic_core import to_json
 
-from agentic_rag.api.auth import key_matches
+from agentic_rag.api.admission import ANONYMOUS, CALLER, Admission, TooManyRuns, key_id
+from agentic_rag.api.auth import matched_key
 from agentic_rag.api.errors import ApiError, api_error
 from agentic_rag.api.grpc.proto import searchai_pb2 as pb
 from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
@@ -76,6 +77,8 @@ class StatusContext(Protocol):
 
     def invocation_metadata(self) -> Iterable[tuple[str, str | bytes]] | None: ...
 
+    def set_trailing_metadata(self, trailing_metadata: Any) -> Any: ...
+
 
 def _budget(request: pb.AskRequest | pb.ClarifyRequest) -> dict[str, int] | None:
     """The run's budget as the request gives it (validated with the request: a limit is 0 when unset), or None."""
@@ -88,9 +91,10 @@ def _budget(request: pb.AskRequest | pb.ClarifyRequest) -> dict[str, int] | None
 class SearchAIApi:
     """The three RPCs. Each answers its reply, or sets an error status on the context and answers an empty one."""
 
-    def __init__(self, service: AgentService, settings: Settings) -> None:
+    def __init__(self, service: AgentService, settings: Settings, *, admission: Admission | None = None) -> None:
         self._service = service
         self._settings = settings
+        self._admission = admission
         self._keys = list(settings.api_keys)
         self._max_runs = settings.max_inflight_runs
         self._timeout_s = settings.agent_deadline_ms / 1000 + RUN_GRACE_S
@@ -212,11 +216,13 @@ class SearchAIApi:
                 if request_id and rid != request_id:
                     raise ApiError("validation_error", "request_id: 1 to 128 of A-Z a-z 0-9 . _ : -, "
                                                             "starting with a letter or digit")
-                self._authorize(metadata)
+                CALLER.set(self._authorize(metadata))  # this call's own context: its run reads it
                 return await call(rid)
             except Exception as exc:
                 code, details = _status(exc)
                 log.info("SearchAI call answered %s: %s", code.name, details)
+                if isinstance(exc, TooManyRuns):  # when to come back, in gRPC's own retry pushback trailer
+                    context.set_trailing_metadata([("grpc-retry-pushback-ms", str(int(exc.retry_after) * 1000))])
                 context.set_code(code)
                 context.set_details(details[:MAX_DETAILS])
                 return empty()
@@ -226,22 +232,26 @@ class SearchAIApi:
         # timeouts. The HTTP app counts its own runs; Serve's max_ongoing_requests bounds both together.
         if self._runs >= self._max_runs:
             raise ApiError("overloaded", f"{self._runs} runs in flight, the limit; retry shortly")
-        self._runs += 1
-        try:
-            async with asyncio.timeout(self._timeout_s):
-                return await start()
-        except TimeoutError:
-            raise ApiError("timeout", f"the run did not finish within {self._timeout_s:g} s") from None
-        finally:
-            self._runs -= 1
+        async with self._admission.slot(CALLER.get()) if self._admission is not None else contextlib.nullcontext():
+            self._runs += 1
+            try:
+                async with asyncio.timeout(self._timeout_s):
+                    return await start()
+            except TimeoutError:
+                raise ApiError("timeout", f"the run did not finish within {self._timeout_s:g} s") from None
+            finally:
+                self._runs -= 1
 
-    def _authorize(self, metadata: Mapping[str, str]) -> None:
+    def _authorize(self, metadata: Mapping[str, str]) -> str:
+        """The caller's key id; UNAUTHENTICATED without a valid key when keys are configured."""
         if not self._keys:
-            return
+            return ANONYMOUS
         scheme, _, token = metadata.get("authorization", "").partition(" ")
-        if not key_matches((token if scheme.lower() == "bearer" else None, metadata.get("x-api-key")), self._keys):
+        matched = matched_key((token if scheme.lower() == "bearer" else None, metadata.get("x-api-key")), self._keys)
+        if matched is None:
             raise ApiError("unauthorized", "a valid API key is required (metadata authorization: Bearer "
                                                 "<key>, or x-api-key)")
+        return key_id(matched)
 
 
 class SearchAIServicer(pb_grpc.SearchAIServicer):

@@ -10,19 +10,21 @@ models are also served over OpenAI's chat-completions API under ``/openai/v1``
 # No ``from __future__ import annotations``: FastAPI reads the route signatures at runtime, and they
 # name dependencies local to create_app.
 import asyncio
+import contextlib
 import uuid
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Awaitable, Callable
 from dataclasses import dataclass
 from typing import Annotated
 
-from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request, params
+from fastapi import APIRouter, Depends, FastAPI, Header, Path, Query, Request
 from fastapi.responses import JSONResponse, Response
 from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBearer
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import StringConstraints
 
 from agentic_rag.api import openai as openai_server
-from agentic_rag.api.auth import key_matches
+from agentic_rag.api.admission import ANONYMOUS, Admission, key_id
+from agentic_rag.api.auth import matched_key
 from agentic_rag.api.errors import RETRY_AFTER, ApiError
 from agentic_rag.api.http.errors import MAX_BODY_BYTES, ApiMiddleware, install_error_handlers, request_id_of
 from agentic_rag.api.http.metrics import ApiMetrics
@@ -129,21 +131,30 @@ def parse_refs(ids: str | None, refs: list[str]) -> list[EntityRef]:
     return out
 
 
-def _key_check(settings: Settings) -> list[params.Depends]:
-    """The dependency that enforces API keys, when keys are configured (documented in OpenAPI)."""
+KeyDependency = Callable[..., Awaitable[str]]
+
+
+def _caller_key(settings: Settings) -> KeyDependency:
+    """The dependency that names the caller's key by its id (admission counts by it), refusing a request without
+    a valid key when keys are configured (documented in OpenAPI); without keys every caller is anonymous."""
     if not settings.api_keys:
-        return []
+        async def anonymous() -> str:
+            return ANONYMOUS
+
+        return anonymous
     keys = list(settings.api_keys)
     bearer = HTTPBearer(auto_error=False, description="Authorization: Bearer <api key>")
     header = APIKeyHeader(name="X-API-Key", auto_error=False, description="X-API-Key: <api key>")
 
     async def require_key(creds: Annotated[HTTPAuthorizationCredentials | None, Depends(bearer)],
-                          api_key: Annotated[str | None, Depends(header)]) -> None:
-        if not key_matches((creds.credentials if creds else None, api_key), keys):
+                          api_key: Annotated[str | None, Depends(header)]) -> str:
+        matched = matched_key((creds.credentials if creds else None, api_key), keys)
+        if matched is None:
             raise ApiError("unauthorized", "a valid API key is required (Authorization: Bearer or X-API-Key)",
                            headers={"WWW-Authenticate": "Bearer"})
+        return key_id(matched)
 
-    return [Depends(require_key)]
+    return require_key
 
 
 def _openai_error(err: ApiError, request_id: str | None) -> Response:
@@ -151,12 +162,17 @@ def _openai_error(err: ApiError, request_id: str | None) -> Response:
     return openai_server.status_error(err.status, err.message, headers=err.headers)
 
 
-def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_id: bool = False) -> FastAPI:
+def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_id: bool = False,
+               admission: Admission | None = None) -> FastAPI:
     """The versioned HTTP API over ``service``; metrics live in a registry of this app's own.
 
     ``proxy_sets_request_id``: a proxy in front (Ray Serve's) assigns ``X-Request-ID`` and echoes it on every
-    response, so the app uses its id and adds no header of its own (:class:`ApiMiddleware`)."""
+    response, so the app uses its id and adds no header of its own (:class:`ApiMiddleware`). ``admission``: the
+    per-key bounds every run is admitted under (429 over them); None: only this process's own limit."""
     metrics = ApiMetrics()
+    if admission is not None:
+        for collector in admission.collectors:
+            metrics.registry.register(collector)
     runs = RunExecutor(metrics, settings)
     app = FastAPI(title="agentic-rag", version=API_VERSION,
                   description="Question answering over the anime catalog: typeahead, and a typed agent loop.")
@@ -169,22 +185,26 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
                        body_limits={"/v1/search_ai": ask_bytes, "/v1/query": ask_bytes})
     in_flight = 0
 
-    async def run_slot() -> AsyncIterator[None]:
-        # Held until the response (a stream included) has been sent. Over the limit the answer is an
-        # immediate 503: a queue here would only turn overload into timeouts.
+    caller_key = _caller_key(settings)
+
+    async def run_slot(key: Annotated[str, Depends(caller_key)]) -> AsyncIterator[None]:
+        # Held until the response (a stream included) has been sent. Over this process's limit the answer is an
+        # immediate 503 (a queue here would only turn overload into timeouts); over the key's own, a 429.
         nonlocal in_flight
         if in_flight >= settings.max_inflight_runs:
             raise ApiError("overloaded", f"{in_flight} runs in flight, the limit; retry shortly",
                            headers=RETRY_AFTER)
-        in_flight += 1
-        metrics.runs_in_flight.inc()
-        try:
-            yield
-        finally:
-            in_flight -= 1
-            metrics.runs_in_flight.dec()
+        async with admission.slot(key) if admission is not None else contextlib.nullcontext():
+            in_flight += 1
+            metrics.runs_in_flight.inc()
+            try:
+                yield
+            finally:
+                in_flight -= 1
+                metrics.runs_in_flight.dec()
 
-    v1 = APIRouter(prefix="/v1", dependencies=_key_check(settings), responses=ERROR_RESPONSES)
+    v1 = APIRouter(prefix="/v1", dependencies=[Depends(caller_key)] if settings.api_keys else [],
+                   responses=ERROR_RESPONSES)
     CallerDep = Annotated[Caller, Depends(_caller)]
     SlotDep = Annotated[None, Depends(run_slot)]
 

@@ -140,6 +140,23 @@ async def test_a_turn_whose_run_died_does_not_hold_the_conversation(orchestrator
     assert later.turn == 2 and "finished" in later.response.answer
 
 
+async def test_a_turn_whose_run_was_closed_as_abandoned_frees_the_conversation_at_once(
+        orchestrator: Orchestrator) -> None:
+    """Issue 41, point 7: once the run holding a turn is closed as abandoned (its process is gone), the next turn
+    goes through without waiting for the claim's lease."""
+    first = await orchestrator.run("who directed Death Note?", tenant="conv")
+    assert first.conversation_id is not None
+    dead = uuid.uuid4()
+    await orchestrator.conversations.claim(first.conversation_id, tenant="conv", trajectory_id=dead,
+                                           deadline_ms=60_000)
+    with pytest.raises(ConversationBusy):
+        await orchestrator.run("is it finished?", tenant="conv", conversation_id=first.conversation_id)
+    assert await orchestrator.conversations.release_runs([uuid.uuid4()]) == 0  # another run's: nothing
+    assert await orchestrator.conversations.release_runs([dead]) == 1
+    later = await orchestrator.run("is it finished?", tenant="conv", conversation_id=first.conversation_id)
+    assert later.turn == 2
+
+
 async def test_deleting_a_conversation_forgets_its_turns(orchestrator: Orchestrator) -> None:
     first = await orchestrator.run("who directed Death Note?", tenant="conv")
     assert first.conversation_id is not None

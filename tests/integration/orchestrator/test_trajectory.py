@@ -3,8 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import os
 import socket
+import sys
 import time
 import uuid
 from collections.abc import AsyncIterator, Callable
@@ -15,6 +17,7 @@ import asyncpg
 import pytest
 from pydantic import BaseModel
 
+from agentic_rag.orchestrator.sweep import start_sweeper
 from agentic_rag.orchestrator.trajectory import (
     MAX_PAYLOAD_BYTES,
     Recorder,
@@ -392,3 +395,110 @@ async def test_terminated_backends_cost_one_retry(traj_dsn: str, settings: Setti
         assert got is not None and got.status == "running"
     finally:
         await pool.close()
+
+
+# A process that runs the loop, as an Orchestrator replica does: it is heard, starts a run, prints its id and waits.
+RUNNER_SCRIPT = """
+import asyncio, sys
+from agentic_rag.orchestrator.sweep import start_sweeper
+from agentic_rag.orchestrator.trajectory import TrajectoryStore
+from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import make_pool
+
+async def main():
+    settings = Settings(runner_lapse_ms=1000)
+    store = TrajectoryStore(await make_pool(sys.argv[1], settings), settings)
+    await start_sweeper(store, settings)
+    rec = await store.start(query="who directed Akira?", request_id="req-doomed")
+    print(rec.trajectory_id, flush=True)
+    await asyncio.Event().wait()
+
+asyncio.run(main())
+"""
+
+
+async def test_the_runs_of_a_killed_process_close_within_seconds(traj_dsn: str, settings: Settings) -> None:
+    """Issue 41, point 7: the process running a run is killed (SIGKILL: no clean-up); a live one closes its run
+    as abandoned within seconds of the lapse, not after the deadline and grace; its own running run stays."""
+    proc = await asyncio.create_subprocess_exec(sys.executable, "-c", RUNNER_SCRIPT, traj_dsn,
+                                                stdout=asyncio.subprocess.PIPE)
+    try:
+        assert proc.stdout is not None
+        line = await asyncio.wait_for(proc.stdout.readline(), timeout=60)
+        doomed = uuid.UUID(line.decode().strip())
+    finally:
+        proc.kill()
+        await proc.wait()
+    killed = time.monotonic()
+    settings = settings.model_copy(update={"runner_lapse_ms": 1000})
+    pool = await make_pool(traj_dsn, settings)
+    live = TrajectoryStore(pool, settings)
+    sweeper = await start_sweeper(live, settings)  # this process is heard before it starts a run
+    mine = await live.start(query="still thinking", request_id=rid())
+    try:
+        while (got := await live.get(doomed)) is not None and got.status == "running":
+            assert time.monotonic() - killed < 15, "the dead process's run was not closed"
+            await asyncio.sleep(0.1)
+        closed_s = time.monotonic() - killed
+        await asyncio.sleep(2.5)  # more than two lapses: this process is heard, so its run is not touched
+        assert (await live.get(mine.trajectory_id)).status == "running"  # type: ignore[union-attr]
+    finally:
+        sweeper.cancel()
+        with contextlib.suppress(asyncio.CancelledError):
+            await sweeper
+        await mine.finish(status="answered", response={}, timings={})
+        await pool.close()
+    assert got is not None and got.status == "abandoned" and got.runner is not None
+    assert got.runner.endswith(f":{proc.pid}")
+    assert 1.0 <= closed_s < 15  # a lapse at least; the default deadline (30 s) plus grace (60 s) would be 90 s
+
+
+async def test_a_run_of_an_earlier_process_with_the_same_pid_is_closed(store: TrajectoryStore, db: Conn) -> None:
+    """A runner that (re)started after a run's last activity did not run it: a pid that came back (a restarted
+    container) is another process. A run that did something since stays."""
+    ghost = f"ghost-{uuid.uuid4().hex[:8]}:1"
+    old = await store.start(query="before the restart", request_id=rid())
+    new = await store.start(query="after the restart", request_id=rid())
+    await db.execute("UPDATE trajectories SET runner = $1, updated_at = now() - interval '1 minute' WHERE id = $2",
+                     ghost, old.trajectory_id)
+    await db.execute("UPDATE trajectories SET runner = $1 WHERE id = $2", ghost, new.trajectory_id)
+    await db.execute("INSERT INTO runners (runner, started_at, seen_at) VALUES ($1, now() - interval '5 seconds', "
+                     "now())", ghost)
+    closed = await store.close_lapsed(60)
+    assert (old.trajectory_id, ghost) in closed and all(tid != new.trajectory_id for tid, _ in closed)
+    assert (await store.get(new.trajectory_id)).status == "running"  # type: ignore[union-attr]
+    # its runner goes unheard: a run that did something within the lapse is not closed yet, and keeps the runner
+    await db.execute("UPDATE runners SET seen_at = now() - interval '2 days' WHERE runner = $1", ghost)
+    await db.execute("INSERT INTO runners (runner, seen_at) VALUES ($1, now() - interval '2 days')", ghost + "0")
+    assert await store.close_lapsed(60) == []
+    assert (await store.get(new.trajectory_id)).status == "running"  # type: ignore[union-attr]
+    assert await db.fetchval("SELECT array_agg(runner) FROM runners WHERE runner LIKE $1", ghost[:14] + "%") == [ghost]
+    # once it has done nothing for the lapse it is closed; a runner long gone with nothing running is forgotten
+    await db.execute("UPDATE trajectories SET updated_at = now() - interval '2 minutes' WHERE id = $1",
+                     new.trajectory_id)
+    assert await store.close_lapsed(60) == [(new.trajectory_id, ghost)]
+    assert await db.fetchval("SELECT count(*) FROM runners WHERE runner LIKE $1", ghost[:14] + "%") == 0
+
+
+async def test_runs_that_ended_unrecorded_are_closed_once_the_store_is_back(traj_dsn: str, settings: Settings,
+                                                                          store: TrajectoryStore) -> None:
+    """Issue 41, point 3: a run whose end could not be written (the store was down) is remembered by its process and
+    closed as failed as soon as the store answers, not left running until the timed sweep."""
+    cut_off = await store.start(query="cut off by a restart", request_id=rid())
+    ended = await store.start(query="ended after all", request_id=rid())
+    await ended.finish(status="answered", response={}, timings={})
+    down = await make_pool(UNREACHABLE, settings.model_copy(update={"pool_min_size": 0}))
+    try:
+        unreachable = TrajectoryStore(down, settings.model_copy(update={"retry_attempts": 1}))
+        unreachable.unsettled(cut_off.trajectory_id)
+        with pytest.raises(TrajectoryError):
+            await unreachable.settle()
+    finally:
+        await down.close()
+    for tid in (cut_off.trajectory_id, ended.trajectory_id, uuid.uuid4()):  # an unknown one changes nothing
+        store.unsettled(tid)
+    assert await store.settle() == [cut_off.trajectory_id]
+    assert await store.settle() == []  # forgotten once settled
+    got = await store.get(cut_off.trajectory_id)
+    assert got is not None and got.status == "failed" and got.finished_at is not None
+    assert (await store.get(ended.trajectory_id)).status == "answered"  # type: ignore[union-attr]

@@ -351,8 +351,8 @@ def test_a_conversation_goes_on_after_its_orchestrator_replica_dies(serve_url: t
         before = set(replica_actors(app, "Orchestrator"))
         print("\n" + kill_replica(app, "Orchestrator", wait_busy_s=0))
         # until the replacement answers: 503s (or a refused connection) while Serve replaces the replica, and 409s
-        # while a turn the dying replica had claimed holds the conversation's lease (it lapses at that run's
-        # deadline; the run is swept as abandoned and writes no turn), which the 409 says to send again after
+        # while a turn the dying replica had claimed holds the conversation (until its run is closed as abandoned,
+        # a lapse after the replica went unheard, which frees it; it writes no turn), which the 409 says to retry
         deadline, reply = time.monotonic() + 150, None
         while time.monotonic() < deadline:
             try:

@@ -83,13 +83,16 @@ def test_a_503_during_a_run_names_the_run() -> None:
     assert refused is not None and refused.trajectory_id is None and "trajectory" not in refused.message
 
 
-def test_the_fault_config_pins_the_orchestrators_and_shortens_the_sweep() -> None:
+def test_the_fault_config_pins_the_orchestrators_and_shortens_the_deadline() -> None:
     config = fault_config(launch.load_config(CONFIG), orchestrators=2, args=FAULT_ARGS)
     app = config.applications[0]
     orchestrator = next(d for d in app.deployments if d.name == "Orchestrator")
     assert isinstance(orchestrator.autoscaling_config, dict)
     assert orchestrator.autoscaling_config["min_replicas"] == orchestrator.autoscaling_config["max_replicas"] == 2
-    assert app.args["run_sweep_interval_ms"] == 1000 and settings_from(app.args).planner_backend == "heuristic"
+    settings = settings_from(app.args)
+    assert settings.agent_deadline_ms == 15_000 and settings.planner_backend == "heuristic"
+    # a killed replica's runs are closed by the others once it is unheard, not by a sweep shortened for the run
+    assert (settings.run_sweep_interval_ms, settings.runner_lapse_ms) == (60_000, 10_000)
 
 
 async def test_the_table_has_a_row_per_phase_and_names_what_failed() -> None:

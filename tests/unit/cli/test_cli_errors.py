@@ -79,3 +79,33 @@ def test_a_group_is_explained_only_when_all_of_it_is() -> None:
     store = QdrantUnavailable("store busy: stop the other process")
     assert explain(ExceptionGroup("both", [store, ConnectionRefusedError(111, "refused")])) == str(store)
     assert explain(ExceptionGroup("mixed", [store, ZeroDivisionError()])) is None
+
+
+@pytest.mark.parametrize(("env", "named"), [
+    ({"RAG_KEY_MAX_RUNS": "-1"}, "RAG_KEY_MAX_RUNS: Input should be greater than or equal to 1"),
+    ({"RAG_KEY_RATE_PER_S": "0"}, "RAG_KEY_RATE_PER_S: Input should be greater than 0"),
+    ({"RAG_RUNNER_LAPSE_MS": "0"}, "RAG_RUNNER_LAPSE_MS: Input should be greater than or equal to 1000"),
+    ({"RAG_KEY_LIMITS": '{"k-0123456789ab": {"max_runs": 0}}'}, "RAG_KEY_LIMITS[k-0123456789ab][max_runs]"),
+])
+def test_a_bad_setting_is_refused_at_startup_naming_it(monkeypatch: pytest.MonkeyPatch, env: dict[str, str],
+                                                       named: str) -> None:
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    result = runner.invoke(app, ["search", "lufy"])
+    assert result.exit_code == 1
+    line = _one_error_line(result.output)
+    assert line.startswith("error: invalid settings: ") and named in line, line
+
+
+def test_a_limit_keyed_by_the_key_itself_is_refused_without_echoing_it(monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.setenv("RAG_KEY_LIMITS", '{"my-secret-api-key": {"max_runs": 0}}')
+    result = runner.invoke(app, ["search", "lufy"])
+    line = _one_error_line(result.output)
+    assert "RAG_KEY_LIMITS" in line and "not a key id" in line and "my-secret" not in result.output
+
+
+def test_key_id_names_a_key_without_showing_it() -> None:
+    by_argument = runner.invoke(app, ["key-id", "flood-key-0123456789"])
+    by_stdin = runner.invoke(app, ["key-id"], input="flood-key-0123456789\n")
+    assert by_argument.exit_code == by_stdin.exit_code == 0
+    assert by_argument.output.strip() == by_stdin.output.strip() == "k-4bec45d56abf"
