@@ -9,6 +9,7 @@ from __future__ import annotations
 import socket
 
 import asyncpg
+from pydantic import ValidationError
 
 from agentic_rag.errors import AgenticRagError
 
@@ -28,6 +29,9 @@ def explain(exc: BaseException) -> str | None:
     if isinstance(exc, BaseExceptionGroup):
         lines = [explain(e) for e in exc.exceptions]
         return lines[0] if all(lines) else None
+    if isinstance(exc, ValidationError) and exc.title == "Settings":  # a setting refused at startup: which, why
+        return "invalid settings: " + "; ".join(
+            f"{setting_name(e['loc'])}: {e['msg']}" for e in exc.errors(include_url=False, include_input=False))
     if isinstance(exc, AgenticRagError):  # ours say what is wrong and what to do (a Qdrant store in use ...)
         return str(exc)
     if isinstance(exc, asyncpg.UndefinedTableError):
@@ -40,3 +44,9 @@ def explain(exc: BaseException) -> str | None:
         return (f"cannot reach PostgreSQL ({exc or type(exc).__name__}): start it, or set RAG_DATABASE_URL "
                 "to a server that is running")
     return None
+
+
+def setting_name(loc: tuple[int | str, ...]) -> str:
+    """A refused setting as its environment variable names it (``RAG_KEY_MAX_RUNS``), with the path inside it."""
+    head, *rest = [str(part) for part in loc] or ["?"]
+    return f"RAG_{head.upper()}" + "".join(f"[{part}]" for part in rest)

@@ -79,3 +79,17 @@ def test_a_group_is_explained_only_when_all_of_it_is() -> None:
     store = QdrantUnavailable("store busy: stop the other process")
     assert explain(ExceptionGroup("both", [store, ConnectionRefusedError(111, "refused")])) == str(store)
     assert explain(ExceptionGroup("mixed", [store, ZeroDivisionError()])) is None
+
+
+@pytest.mark.parametrize("argv", [["prune"], ["serve"], ["migrate"]])
+@pytest.mark.parametrize(("value", "why"), [("0d", "'0d' must be longer than zero"),
+                                            ("-1d", "'-1d' must be longer than zero"),
+                                            ("a month", "'a month' is not a duration")])
+def test_a_bad_retention_is_refused_at_startup_in_one_line_naming_the_setting(
+    no_database: str, monkeypatch: pytest.MonkeyPatch, argv: list[str], value: str, why: str
+) -> None:
+    monkeypatch.setenv("RAG_TRAJECTORY_RETENTION", value)
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 1
+    line = _one_error_line(result.output)
+    assert f"RAG_TRAJECTORY_RETENTION: {why}" in line
