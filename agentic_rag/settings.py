@@ -3,10 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
+from datetime import timedelta
 from pathlib import Path
 from typing import Any, Literal, get_args
 
-from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_validator
+from pydantic import AliasChoices, BaseModel, ConfigDict, Field, field_serializer, field_validator
+from pydantic_core import PydanticCustomError
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 from agentic_rag.dsn import conninfo
@@ -36,6 +39,46 @@ class KeyLimit(BaseModel):
     max_runs: int | None = Field(None, ge=1, le=100_000, description="Runs the key may hold at once.")
     rate_per_s: float | None = Field(None, gt=0, le=100_000, description="New runs a second, on average.")
     burst: int | None = Field(None, ge=1, le=100_000, description="Runs at once above the rate.")
+
+# a duration: one or more parts of a number and a unit ("30d", "12h", "90m", "1d12h"), or a plain number of seconds;
+# a sign is read so that "-1d" is told it must be longer than zero, not that it is no duration
+_DURATION_UNITS = {"w": 604_800, "d": 86_400, "h": 3_600, "m": 60, "s": 1}
+_DURATION = re.compile(r"([+-]?)((?:\d+(?:\.\d+)?[wdhms])+|\d+(?:\.\d+)?)")
+_DURATION_PART = re.compile(r"(\d+(?:\.\d+)?)([wdhms])")
+MAX_DURATION = timedelta(days=36_500)
+
+
+def parse_duration(value: Any) -> timedelta:
+    """A span of time longer than zero: ``"30d"``, ``"12h"``, ``"90m"``, ``"45s"``, ``"2w"``, parts together
+    (``"1d12h"``), a plain number of seconds (``"3600"``, ``3600``), or a ``timedelta``. Raises ``ValueError``
+    saying what it takes for anything else, for zero or less, and for more than 100 years."""
+    if isinstance(value, timedelta):
+        seconds = value.total_seconds()
+    elif isinstance(value, int | float) and not isinstance(value, bool):
+        seconds = float(value)
+    elif isinstance(value, str) and (m := _DURATION.fullmatch(value.strip().lower())):
+        sign, body = m.groups()
+        seconds = float(body) if body[-1].isdigit() else sum(
+            float(n) * _DURATION_UNITS[u] for n, u in _DURATION_PART.findall(body))
+        seconds = -seconds if sign == "-" else seconds
+    else:
+        raise ValueError(f"{value!r} is not a duration: write a number and a unit, such as 30d, 12h, 90m or 45s "
+                         "(or a number of seconds)")
+    if not seconds > 0:  # NaN too
+        raise ValueError(f"{value!r} must be longer than zero")
+    if seconds > MAX_DURATION.total_seconds():
+        raise ValueError(f"{value!r} is longer than {MAX_DURATION.days}d")
+    return timedelta(seconds=seconds)
+
+
+def _duration_schema(default: str) -> Callable[[dict[str, Any]], None]:
+    """A duration field's JSON schema as we read it: a string such as 30d, not ISO 8601 (pydantic's own form)."""
+    def edit(schema: dict[str, Any]) -> None:
+        schema.pop("format", None)
+        schema["default"] = default
+        schema["examples"] = ["30d", "12h", "90m", "1d12h", "3600"]
+
+    return edit
 
 
 class Settings(BaseSettings):
@@ -85,6 +128,11 @@ class Settings(BaseSettings):
     trajectory_writes: Literal["turn", "event"] = Field(
         "turn", description="Write a run's trajectory events once per turn (one round trip) or each as it happens."
     )
+    trajectory_retention: timedelta = Field(
+        timedelta(days=30), json_schema_extra=_duration_schema("30d"),
+        description="How long a finished run's trajectory is kept: `agentic-rag prune` deletes the runs that finished "
+                    "longer ago (never one in progress, nor one a live conversation holds). A duration: 30d, 12h, "
+                    "90m, 45s, 2w, parts together (1d12h), or a number of seconds; longer than zero.")
 
     # -- graph primitives: server-side ceilings; an intent may ask for less, never more -------------
     graph_max_hops: int = Field(4, ge=1, le=6, description="Deepest traversal (k_hop, path).")
@@ -300,6 +348,18 @@ class Settings(BaseSettings):
                 raise ValueError("a name is not a key id: limits name a key by its id ('anonymous', or 'k-' and 12 "
                                  "hex digits, which `agentic-rag key-id KEY` prints), never by the key itself")
         return v
+
+    @field_validator("trajectory_retention", mode="before")
+    @classmethod
+    def _retention_is_a_duration(cls, v: Any) -> timedelta:
+        try:
+            return parse_duration(v)
+        except ValueError as exc:  # its own kind: the message is the whole line, without pydantic's "Value error, "
+            raise PydanticCustomError("duration", str(exc)) from None
+
+    @field_serializer("trajectory_retention", when_used="json")
+    def _retention_in_seconds(self, v: timedelta) -> float:
+        return v.total_seconds()  # read back as a number of seconds (pydantic's own form, ISO 8601, is not)
 
     @field_validator("database_url")
     @classmethod

@@ -5,7 +5,8 @@ A run gets a :class:`Recorder` from :meth:`TrajectoryStore.start`. By default
 loop says the turn is over (:meth:`Recorder.flush`), and the last ones in the same transaction as the
 run's end, so a crash leaves a readable trajectory up to the last finished turn; with ``event`` every
 event is written as it happens (one round trip each). Events are append-only history: migration 0005 makes
-the database refuse to change or remove them, and to delete a trajectory. A run that asked for a
+the database refuse to change or remove them, and to delete a trajectory, to all but the retention's prune (migration
+0017, :mod:`agentic_rag.orchestrator.retention`). A run that asked for a
 clarification is resumed from any process with :meth:`TrajectoryStore.reopen`, which claims it in one
 conditional update: of any number of concurrent resumes, on any number of processes, exactly one wins.
 A run whose process died is closed as ``abandoned`` by :meth:`TrajectoryStore.abandon_stale`.

@@ -109,3 +109,17 @@ def test_key_id_names_a_key_without_showing_it() -> None:
     by_stdin = runner.invoke(app, ["key-id"], input="flood-key-0123456789\n")
     assert by_argument.exit_code == by_stdin.exit_code == 0
     assert by_argument.output.strip() == by_stdin.output.strip() == "k-4bec45d56abf"
+
+
+@pytest.mark.parametrize("argv", [["prune"], ["serve"], ["migrate"]])
+@pytest.mark.parametrize(("value", "why"), [("0d", "'0d' must be longer than zero"),
+                                            ("-1d", "'-1d' must be longer than zero"),
+                                            ("a month", "'a month' is not a duration")])
+def test_a_bad_retention_is_refused_at_startup_in_one_line_naming_the_setting(
+    no_database: str, monkeypatch: pytest.MonkeyPatch, argv: list[str], value: str, why: str
+) -> None:
+    monkeypatch.setenv("RAG_TRAJECTORY_RETENTION", value)
+    result = runner.invoke(app, argv)
+    assert result.exit_code == 1
+    line = _one_error_line(result.output)
+    assert f"RAG_TRAJECTORY_RETENTION: {why}" in line

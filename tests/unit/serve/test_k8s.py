@@ -64,7 +64,8 @@ def test_the_services_it_needs_are_there() -> None:
     kinds = {(d["kind"], d["metadata"]["name"]) for name in kustomization["resources"] for d in load(name)}
     assert {("Service", "agentic-rag-postgres"), ("StatefulSet", "agentic-rag-postgres"),
             ("Service", "agentic-rag-qdrant"), ("StatefulSet", "agentic-rag-qdrant"),
-            ("PersistentVolumeClaim", "agentic-rag-models"), ("RayService", "agentic-rag")} <= kinds
+            ("PersistentVolumeClaim", "agentic-rag-models"), ("RayService", "agentic-rag"),
+            ("CronJob", "agentic-rag-prune")} <= kinds
     # every secret key the manifests read is in the example secret
     (secret,) = load("secrets.example.yaml")
     text = "".join((K8S / n).read_text(encoding="utf-8") for n in kustomization["resources"])
@@ -95,3 +96,30 @@ def test_the_pods_run_serve_in_the_environment_agentic_rag_serve_sets() -> None:
         (container,) = pod["template"]["spec"]["containers"]
         env = {e["name"]: e.get("value") for e in container["env"]}
         assert {k: env.get(k) for k in SERVE_ENV} == SERVE_ENV
+
+
+def test_a_cronjob_prunes_daily_with_the_rayservice_image_and_database() -> None:
+    import typer.main
+
+    from agentic_rag.cli import app
+    from agentic_rag.settings import Settings
+
+    (job,) = load("prune-cronjob.yaml")
+    assert (job["apiVersion"], job["kind"]) == ("batch/v1", "CronJob")
+    spec = job["spec"]
+    minute, hour, *every = spec["schedule"].split()
+    assert minute.isdigit() and hour.isdigit() and every == ["*", "*", "*"]  # once a day
+    assert spec["concurrencyPolicy"] == "Forbid"  # never two prunes at once
+    pod = spec["jobTemplate"]["spec"]["template"]["spec"]
+    assert pod["restartPolicy"] in ("Never", "OnFailure")
+    (container,) = pod["containers"]
+    (head,) = rayservice()["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"]
+    assert container["image"] == head["image"]
+    env = {e["name"]: e for e in container["env"]}
+    assert env["RAG_DATABASE_URL"] == next(e for e in head["env"] if e["name"] == "RAG_DATABASE_URL")
+    # what it runs is the command line's own prune, with options it has and a retention the settings accept
+    program, name, *args = [*container["command"], *container.get("args", [])]
+    assert (program, name) == ("agentic-rag", "prune")
+    typer.main.get_command(app).commands["prune"].make_context("prune", list(args))  # type: ignore[attr-defined]
+    retention = env["RAG_TRAJECTORY_RETENTION"]["value"]
+    assert Settings(trajectory_retention=retention).trajectory_retention.days == 30
