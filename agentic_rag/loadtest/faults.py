@@ -422,6 +422,10 @@ async def judge(run: FaultRun, dsn: str, *, sweep_limit_s: float, max_request_s:
     return v
 
 
+def _parts(seconds: dict[str, float]) -> str:
+    return ", ".join(f"{k.replace('_', ' ')} {v:g}" for k, v in seconds.items())
+
+
 def markdown(run: FaultRun, verdict: Verdict) -> str:
     """The run as a Markdown table, one row per phase, and the checks under it."""
     rows = ["| phase | what was done | requests | 200 | of which degraded | 503 | other | recovered in | "
@@ -446,6 +450,9 @@ def markdown(run: FaultRun, verdict: Verdict) -> str:
         f"after the fault that cut them off; left running after the load: {f.get('left_running')} (waited "
         f"{f.get('sweep_wait_s')} s more)",
         f"- degraded answers while /readyz said ready: {f.get('lied')}",
+        *([f"- the Embedder's start (s), as deployed: {_parts(f['embedder_start_deployed'])}; its replacement, "
+           f"under the load: {_parts(f['embedder_start_replaced'])}; a fault's recovery bound: "
+           f"{f.get('recovery_bound_s')} s"] if "embedder_start_deployed" in f else []),
         *(f"- FAILED: {CHECKS[check]}: {len(found)} problem(s)\n" + "\n".join(f"  - {p}" for p in found)
           for check, found in verdict.problems.items() if found),
     ]

@@ -19,6 +19,12 @@ from agentic_rag.storage.postgres import create_database_if_missing
 
 __all__ = ["PrivatePostgres"]
 
+# every materialized view, refreshed under the database's own search_path
+REFRESH_VIEWS = """DO $$ DECLARE v record; BEGIN
+  FOR v IN SELECT schemaname, matviewname FROM pg_matviews LOOP
+    EXECUTE format('REFRESH MATERIALIZED VIEW %I.%I', v.schemaname, v.matviewname);
+  END LOOP; END $$"""
+
 
 class PrivatePostgres:
     """A PostgreSQL server of the fault run's own, holding a copy of the catalog's database: what the restart fault
@@ -43,8 +49,16 @@ class PrivatePostgres:
         target = with_database(self.server, database)
         dump = subprocess.run([pg_bin("pg_dump"), "--format=custom", "--no-owner", to_url(source_dsn)],
                               check=True, capture_output=True)
-        subprocess.run([pg_bin("pg_restore"), "--no-owner", "--clean", "--if-exists", "-d", to_url(target)],
-                       input=dump.stdout, check=True, capture_output=True)
+        restored = subprocess.run([pg_bin("pg_restore"), "--no-owner", "--clean", "--if-exists", "-d", to_url(target)],
+                                  input=dump.stdout, capture_output=True, text=False)
+        # pg_restore refreshes materialized views under an empty search_path, where a view whose function names a
+        # table unqualified fails: those are refreshed afterwards, and any other error is the copy's failure
+        problems = [line for line in restored.stderr.decode(errors="replace").splitlines()
+                    if line.startswith("Command was:") and "REFRESH MATERIALIZED VIEW" not in line]
+        if restored.returncode not in (0, 1) or problems:
+            raise RuntimeError(f"could not copy the database: {restored.stderr.decode(errors='replace')[-1000:]}")
+        subprocess.run([pg_bin("psql"), "-v", "ON_ERROR_STOP=1", "-qAt", "-d", to_url(target), "-c",
+                        REFRESH_VIEWS], check=True, capture_output=True)
         return target
 
     def restart(self, *, down_s: float) -> Fault:

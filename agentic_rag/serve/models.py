@@ -6,9 +6,17 @@ for vLLM on GPUs (``num_gpus: 1`` per model replica, more concurrent requests pe
 
 from __future__ import annotations
 
+import time
+
+# ruff: noqa: E402 (the clock is read before this module's imports: a replica's start is accounted from there)
+_IMPORTING_AT = time.time()
+
 import asyncio
+import logging
+import os
 from collections.abc import Sequence
 from dataclasses import asdict
+from pathlib import Path
 from typing import Any, ClassVar, cast
 
 import numpy as np
@@ -42,6 +50,8 @@ from agentic_rag.serve.wire import (
 )
 
 IMAGE_BATCH = 16  # images per forward pass of the image model (a CLIP vision tower costs far more than a query)
+_IMPORTED_AT = time.time()
+log = logging.getLogger(__name__)
 EMBED_BATCH = 64  # texts per forward pass, gathered from concurrent runs (short queries: one pass costs little more)
 
 
@@ -195,12 +205,19 @@ class EmbedderReplica:
     image, each batched across concurrent callers with ``@serve.batch``."""
 
     def __init__(self, args: dict[str, Any]) -> None:
+        began = time.time()
         settings = replica_settings(args)
         self._embedder = SentenceEmbedder(settings)
         # load the models now: the first query must not pay for them inside its time limit
         self._dimension = int(self._embedder.embed(["warm up"]).shape[1])
         self._images = ImageEmbedder(settings) if settings.image_model is not None else None
         self._image_dimension = self._images.dimension if self._images is not None else 0
+        self._startup = replica_startup(began)
+        log.info("Embedder replica ready: %s", ", ".join(f"{k} {v:.1f} s" for k, v in self._startup.items()))
+
+    def startup(self) -> dict[str, float]:
+        """Where this replica's start went, in seconds (:func:`replica_startup`): what a replacement costs."""
+        return self._startup
 
     # 1 ms: a lone query is barely held back (5 ms was, on every run), and under load the queries that
     # arrive during one forward pass, plus a moment, share the next
@@ -232,6 +249,29 @@ class EmbedderReplica:
         prepared = await asyncio.gather(*(asyncio.to_thread(self._images.prepare, b) for b in batch))
         rows = await asyncio.gather(*(self._embed_image_batch(p) for p in prepared))
         return {"value": np.stack(rows) if rows else np.zeros((0, self._image_dimension), dtype=np.float32)}
+
+
+def replica_startup(constructor_began: float) -> dict[str, float]:
+    """A replica's start, in seconds: its process until this module began importing (Ray's worker start, or an idle
+    worker's wait), the module's imports (Ray Serve, torch, the app's modules), until the constructor began, and
+    the constructor (the model's own imports, its weights, a first call)."""
+    process = _process_started()
+    now = time.time()
+    return {"process_to_import": max(0.0, _IMPORTING_AT - process), "imports": _IMPORTED_AT - _IMPORTING_AT,
+            "to_constructor": max(0.0, constructor_began - _IMPORTED_AT), "constructor": now - constructor_began,
+            "total": now - min(process, _IMPORTING_AT)}
+
+
+def _process_started() -> float:
+    """When this process started (Linux's /proc: boot time and the process's start in clock ticks); where that
+    cannot be read, when this module began importing."""
+    try:
+        ticks = int(Path("/proc/self/stat").read_text().rsplit(")", 1)[1].split()[19])
+        boot = next(float(line.split()[1]) for line in Path("/proc/stat").read_text().splitlines()
+                    if line.startswith("btime "))
+        return boot + ticks / os.sysconf("SC_CLK_TCK")
+    except (OSError, ValueError, IndexError, StopIteration):
+        return _IMPORTING_AT
 
 
 # Applied as calls, not as class decorators: a type checker keeps a decorated class's own type.
