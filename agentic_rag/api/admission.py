@@ -10,7 +10,9 @@ The counts must hold across replicas, so they live in one place: PostgreSQL, whi
 already and which survives any replica (migration 0019: a slot row per run being served, a GCRA timestamp
 per key, both written by one function under the key's advisory lock). A library limiter was considered: the
 well-kept async ones (``limits``, ``aiolimiter``) keep their state in memory or in Redis, MongoDB or
-memcached, none of which this system runs; PostgreSQL costs one short statement to enter and one to leave.
+memcached, none of which this system runs; PostgreSQL costs one short statement to enter and one to leave. A key
+refused for its rate is refused by each replica on its own until the time the store gave (no run of it could be
+admitted before then anyway), so a flood costs the database one statement per replica per refusal period.
 A slot whose holder died lapses at the run's deadline and a margin.
 
 A key is known by its id, never by itself (:func:`key_id`): ``k-`` and 12 hex digits of its SHA-256, or
@@ -23,6 +25,7 @@ import contextvars
 import hashlib
 import logging
 import math
+import time
 import uuid
 from collections.abc import AsyncIterator, Sequence
 from contextlib import asynccontextmanager
@@ -79,6 +82,12 @@ class AdmissionUnavailable(Unavailable):
 
 
 @dataclass(frozen=True, slots=True)
+class _Refused:
+    until: float  # time.monotonic()
+    message: str
+
+
+@dataclass(frozen=True, slots=True)
 class Limits:
     """One key's bounds, its own over the defaults."""
 
@@ -104,6 +113,7 @@ class Admission:
         self._settings = settings
         self._hold_s = settings.agent_deadline_ms / 1000 + HOLD_MARGIN_S
         self._limits: dict[str, Limits] = {}
+        self._refused: dict[str, _Refused] = {}  # keys over their rate: refused here until the time the store gave
         self.decisions = Counter("agentic_rag_admission", "Runs asked for by API key id and how each was decided "
                                  "(admitted, runs: the key held its bound, rate: it asked too fast).",
                                  ["key", "outcome"], registry=None)
@@ -122,6 +132,12 @@ class Admission:
         """Hold one of ``key``'s run slots for the block; :class:`TooManyRuns` when it may not have one now,
         :class:`AdmissionUnavailable` when PostgreSQL does not answer."""
         limits = self.limits(key)
+        refused = self._refused.get(key)
+        if refused is not None and time.monotonic() < refused.until:
+            # over its rate, no run of this key can be admitted before the time the store gave: a flood is
+            # refused here, and never reaches PostgreSQL (the state is unchanged by a refusal, so this is exact)
+            self.decisions.labels(key, "rate").inc()
+            raise TooManyRuns(refused.message, key=key, reason="rate", retry_after_s=refused.until - time.monotonic())
         slot = uuid.uuid4()
         params = {"key": key, "slot": slot, "max_runs": limits.max_runs, "rate": limits.rate_per_s,
                   "burst": limits.burst, "hold_s": self._hold_s}
@@ -135,8 +151,11 @@ class Admission:
             self.decisions.labels(key, row["reason"]).inc()
             what = (f"{row['held']} runs in flight, its bound" if row["reason"] == "runs"
                     else f"more than {limits.rate_per_s:g} runs a second (burst {limits.burst})")
-            raise TooManyRuns(f"too many requests for this API key ({what}); retry after the Retry-After seconds",
-                              key=key, reason=row["reason"], retry_after_s=float(row["retry_after_s"]))
+            message = f"too many requests for this API key ({what}); retry after the Retry-After seconds"
+            retry_after_s = float(row["retry_after_s"])
+            if row["reason"] == "rate":
+                self._refused[key] = _Refused(time.monotonic() + retry_after_s, message)
+            raise TooManyRuns(message, key=key, reason=row["reason"], retry_after_s=retry_after_s)
         self.decisions.labels(key, "admitted").inc()
         try:
             yield

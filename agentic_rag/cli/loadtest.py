@@ -96,6 +96,9 @@ def loadtest(
     cooldown: Annotated[float, typer.Option(
         min=0, help="After the load, sample replicas up to this long, until every deployment has scaled back in.",
     )] = 120.0,
+    dsn: Annotated[str | None, typer.Option(
+        help="The app's database: its connections and trajectory rows are sampled too (a soak's evidence).",
+    )] = None,
     from_run: Annotated[Path | None, typer.Option(
         "--from", help="Rebuild the report (and check --targets) from a run recorded in this directory; no load.",
     )] = None,
@@ -123,7 +126,7 @@ def loadtest(
             err.print(f"load test of {plan.url}: {len(steps)} step(s), at most {plan.time_bound_s():.0f} s of load; "
                       f"report in {out}")
             run = harness.run(plan, out, ray_address=ray_address, interval_s=sample_interval, cooldown_s=cooldown,
-                              say=err.print)
+                              say=err.print, dsn=dsn)
     except (ValueError, QuestionSetError, harness.HarnessError) as exc:
         raise fail(exc) from None
     report = build_report(run, goals)

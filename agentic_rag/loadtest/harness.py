@@ -45,8 +45,9 @@ def _at_rest(samples: list[ReplicaSample], baseline: dict[str, int]) -> bool:
 
 
 def run(plan: LoadPlan, out: Path, *, ray_address: str = "auto", interval_s: float = 1.0, cooldown_s: float = 60.0,
-        say: Callable[[str], None] = print) -> LoadTestRun:
-    """Generate the plan's load against ``plan.url``, sample Serve throughout, and return the recorded run.
+        say: Callable[[str], None] = print, dsn: str | None = None) -> LoadTestRun:
+    """Generate the plan's load against ``plan.url``, sample Serve throughout (and the app's database, ``dsn``,
+    when given), and return the recorded run.
 
     Raw records go to ``out/raw`` (``run.json`` holds the whole run, from which a report can be rebuilt).
     """
@@ -58,7 +59,8 @@ def run(plan: LoadPlan, out: Path, *, ray_address: str = "auto", interval_s: flo
     plan_path.write_text(plan.model_dump_json(indent=2), encoding="utf-8")
     started = time.time()
     sampler = subprocess.Popen(_python_module("agentic_rag.loadtest.serve_sampler", "--out", raw, "--url", plan.url,
-                                              "--ray-address", ray_address, "--interval", str(interval_s)))
+                                              "--ray-address", ray_address, "--interval", str(interval_s),
+                                              *(("--dsn", dsn) if dsn else ())))
     try:
         status = _wait_for_sampler(raw, sampler)
         if status.get("available"):

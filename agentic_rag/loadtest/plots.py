@@ -20,6 +20,7 @@ THROUGHPUT_PNG = "throughput_vs_load.png"
 REPLICAS_PNG = "replicas_over_time.png"
 IN_FLIGHT_PNG = "in_flight_over_time.png"
 STAGES_PNG = "stages_by_step.png"
+RESOURCES_PNG = "resources_over_time.png"
 SIZE = (8.0, 4.5)
 DPI = 110
 
@@ -174,6 +175,37 @@ def stages_plot(steps: list[StepSummary], path: Path) -> None:
     _save(fig, path)
 
 
+def resources_plot(run: LoadTestRun, path: Path) -> None:
+    """Memory and descriptors of Serve's processes, and the database's connections, over the test: what a soak
+    must show flat (or accounted for)."""
+    fig = Figure(figsize=(SIZE[0], SIZE[1] * 1.6))
+    memory_ax, fds_ax = fig.subplots(2, 1, sharex=True)
+    t0 = run.started
+    samples = run.replicas.samples
+    read = [s for s in samples if s.memory_mb]
+    for name in sorted({k for s in read for k in s.memory_mb or {}}):
+        memory_ax.plot([s.t - t0 for s in read], [(s.memory_mb or {}).get(name, 0.0) for s in read], label=name)
+    memory_ax.set_ylabel("resident memory (MB)")
+    memory_ax.set_title("Serve's processes: memory, descriptors; the database's connections")
+    if not read:
+        memory_ax.text(0.5, 0.5, "no process samples (the sampler reads /proc on the service's machine)",
+                       ha="center", va="center", transform=memory_ax.transAxes)
+    fds = [s for s in samples if s.open_fds]
+    for name in sorted({k for s in fds for k in s.open_fds or {}}):
+        fds_ax.plot([s.t - t0 for s in fds], [(s.open_fds or {}).get(name, 0) for s in fds], label=f"{name} fds")
+    connections = [s for s in samples if s.db_connections is not None]
+    if connections:
+        fds_ax.plot([s.t - t0 for s in connections], [s.db_connections for s in connections], color="black",
+                    linestyle="--", label="database connections")
+    fds_ax.set_ylabel("open descriptors / connections")
+    for ax in (memory_ax, fds_ax):
+        _shade_steps(ax, run)
+    memory_ax.set_xlabel("")
+    memory_ax.legend(fontsize=7, ncol=4, loc="lower left")
+    _legend_below(fds_ax)
+    _save(fig, path)
+
+
 def draw_all(run: LoadTestRun, steps: list[StepSummary], knee: Knee | None, out: Path) -> list[str]:
     """Every plot into ``out``; returns their file names."""
     latency_plot(steps, knee, out / LATENCY_PNG)
@@ -181,4 +213,5 @@ def draw_all(run: LoadTestRun, steps: list[StepSummary], knee: Knee | None, out:
     replicas_plot(run, out / REPLICAS_PNG)
     in_flight_plot(run, out / IN_FLIGHT_PNG)
     stages_plot(steps, out / STAGES_PNG)
-    return [LATENCY_PNG, THROUGHPUT_PNG, REPLICAS_PNG, IN_FLIGHT_PNG, STAGES_PNG]
+    resources_plot(run, out / RESOURCES_PNG)
+    return [LATENCY_PNG, THROUGHPUT_PNG, REPLICAS_PNG, IN_FLIGHT_PNG, STAGES_PNG, RESOURCES_PNG]

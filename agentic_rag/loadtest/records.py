@@ -69,6 +69,13 @@ class ReplicaSample(BaseModel):
     runs_in_flight: float | None = Field(None, description="agentic_rag_runs_in_flight from /metrics.")
     serve_latency: dict[str, dict[str, list[float]]] | None = Field(
         None, description="Serve's processing-latency counters: deployment -> replica -> [sum ms, requests].")
+    memory_mb: dict[str, float] | None = Field(
+        None, description="Deployment (and Serve's controller and proxy) -> resident memory of its replicas' "
+                          "processes on the sampler's machine, MB, summed.")
+    open_fds: dict[str, int] | None = Field(
+        None, description="Deployment -> open file descriptors of its replicas' processes (sockets included).")
+    db_connections: int | None = Field(None, description="Connections to the app's database (pg_stat_activity).")
+    trajectories: int | None = Field(None, description="Trajectory rows in the app's database.")
 
     def running(self, deployment: str) -> int | None:
         if self.replicas is None or deployment not in self.replicas:

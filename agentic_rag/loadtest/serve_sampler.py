@@ -16,6 +16,7 @@ are then reported as unavailable, and the load test goes on.
 from __future__ import annotations
 
 import argparse
+import asyncio
 import itertools
 import json
 import logging
@@ -25,10 +26,13 @@ import threading
 import time
 from collections.abc import Callable
 from pathlib import Path
+from typing import Any
 
+import asyncpg
 import httpx
 from prometheus_client.parser import text_string_to_metric_families
 
+from agentic_rag.dsn import to_url
 from agentic_rag.loadtest.records import ReplicaSample
 
 REPLICAS_FILE = "replicas.jsonl"
@@ -36,10 +40,80 @@ STATUS_FILE = "sampler.json"
 RUNS_IN_FLIGHT = "agentic_rag_runs_in_flight"  # the gauge of api/http/metrics.py
 SERVE_LATENCY = "ray_serve_deployment_processing_latency_ms"  # a histogram, per replica and route
 NO_RAY = ("", "none", "off")
+REPLICA_PREFIX = "SERVE_REPLICA::"
+DB_SQL = """SELECT (SELECT count(*) FROM pg_stat_activity WHERE datname = current_database()),
+                   (SELECT count(*) FROM trajectories)"""
 ERROR_CHARS = 200  # characters of the error a status line gives when no Ray cluster answers
 
 ReadReplicas = Callable[[], dict[str, dict[str, int]]]
 ReadUrls = Callable[[], list[str]]
+
+
+def serve_processes() -> dict[str, list[int]]:
+    """The pids of Serve's processes by what they serve: each deployment's replicas, the controller, the proxy.
+    Read from the GCS actor table (Ray's state API needs the dashboard, which a small machine runs without)."""
+    from ray._private import state as ray_state
+
+    out: dict[str, list[int]] = {}
+    for actor in ray_state.actors().values():
+        name, pid = str(actor.get("Name") or ""), actor.get("Pid")
+        if actor.get("State") != "ALIVE" or not pid:
+            continue
+        if name.startswith(REPLICA_PREFIX):  # SERVE_REPLICA::<app>#<deployment>#<replica>
+            what = name.split("#")[1] if name.count("#") == 2 else name
+        elif name == "SERVE_CONTROLLER_ACTOR":
+            what = "controller"
+        elif name.startswith("SERVE_PROXY_ACTOR"):
+            what = "proxy"
+        else:
+            continue
+        out.setdefault(what, []).append(int(pid))
+    return out
+
+
+def process_usage(pids: dict[str, list[int]]) -> tuple[dict[str, float], dict[str, int]]:
+    """Resident memory (MB) and open file descriptors of each group's processes, from /proc: the processes on this
+    machine (a process of another node, or gone since, counts nothing)."""
+    memory: dict[str, float] = {}
+    fds: dict[str, int] = {}
+    for what, group in pids.items():
+        for pid in group:
+            try:
+                status = Path(f"/proc/{pid}/status").read_text()
+                rss_kb = next(int(line.split()[1]) for line in status.splitlines() if line.startswith("VmRSS:"))
+                count = len(os.listdir(f"/proc/{pid}/fd"))
+            except (OSError, StopIteration, ValueError):
+                continue
+            memory[what] = memory.get(what, 0.0) + rss_kb / 1024
+            fds[what] = fds.get(what, 0) + count
+    return memory, fds
+
+
+class Database:
+    """The app's database as the sampler reads it: its connections and trajectory rows (one short query each)."""
+
+    def __init__(self, dsn: str) -> None:
+        self._dsn = dsn
+        self._loop = asyncio.new_event_loop()
+        self._conn: Any = None
+
+    def read(self) -> tuple[int | None, int | None]:
+        try:
+            return self._loop.run_until_complete(self._read())
+        except (OSError, asyncpg.PostgresError, asyncpg.InterfaceError, TimeoutError):
+            self._conn = None  # reconnect at the next tick
+            return None, None
+
+    async def _read(self) -> tuple[int | None, int | None]:
+        if self._conn is None:
+            self._conn = await asyncpg.connect(to_url(self._dsn), timeout=2)
+        row = await self._conn.fetchrow(DB_SQL, timeout=2)
+        return int(row[0]), int(row[1])
+
+    def close(self) -> None:
+        if self._conn is not None:
+            self._loop.run_until_complete(self._conn.close())
+        self._loop.close()
 
 
 def connect_serve(address: str) -> tuple[ReadReplicas | None, ReadUrls, str | None]:
@@ -109,28 +183,36 @@ def serve_latency(client: httpx.Client, urls: list[str]) -> dict[str, dict[str, 
 
 
 def sample_forever(out: Path, url: str | None, address: str, interval_s: float, stop: threading.Event,
-                   latency_every: int = 5) -> None:
+                   latency_every: int = 5, dsn: str | None = None) -> None:
     """Write a sample every ``interval_s`` until ``stop`` is set."""
     read, metrics_urls, reason = connect_serve(address)
+    database = Database(dsn) if dsn else None
     (out / STATUS_FILE).write_text(json.dumps({"available": read is not None, "reason": reason}), encoding="utf-8")
     with httpx.Client(timeout=min(interval_s, 2.0)) as client, (out / REPLICAS_FILE).open("a") as f:
         for tick in itertools.count():
             if stop.is_set():
                 break
             t = time.time()
-            replicas = latency = None
+            replicas = latency = memory = fds = None
             if read is not None:
                 try:
                     replicas = read()
                     if tick % latency_every == 0:
                         latency = serve_latency(client, metrics_urls())
+                        memory, fds = process_usage(serve_processes())
                 except Exception as exc:  # the cluster went away mid-test: a gap in the timeline, not a crash
                     logging.getLogger(__name__).warning("reading Serve failed: %s", exc)
+            connections, trajectories = (database.read() if database is not None and tick % latency_every == 0
+                                         else (None, None))
             flight = runs_in_flight(client, url) if url else None
-            sample = ReplicaSample(t=t, replicas=replicas, runs_in_flight=flight, serve_latency=latency)
+            sample = ReplicaSample(t=t, replicas=replicas, runs_in_flight=flight, serve_latency=latency,
+                                   memory_mb=memory or None, open_fds=fds or None, db_connections=connections,
+                                   trajectories=trajectories)
             f.write(sample.model_dump_json(exclude_none=True) + "\n")
             f.flush()
             stop.wait(max(0.0, interval_s - (time.time() - t)))
+    if database is not None:
+        database.close()
 
 
 def main(argv: list[str] | None = None) -> int:
@@ -139,13 +221,16 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--url", help="The service's base URL, for /metrics.")
     parser.add_argument("--ray-address", default="auto", help="Ray cluster to read Serve from; 'none' turns it off.")
     parser.add_argument("--interval", type=float, default=1.0, help="Seconds between samples.")
-    parser.add_argument("--latency-every", type=int, default=5, help="Read Serve's latency counters every N samples.")
+    parser.add_argument("--latency-every", type=int, default=5,
+                        help="Read Serve's latency counters, processes and database every N samples.")
+    parser.add_argument("--dsn", help="The app's database: its connections and trajectory rows are sampled too.")
     args = parser.parse_args(argv)
     stop = threading.Event()
     for sig in (signal.SIGTERM, signal.SIGINT):
         signal.signal(sig, lambda *_: stop.set())
     args.out.mkdir(parents=True, exist_ok=True)
-    sample_forever(args.out, args.url, args.ray_address, args.interval, stop, max(args.latency_every, 1))
+    sample_forever(args.out, args.url, args.ray_address, args.interval, stop, max(args.latency_every, 1),
+                   args.dsn)
     return 0
 
 

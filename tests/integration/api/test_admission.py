@@ -124,6 +124,29 @@ async def test_a_rate_admits_its_burst_then_says_when_the_next_one_is_taken(pool
         pass
 
 
+async def test_a_flood_over_its_rate_is_refused_without_reaching_the_database(dsn: str, settings: Settings,
+                                                                             prefix: str) -> None:
+    """Once the store has said when a key's next run may start, this replica refuses the key until then itself."""
+    one = await make_pool(dsn, settings.model_copy(update={"pool_min_size": 1, "pool_max_size": 1}))
+    sent: list[str] = []
+    try:
+        async with one.acquire() as conn:
+            conn.add_query_logger(lambda record: sent.append(record.query))
+        admission = Admission(one, settings.model_copy(update={
+            "key_limits": {prefix: KeyLimit(rate_per_s=1, burst=1)}}))
+        async with admission.slot(prefix):
+            pass
+        for _ in range(50):
+            with pytest.raises(TooManyRuns, match="more than 1 runs a second") as refused:
+                async with admission.slot(prefix):
+                    pass
+            assert 0 < refused.value.retry_after_s <= 1.0
+        admits = [q for q in sent if "agentic_rag_admit" in q]
+        assert len(admits) == 2, "the first run and the first refusal asked the store; the other 49 did not"
+    finally:
+        await one.close()
+
+
 async def test_a_slot_whose_holder_died_lapses(pool: Pool, settings: Settings, prefix: str) -> None:
     admission = Admission(pool, settings.model_copy(update={"key_limits": {prefix: KeyLimit(max_runs=1)}}))
     async with pool.acquire() as conn:  # a replica took it and was killed before giving it back

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import csv
 import json
+import os
 import subprocess
 import sys
 from collections.abc import Sequence
@@ -257,3 +258,23 @@ def test_a_bare_deployment_name_finds_it_among_several_applications() -> None:
         (True, "peak 3"), (True, "peak 1"), (True, "final 1"),
         (False, "ambiguous: agentic_rag:Ingress, other:Ingress; name one as application:deployment"),
         (False, "no such deployment")]
+
+
+def test_the_sampler_reads_a_process_s_memory_and_descriptors_and_skips_one_gone() -> None:
+    """Issue 41, point 4 (the soak's evidence): resident memory and open descriptors from /proc, per group."""
+    from agentic_rag.loadtest.serve_sampler import process_usage
+
+    memory, fds = process_usage({"me": [os.getpid()], "gone": [2**22 + 7]})  # above Linux's pid_max default
+    assert memory["me"] > 10 and fds["me"] >= 3 and "gone" not in memory
+
+
+def test_the_report_draws_memory_descriptors_and_connections_over_time(tmp_path: Path) -> None:
+    steps = [Step(mode="open", users=8, rate=4.0)]
+    samples = [ReplicaSample(t=T0 + i, replicas={"Embedder": {"RUNNING": 1}},
+                             memory_mb={"Embedder": 500.0 + i, "Ingress": 200.0}, open_fds={"Ingress": 40 + i % 3},
+                             db_connections=12, trajectories=100 + i) for i in range(20)]
+    run = LoadTestRun(plan=plan(steps), started=T0 - 3, load_ended=T0 + 12, finished=T0 + 20,
+                      steps=[record(8, [100.0] * 20, start=T0)], replicas=ReplicaTimeline(available=True,
+                                                                                          samples=samples))
+    write_report(build_report(run), run, tmp_path)
+    assert (tmp_path / "resources_over_time.png").read_bytes()[:4] == b"\x89PNG"
