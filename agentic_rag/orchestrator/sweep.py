@@ -7,6 +7,9 @@ process looks first (every beat); so is one left by an earlier process with the 
 from losing PostgreSQL judges nobody until it has itself been heard for a whole lapse: the others lost it too,
 and get the same time to be heard again. This is how a killed Orchestrator replica's runs close in seconds.
 
+Every lapse the same loop vacuums the tables whose rows come and go at the request rate (admission slots,
+runners), whatever the server's autovacuum does.
+
 The timed sweep stays as the backstop, for runs of a process that never beat. A run ends within the loop's
 deadline (``agent_deadline_ms``) plus its final writes. One still ``running`` with neither a new event nor a
 (re)start for longer than that plus a grace period (``run_abandon_grace_ms``) belongs to a process that stopped.
@@ -18,17 +21,25 @@ expired (``conversation_ttl_s`` after their last turn): one DELETE.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import logging
 import time
 import uuid
 
+import asyncpg
+
 from agentic_rag.orchestrator.conversations import ConversationStore, ConversationStoreError
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryStore
 from agentic_rag.settings import Settings
+from agentic_rag.storage.postgres import vacuum
+from agentic_rag.storage.retry import DATABASE_FAILURES
 
 __all__ = ["idle_limit_s", "start_sweeper", "sweep_abandoned"]
 
 log = logging.getLogger(__name__)
+# a vacuum that fails is tried again a lapse later (a table not there yet on an old schema, the server away)
+UPKEEP_FAILURES: tuple[type[BaseException], ...] = (*DATABASE_FAILURES, asyncpg.PostgresError)
+VACUUM_EVERY = 4  # beats between two vacuums of the hot tables (storage/postgres.py: HOT_TABLES): every lapse
 LOGGED_RUNS = 20  # run ids the abandoned-runs warning lists (it says how many there were)
 
 
@@ -81,8 +92,13 @@ async def keep_heard(store: TrajectoryStore, settings: Settings,
     logged and tried again; until cancelled."""
     lapse_s = settings.runner_lapse_ms / 1000
     heard_since: float | None = time.monotonic()  # start_sweeper's registration was a beat
-    while True:
+    for beat in itertools.count(1):
         await asyncio.sleep(lapse_s / 4)
+        if beat % VACUUM_EVERY == 0:
+            try:
+                await vacuum(store.pool)
+            except UPKEEP_FAILURES as exc:  # the next time will do
+                log.info("vacuuming the tables rows come and go in failed: %s", exc)
         try:
             await store.beat()
         except TrajectoryError as exc:

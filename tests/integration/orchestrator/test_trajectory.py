@@ -502,3 +502,20 @@ async def test_runs_that_ended_unrecorded_are_closed_once_the_store_is_back(traj
     got = await store.get(cut_off.trajectory_id)
     assert got is not None and got.status == "failed" and got.finished_at is not None
     assert (await store.get(ended.trajectory_id)).status == "answered"  # type: ignore[union-attr]
+
+
+async def test_the_tables_rows_come_and_go_in_are_vacuumed_by_the_process(traj_dsn: str, store: TrajectoryStore,
+                                                                         db: Conn) -> None:
+    """Issue 41, point 4 (what the soak found): admission slots come and go at the request rate; a server with
+    autovacuum off (this machine's) let an admission's count read every slot ever released. The processes that run
+    the loop vacuum those tables themselves."""
+    from agentic_rag.storage.postgres import HOT_TABLES, vacuum
+
+    await db.execute("INSERT INTO admission_slots (id, key, expires_at) SELECT gen_random_uuid(), 'k-dead', now() "
+                     "FROM generate_series(1, 500)")
+    await db.execute("DELETE FROM admission_slots WHERE key = 'k-dead'")
+    await vacuum(store.pool)
+    # the pages of the deleted rows are free again: a VACUUM that ran leaves no dead row behind in the table
+    dead = await db.fetchval("SELECT n_dead_tup FROM pg_stat_user_tables WHERE relname = 'admission_slots'")
+    vacuumed = await db.fetchval("SELECT vacuum_count FROM pg_stat_user_tables WHERE relname = 'admission_slots'")
+    assert "admission_slots" in HOT_TABLES and vacuumed >= 1 and dead == 0
