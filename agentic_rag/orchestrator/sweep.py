@@ -31,7 +31,7 @@ import asyncpg
 from agentic_rag.orchestrator.conversations import ConversationStore, ConversationStoreError
 from agentic_rag.orchestrator.trajectory import TrajectoryError, TrajectoryStore
 from agentic_rag.settings import Settings
-from agentic_rag.storage.postgres import vacuum
+from agentic_rag.storage.postgres import autovacuum_on, vacuum
 from agentic_rag.storage.retry import DATABASE_FAILURES
 
 __all__ = ["idle_limit_s", "start_sweeper", "sweep_abandoned"]
@@ -77,6 +77,13 @@ async def start_sweeper(store: TrajectoryStore, settings: Settings,
     are told from its own by that moment), then keep it heard and sweep in the background until the task is
     cancelled. Raises :class:`TrajectoryError` when PostgreSQL cannot register it."""
     await store.beat()
+    try:
+        if not await autovacuum_on(store.pool):
+            log.warning("PostgreSQL's autovacuum is off: the indexes the sweeps read grow with every finished run "
+                        "until VACUUM runs (this process vacuums only its small hot tables); turn autovacuum on, or "
+                        "run VACUUM trajectories regularly")
+    except UPKEEP_FAILURES as exc:
+        log.info("could not read the server's autovacuum setting: %s", exc)
 
     async def both() -> None:
         async with asyncio.TaskGroup() as group:

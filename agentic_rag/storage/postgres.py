@@ -231,3 +231,10 @@ async def vacuum(pool: Pool, tables: tuple[str, ...] = HOT_TABLES) -> None:
     async with pool.acquire() as conn:
         for table in tables:
             await conn.execute(f"VACUUM (SKIP_LOCKED) {ident(table)}")  # a name of our own schema, quoted
+
+
+async def autovacuum_on(pool: Pool) -> bool:
+    """Whether the server vacuums by itself. Off, the partial indexes over running runs (the sweeps') keep an entry
+    for every run ever finished until someone runs VACUUM: each sweep reads them all."""
+    async with pool.acquire() as conn:
+        return str(await conn.fetchval("SHOW autovacuum")) == "on"
