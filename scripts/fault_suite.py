@@ -40,7 +40,7 @@ def main() -> int:
     parser.add_argument("--dump", type=Path, help="write every request and readiness probe here (JSON lines)")
     parser.add_argument("--restart-postgres", type=float, default=5.0, metavar="SECONDS",
                         help="last fault: PostgreSQL stopped for this long and started again. The app then runs on a "
-                             "copy of the configured database, on a server of the run's own (under data_dir/fault-pg; "
+                             "copy of the configured database, on a server of the run's own (in a temporary directory; "
                              "the configured server is never restarted). 0: no restart")
     args = parser.parse_args()
 
@@ -49,7 +49,7 @@ def main() -> int:
     postgres: PrivatePostgres | None = None
     more = []
     if args.restart_postgres > 0:
-        postgres = PrivatePostgres(settings.data_dir.resolve() / "fault-pg", settings.local_postgres_port + 1)
+        postgres = PrivatePostgres.temporary(settings.local_postgres_port + 1)
         postgres.start()
         dsn = postgres.copy_of(dsn, "agentic_rag_faults")
         more.append(postgres.restart(down_s=args.restart_postgres))
@@ -71,7 +71,7 @@ def main() -> int:
     finally:
         launch.shutdown()
         if postgres is not None:
-            postgres.stop()
+            postgres.remove()
     if args.dump:
         run.dump(args.dump)
     print(markdown(run, verdict))

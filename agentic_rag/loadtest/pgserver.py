@@ -8,7 +8,9 @@ served application never starts one: this module is the fault run's, outside ``s
 from __future__ import annotations
 
 import asyncio
+import shutil
 import subprocess
+import tempfile
 import time
 from pathlib import Path
 
@@ -34,6 +36,20 @@ class PrivatePostgres:
         self.data_dir = data_dir
         self.port = port
         self.server = ""
+
+    @classmethod
+    def temporary(cls, port: int) -> PrivatePostgres:
+        """One in a new directory under the system's temporary directory, readable on the way down by the
+        unprivileged user the server runs as when we are root (a checkout under a private directory, as
+        ``mktemp -d`` makes, is not); :meth:`remove` deletes it."""
+        root = Path(tempfile.mkdtemp(prefix="agentic-rag-pg-"))
+        root.chmod(0o755)
+        return cls(root, port)
+
+    def remove(self) -> None:
+        """Stop it and delete its directory."""
+        self.stop()
+        shutil.rmtree(self.data_dir, ignore_errors=True)
 
     def start(self) -> str:
         """Start it (initialising it on first use); its server DSN."""

@@ -233,7 +233,10 @@ INSPECTOR = Path(__file__).resolve().parents[3] / ".data" / "node" / "node_modul
 
 def _inspector(*argv: str, tmp_path: Path, env: dict[str, str] | None = None) -> Any:
     """The MCP Inspector's command-line mode (npm @modelcontextprotocol/inspector, installed by .ci/run): its JSON."""
-    done = subprocess.run([str(INSPECTOR), "--cli", *argv], capture_output=True, text=True, timeout=180,
+    # the stdio server imports and loads its models before it answers: on a busy machine (CI's) past the Inspector's
+    # default connect timeout of 15 s
+    done = subprocess.run([str(INSPECTOR), "--cli", *argv, "--connect-timeout", "120000"], capture_output=True,
+                          text=True, timeout=180,
                           env={**os.environ, "MCP_CATALOG_PATH": str(tmp_path / "catalog.json"), **(env or {})})
     assert done.returncode == 0, done.stderr[-2000:] + done.stdout[-2000:]
     return json.loads(done.stdout)

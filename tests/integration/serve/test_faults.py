@@ -75,13 +75,13 @@ def converse(url: str, runners: int) -> list[Turn]:
 def fault_run(serve_qdrant: Path, dsn: str, settings: Settings) -> Iterator[tuple[FaultRun, Verdict, list[Turn]]]:
     """The app deployed, the faults injected under load, the checks made; Ray stopped again. Its database is a
     copy of the session's on a PostgreSQL server of its own, which the last fault restarts (issue 41)."""
-    postgres = PrivatePostgres(settings.data_dir.resolve() / "fault-pg", free_port())
+    postgres = PrivatePostgres.temporary(free_port())
     postgres.start()
     try:
         own = postgres.copy_of(dsn, "agentic_rag_faults")
         yield run_faults(own, postgres, serve_qdrant, settings)
     finally:
-        postgres.stop()
+        postgres.remove()
 
 
 def run_faults(dsn: str, postgres: PrivatePostgres, serve_qdrant: Path,
