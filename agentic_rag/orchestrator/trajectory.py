@@ -490,10 +490,12 @@ class TrajectoryStore:
 
     async def abandon_stale(self, idle_s: float) -> builtins.list[uuid.UUID]:
         """Mark ``abandoned`` every running run that has not (re)started nor written an event for ``idle_s``
-        seconds (its process died); return their ids."""
+        seconds (its process died); return their ids. Also forgets runners gone for a day with nothing running."""
 
         async def run(conn: Conn) -> builtins.list[uuid.UUID]:
-            return [r[0] for r in await ABANDON_SQL.fetch(conn, {"idle_s": float(idle_s)})]
+            closed = [r[0] for r in await ABANDON_SQL.fetch(conn, {"idle_s": float(idle_s)})]
+            await FORGET_RUNNERS_SQL.execute(conn)  # the timed sweep's, not each beat's: runners gone for a day
+            return closed
 
         return await self._execute("abandon_stale", run)
 
@@ -508,12 +510,10 @@ class TrajectoryStore:
 
     async def close_lapsed(self, lapse_s: float) -> builtins.list[tuple[uuid.UUID, str]]:
         """Mark ``abandoned`` every running run whose runner went unheard for ``lapse_s`` seconds (or restarted)
-        and that did nothing for as long; return (run id, runner) of each. Also forgets long-gone runners."""
+        and that did nothing for as long; return (run id, runner) of each."""
 
         async def run(conn: Conn) -> builtins.list[tuple[uuid.UUID, str]]:
-            closed = [(r[0], r[1]) for r in await LAPSED_SQL.fetch(conn, {"lapse_s": float(lapse_s)})]
-            await FORGET_RUNNERS_SQL.execute(conn)
-            return closed
+            return [(r[0], r[1]) for r in await LAPSED_SQL.fetch(conn, {"lapse_s": float(lapse_s)})]
 
         return await self._execute("close_lapsed", run)
 

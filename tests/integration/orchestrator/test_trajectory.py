@@ -471,12 +471,14 @@ async def test_a_run_of_an_earlier_process_with_the_same_pid_is_closed(store: Tr
     await db.execute("UPDATE runners SET seen_at = now() - interval '2 days' WHERE runner = $1", ghost)
     await db.execute("INSERT INTO runners (runner, seen_at) VALUES ($1, now() - interval '2 days')", ghost + "0")
     assert await store.close_lapsed(60) == []
+    await store.abandon_stale(idle_s=3600)  # the timed sweep
     assert (await store.get(new.trajectory_id)).status == "running"  # type: ignore[union-attr]
     assert await db.fetchval("SELECT array_agg(runner) FROM runners WHERE runner LIKE $1", ghost[:14] + "%") == [ghost]
-    # once it has done nothing for the lapse it is closed; a runner long gone with nothing running is forgotten
+    # once it has done nothing for the lapse it is closed; then a runner long gone with nothing running is forgotten
     await db.execute("UPDATE trajectories SET updated_at = now() - interval '2 minutes' WHERE id = $1",
                      new.trajectory_id)
     assert await store.close_lapsed(60) == [(new.trajectory_id, ghost)]
+    await store.abandon_stale(idle_s=3600)  # the timed sweep
     assert await db.fetchval("SELECT count(*) FROM runners WHERE runner LIKE $1", ghost[:14] + "%") == 0
 
 
