@@ -6,9 +6,12 @@ Starts a local Ray, deploys the config (two Orchestrator replicas, a short sweep
 ``agentic_rag.serve.faults.FAULT_ARGS``) over the configured database and Qdrant store (run
 ``agentic-rag ingest`` first), and keeps ``--clients`` clients asking the demo questions while it kills an
 Orchestrator, a GraphRetriever and the Embedder replica, terminates every PostgreSQL backend, takes
-the embedded Qdrant down with the VectorRetriever replica that holds it, and restarts PostgreSQL (a server of
-the run's own holding a copy of the database: ``--restart-postgres``). Prints one Markdown table (a row
-per fault: requests, status codes, degraded answers, recovery time) and the checks; exits 1 if one failed.
+the embedded Qdrant down with the VectorRetriever replica that holds it, restarts PostgreSQL (a server of
+the run's own holding a copy of the database: ``--restart-postgres``), and kills a worker node: Ray runs as two
+nodes on this machine (``--nodes``; Ray's own ``cluster_utils.Cluster``), Serve spreads the replicas over them
+(the Ingress stays with the proxy on the head), and the worker's raylet and every process on it are killed at
+once. Prints one Markdown table (a row per fault: requests, status codes, degraded answers, recovery time), where
+the replicas were before and after, and the checks; exits 1 if one failed.
 The test suite runs a shorter form of the same (tests/integration/serve/test_faults.py).
 """
 
@@ -24,7 +27,7 @@ from agentic_rag.eval import load_demo_questions
 from agentic_rag.loadtest.faults import markdown
 from agentic_rag.loadtest.pgserver import PrivatePostgres
 from agentic_rag.serve import launch
-from agentic_rag.serve.faults import FAULT_ARGS, fault_config, fault_suite
+from agentic_rag.serve.faults import FAULT_ARGS, fault_config, fault_suite, node_lost, replicas_by_node
 from agentic_rag.settings import Settings
 from agentic_rag.storage.postgres import resolve_dsn
 
@@ -42,6 +45,10 @@ def main() -> int:
                         help="last fault: PostgreSQL stopped for this long and started again. The app then runs on a "
                              "copy of the configured database, on a server of the run's own (in a temporary directory; "
                              "the configured server is never restarted). 0: no restart")
+    parser.add_argument("--nodes", type=int, default=2,
+                        help="Ray nodes on this machine; with 2 or more, the last fault kills a worker node. 1: a "
+                             "plain local Ray, no node lost")
+    parser.add_argument("--node-cpus", type=int, default=2, help="logical CPUs of each node")
     args = parser.parse_args()
 
     settings = Settings()
@@ -54,22 +61,31 @@ def main() -> int:
         dsn = postgres.copy_of(dsn, "agentic_rag_faults")
         more.append(postgres.restart(down_s=args.restart_postgres))
     config = fault_config(launch.load_config(args.config, args={"database_url": dsn, "log_level": "WARNING"}),
-                          orchestrators=args.orchestrators, args=FAULT_ARGS)
+                          orchestrators=args.orchestrators, args=FAULT_ARGS, on_head=["Ingress"])
+    apps = [a.name for a in config.applications]
     questions = [q.question for q in load_demo_questions()]
     t0 = time.perf_counter()
-    launch.start_ray(log_to_driver=False)
+    cluster = None
+    if args.nodes > 1:
+        cluster = launch.start_cluster(nodes=args.nodes, num_cpus=args.node_cpus, log_to_driver=False)
+        more.append(node_lost(cluster, apps)[0])
+    else:
+        launch.start_ray(log_to_driver=False)
     try:
         launch.deploy(config)
         launch.wait_until_running(config, timeout_s=300)
-        print(f"deployed in {time.perf_counter() - t0:.1f} s; {args.clients} clients, "
-              f"{args.orchestrators} Orchestrator replicas", file=sys.stderr)
+        print(f"deployed in {time.perf_counter() - t0:.1f} s; {args.clients} clients, {args.orchestrators} "
+              f"Orchestrator replicas; replicas by node: {replicas_by_node(apps)}", file=sys.stderr)
         t1 = time.perf_counter()
         run, verdict = asyncio.run(fault_suite(
             launch.app_url(config), dsn, config.applications[0].name, questions, tenant=f"faults-{int(time.time())}",
             clients=args.clients, baseline_s=args.baseline, contenders=args.contenders, rounds=args.rounds,
             more=more))
+        print(f"replicas by node after the faults: {replicas_by_node(apps)}", file=sys.stderr)
     finally:
         launch.shutdown()
+        if cluster is not None:
+            cluster.shutdown()
         if postgres is not None:
             postgres.remove()
     if args.dump:

@@ -71,10 +71,17 @@ CHECKS = {
 
 @dataclass(frozen=True, slots=True)
 class Fault:
-    """A named failure; ``inject`` causes it and says what it did (the replica killed, backends terminated)."""
+    """A named failure; ``inject`` causes it and says what it did (the replica killed, backends terminated).
+
+    ``whole``, when given, says whether what the fault broke is whole again (every replica replaced), beyond the
+    clean answers and readiness every fault waits for; ``min_s``: the fault is not called recovered sooner (what it
+    breaks may go unnoticed that long); ``extra_s``: how much longer than the run's bound it may take."""
 
     name: str
     inject: Inject
+    whole: Callable[[], bool] | None = None
+    min_s: float = 0.0
+    extra_s: float = 0.0
 
 
 @dataclass(slots=True)
@@ -245,6 +252,7 @@ class FaultRun:
         phase = Phase(fault.name, time.time())
         self.phases.append(phase)
         phase.note = await fault.inject()
+        min_s, max_s = max(min_s, fault.min_s), max_s + fault.extra_s
         while True:
             await asyncio.sleep(0.25)
             now = time.time()
@@ -252,11 +260,14 @@ class FaultRun:
                 break
             recent = [o for o in phase.outcomes if o.ended >= now - clean_s]
             ready = bool(phase.probes) and phase.probes[-1].ready
-            if now - phase.injected_at >= min_s and ready and recent and all(o.clean for o in recent):
+            if now - phase.injected_at >= min_s and ready and recent and all(o.clean for o in recent) and (
+                    fault.whole is None or await asyncio.to_thread(fault.whole)):
                 phase.recovered = True
                 break
         last_bad = max([o.ended for o in phase.outcomes if not o.clean] +
                        [p.received for p in phase.probes if not p.ready], default=phase.injected_at)
+        if fault.whole is not None and phase.recovered:  # recovered when whole: the last replica back counts too
+            last_bad = max(last_bad, now)
         phase.recovery_s = last_bad - phase.injected_at
         return phase
 

@@ -12,16 +12,20 @@ from __future__ import annotations
 import asyncio
 import time
 from collections.abc import Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import ray
 from ray import serve
-from ray.serve.schema import ServeDeploySchema
+from ray.cluster_utils import Cluster
+from ray.serve._private.common import DeploymentStatus
+from ray.serve.schema import ApplicationStatus, RayActorOptionsSchema, ServeDeploySchema
 
 from agentic_rag.loadtest.faults import Fault, FaultRun, Verdict, judge, terminate_backends
 from agentic_rag.settings import Settings
 
-__all__ = ["FAULT_ARGS", "fault_config", "fault_suite", "kill_replica", "replica_actors", "standard_faults"]
+__all__ = ["FAULT_ARGS", "NodeLoss", "fault_config", "fault_suite", "kill_replica", "node_lost", "replica_actors",
+           "replicas_by_node", "standard_faults"]
 
 # Settings for a fault run: a run may take 15 s, not 30. The runs a killed replica leaves are closed by the live
 # ones once it has gone unheard for the default lapse (runner_lapse_ms, 10 s): the timed sweep keeps its defaults
@@ -35,13 +39,22 @@ REQUEST_GRACE_S = 20.0
 LOADED_START_FACTOR = 2.5
 REPLACEMENT_S = 15.0
 MIN_RECOVERY_S = 30.0  # past a run's deadline: its final writes, the hops and the proxy (the API allows 15 s)
+# Losing a node: Ray's GCS calls a node dead after health_check_failure_threshold (5) failed checks
+# health_check_period_ms (3 s) apart, Ray's defaults, kept as a real cluster has them; only then does Serve replace the
+# replicas it held. The fault's recovery bound adds this to a replica's replacement.
+NODE_DEATH_S = 5 * 3.0
+HEAD_RESOURCE = "node:__internal_head__"  # a resource of 1 that Ray gives the head node alone
+HEAD_SLIVER = 0.001
 SERVE_NAMESPACE = "serve"
 REPLICA_PREFIX = "SERVE_REPLICA::"  # Serve's actor name: SERVE_REPLICA::<app>#<deployment>#<replica id>
 
 
-def fault_config(config: ServeDeploySchema, *, orchestrators: int, args: dict[str, Any]) -> ServeDeploySchema:
+def fault_config(config: ServeDeploySchema, *, orchestrators: int, args: dict[str, Any],
+                 on_head: Sequence[str] = ()) -> ServeDeploySchema:
     """``config`` with exactly ``orchestrators`` Orchestrator replicas (a resume must be claimed across
-    replicas; one killed leaves another), and ``args`` over every application's args (shorter sweep times)."""
+    replicas; one killed leaves another), and ``args`` over every application's args (shorter sweep times).
+    The deployments named in ``on_head`` are placed on the head node (a sliver of Ray's own ``node:__internal_head__``
+    resource, which only the head has)."""
     apps = []
     for app in config.applications:
         deployments = []
@@ -50,6 +63,11 @@ def fault_config(config: ServeDeploySchema, *, orchestrators: int, args: dict[st
                 scaling = {**(d.autoscaling_config if isinstance(d.autoscaling_config, dict) else {}),
                            "min_replicas": orchestrators, "max_replicas": orchestrators}
                 d = d.model_copy(update={"autoscaling_config": scaling})
+            if d.name in on_head:
+                options = (d.ray_actor_options if isinstance(d.ray_actor_options, RayActorOptionsSchema)
+                           else RayActorOptionsSchema())
+                resources = {**(options.resources or {}), HEAD_RESOURCE: HEAD_SLIVER}
+                d = d.model_copy(update={"ray_actor_options": options.model_copy(update={"resources": resources})})
             deployments.append(d)
         apps.append(app.model_copy(update={"deployments": deployments, "args": {**app.args, **args}}))
     return config.model_copy(update={"applications": apps})
@@ -116,6 +134,56 @@ def standard_faults(app: str, dsn: str, *, terminations: int = 3) -> list[Fault]
         Fault("Qdrant down (VectorRetriever replica, which embeds it, killed)",
               _killer(app, "VectorRetriever").inject),
     ]
+
+
+def replicas_by_node(apps: Sequence[str]) -> dict[str, list[str]]:
+    """Where the live replicas of ``apps`` are: node id (hex) -> ``app#deployment`` of each replica there, sorted."""
+    from ray._private import state as ray_state  # the GCS's actor table: the state API needs the dashboard
+
+    out: dict[str, list[str]] = {}
+    for actor in ray_state.actors().values():
+        name = str(actor.get("Name") or "")
+        if actor.get("State") != "ALIVE" or not name.startswith(REPLICA_PREFIX) or name.count("#") != 2:
+            continue
+        app, deployment, _ = name.removeprefix(REPLICA_PREFIX).split("#")
+        if app in apps:
+            out.setdefault(str(actor["Address"]["NodeID"]), []).append(f"{app}#{deployment}")
+    return {node: sorted(names) for node, names in out.items()}
+
+
+@dataclass
+class NodeLoss:
+    """What :func:`node_lost` killed: the node, and the replicas it held when it died."""
+
+    node_id: str = ""
+    held: list[str] = field(default_factory=list)
+
+
+def node_lost(cluster: Cluster, apps: Sequence[str]) -> tuple[Fault, NodeLoss]:
+    """A worker node of ``cluster`` killed at once: its raylet, object store and every worker process on it get
+    SIGKILL with no chance to shut down (``remove_node(allow_graceful=False)``), as when a machine loses power or
+    its pod is evicted. Serve replaces the replicas it held on the nodes left, once Ray calls the node dead
+    (:data:`NODE_DEATH_S`). The returned :class:`NodeLoss` says, once injected, which node and what it held."""
+    lost = NodeLoss()
+
+    def kill() -> str:
+        node = max(cluster.worker_nodes, key=lambda n: len(replicas_by_node(apps).get(n.node_id, [])))
+        lost.node_id, lost.held = node.node_id, replicas_by_node(apps).get(node.node_id, [])
+        cluster.remove_node(node, allow_graceful=False)
+        return f"worker node {node.node_id[:8]} killed, holding {len(lost.held)} replica(s): {', '.join(lost.held)}"
+
+    async def inject() -> str:
+        return await asyncio.to_thread(kill)
+
+    return Fault("worker node lost", inject, whole=lambda: serve_whole(apps), min_s=NODE_DEATH_S,
+                 extra_s=NODE_DEATH_S), lost
+
+
+def serve_whole(apps: Sequence[str]) -> bool:
+    """Whether every one of ``apps`` is RUNNING with each deployment HEALTHY: all its target replicas running."""
+    status = serve.status().applications
+    return all(a in status and status[a].status == ApplicationStatus.RUNNING
+               and all(d.status == DeploymentStatus.HEALTHY for d in status[a].deployments.values()) for a in apps)
 
 
 def replica_startup(app: str, deployment: str = "Embedder") -> dict[str, float]:

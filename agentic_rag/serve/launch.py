@@ -18,6 +18,7 @@ from typing import Any
 import ray
 import yaml
 from ray import serve
+from ray.cluster_utils import Cluster
 from ray.serve._private import api as serve_private_api
 from ray.serve._private.constants import SERVE_NAMESPACE
 from ray.serve.config import gRPCOptions
@@ -79,6 +80,7 @@ def _with_port(target: str, port: int) -> str:
 #   default 4 MiB image is 5.3 MiB so; the settings allow 10 MiB): 16 MiB (app.replica_message_problem).
 REPLICA_MESSAGE_MAX = 16 * 2**20
 START_ATTEMPTS = 3
+NODE_OBJECT_STORE = 256 * 2**20  # a node's object store in a local cluster (the largest question's image is 16 MiB)
 log = logging.getLogger(__name__)
 SERVE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "RAY_SERVE_ENABLE_HA_PROXY": "1",
              "RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH": str(REPLICA_MESSAGE_MAX)}
@@ -89,16 +91,20 @@ SERVE_ENV = {"RAY_SERVE_THROUGHPUT_OPTIMIZED": "1", "RAY_SERVE_ENABLE_HA_PROXY":
 LOCAL_ENV = {"RAY_SERVE_DIRECT_INGRESS_MIN_DRAINING_PERIOD_S": "2"}
 
 
-def start_ray(*, num_cpus: int | None = None, log_to_driver: bool = True) -> None:
-    """A local Ray without the dashboard (its extra processes cost a small machine a core at start), with
-    Serve's throughput-optimized mode (:data:`SERVE_ENV`)."""
-    if ray.is_initialized():
-        return
+def _local_environment() -> None:
     # Ray 2.60 turns token authentication on by default; a local single-user cluster runs without it
     # unless the operator chose otherwise.
     os.environ.setdefault("RAY_AUTH_MODE", "disabled")
     for key, value in {**SERVE_ENV, **LOCAL_ENV}.items():
         os.environ.setdefault(key, value)
+
+
+def start_ray(*, num_cpus: int | None = None, log_to_driver: bool = True) -> None:
+    """A local Ray without the dashboard (its extra processes cost a small machine a core at start), with
+    Serve's throughput-optimized mode (:data:`SERVE_ENV`)."""
+    if ray.is_initialized():
+        return
+    _local_environment()
     # A local node now and then fails to come up on a loaded machine ("timed out during startup": the raylet never
     # registered, seen once in a fresh-clone CI right after another cluster stopped). What the failed start left
     # is stopped, and it is tried again a little later.
@@ -107,6 +113,23 @@ def start_ray(*, num_cpus: int | None = None, log_to_driver: bool = True) -> Non
         with attempt:
             ray.init(num_cpus=num_cpus, include_dashboard=False, namespace=SERVE_NAMESPACE,
                      log_to_driver=log_to_driver)
+
+
+def start_cluster(*, nodes: int = 2, num_cpus: int = 2, log_to_driver: bool = True) -> Cluster:
+    """Ray as a real cluster of ``nodes`` nodes on this machine, and the driver connected to its head: Ray's own
+    :class:`ray.cluster_utils.Cluster`, which Ray's tests use for this. Each node is a raylet of its own, with its
+    own object store, worker processes and ``num_cpus`` logical CPUs; the head also holds the GCS and, with the
+    configs' ``proxy_location: HeadOnly``, Serve's controller and proxy. Serve spreads a deployment's replicas
+    over the nodes (its default SPREAD strategy). Killing a worker node (:func:`agentic_rag.serve.faults.node_lost`)
+    is what losing a machine or a pod does. Stop it with :func:`shutdown` and then ``cluster.shutdown()``."""
+    _local_environment()
+    cluster = Cluster(initialize_head=True, head_node_args={
+        "num_cpus": num_cpus, "include_dashboard": False, "object_store_memory": NODE_OBJECT_STORE})
+    for _ in range(nodes - 1):
+        cluster.add_node(num_cpus=num_cpus, object_store_memory=NODE_OBJECT_STORE)
+    cluster.wait_for_nodes()
+    ray.init(address=cluster.address, namespace=SERVE_NAMESPACE, log_to_driver=log_to_driver)
+    return cluster
 
 
 def _stop_failed_start(state: RetryCallState) -> None:
