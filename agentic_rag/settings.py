@@ -218,6 +218,13 @@ class Settings(BaseSettings):
                     "a CPU that computes it natively (AVX512-BF16 or AMX) MiniLM runs 1.3x (one text) to 1.8x (64) "
                     "faster, each vector within cosine 0.9999 of float32's (docs/benchmarks.md). auto: bfloat16 where "
                     "the CPU (or a CUDA GPU) has it natively, else float32.")
+    embedding_runtime: Literal["auto", "onnx", "torch"] = Field(
+        "auto",
+        description="What runs the embedding model. onnx: ONNX Runtime, over an export made once per model under "
+                    "data_dir/models/onnx (by the first process that embeds, with torch); a process is ready in about "
+                    "a second instead of the 10-15 s torch and sentence-transformers take to import and build, with "
+                    "the same vectors (docs/benchmarks.md). torch: sentence-transformers. auto: onnx for a float32 "
+                    "model on the CPU whose layout the export takes (mean pooling, normalised), else torch.")
     embedding_batch_tokens: int = Field(
         512, ge=0, le=65_536,
         description="Most tokens (texts x the longest, as padded) per forward pass of the embedding model: texts go "

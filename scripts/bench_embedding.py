@@ -11,6 +11,8 @@ with passes of 64 texts (``--tokens 0``), of 16, and by token budgets. Each roun
 the smallest cosine between a variant's vectors and the fixed-64 ones (the same vectors, batched differently).
 
 ``--dtypes float32,bfloat16`` adds the model in each other dtype at 512 tokens a pass (``embedding_dtype``);
+``--runtimes onnx,torch`` times the model on each runtime at 512 tokens a pass (``embedding_runtime``; the other
+variants run on ``auto``), and each runtime's start in a fresh process;
 ``--threads 1`` gives torch one thread, as the Embedder replica of configs/local.yaml has; ``--texts 1`` times
 lone queries (a search at low load).
 """
@@ -20,6 +22,8 @@ from __future__ import annotations
 import argparse
 import random
 import statistics
+import subprocess
+import sys
 import time
 
 import numpy as np
@@ -35,7 +39,8 @@ def main() -> None:
     parser.add_argument("--texts", type=int, default=64, help="texts a call (default 64)")
     parser.add_argument("--budgets", default="256,512,1024", help="token budgets to compare")
     parser.add_argument("--dtypes", default="float32", help="embedding_dtype values to compare at 512 tokens a pass")
-    parser.add_argument("--threads", type=int, default=0, help="torch threads (0: torch's default)")
+    parser.add_argument("--runtimes", default="", help="embedding_runtime values to compare at 512 tokens a pass")
+    parser.add_argument("--threads", type=int, default=0, help="threads a pass (0: the runtime's default)")
     args = parser.parse_args()
     questions = [q.question for q in load_demo_questions()]
     rng = random.Random(3)
@@ -51,6 +56,9 @@ def main() -> None:
     variants |= {f"512 tokens a pass, {d}": Settings(embedding_batch_size=64, embedding_batch_tokens=512,
                                                      embedding_dtype=d, **common)
                  for d in args.dtypes.split(",") if d != "float32"}
+    variants |= {f"512 tokens a pass, {r}": Settings(embedding_batch_size=64, embedding_batch_tokens=512,
+                                                     embedding_runtime=r, **common)
+                 for r in args.runtimes.split(",") if r}
     embedders = {name: Embedder(s) for name, s in variants.items()}
     for e in embedders.values():
         e.embed(["warm up"])
@@ -71,6 +79,24 @@ def main() -> None:
     for name in embedders:
         q, p = (statistics.median(rates[(k, name)]) for k in kinds)
         print(f"| {name} | {q:,.0f} | {q / q0:.2f}x | {p:,.0f} | {p / p0:.2f}x | {cosines[name]:.6f} |")
+    if args.runtimes:
+        print("\n| runtime | a fresh process: start to its first vector (median of 3) |\n|---|---:|")
+        for runtime in args.runtimes.split(","):
+            print(f"| {runtime} | {statistics.median(start_s(runtime, args.threads) for _ in range(3)):.2f} s |")
+
+
+def start_s(runtime: str, threads: int) -> float:
+    """Seconds a fresh Python process takes from its start to one question's vector on ``runtime``: the imports,
+    the model's load and one pass, what an Embedder replica's start costs on top of Ray's."""
+    script = ("import time; t0 = time.perf_counter()\n"
+              "from agentic_rag.models.embeddings import Embedder\n"
+              "from agentic_rag.settings import Settings\n"
+              f"Embedder(Settings(embedding_runtime={runtime!r}, embedding_threads={threads})).embed(['a question'])\n"
+              "print(time.perf_counter() - t0)\n")
+    t0 = time.perf_counter()
+    done = subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True)
+    float(done.stdout)  # the process's own figure must parse: it ran
+    return time.perf_counter() - t0
 
 
 if __name__ == "__main__":

@@ -7,8 +7,8 @@ Starts a local Ray, deploys the config (two Orchestrator replicas, a short sweep
 ``agentic-rag ingest`` first), and keeps ``--clients`` clients asking the demo questions while it kills an
 Orchestrator, a GraphRetriever and the Embedder replica, terminates every PostgreSQL backend, takes
 the embedded Qdrant down with the VectorRetriever replica that holds it, restarts PostgreSQL (a server of
-the run's own holding a copy of the database: ``--restart-postgres``), and kills a worker node: Ray runs as two
-nodes on this machine (``--nodes``; Ray's own ``cluster_utils.Cluster``), Serve spreads the replicas over them
+the run's own holding a copy of the database: ``--restart-postgres``), and first of all kills a worker node: Ray runs
+as two nodes on this machine (``--nodes``; Ray's own ``cluster_utils.Cluster``), Serve spreads the replicas over them
 (the Ingress stays with the proxy on the head), and the worker's raylet and every process on it are killed at
 once. Prints one Markdown table (a row per fault: requests, status codes, degraded answers, recovery time), where
 the replicas were before and after, and the checks; exits 1 if one failed.
@@ -54,7 +54,7 @@ def main() -> int:
     settings = Settings()
     dsn = resolve_dsn(settings)
     postgres: PrivatePostgres | None = None
-    more = []
+    first, more = [], []
     if args.restart_postgres > 0:
         postgres = PrivatePostgres.temporary(settings.local_postgres_port + 1)
         postgres.start()
@@ -68,7 +68,7 @@ def main() -> int:
     cluster = None
     if args.nodes > 1:
         cluster = launch.start_cluster(nodes=args.nodes, num_cpus=args.node_cpus, log_to_driver=False)
-        more.append(node_lost(cluster, apps)[0])
+        first.append(node_lost(cluster, apps)[0])
     else:
         launch.start_ray(log_to_driver=False)
     try:
@@ -80,7 +80,7 @@ def main() -> int:
         run, verdict = asyncio.run(fault_suite(
             launch.app_url(config), dsn, config.applications[0].name, questions, tenant=f"faults-{int(time.time())}",
             clients=args.clients, baseline_s=args.baseline, contenders=args.contenders, rounds=args.rounds,
-            more=more))
+            first=first, more=more))
         print(f"replicas by node after the faults: {replicas_by_node(apps)}", file=sys.stderr)
     finally:
         launch.shutdown()

@@ -7,11 +7,12 @@ import threading
 import weakref
 from collections import deque
 from collections.abc import Callable, Sequence
-from typing import Any
+from pathlib import Path
 
 import numpy as np
 import numpy.typing as npt
 
+from agentic_rag.models.onnx_embeddings import OnnxSentenceModel, exportable
 from agentic_rag.settings import Settings
 
 Vectors = npt.NDArray[np.float32]
@@ -35,8 +36,47 @@ def native_bfloat16(device: str) -> bool:
     return any(bool(getattr(torch.cpu, name, lambda: False)()) for name in checks)
 
 
+def cpu_bfloat16() -> bool:
+    """Whether this CPU computes bfloat16 natively (AVX512-BF16 or AMX), from the kernel's flags where it says,
+    so that asking does not import torch; elsewhere torch's own probes."""
+    try:
+        flags = Path("/proc/cpuinfo").read_text(encoding="utf-8").split()
+    except OSError:
+        return native_bfloat16("cpu")
+    return "avx512_bf16" in flags or "amx_bf16" in flags
+
+
+class _TorchModel:
+    """sentence-transformers' model behind the interface :class:`Embedder` runs passes through."""
+
+    def __init__(self, path: str, device: str, threads: int, dtype: str) -> None:
+        from sentence_transformers import SentenceTransformer
+
+        if threads:
+            import torch
+
+            torch.set_num_threads(threads)  # the process's: what embeds here is what computes here
+        self._model = SentenceTransformer(path, device=device, local_files_only=True)
+        if dtype == "bfloat16":
+            import torch
+
+            self._model.to(torch.bfloat16)
+        self.max_seq_length: int = self._model.max_seq_length or 512
+        self.dimension: int = self._model.get_embedding_dimension() or 0
+
+    def token_lengths(self, texts: Sequence[str]) -> list[int]:
+        ids = self._model.tokenizer(list(texts), truncation=True, max_length=self.max_seq_length)["input_ids"]
+        return [len(i) for i in ids]
+
+    def encode(self, texts: Sequence[str]) -> Vectors:
+        out: Vectors = self._model.encode(list(texts), batch_size=len(texts), normalize_embeddings=True,
+                                          convert_to_numpy=True, show_progress_bar=False)
+        return out
+
+
 class Embedder:
-    """Batched, L2-normalised sentence embeddings. Loads the model on first use."""
+    """Batched, L2-normalised sentence embeddings. Loads the model on first use, on the runtime
+    ``embedding_runtime`` names (:attr:`runtime`)."""
 
     def __init__(self, settings: Settings) -> None:
         self._path = settings.embedding_model or default_model_path()
@@ -45,41 +85,43 @@ class Embedder:
         self._batch_tokens = settings.embedding_batch_tokens
         self._threads = settings.embedding_threads
         self._dtype: str = settings.embedding_dtype
-        self._model: Any = None
+        self._runtime: str = settings.embedding_runtime
+        self._onnx_dir = settings.data_dir / "models" / "onnx"
+        self._model: _TorchModel | OnnxSentenceModel | None = None
         # torch modules are not safe to call from several threads at once
         self._lock = threading.Lock()
         self._batch_wait_s = settings.embedding_batch_wait_ms / 1000
         # one batcher per event loop (futures belong to their loop)
         self._batchers: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _Batcher] = weakref.WeakKeyDictionary()
 
-    def _load(self) -> Any:
+    def _load(self) -> _TorchModel | OnnxSentenceModel:
         if self._model is None:
-            from sentence_transformers import SentenceTransformer
-
-            if self._threads:
-                import torch
-
-                torch.set_num_threads(self._threads)  # the process's: what embeds here is what computes here
-
-            model = SentenceTransformer(self._path, device=self._device, local_files_only=True)
-            if self.dtype == "bfloat16":
-                import torch
-
-                model.to(torch.bfloat16)
-            self._model = model
+            if self.runtime == "onnx":
+                self._model = OnnxSentenceModel(Path(self._path), self._onnx_dir, threads=self._threads)
+            else:
+                self._model = _TorchModel(self._path, self._device, self._threads, self.dtype)
         return self._model
+
+    @property
+    def runtime(self) -> str:
+        """What runs the model: ``embedding_runtime``, with ``auto`` resolved: ONNX Runtime for a float32 model on
+        the CPU that :func:`~agentic_rag.models.onnx_embeddings.exportable` takes, torch otherwise."""
+        if self._runtime == "auto":
+            onnx = (self._device == "cpu" and self.dtype == "float32" and exportable(Path(self._path)))
+            self._runtime = "onnx" if onnx else "torch"
+        return self._runtime
 
     @property
     def dtype(self) -> str:
         """What the model computes in: ``embedding_dtype``, with ``auto`` resolved for this machine."""
         if self._dtype == "auto":
-            self._dtype = "bfloat16" if native_bfloat16(self._device) else "float32"
+            native = cpu_bfloat16() if self._device == "cpu" else native_bfloat16(self._device)
+            self._dtype = "bfloat16" if native else "float32"
         return self._dtype
 
     @property
     def dimension(self) -> int:
-        dim = self._load().get_embedding_dimension()
-        return int(dim)
+        return self._load().dimension
 
     @property
     def model_name(self) -> str:
@@ -91,15 +133,14 @@ class Embedder:
             return np.zeros((0, self.dimension), dtype=np.float32)
         with self._lock:
             model = self._load()
-            out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+            out = np.zeros((len(texts), model.dimension), dtype=np.float32)
             for rows in self._passes(model, texts):
-                out[rows] = model.encode([texts[i] for i in rows], batch_size=len(rows), normalize_embeddings=True,
-                                         convert_to_numpy=True, show_progress_bar=False)
+                out[rows] = model.encode([texts[i] for i in rows])
         if self.dtype != "float32":  # normalised in bfloat16, a row's norm is 1 to about 3 digits: make it 1
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out
 
-    def _passes(self, model: Any, texts: Sequence[str]) -> list[list[int]]:
+    def _passes(self, model: _TorchModel | OnnxSentenceModel, texts: Sequence[str]) -> list[list[int]]:
         """The texts' positions, grouped into forward passes: longest first, at most ``embedding_batch_size``
         texts and ``embedding_batch_tokens`` padded tokens a pass.
 
@@ -109,11 +150,11 @@ class Embedder:
         n = len(texts)
         if self._batch_tokens <= 0 or n == 1:
             return [list(range(i, min(i + self._batch_size, n))) for i in range(0, n, self._batch_size)]
-        ids = model.tokenizer(list(texts), truncation=True, max_length=model.max_seq_length)["input_ids"]
-        order = sorted(range(n), key=lambda i: -len(ids[i]))
+        lengths = model.token_lengths(texts)
+        order = sorted(range(n), key=lambda i: -lengths[i])
         passes: list[list[int]] = []
         while order:
-            fit = max(1, min(self._batch_size, self._batch_tokens // max(1, len(ids[order[0]]))))
+            fit = max(1, min(self._batch_size, self._batch_tokens // max(1, lengths[order[0]])))
             passes.append(order[:fit])
             order = order[fit:]
         return passes

@@ -205,9 +205,10 @@ def recovery_bound_s(startup: dict[str, float]) -> float:
 async def fault_suite(url: str, dsn: str, app: str, questions: Sequence[str], *, tenant: str, clients: int,
                       baseline_s: float = 5.0, contenders: int = 8, rounds: int = 2,
                       max_recovery_s: float | None = None,
-                      more: Sequence[Fault] = ()) -> tuple[FaultRun, Verdict]:
-    """The whole run against a deployed app: a baseline under load, concurrent resumes, each standard fault and
-    then each of ``more`` (a PostgreSQL restart, a node lost) until the service is clean again, then the checks
+                      first: Sequence[Fault] = (), more: Sequence[Fault] = ()) -> tuple[FaultRun, Verdict]:
+    """The whole run against a deployed app: a baseline under load, concurrent resumes, each of ``first`` (a node
+    lost, while the replicas are where Serve spread them), each standard fault, then each of ``more`` (a PostgreSQL
+    restart), each until the service is clean again, then the checks
     (:func:`~agentic_rag.loadtest.faults.judge`). ``max_recovery_s``: how long a fault may take to recover;
     unset, :func:`recovery_bound_s` of the Embedder's start as deployed."""
     deployed = await asyncio.to_thread(replica_startup, app)
@@ -218,7 +219,7 @@ async def fault_suite(url: str, dsn: str, app: str, questions: Sequence[str], *,
         await run.baseline(baseline_s)
         for _ in range(rounds):
             await run.resume_race(contenders)
-        for fault in [*standard_faults(app, dsn), *more]:
+        for fault in [*first, *standard_faults(app, dsn), *more]:
             await run.fault(fault, max_s=max_recovery_s)
         await run.stop()
         # a run in flight ends by its deadline; one whose replica died is closed a lapse (and a beat) after it

@@ -68,8 +68,7 @@ def test_texts_go_through_in_passes_by_token_budget(settings: Settings) -> None:
     budget = Embedder(settings.model_copy(update={"embedding_batch_size": 32, "embedding_batch_tokens": 256}))
     fixed = Embedder(settings.model_copy(update={"embedding_batch_size": 32, "embedding_batch_tokens": 0}))
     model = budget._load()
-    encoded = model.tokenizer(texts, truncation=True, max_length=model.max_seq_length)
-    lengths = [len(ids) for ids in encoded["input_ids"]]
+    lengths = model.token_lengths(texts)
     passes = budget._passes(model, texts)
     assert sorted(i for p in passes for i in p) == list(range(len(texts)))  # every text once
     firsts = [lengths[p[0]] for p in passes]
@@ -88,12 +87,12 @@ def test_the_embedders_torch_threads_come_from_the_settings(settings: Settings) 
 
     before = torch.get_num_threads()
     try:
-        e = Embedder(settings.model_copy(update={"embedding_threads": 1}))
+        e = Embedder(settings.model_copy(update={"embedding_threads": 1, "embedding_runtime": "torch"}))
         e.embed(["one thread"])
         assert torch.get_num_threads() == 1
     finally:
         torch.set_num_threads(before)
-    Embedder(settings).embed(["torch's default"])  # 0 leaves the process's threads alone
+    Embedder(settings.model_copy(update={"embedding_runtime": "torch"})).embed(["torch's default"])  # 0: left alone
     assert torch.get_num_threads() == before
 
 
