@@ -167,8 +167,9 @@ def node_lost(cluster: Cluster, apps: Sequence[str]) -> tuple[Fault, NodeLoss]:
     lost = NodeLoss()
 
     def kill() -> str:
-        node = max(cluster.worker_nodes, key=lambda n: len(replicas_by_node(apps).get(n.node_id, [])))
-        lost.node_id, lost.held = node.node_id, replicas_by_node(apps).get(node.node_id, [])
+        placed = replicas_by_node(apps)  # one read of the GCS's actor table
+        node = max(cluster.worker_nodes, key=lambda n: len(placed.get(n.node_id, [])))
+        lost.node_id, lost.held = node.node_id, placed.get(node.node_id, [])
         cluster.remove_node(node, allow_graceful=False)
         return f"worker node {node.node_id[:8]} killed, holding {len(lost.held)} replica(s): {', '.join(lost.held)}"
 
