@@ -335,6 +335,15 @@ class Settings(BaseSettings):
     log_level: str = Field("INFO", pattern=r"^(DEBUG|INFO|WARNING|ERROR)$", description="Root log level.")
     log_json: bool = Field(True, description="JSON log lines (with request_id); false: plain text.")
 
+    # -- traces (on when OTEL_EXPORTER_OTLP_ENDPOINT or OTEL_EXPORTER_OTLP_TRACES_ENDPOINT names a receiver) ------
+    trace_ratio: float = Field(
+        1.0, ge=0.0, le=1.0,
+        description="Share of new traces sampled when tracing is on (a request that arrives with a traceparent "
+                    "follows its caller's decision).")
+    trace_content: bool = Field(
+        False, description="Put the question's text on the run's span (off: spans carry ids, counts and names of "
+                           "steps and models only).")
+
     # -- ingestion -----------------------------------------------------------------------------------
     ingest_batch_size: int = Field(512, ge=1, le=100_000, description="Points per Qdrant upsert.")
 

@@ -12,6 +12,7 @@ from pathlib import Path
 
 REPO = Path(__file__).resolve().parents[1]
 IMAGE = "REGISTRY/agentic-rag:0.1.0"  # built from k8s/Dockerfile
+COLLECTOR = "otel/opentelemetry-collector:0.116.0"  # the OpenTelemetry Collector's core distribution
 
 TEMPLATE = """\
 # The agentic-rag service on KubeRay: a RayService whose Serve config is configs/gpu.yaml.
@@ -73,9 +74,29 @@ spec:
                 # calls between replicas carry a question's image (base64): 16 MiB a message, not gRPC's 4 MiB
                 - name: RAY_SERVE_REPLICA_GRPC_MAX_MESSAGE_LENGTH
                   value: "16777216"
+                # traces: every process exports its spans to the collector beside it in the pod (the sidecar
+                # below, k8s/otel-collector.yaml), which batches them on to the tracing backend
+                - name: OTEL_EXPORTER_OTLP_ENDPOINT
+                  value: "http://localhost:4318"
+                - name: OTEL_SERVICE_NAME
+                  value: agentic-rag
               resources:
                 requests: {{cpu: "2", memory: 8Gi}}
                 limits: {{cpu: "4", memory: 8Gi}}
+            # the OpenTelemetry Collector as a sidecar: OTLP in on localhost, batched out to the backend
+            - &collector
+              name: otel-collector
+              image: {collector}
+              args: ["--config=/conf/collector.yaml"]
+              volumeMounts:
+                - {{name: otel-collector, mountPath: /conf, readOnly: true}}
+              resources:
+                requests: {{cpu: 100m, memory: 128Mi}}
+                limits: {{cpu: 500m, memory: 256Mi}}
+          volumes:
+            - &collector-config
+              name: otel-collector
+              configMap: {{name: agentic-rag-otel-collector}}
     workerGroupSpecs:
       - groupName: cpu
         replicas: 2
@@ -92,6 +113,9 @@ spec:
                 resources:
                   requests: {{cpu: "8", memory: 16Gi}}
                   limits: {{cpu: "8", memory: 16Gi}}
+              - *collector
+            volumes:
+              - *collector-config
       - groupName: gpu
         # at the deployments' minimum: planner 1 + validator 1 + embedder 2 x 0.5; at their maximum: 4 + 2 + 8 x 0.5
         replicas: 3
@@ -109,9 +133,11 @@ spec:
                   limits: {{cpu: "8", memory: 64Gi, nvidia.com/gpu: "1"}}
                 volumeMounts:
                   - {{name: models, mountPath: /models, readOnly: true}}
+              - *collector
             volumes:
               - name: models
                 persistentVolumeClaim: {{claimName: agentic-rag-models}}
+              - *collector-config
             tolerations:
               - {{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}}
 """
@@ -119,7 +145,8 @@ spec:
 
 def render() -> str:
     serve_config = (REPO / "configs" / "gpu.yaml").read_text(encoding="utf-8")
-    return TEMPLATE.format(serve_config=textwrap.indent(serve_config.rstrip(), "    "), image=IMAGE)
+    return TEMPLATE.format(serve_config=textwrap.indent(serve_config.rstrip(), "    "), image=IMAGE,
+                           collector=COLLECTOR)
 
 
 if __name__ == "__main__":

@@ -42,6 +42,7 @@ from starlette.responses import JSONResponse
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from agentic_rag import tracing
 from agentic_rag.api.admission import ANONYMOUS, Admission, TooManyRuns, key_id
 from agentic_rag.api.auth import key_matches, matched_key
 from agentic_rag.api.errors import RETRY_AFTER
@@ -123,6 +124,12 @@ def _tenant(ctx: Context, default: str) -> str:
     return tenant
 
 
+def _trace_meta(ctx: Context) -> dict[str, str]:
+    """``traceparent`` and ``tracestate`` from the request's ``_meta``, where a client put them."""
+    meta = ctx.request_context.meta or {}
+    return {k: v for k in ("traceparent", "tracestate") if isinstance(v := meta.get(k), str)}
+
+
 def _request_id(ctx: Context) -> str:
     """The run's request id: the HTTP request's (``X-Request-ID``, set by the proxy or the client) over HTTP, else
     one of its own (``mcp-<uuid>``)."""
@@ -181,8 +188,11 @@ def create_mcp(service: AgentService, settings: Settings, *, tenant: str = "defa
         return admission.slot(_key(ctx, keys)) if admission is not None else contextlib.nullcontext()
 
     async def run(ctx: Context, work: Callable[[], Awaitable[Any]]) -> Any:
-        async with admitted(ctx):
-            return await work()
+        # a caller's trace context in the request's _meta (how MCP carries it over stdio, where there are no
+        # headers; over HTTP the headers' traceparent opened the request's span already)
+        with tracing.attached(_trace_meta(ctx)):
+            async with admitted(ctx):
+                return await work()
 
     budgets = server_budget(settings) | None  # a budget within this server's limits (the schema says which)
     server: MCPServer = MCPServer(

@@ -12,6 +12,7 @@ from pathlib import Path
 import numpy as np
 import numpy.typing as npt
 
+from agentic_rag import tracing
 from agentic_rag.models.onnx_embeddings import OnnxSentenceModel, exportable
 from agentic_rag.settings import Settings
 
@@ -131,11 +132,14 @@ class Embedder:
         """Embed texts in batches; rows are unit vectors, so a dot product is the cosine."""
         if not texts:
             return np.zeros((0, self.dimension), dtype=np.float32)
-        with self._lock:
+        with tracing.span("embed", {"agentic_rag.texts": len(texts), "agentic_rag.runtime": self.runtime}) as span, \
+                self._lock:
             model = self._load()
             out = np.zeros((len(texts), model.dimension), dtype=np.float32)
-            for rows in self._passes(model, texts):
+            passes = self._passes(model, texts)
+            for rows in passes:
                 out[rows] = model.encode([texts[i] for i in rows])
+            span.set_attribute("agentic_rag.passes", len(passes))
         if self.dtype != "float32":  # normalised in bfloat16, a row's norm is 1 to about 3 digits: make it 1
             out /= np.maximum(np.linalg.norm(out, axis=1, keepdims=True), 1e-12)
         return out

@@ -18,8 +18,10 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
+from opentelemetry.trace import Span
 from pydantic import BaseModel
 
+from agentic_rag import tracing
 from agentic_rag.errors import ErrorKind, InvalidInput
 from agentic_rag.logs import ERROR_TEXT_MAX, request_context
 from agentic_rag.models.base import GenerationError, ModelUnavailable, StructuredModel
@@ -174,17 +176,23 @@ class Orchestrator:
         request_id = request_id or new_request_id()
         limits = Budget.of(self.settings, budget)
         trajectory_id = trajectory_id or uuid.uuid4()
-        with request_context(request_id):
+        attributes = {"agentic_rag.trajectory_id": str(trajectory_id), "agentic_rag.request_id": request_id,
+                      "agentic_rag.mode": mode, "agentic_rag.tenant": tenant,
+                      "agentic_rag.conversation_id": str(conversation_id) if conversation_id else None,
+                      "agentic_rag.question": question[:QUESTION_MAX] if self.settings.trace_content else None}
+        with request_context(request_id), tracing.span("run", attributes) as span:
             t0 = time.perf_counter()
             claim = await self.conversations.claim(conversation_id, tenant=tenant, trajectory_id=trajectory_id,
                                                    deadline_ms=limits.deadline_ms)
             try:
-                return await self._run(question, claim, mode=mode, request_id=request_id, session_id=session_id,
-                                       tenant=tenant, sink=sink, trajectory_id=trajectory_id, limits=limits,
-                                       image=image, t0=t0)
+                result = await self._run(question, claim, mode=mode, request_id=request_id, session_id=session_id,
+                                         tenant=tenant, sink=sink, trajectory_id=trajectory_id, limits=limits,
+                                         image=image, t0=t0)
             except BaseException:
                 await _release(self.conversations, claim, trajectory_id)
                 raise
+            _traced(span, result)
+            return result
 
     async def _run(self, question: str, claim: Claim, *, mode: Mode, request_id: str, session_id: str | None,
                    tenant: str, sink: EventSink | None, trajectory_id: uuid.UUID, limits: Budget, image: bytes | None,
@@ -195,7 +203,8 @@ class Orchestrator:
         guard_ms = (time.perf_counter() - t0) * 1000
         # the trajectory keeps the redacted question: PII never reaches the database
         rec = await self.store.start(query=verdict.text[:MAX_QUERY_CHARS], request_id=request_id, tenant=tenant,
-                                     session_id=session_id, mode=mode, trajectory_id=trajectory_id)
+                                     session_id=session_id, mode=mode, trajectory_id=trajectory_id,
+                                     trace_id=tracing.current_trace_id())
         state = RunState(question=verdict.text[:QUESTION_MAX], mode=mode, budget=limits,
                          image=AttachedImage.of(image) if image is not None else None,
                          conversation=claim.context if claim.context.turns else None, started=started)
@@ -223,42 +232,51 @@ class Orchestrator:
         processes, all but one), or ``ClarificationError`` for a choice that was not offered."""
         request_id = request_id or new_request_id()
         limits = Budget.of(self.settings, budget)
-        with request_context(request_id, str(trajectory_id)):
-            traj = await self.store.get(trajectory_id, tenant=tenant)
-            if traj is None:
-                raise TrajectoryNotFound(f"trajectory {trajectory_id} not found")
-            if traj.status != "needs_clarification" or not traj.final_response:
-                raise _not_waiting(trajectory_id, traj.status)
-            offered = AgentResponse.model_validate(traj.final_response).clarification
-            assert offered is not None  # a needs_clarification response always carries one
-            picked = _pick(offered.choices, choice)
-            state = RunState(question=traj.query[:QUESTION_MAX], mode="agentic", budget=limits)
-            mention: str | None = None
-            asked_with_image = False
-            for e in traj.events:
-                # the trajectory keeps an image's size and hash, never its bytes: the resumed run cannot search by it
-                asked_with_image |= e.stage == "request" and "image" in e.payload
-                if e.stage == "rewrite" and e.type == "decision" and "rewrite" in e.payload:
-                    state.rewrite = QueryRewrite.model_validate(e.payload["rewrite"])
-                if e.stage == "clarify" and e.type == "decision" and isinstance(e.payload.get("mention"), str):
-                    mention = e.payload["mention"]
-            try:  # the claim: the read above may be stale by now
-                rec = await self.store.reopen(trajectory_id, tenant=tenant)
-            except TrajectoryNotWaiting as exc:
-                raise _not_waiting(trajectory_id, exc.status) from None
-            # the run was a turn of a conversation: the choice is its next turn (when the conversation can take one)
-            claim = await self._continue(trajectory_id, tenant, limits)
-            try:
-                run = RunContext(self, rec, state, sink, claim=claim, tenant=tenant, asked=picked.label)
-                if asked_with_image:
-                    state.warn(IMAGE_NOT_RESUMED)
-                await run.event("clarify", "decision", {"chosen": picked.model_dump(mode="json"),
-                                                        "request_id": request_id})
-                return await run.execute(picked, mention)
-            except BaseException:
-                if claim is not None:
-                    await _release(self.conversations, claim, trajectory_id)
-                raise
+        attributes = {"agentic_rag.trajectory_id": str(trajectory_id), "agentic_rag.request_id": request_id,
+                      "agentic_rag.tenant": tenant}
+        with request_context(request_id, str(trajectory_id)), tracing.span("resume", attributes) as span:
+            result = await self._resume(trajectory_id, choice, tenant=tenant, request_id=request_id, sink=sink,
+                                        limits=limits)
+            _traced(span, result)
+            return result
+
+    async def _resume(self, trajectory_id: uuid.UUID, choice: int | str, *, tenant: str, request_id: str,
+                      sink: EventSink | None, limits: Budget) -> RunResult:
+        traj = await self.store.get(trajectory_id, tenant=tenant)
+        if traj is None:
+            raise TrajectoryNotFound(f"trajectory {trajectory_id} not found")
+        if traj.status != "needs_clarification" or not traj.final_response:
+            raise _not_waiting(trajectory_id, traj.status)
+        offered = AgentResponse.model_validate(traj.final_response).clarification
+        assert offered is not None  # a needs_clarification response always carries one
+        picked = _pick(offered.choices, choice)
+        state = RunState(question=traj.query[:QUESTION_MAX], mode="agentic", budget=limits)
+        mention: str | None = None
+        asked_with_image = False
+        for e in traj.events:
+            # the trajectory keeps an image's size and hash, never its bytes: the resumed run cannot search by it
+            asked_with_image |= e.stage == "request" and "image" in e.payload
+            if e.stage == "rewrite" and e.type == "decision" and "rewrite" in e.payload:
+                state.rewrite = QueryRewrite.model_validate(e.payload["rewrite"])
+            if e.stage == "clarify" and e.type == "decision" and isinstance(e.payload.get("mention"), str):
+                mention = e.payload["mention"]
+        try:  # the claim: the read above may be stale by now
+            rec = await self.store.reopen(trajectory_id, tenant=tenant)
+        except TrajectoryNotWaiting as exc:
+            raise _not_waiting(trajectory_id, exc.status) from None
+        # the run was a turn of a conversation: the choice is its next turn (when the conversation can take one)
+        claim = await self._continue(trajectory_id, tenant, limits)
+        try:
+            run = RunContext(self, rec, state, sink, claim=claim, tenant=tenant, asked=picked.label)
+            if asked_with_image:
+                state.warn(IMAGE_NOT_RESUMED)
+            await run.event("clarify", "decision", {"chosen": picked.model_dump(mode="json"),
+                                                    "request_id": request_id})
+            return await run.execute(picked, mention)
+        except BaseException:
+            if claim is not None:
+                await _release(self.conversations, claim, trajectory_id)
+            raise
 
     async def _continue(self, trajectory_id: uuid.UUID, tenant: str, limits: Budget) -> Claim | None:
         """A hold on the conversation whose turn ``trajectory_id`` was; None when it was none's, or the
@@ -273,6 +291,26 @@ class Orchestrator:
         except (ConversationNotFound, ConversationBusy, ConversationFull) as exc:
             log.info("the resumed run is answered outside its conversation: %s", exc)
             return None
+
+
+def _model_attributes(name: str, who: str, role: str) -> dict[str, Any]:
+    backend, _, model = name.partition(":")  # "transformers:smollm2", "heuristic"
+    return {"gen_ai.operation.name": "chat", "gen_ai.request.model": model or backend, "agentic_rag.backend": backend,
+            "agentic_rag.role": who, "agentic_rag.output": role}
+
+
+def _usage_attributes(usage: Any) -> dict[str, Any]:
+    return {"agentic_rag.attempts": usage.attempts, "gen_ai.usage.input_tokens": usage.prompt_tokens,
+            "gen_ai.usage.output_tokens": usage.completion_tokens}
+
+
+def _traced(span: Span, result: RunResult) -> None:
+    """The run's span says how it ended (what a trace view lists runs by)."""
+    r = result.response
+    span.set_attributes({"agentic_rag.status": r.status, "agentic_rag.termination": r.evidence.termination_reason,
+                         "agentic_rag.turns": result.turns, "agentic_rag.degraded": list(result.degraded)})
+    if result.conversation_id is not None:
+        span.set_attribute("agentic_rag.conversation_id", str(result.conversation_id))
 
 
 async def _release(store: ConversationStore, claim: Claim, trajectory_id: uuid.UUID) -> None:
@@ -429,7 +467,10 @@ class RunContext:
         s = self.s
         t0 = time.perf_counter()
         try:
-            s.links, s.reading = await self.o.retrieval.link(s.question, s.timings)
+            with tracing.span("link") as span:
+                s.links, s.reading = await self.o.retrieval.link(s.question, s.timings)
+                span.set_attributes({"agentic_rag.mentions": len(s.links.mentions),
+                                     "agentic_rag.unknown": len(s.links.unknown or ())})
         except RetrievalError as exc:
             s.degraded.add(dependency_of("postgres", exc))
             what = failure_text("the catalog's name index", exc)
@@ -483,34 +524,39 @@ class RunContext:
         if no_retrieval and (direct := await self._judge()) is not None:  # a direct answer, still validated
             return response_from(s, direct, "answered", "no_retrieval_needed")
         for turn in range(s.turn, s.max_turns):
-            await self.flush()  # what the run decided before this turn, in one round trip
-            s.turn, s.turns_used = turn, turn + 1
-            step = await self._select()
-            if step.action == "finish":
-                finished = await self._finish_now()
-                if finished is not None:
-                    return finished
-                continue
-            if not await stages.run_step(self, step):
-                if s.repeats >= 2:
-                    return await self._best_effort("loop_detected")
-                continue
-            if s.failed_steps >= s.budget.max_failed_steps:
-                s.warn(f"{s.failed_steps} steps found nothing")
-                return await self._best_effort("failed_steps")
-            if s.mode == "linear":
-                draft = await self._draft()
-                return response_from(s, draft, "answered" if draft.result_entities else "best_effort", "linear")
-            if turn == 0 and self._fast_path_applies():
-                draft = await self._draft()
-                if draft.result_entities:
-                    await self.event("validate", "decision", {"fast_path": True})
-                    return response_from(s, draft, "answered", "fast_path")
-            if (sufficient := await self._judge()) is not None:
-                return response_from(s, sufficient, "answered", "sufficient")
+            with tracing.span("turn", {"agentic_rag.turn": turn + 1}):
+                decided = await self._turn(turn)
+            if decided is not None:
+                return decided
         s.warn(f"turn budget of {s.max_turns} reached; this is the best answer from what was found")
         await self.event("budget", "guard", {"rule": "max_turns", "turns": s.max_turns})
         return await self._best_effort("max_turns")
+
+    async def _turn(self, turn: int) -> AgentResponse | None:
+        """One turn: select a step, run it, and judge what the run has; the response when the run ends here, None
+        when it goes on to the next turn."""
+        s = self.s
+        await self.flush()  # what the run decided before this turn, in one round trip
+        s.turn, s.turns_used = turn, turn + 1
+        step = await self._select()
+        if step.action == "finish":
+            return await self._finish_now()
+        if not await stages.run_step(self, step):
+            return await self._best_effort("loop_detected") if s.repeats >= 2 else None
+        if s.failed_steps >= s.budget.max_failed_steps:
+            s.warn(f"{s.failed_steps} steps found nothing")
+            return await self._best_effort("failed_steps")
+        if s.mode == "linear":
+            draft = await self._draft()
+            return response_from(s, draft, "answered" if draft.result_entities else "best_effort", "linear")
+        if turn == 0 and self._fast_path_applies():
+            draft = await self._draft()
+            if draft.result_entities:
+                await self.event("validate", "decision", {"fast_path": True})
+                return response_from(s, draft, "answered", "fast_path")
+        if (sufficient := await self._judge()) is not None:
+            return response_from(s, sufficient, "answered", "sufficient")
+        return None
 
     async def _follow_up(self) -> AgentResponse | tuple[ClarificationChoice | None, str | None]:
         """A follow-up restated to stand alone from the conversation's last turns
@@ -572,15 +618,30 @@ class RunContext:
 
     async def call(self, who: Literal["planner", "validator"], inp: RoleInput, output_type: type[T], stage: str,
                    *, model_ok: bool = True) -> T:
-        """One role call, bounded in time; a failed model falls back to the heuristic with a warning."""
+        """One role call, bounded in time; a failed model falls back to the heuristic with a warning. A span of
+        the stage's name holds it, and says which model decided, in how many attempts, with how many tokens."""
+        with tracing.span(stage, {"agentic_rag.role": who}) as span:
+            output = await self._call(who, inp, output_type, stage, model_ok=model_ok)
+            if span.is_recording():
+                u = self._usage
+                span.set_attributes({"agentic_rag.model": u["model"], "agentic_rag.attempts": u["attempts"],
+                                     "gen_ai.usage.input_tokens": u["prompt_tokens"],
+                                     "gen_ai.usage.output_tokens": u["completion_tokens"],
+                                     "agentic_rag.failed_model": u.get("failed_model")})
+            return output
+
+    async def _call(self, who: Literal["planner", "validator"], inp: RoleInput, output_type: type[T], stage: str,
+                    *, model_ok: bool = True) -> T:
         model = self.o.planner if who == "planner" else self.o.validator
         role = role_of(inp, output_type)  # a text model's shaper renders the input in its own prompt style
         t0 = time.perf_counter()
         try:
             if not model_ok:
                 raise TimeoutError("no time left for a model call")
-            async with asyncio.timeout(self.settings.generation_timeout_ms / 1000):
-                gen = await model.generate(inp, output_type, max_tokens=MAX_OUTPUT_TOKENS[role])
+            with tracing.span("model", _model_attributes(model.name, who, role)) as span:
+                async with asyncio.timeout(self.settings.generation_timeout_ms / 1000):
+                    gen = await model.generate(inp, output_type, max_tokens=MAX_OUTPUT_TOKENS[role])
+                span.set_attributes(_usage_attributes(gen.usage))
             usage = gen.usage
             output = gen.output
             decided_by = model.name if model_ok else self.o.fallback.name
@@ -592,7 +653,8 @@ class RunContext:
                 # what each attempt said is the trajectory's to keep (GenerationError carries it for that)
                 await self.event(stage, "error", {"model": model.name, "error": str(exc)[:ERROR_TEXT_MAX],
                                                   "fallback": self.o.fallback.name})
-            gen = await self.o.fallback.generate(inp, output_type)
+            with tracing.span("model", _model_attributes(self.o.fallback.name, who, role)):
+                gen = await self.o.fallback.generate(inp, output_type)
             usage, output = gen.usage, gen.output
             # the usage names what decided: the heuristic, and which model failed before it
             decided_by, failed = self.o.fallback.name, model.name if model_ok else None

@@ -12,6 +12,7 @@ from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 
+from agentic_rag import tracing
 from agentic_rag.errors import Unavailable
 from agentic_rag.models.embeddings import Embedder
 from agentic_rag.models.image_embeddings import ImageEmbedder
@@ -62,7 +63,9 @@ def build_orchestrator(settings: Settings, pool: Pool, client: VectorStore, embe
 @asynccontextmanager
 async def open_runtime(settings: Settings, *, require_catalog: bool = True) -> AsyncIterator[Runtime]:
     """Connect to PostgreSQL (migrating it) and Qdrant, load the models, sweep for abandoned runs (now and
-    periodically), and close it all afterwards."""
+    periodically), and close it all afterwards. Traces this process when an OTLP endpoint is named
+    (:func:`agentic_rag.tracing.configure`)."""
+    tracing.configure(settings)
     dsn = await asyncio.to_thread(resolve_dsn, settings)
     await migrate(dsn)
     pool = await make_pool(dsn, settings)

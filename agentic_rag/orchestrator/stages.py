@@ -14,6 +14,7 @@ from __future__ import annotations
 import logging
 from typing import Any, Protocol
 
+from agentic_rag import tracing
 from agentic_rag.orchestrator.cards import from_graph, from_query, from_search, from_similar
 from agentic_rag.orchestrator.retrieval import Executed, Found, Retrieval
 from agentic_rag.orchestrator.state import RunState, dependency_of, describe, failure_text, source_of, step_key
@@ -84,6 +85,15 @@ async def run_step(run: RunContext, step: NextStep) -> bool:
 async def retrieve(run: RunContext, intents: list[BatchIntent]) -> list[ContextCard]:
     """Execute intents together (one call to the retrieval, which runs them concurrently; the searches by meaning
     with the question's image, if one came with it), grade the searches, and add the cards to the context."""
+    with tracing.span("retrieve", {"agentic_rag.intents": len(intents),
+                                   "agentic_rag.sources": sorted({source_of(i) for i in intents})}) as span:
+        cards = await _retrieve(run, intents)
+        span.set_attributes({"agentic_rag.rows": sum(c.count for c in cards),
+                             "agentic_rag.failed": len(intents) - len(cards)})
+        return cards
+
+
+async def _retrieve(run: RunContext, intents: list[BatchIntent]) -> list[ContextCard]:
     s = run.s
     intents = [s.attach_image(i) for i in intents]
     for intent in intents:

@@ -93,8 +93,8 @@ def runner() -> str:
 
 
 INSERT_TRAJECTORY_SQL = Query("""
-    INSERT INTO trajectories (id, request_id, session_id, tenant, query, mode, status, runner)
-    VALUES (:id, :request_id, :session_id, :tenant, :query, :mode, 'running', :runner)
+    INSERT INTO trajectories (id, request_id, session_id, tenant, query, mode, status, runner, trace_id)
+    VALUES (:id, :request_id, :session_id, :tenant, :query, :mode, 'running', :runner, :trace_id)
     ON CONFLICT (id) DO NOTHING""")
 
 SAME_START_SQL = Query("""
@@ -172,13 +172,13 @@ FORGET_RUNNERS_SQL = Query("""
 
 GET_SQL = Query("""
     SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at,
-           runner
+           runner, trace_id
     FROM trajectories
     WHERE id = :id AND (:tenant::text IS NULL OR tenant = :tenant)""")
 
 BY_REQUEST_SQL = Query("""
     SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at,
-           runner
+           runner, trace_id
     FROM trajectories
     WHERE request_id = :request_id AND (:tenant::text IS NULL OR tenant = :tenant)
     ORDER BY created_at DESC, id
@@ -186,7 +186,7 @@ BY_REQUEST_SQL = Query("""
 
 LIST_SQL = Query("""
     SELECT id, request_id, session_id, tenant, query, mode, status, final_response, timings, created_at, finished_at,
-           runner
+           runner, trace_id
     FROM trajectories
     WHERE tenant = :tenant
     ORDER BY created_at DESC, id
@@ -247,6 +247,8 @@ class TrajectorySummary(BaseModel):
     finished_at: datetime | None = Field(description="When it last finished; None while running.")
     runner: str | None = Field(None, description="The process that last (re)started the run, as host:pid (which "
                                                  "replica ran it); None on runs recorded before migration 0016.")
+    trace_id: str | None = Field(None, description="The OpenTelemetry trace the run was recorded under (32 hex "
+                                                   "digits); None when tracing was off or the run not sampled.")
 
 
 class Trajectory(TrajectorySummary):
@@ -445,9 +447,9 @@ class TrajectoryStore:
 
     async def start(
         self, *, query: str, request_id: str, tenant: str = "default", session_id: str | None = None,
-        mode: str = "agentic", trajectory_id: uuid.UUID | None = None,
+        mode: str = "agentic", trajectory_id: uuid.UUID | None = None, trace_id: str | None = None,
     ) -> Recorder:
-        """Record a new run (status running) and return its recorder."""
+        """Record a new run (status running) and return its recorder; ``trace_id``: the trace it runs in."""
         query = query.replace("\x00", "\ufffd")
         _bounded("query", query, MAX_QUERY_CHARS)
         for name, value in (("request_id", request_id), ("session_id", session_id), ("tenant", tenant)):
@@ -457,7 +459,7 @@ class TrajectoryStore:
         tid = trajectory_id or uuid.uuid4()
         params = {
             "id": tid, "request_id": request_id, "session_id": session_id, "tenant": tenant, "query": query,
-            "mode": mode, "runner": runner(),
+            "mode": mode, "runner": runner(), "trace_id": trace_id,
         }
 
         async def run(conn: Conn) -> None:

@@ -18,6 +18,7 @@ from typing import Any
 import asyncpg
 from pydantic import Field
 
+from agentic_rag import tracing
 from agentic_rag.protocol import EntityRef, ProtocolModel, SummaryText
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.protocol.query import FIELDS, Aggregate, Condition, StructuredQuery, describe, fmt_value
@@ -231,6 +232,13 @@ async def run_query(conn: Conn, q: StructuredQuery, *, timeout_s: float) -> Quer
 
     It runs in its own transaction (a savepoint when ``conn`` is already in one) that is always rolled
     back, so neither the read-only mode nor the timeout outlives the call."""
+    with tracing.span("query", {"agentic_rag.entity_type": q.entity_type}) as span:
+        result = await _run_query(conn, q, timeout_s=timeout_s)
+        span.set_attributes({"agentic_rag.rows": result.count, "agentic_rag.capped": result.total > result.count})
+        return result
+
+
+async def _run_query(conn: Conn, q: StructuredQuery, *, timeout_s: float) -> QueryResult:
     query, args = compile_query(q)
     try:
         async with asyncio.timeout(timeout_s):

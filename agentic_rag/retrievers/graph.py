@@ -19,6 +19,7 @@ from typing import Any
 
 import asyncpg
 
+from agentic_rag import tracing
 from agentic_rag.protocol import EntityRef, GraphIntent, GraphPath, GraphResult
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.protocol.limits import max_len
@@ -86,6 +87,11 @@ class Hop:
     detail: str | None
 
 
+def capped(meta: dict[str, Any]) -> bool:
+    """Whether a primitive's result was cut by a cap: a limit clamped to the server's, or a frontier truncated."""
+    return bool(meta.get("clamped") or meta.get("frontier_truncated") or "frontier_truncated_at_hop" in meta)
+
+
 class PostgresGraphExecutor:
     """Runs :class:`GraphIntent` against the ``edge`` table with hard caps and timeouts."""
 
@@ -98,7 +104,12 @@ class PostgresGraphExecutor:
     async def execute(self, intent: GraphIntent) -> GraphResult:
         """Run one primitive. No match is a result with count 0; failures raise ``RetrievalError``."""
         try:
-            return await with_connection(self._pool, lambda conn: self._run(conn, intent), attempts=self._attempts)
+            with tracing.span("graph", {"agentic_rag.primitive": intent.query_type,
+                                        "agentic_rag.entity_type": intent.start.entity_type}) as span:
+                result = await with_connection(self._pool, lambda conn: self._run(conn, intent),
+                                               attempts=self._attempts)
+                span.set_attributes({"agentic_rag.rows": result.count, "agentic_rag.capped": capped(result.meta)})
+                return result
         except (TimeoutError, asyncpg.QueryCanceledError) as exc:
             raise RetrievalError("pg_graph", "timeout", f"graph {intent.query_type} ran past its time limit") from exc
         except CONNECTION_ERRORS as exc:

@@ -22,6 +22,7 @@ from typing import Any
 
 from qdrant_client import models
 
+from agentic_rag import tracing
 from agentic_rag.protocol import RetrievalResult, SearchIntent
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.retrievers.errors import on_pool
@@ -60,6 +61,14 @@ class HybridRetriever:
         self._vector = vector
 
     async def execute(self, intent: SearchIntent) -> RetrievalResult:
+        with tracing.span("search", {"agentic_rag.entity_type": intent.entity_type, "agentic_rag.match": intent.match,
+                                     "agentic_rag.limit": intent.limit, "agentic_rag.by_id": bool(intent.filters.id),
+                                     "agentic_rag.by_image": intent.image_query is not None}) as span:
+            result = await self._execute(intent)
+            span.set_attribute("agentic_rag.rows", result.count)
+            return result
+
+    async def _execute(self, intent: SearchIntent) -> RetrievalResult:
         if intent.image_query is not None and not intent.filters.id:
             return await self._with_image(intent)
         if intent.filters.id or intent.query is None:

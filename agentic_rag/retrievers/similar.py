@@ -29,6 +29,7 @@ from typing import Any
 
 from qdrant_client import models
 
+from agentic_rag import tracing
 from agentic_rag.protocol import EntityRef, RetrievalResult, SimilarFilters, SimilarIntent
 from agentic_rag.protocol.base import clip_lines
 from agentic_rag.protocol.contracts import SIMILAR_LIKE_MAX
@@ -299,6 +300,13 @@ class SimilarRetriever:
         self._timeout = vector.settings.query_timeout_ms / 1000
 
     async def execute(self, intent: SimilarIntent) -> RetrievalResult:
+        with tracing.span("similar", {"agentic_rag.entity_type": intent.entity_type, "agentic_rag.limit": intent.limit,
+                                      "agentic_rag.examples": len(intent.like)}) as span:
+            result = await self._execute(intent)
+            span.set_attribute("agentic_rag.rows", result.count)
+            return result
+
+    async def _execute(self, intent: SimilarIntent) -> RetrievalResult:
         intent, ex = await self._db(lambda conn: _read_examples(conn, intent))
         if not ex.works and (ex.studios or ex.people):
             # a studio or a person as the example: their works are what is meant, the meaning only ranks them
@@ -343,9 +351,12 @@ class SimilarRetriever:
                 name = collection_name(v.settings, intent.entity_type)
                 flt = compile_similar_filter(intent, ex, within)
                 async for attempt in retrying(self._attempts, qdrant_transient):
-                    with attempt:
+                    with attempt, tracing.span("qdrant.recommend", {"db.system.name": "qdrant",
+                                                                     "db.collection.name": name,
+                                                                     "agentic_rag.limit": CANDIDATES}) as span:
                         response = await asyncio.to_thread(v.call, v.client.query_points, name, query=query,
                                                            query_filter=flt, limit=CANDIDATES, with_payload=True)
+                        span.set_attribute("agentic_rag.rows", len(response.points))
         except TimeoutError as exc:
             raise RetrievalError("qdrant", "timeout", "the recommendation query ran past its time limit") from exc
         except QDRANT_FAILURES as exc:

@@ -17,6 +17,7 @@ import numpy as np
 import numpy.typing as npt
 from qdrant_client import models
 
+from agentic_rag import tracing
 from agentic_rag.models.images import IMAGE_SEARCH_OFF, ImageBounds, ImageSearchOff, read_image_query
 from agentic_rag.protocol import RetrievalResult, SearchFilters, SearchIntent
 from agentic_rag.protocol.base import clip_lines
@@ -152,16 +153,23 @@ class QdrantExecutor:
     async def _run(self, name: str, intent: SearchIntent, vector: list[float] | None,
                    using: str | None) -> RetrievalResult:
         if vector is None:
-            points = await asyncio.to_thread(self.call, self.client.retrieve, name, list(intent.filters.id),
-                                             with_payload=True, with_vectors=False)
+            with tracing.span("qdrant.retrieve", {"db.system.name": "qdrant", "db.collection.name": name,
+                                                  "agentic_rag.ids": len(intent.filters.id)}) as span:
+                points = await asyncio.to_thread(self.call, self.client.retrieve, name, list(intent.filters.id),
+                                                 with_payload=True, with_vectors=False)
+                span.set_attribute("agentic_rag.rows", len(points))
             order = {pid: i for i, pid in enumerate(intent.filters.id)}
             points = sorted(points, key=lambda p: order.get(str(p.id), 0))
             payloads: list[tuple[dict[str, Any], float | None]] = [(p.payload or {}, None) for p in points]
         else:
-            response = await asyncio.to_thread(
-                self.call, self.client.query_points, name, query=vector, using=using,
-                query_filter=compile_filter(intent.filters), limit=intent.limit, with_payload=True,
-            )
+            with tracing.span("qdrant.query", {"db.system.name": "qdrant", "db.collection.name": name,
+                                               "agentic_rag.vector": using or "text", "agentic_rag.limit": intent.limit}
+                              ) as span:
+                response = await asyncio.to_thread(
+                    self.call, self.client.query_points, name, query=vector, using=using,
+                    query_filter=compile_filter(intent.filters), limit=intent.limit, with_payload=True,
+                )
+                span.set_attribute("agentic_rag.rows", len(response.points))
             payloads = [(p.payload or {}, p.score) for p in response.points]
         rows = [_row(payload, score) for payload, score in payloads]
         return RetrievalResult(summary=summarize(intent, rows), raw_data=rows, count=len(rows))

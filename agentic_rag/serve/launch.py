@@ -22,10 +22,12 @@ from ray.cluster_utils import Cluster
 from ray.serve._private import api as serve_private_api
 from ray.serve._private.constants import SERVE_NAMESPACE
 from ray.serve.config import gRPCOptions
-from ray.serve.schema import ApplicationStatus, ServeDeploySchema
+from ray.serve.schema import ApplicationStatus, ServeDeploySchema, TracingConfig
 from tenacity import RetryCallState, Retrying, stop_after_attempt, wait_fixed
 
+from agentic_rag import tracing
 from agentic_rag.errors import AgenticRagError
+from agentic_rag.settings import Settings
 
 DEFAULT_CONFIG = Path("configs/local.yaml")
 FAILED = (ApplicationStatus.DEPLOY_FAILED, ApplicationStatus.UNHEALTHY)
@@ -139,14 +141,28 @@ def _stop_failed_start(state: RetryCallState) -> None:
     ray.shutdown()
 
 
+def traced(config: ServeDeploySchema, settings: Settings | None = None) -> ServeDeploySchema:
+    """``config`` with Serve's tracing turned on when an OTLP endpoint is named (:mod:`agentic_rag.tracing`) and
+    the config says nothing of tracing itself: every replica then exports its spans there, and Serve carries each
+    request's W3C trace context through every handle call. The sampling ratio is ``RAG_TRACE_RATIO``."""
+    if config.tracing_config is not None or tracing.endpoint() is None:
+        return config
+    ratio = (settings or Settings()).trace_ratio
+    return config.model_copy(update={"tracing_config": TracingConfig(
+        enabled=True, exporter_import_path=tracing.SERVE_EXPORTER, sampling_ratio=ratio)})
+
+
 def deploy(config: ServeDeploySchema) -> None:
     """Start Serve with the config's HTTP and gRPC options and submit its applications (returns before they run).
 
     The proxies' options are fixed when Serve starts: on a Serve that already runs, only the applications change.
+    Tracing is on when an OTLP endpoint is named (:func:`traced`).
     """
+    config = traced(config)
     client = serve_private_api.serve_start(
         http_options=config.http_options.model_dump(),
         grpc_options=gRPCOptions(**config.grpc_options.model_dump()),
+        global_tracing_config=config.tracing_config,
         proxy_location=config.proxy_location,
     )
     client.deploy_apps(config, _blocking=False)

@@ -15,6 +15,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TypeAlias
 
 import asyncpg
+from opentelemetry.trace import SpanKind
+
+from agentic_rag import tracing
 
 __all__ = ["Conn", "Pool", "Query", "affected", "ident", "idents"]
 
@@ -62,8 +65,12 @@ class Query:
 
     async def fetchmany(self, conn: Conn, batch: Iterable[Mapping[str, Any]]) -> list[asyncpg.Record]:
         """Run it once per parameter set, pipelined in one round trip and atomically (asyncpg's executemany,
-        returning rows)."""
-        return await conn.fetchmany(self.text, [self.args(p) for p in batch])
+        returning rows). A span of its own: asyncpg's instrumentation covers the other calls, not this one."""
+        args = [self.args(p) for p in batch]
+        name = tracing.statement_name(self.text)
+        with tracing.span(name, {"db.system.name": "postgresql", "db.query.summary": name,
+                                 "db.operation.batch.size": len(args)}, kind=SpanKind.CLIENT):
+            return await conn.fetchmany(self.text, args)
 
     def __repr__(self) -> str:
         return f"Query({self.text!r})"

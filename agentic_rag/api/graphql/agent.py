@@ -18,6 +18,7 @@ from typing import Any
 
 import grpc
 
+from agentic_rag import tracing
 from agentic_rag.api.graphql.errors import ClientError
 from agentic_rag.api.grpc.proto import searchai_pb2 as pb
 from agentic_rag.api.grpc.proto import searchai_pb2_grpc as pb_grpc
@@ -91,7 +92,8 @@ class AgentClient:
             yield update
 
     def _metadata(self, credentials: Sequence[tuple[str, str]]) -> tuple[tuple[str, str], ...]:
-        return (("application", self._application), *credentials)
+        # the caller's trace goes on into SearchAI (Serve reads traceparent from gRPC metadata)
+        return (("application", self._application), *credentials, *tracing.carrier().items())
 
     async def _call(self, call: grpc.aio.UnaryUnaryCall) -> pb.AskReply:
         try:

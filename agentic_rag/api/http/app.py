@@ -22,6 +22,7 @@ from fastapi.security import APIKeyHeader, HTTPAuthorizationCredentials, HTTPBea
 from prometheus_client import CONTENT_TYPE_LATEST
 from pydantic import StringConstraints
 
+from agentic_rag import tracing
 from agentic_rag.api import openai as openai_server
 from agentic_rag.api.admission import ANONYMOUS, Admission, key_id
 from agentic_rag.api.auth import matched_key
@@ -310,4 +311,10 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
     # The planner and validator models over OpenAI's chat-completions API (its own OpenAPI document,
     # /openai/openapi.json, and OpenAI's error shape): an OpenAI client's base_url is <server>/openai/v1.
     app.mount(OPENAI_PREFIX, openai_server.create_app(service.chat_models(), api_keys=settings.api_keys))
+    if tracing.enabled() and not proxy_sets_request_id:
+        # served on its own (uvicorn): OpenTelemetry's ASGI instrumentation opens each request's span, from the
+        # caller's traceparent. Behind Ray Serve the replica opens it (tracing_config), so the app adds none.
+        from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
+
+        FastAPIInstrumentor.instrument_app(app, excluded_urls="healthz,readyz,metrics")
     return app

@@ -22,6 +22,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.routing import Match
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from agentic_rag import tracing
 from agentic_rag.api import costs
 from agentic_rag.api.errors import ApiError, api_error
 from agentic_rag.api.http.metrics import ApiMetrics
@@ -144,6 +145,8 @@ class ApiMiddleware:
                 extra = [(b"server-timing", costs.server_timing((time.perf_counter() - t0) * 1000, hops).encode())]
                 if echo:
                     extra.append((b"x-request-id", rid.encode("latin-1")))
+                if (parent := tracing.traceparent()) is not None:  # the trace this request is in, to look it up
+                    extra.append((b"traceparent", parent.encode("latin-1")))
                 message = {**message, "headers": [*message.get("headers", []), *extra]}
             await send(message)
 

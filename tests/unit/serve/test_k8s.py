@@ -93,9 +93,34 @@ def test_the_pods_run_serve_in_the_environment_agentic_rag_serve_sets() -> None:
     cluster = service["spec"]["rayClusterConfig"]
     pods = [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]
     for pod in pods:
-        (container,) = pod["template"]["spec"]["containers"]
+        (container,) = [c for c in pod["template"]["spec"]["containers"] if c["name"].startswith("ray-")]
         env = {e["name"]: e.get("value") for e in container["env"]}
         assert {k: env.get(k) for k in SERVE_ENV} == SERVE_ENV
+
+
+def test_every_pod_exports_its_spans_to_a_collector_beside_it() -> None:
+    from agentic_rag import tracing
+
+    (service,) = [d for d in load("rayservice.yaml") if d["kind"] == "RayService"]
+    serve_config = yaml.safe_load(service["spec"]["serveConfigV2"])
+    assert serve_config["tracing_config"]["enabled"] is True
+    assert serve_config["tracing_config"]["exporter_import_path"] == tracing.SERVE_EXPORTER
+    assert 0 < serve_config["tracing_config"]["sampling_ratio"] <= 1
+    (collector_config,) = load("otel-collector.yaml")
+    assert (collector_config["kind"], "otel-collector.yaml") == ("ConfigMap", "otel-collector.yaml")
+    pipeline = yaml.safe_load(collector_config["data"]["collector.yaml"])["service"]["pipelines"]["traces"]
+    assert pipeline["receivers"] == ["otlp"] and pipeline["exporters"]
+    cluster = service["spec"]["rayClusterConfig"]
+    for pod in [cluster["headGroupSpec"], *cluster["workerGroupSpecs"]]:
+        spec = pod["template"]["spec"]
+        ray = next(c for c in spec["containers"] if c["name"].startswith("ray-"))
+        env = {e["name"]: e.get("value") for e in ray["env"]}
+        assert tracing.endpoint(env) == "http://localhost:4318"  # the sidecar's OTLP/HTTP receiver
+        sidecar = next(c for c in spec["containers"] if c["name"] == "otel-collector")
+        (mount,) = sidecar["volumeMounts"]
+        volume = next(v for v in spec["volumes"] if v["name"] == mount["name"])
+        assert volume["configMap"]["name"] == collector_config["metadata"]["name"]
+        assert "--config=/conf/collector.yaml" in sidecar["args"] and mount["mountPath"] == "/conf"
 
 
 def test_a_cronjob_prunes_daily_with_the_rayservice_image_and_database() -> None:
@@ -113,7 +138,7 @@ def test_a_cronjob_prunes_daily_with_the_rayservice_image_and_database() -> None
     pod = spec["jobTemplate"]["spec"]["template"]["spec"]
     assert pod["restartPolicy"] in ("Never", "OnFailure")
     (container,) = pod["containers"]
-    (head,) = rayservice()["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"]
+    (head, _collector) = rayservice()["spec"]["rayClusterConfig"]["headGroupSpec"]["template"]["spec"]["containers"]
     assert container["image"] == head["image"]
     env = {e["name"]: e for e in container["env"]}
     assert env["RAG_DATABASE_URL"] == next(e for e in head["env"] if e["name"] == "RAG_DATABASE_URL")
