@@ -29,10 +29,11 @@ When tracing is off, :func:`span` is a ``nullcontext``: nothing is created, noth
 
 from __future__ import annotations
 
+import functools
 import os
 import re
 import threading
-from collections.abc import Iterator, Mapping
+from collections.abc import Iterator, Mapping, MutableMapping
 from contextlib import AbstractContextManager, contextmanager, nullcontext
 from typing import TYPE_CHECKING, Any
 
@@ -47,8 +48,8 @@ if TYPE_CHECKING:
 
     from agentic_rag.settings import Settings
 
-__all__ = ["SERVE_EXPORTER", "StatementNames", "attached", "carrier", "configure", "current_trace_id", "enabled",
-           "endpoint", "on", "serve_processors", "span", "stop", "traceparent"]
+__all__ = ["HTTP_TELEMETRY", "SERVE_EXPORTER", "StatementNames", "attached", "carrier", "configure",
+           "current_trace_id", "enabled", "endpoint", "on", "serve_processors", "span", "stop", "traceparent"]
 
 TRACER_NAME = "agentic_rag"
 SERVICE_NAME = "agentic-rag"
@@ -121,6 +122,20 @@ def carrier() -> dict[str, str]:
     return out
 
 
+# FastAPI's own OpenTelemetry support (its native telemetry, on by default): each request's server span, from the
+# caller's traceparent, when a tracer provider is set. Its metrics and log records stay off (Prometheus and the JSON
+# logs have them), as do its spans for dependencies and serialization, and the probes are not traced.
+_UNTRACED_PATHS = frozenset({"/healthz", "/readyz", "/metrics"})
+
+
+def _probe(scope: MutableMapping[str, Any]) -> bool:
+    return str(scope.get("path", "")) in _UNTRACED_PATHS
+
+
+HTTP_TELEMETRY: dict[str, Any] = {"tracing": True, "metrics": False, "logs": False, "operation_spans": False,
+                                  "exclude": _probe}
+
+
 # -- naming SQL statements -------------------------------------------------------------------------------------------
 
 _LEADING_COMMENT = re.compile(r"^\s*(?:/\*.*?\*/\s*)*", re.S)
@@ -129,6 +144,7 @@ _TARGET = re.compile(r'\b(?:FROM|INTO|UPDATE|TABLE|JOIN)\s+(?:ONLY\s+)?("(?:[^"]
 _MAIN_VERB = re.compile(r"\)\s*(SELECT|INSERT|UPDATE|DELETE)\b", re.I)  # after a WITH's last subquery
 
 
+@functools.lru_cache(maxsize=1024)  # the statements are the code's own, a few hundred texts: each parsed once
 def statement_name(sql: str) -> str:
     """What a statement does, as OpenTelemetry names database spans: its operation and the first table it names
     ("SELECT trajectories", "INSERT trajectory_events"), or the operation alone; never its text or values."""

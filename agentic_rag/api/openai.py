@@ -52,6 +52,7 @@ from starlette.exceptions import HTTPException as StarletteHTTPException
 from starlette.types import ASGIApp, Receive, Scope, Send
 from starlette.types import Message as AsgiMessage
 
+from agentic_rag import tracing
 from agentic_rag.api.auth import key_matches
 from agentic_rag.models.base import Message, TextBackend
 
@@ -272,7 +273,8 @@ def create_app(models: Mapping[str, TextBackend], *, api_keys: Sequence[str] = (
     bodies over ``max_body_bytes`` are refused."""
     backends = dict(models)
     started = int(time.time())
-    app = FastAPI(title="agentic-rag models", description=__doc__, dependencies=_key_check(api_keys))
+    app = FastAPI(title="agentic-rag models", description=__doc__, dependencies=_key_check(api_keys),
+                  telemetry=tracing.HTTP_TELEMETRY)  # type: ignore[arg-type]
     app.add_middleware(BodyLimit, limit=max_body_bytes)
 
     @app.exception_handler(RequestValidationError)

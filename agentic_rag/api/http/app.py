@@ -175,7 +175,8 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
         for collector in admission.collectors:
             metrics.registry.register(collector)
     runs = RunExecutor(metrics, settings)
-    app = FastAPI(title="agentic-rag", version=API_VERSION,
+    # FastAPI's own telemetry opens each request's span (from the caller's traceparent) where tracing is on
+    app = FastAPI(title="agentic-rag", version=API_VERSION, telemetry=tracing.HTTP_TELEMETRY,  # type: ignore[arg-type]
                   description="Question answering over the anime catalog: typeahead, and a typed agent loop.")
     install_error_handlers(app)
     # a question may carry an image (base64 in the JSON) where an image model is configured: those two routes
@@ -311,10 +312,4 @@ def create_app(service: AgentService, settings: Settings, *, proxy_sets_request_
     # The planner and validator models over OpenAI's chat-completions API (its own OpenAPI document,
     # /openai/openapi.json, and OpenAI's error shape): an OpenAI client's base_url is <server>/openai/v1.
     app.mount(OPENAI_PREFIX, openai_server.create_app(service.chat_models(), api_keys=settings.api_keys))
-    if tracing.enabled() and not proxy_sets_request_id:
-        # served on its own (uvicorn): OpenTelemetry's ASGI instrumentation opens each request's span, from the
-        # caller's traceparent. Behind Ray Serve the replica opens it (tracing_config), so the app adds none.
-        from opentelemetry.instrumentation.fastapi import FastAPIInstrumentor
-
-        FastAPIInstrumentor.instrument_app(app, excluded_urls="healthz,readyz,metrics")
     return app

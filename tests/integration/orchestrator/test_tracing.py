@@ -1,5 +1,5 @@
 """Traces in-process: the span tree of a real two-turn run, exported to OpenTelemetry's in-memory exporter, and over
-HTTP (uvicorn, FastAPI's instrumentation) a caller's ``traceparent`` honoured and answered.
+HTTP (uvicorn, FastAPI's own telemetry) a caller's ``traceparent`` honoured and answered.
 
 Everything under the spans is real: PostgreSQL (asyncpg's instrumentation names each statement), Qdrant local
 mode, the embedding model, the heuristic planner and validator.
@@ -154,7 +154,7 @@ async def test_a_search_by_meaning_shows_its_embedding_and_the_question_only_whe
 async def test_over_http_a_caller_s_traceparent_is_honoured_and_answered(
         runtime: Runtime, settings: Settings, exporter: InMemorySpanExporter) -> None:
     exporter.clear()
-    app = create_app(LocalAgentService(runtime), settings)  # tracing is on: FastAPI's instrumentation wraps it
+    app = create_app(LocalAgentService(runtime), settings)  # tracing is on: FastAPI's own telemetry traces it
     async with served(app) as url, httpx.AsyncClient(base_url=url, timeout=60) as http:
         # a client of someone else's: not traced by this process's httpx instrumentation (which would send a
         # traceparent of its own in place of the caller's)
