@@ -140,7 +140,7 @@ HTTP_TELEMETRY: dict[str, Any] = {"tracing": True, "metrics": False, "logs": Fal
 
 _LEADING_COMMENT = re.compile(r"^\s*(?:/\*.*?\*/\s*)*", re.S)
 _FIRST_WORD = re.compile(r"[A-Za-z]+")
-_TARGET = re.compile(r'\b(?:FROM|INTO|UPDATE|TABLE|JOIN)\s+(?:ONLY\s+)?("(?:[^"]|"")+"|[A-Za-z_][\w.]*)', re.I)
+_TARGET = re.compile(r'\b(FROM|INTO|UPDATE|TABLE|JOIN)\s+(?:ONLY\s+)?("(?:[^"]|"")+"|[A-Za-z_][\w.]*)', re.I)
 _MAIN_VERB = re.compile(r"\)\s*(SELECT|INSERT|UPDATE|DELETE)\b", re.I)  # after a WITH's last subquery
 
 
@@ -155,8 +155,11 @@ def statement_name(sql: str) -> str:
     verb = first.group(0).upper()
     if verb == "WITH" and (main := list(_MAIN_VERB.finditer(text))):
         verb = main[-1].group(1).upper()
-    target = _TARGET.search(text)
-    return f"{verb} {target.group(1).strip(chr(34))}" if target else verb
+    for m in _TARGET.finditer(text):
+        called = text[m.end():].lstrip().startswith("(")  # FROM unnest($1): a function, not a table
+        if not (called and m.group(1).upper() in ("FROM", "JOIN")):
+            return f"{verb} {m.group(2).strip(chr(34))}"
+    return verb
 
 
 class StatementNames(SpanProcessor):
