@@ -103,11 +103,8 @@ def current_trace_id() -> str | None:
 
 
 def traceparent() -> str | None:
-    """The W3C ``traceparent`` of the current span (for a response header), or None when no span is current."""
-    ctx = trace.get_current_span().get_span_context()
-    if not ctx.is_valid:
-        return None
-    return f"00-{ctx.trace_id:032x}-{ctx.span_id:016x}-{int(ctx.trace_flags):02x}"
+    """The W3C ``traceparent`` of the current span (for a response header), or None when none is current."""
+    return carrier().get("traceparent")
 
 
 def carrier() -> dict[str, str]:

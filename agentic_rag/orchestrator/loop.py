@@ -18,7 +18,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal, TypeVar
 
-from opentelemetry.trace import Span
+from opentelemetry.trace import Span, get_current_span
 from pydantic import BaseModel
 
 from agentic_rag import tracing
@@ -178,8 +178,7 @@ class Orchestrator:
         trajectory_id = trajectory_id or uuid.uuid4()
         attributes = {"agentic_rag.trajectory_id": str(trajectory_id), "agentic_rag.request_id": request_id,
                       "agentic_rag.mode": mode, "agentic_rag.tenant": tenant,
-                      "agentic_rag.conversation_id": str(conversation_id) if conversation_id else None,
-                      "agentic_rag.question": question[:QUESTION_MAX] if self.settings.trace_content else None}
+                      "agentic_rag.conversation_id": str(conversation_id) if conversation_id else None}
         with request_context(request_id), tracing.span("run", attributes) as span:
             t0 = time.perf_counter()
             claim = await self.conversations.claim(conversation_id, tenant=tenant, trajectory_id=trajectory_id,
@@ -201,6 +200,8 @@ class Orchestrator:
         t0 = time.perf_counter()
         verdict = check_input(self.policy, question)
         guard_ms = (time.perf_counter() - t0) * 1000
+        if self.settings.trace_content:  # the question as the guard left it: PII reaches no trace either
+            get_current_span().set_attribute("agentic_rag.question", verdict.text[:QUESTION_MAX])
         # the trajectory keeps the redacted question: PII never reaches the database
         rec = await self.store.start(query=verdict.text[:MAX_QUERY_CHARS], request_id=request_id, tenant=tenant,
                                      session_id=session_id, mode=mode, trajectory_id=trajectory_id,
@@ -619,15 +620,13 @@ class RunContext:
     async def call(self, who: Literal["planner", "validator"], inp: RoleInput, output_type: type[T], stage: str,
                    *, model_ok: bool = True) -> T:
         """One role call, bounded in time; a failed model falls back to the heuristic with a warning. A span of
-        the stage's name holds it, and says which model decided, in how many attempts, with how many tokens."""
+        the stage's name holds it and says which model decided (and which failed before it); each model's call is
+        a ``model`` span of its own under it, with its attempts and tokens."""
         with tracing.span(stage, {"agentic_rag.role": who}) as span:
             output = await self._call(who, inp, output_type, stage, model_ok=model_ok)
-            if span.is_recording():
-                u = self._usage
-                span.set_attributes({"agentic_rag.model": u["model"], "agentic_rag.attempts": u["attempts"],
-                                     "gen_ai.usage.input_tokens": u["prompt_tokens"],
-                                     "gen_ai.usage.output_tokens": u["completion_tokens"],
-                                     "agentic_rag.failed_model": u.get("failed_model")})
+            span.set_attribute("agentic_rag.model", self._usage["model"])
+            if "failed_model" in self._usage:
+                span.set_attribute("agentic_rag.failed_model", self._usage["failed_model"])
             return output
 
     async def _call(self, who: Literal["planner", "validator"], inp: RoleInput, output_type: type[T], stage: str,
@@ -653,8 +652,9 @@ class RunContext:
                 # what each attempt said is the trajectory's to keep (GenerationError carries it for that)
                 await self.event(stage, "error", {"model": model.name, "error": str(exc)[:ERROR_TEXT_MAX],
                                                   "fallback": self.o.fallback.name})
-            with tracing.span("model", _model_attributes(self.o.fallback.name, who, role)):
+            with tracing.span("model", _model_attributes(self.o.fallback.name, who, role)) as span:
                 gen = await self.o.fallback.generate(inp, output_type)
+                span.set_attributes(_usage_attributes(gen.usage))
             usage, output = gen.usage, gen.output
             # the usage names what decided: the heuristic, and which model failed before it
             decided_by, failed = self.o.fallback.name, model.name if model_ok else None

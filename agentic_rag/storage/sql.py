@@ -65,10 +65,11 @@ class Query:
 
     async def fetchmany(self, conn: Conn, batch: Iterable[Mapping[str, Any]]) -> list[asyncpg.Record]:
         """Run it once per parameter set, pipelined in one round trip and atomically (asyncpg's executemany,
-        returning rows). A span of its own: asyncpg's instrumentation covers the other calls, not this one."""
+        returning rows). A span of its own, with the attributes asyncpg's instrumentation gives the calls it covers:
+        it does not cover this one."""
         args = [self.args(p) for p in batch]
         name = tracing.statement_name(self.text)
-        with tracing.span(name, {"db.system.name": "postgresql", "db.query.summary": name,
+        with tracing.span(name, {"db.system": "postgresql", "db.query.summary": name,
                                  "db.operation.batch.size": len(args)}, kind=SpanKind.CLIENT):
             return await conn.fetchmany(self.text, args)
 

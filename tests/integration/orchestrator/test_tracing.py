@@ -149,6 +149,12 @@ async def test_a_search_by_meaning_shows_its_embedding_and_the_question_only_whe
     assert any(s.name == "qdrant.query" for s in below)
     # the setting puts the question on the run's span, nowhere else
     assert not [s.name for s in below for v in s.attributes.values() if "notebook" in str(v)]
+    # and as the input guard left it: personal data is redacted there as in the trajectory
+    exporter.clear()
+    await allowing.run("who directed death note? write to me at jane.doe@example.com")
+    (run,) = [s for s in exporter.get_finished_spans() if s.name == "run"]
+    said = str(run.attributes["agentic_rag.question"])
+    assert said.startswith("who directed death note?") and "jane.doe@example.com" not in said
 
 
 async def test_over_http_a_caller_s_traceparent_is_honoured_and_answered(
