@@ -1,7 +1,7 @@
 """The faults of issue 15 on a running Serve app: replicas killed, PostgreSQL backends terminated.
 
-A replica is killed the way a crash or an OOM kill ends it: ``ray.kill`` on its actor, with no chance to
-clean up; Serve's controller notices and starts another. The embedded Qdrant store (edge or local mode)
+A replica is killed the way a crash or an OOM kill ends it: SIGKILL to its process (:func:`crash`), with no chance
+to clean up; Serve's controller notices and starts another. The embedded Qdrant store (edge or local mode)
 lives in the VectorRetriever replica's process, so killing that replica is what makes Qdrant unavailable
 here: the store goes down with the process and comes back when a new replica reopens it from disk. (With
 a Qdrant server, ``RAG_QDRANT_URL``, stopping the server is the same fault from the outside.)
@@ -10,6 +10,8 @@ a Qdrant server, ``RAG_QDRANT_URL``, stopping the server is the same fault from 
 from __future__ import annotations
 
 import asyncio
+import os
+import signal
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass, field
@@ -17,6 +19,7 @@ from typing import Any
 
 import ray
 from ray import serve
+from ray._private import state as ray_state  # the GCS's actor table: the state API needs the dashboard
 from ray.cluster_utils import Cluster
 from ray.serve._private.common import DeploymentStatus
 from ray.serve.schema import ApplicationStatus, RayActorOptionsSchema, ServeDeploySchema
@@ -25,7 +28,7 @@ from agentic_rag.loadtest.faults import Fault, FaultRun, Verdict, judge, termina
 from agentic_rag.settings import Settings
 
 __all__ = ["FAULT_ARGS", "NodeLoss", "fault_config", "fault_suite", "kill_replica", "node_lost", "replica_actors",
-           "replicas_by_node", "standard_faults"]
+           "replica_actors_by_node", "replicas_by_node", "standard_faults"]
 
 # Settings for a fault run: a run may take 15 s, not 30. The runs a killed replica leaves are closed by the live
 # ones once it has gone unheard for the default lapse (runner_lapse_ms, 10 s): the timed sweep keeps its defaults
@@ -46,6 +49,7 @@ NODE_DEATH_S = 5 * 3.0
 HEAD_RESOURCE = "node:__internal_head__"  # a resource of 1 that Ray gives the head node alone
 HEAD_SLIVER = 0.001
 SERVE_NAMESPACE = "serve"
+DEAD_WAIT_S = 10.0  # how long a killed replica's actor may take to be called dead
 REPLICA_PREFIX = "SERVE_REPLICA::"  # Serve's actor name: SERVE_REPLICA::<app>#<deployment>#<replica id>
 
 
@@ -102,8 +106,36 @@ def kill_replica(app: str, deployment: str, *, wait_busy_s: float = 3.0) -> str:
         if ongoing or time.monotonic() >= deadline:
             break
         time.sleep(0.05)
-    ray.kill(ray.get_actor(name, namespace=SERVE_NAMESPACE), no_restart=True)
-    return f"killed 1 of {len(names)} {deployment} replica(s), {ongoing} request(s) in flight"
+    actor = ray.get_actor(name, namespace=SERVE_NAMESPACE)
+    crash(actor)
+    dead_s = _until_dead(actor._actor_id.hex())
+    return (f"killed 1 of {len(names)} {deployment} replica(s), {ongoing} request(s) in flight; "
+            f"{'dead' if dead_s is not None else 'NOT dead'} after {dead_s or DEAD_WAIT_S:.1f} s")
+
+
+def crash(actor: Any) -> None:
+    """End a replica's process the way a crash or the OOM killer does: SIGKILL to its process when it runs on this
+    machine. (``ray.kill`` is not that: the GCS asks the worker to exit, and a replica busy on its event loop was
+    seen to finish the runs in flight first.) A process on another machine is killed through Ray."""
+    info = ray_state.actors(actor._actor_id.hex()) or {}
+    pid, ip = info.get("Pid"), (info.get("Address") or {}).get("IPAddress")
+    if pid and ip == ray.util.get_node_ip_address():
+        try:
+            os.kill(int(pid), signal.SIGKILL)
+            return
+        except ProcessLookupError:
+            pass
+    ray.kill(actor, no_restart=True)
+
+
+def _until_dead(actor_id: str, limit_s: float = DEAD_WAIT_S) -> float | None:
+    """Seconds until the GCS calls the actor dead (None: not within ``limit_s``)."""
+    t0 = time.monotonic()
+    while time.monotonic() - t0 < limit_s:
+        if (ray_state.actors(actor_id) or {}).get("State") == "DEAD":
+            return time.monotonic() - t0
+        time.sleep(0.05)
+    return None
 
 
 def _killer(app: str, deployment: str) -> Fault:
@@ -136,19 +168,26 @@ def standard_faults(app: str, dsn: str, *, terminations: int = 3) -> list[Fault]
     ]
 
 
-def replicas_by_node(apps: Sequence[str]) -> dict[str, list[str]]:
-    """Where the live replicas of ``apps`` are: node id (hex) -> ``app#deployment`` of each replica there, sorted."""
-    from ray._private import state as ray_state  # the GCS's actor table: the state API needs the dashboard
-
+def replica_actors_by_node(apps: Sequence[str]) -> dict[str, list[str]]:
+    """Where the live replicas of ``apps`` are: node id (hex) -> the actor name of each replica there, sorted."""
     out: dict[str, list[str]] = {}
     for actor in ray_state.actors().values():
         name = str(actor.get("Name") or "")
         if actor.get("State") != "ALIVE" or not name.startswith(REPLICA_PREFIX) or name.count("#") != 2:
             continue
-        app, deployment, _ = name.removeprefix(REPLICA_PREFIX).split("#")
-        if app in apps:
-            out.setdefault(str(actor["Address"]["NodeID"]), []).append(f"{app}#{deployment}")
+        if name.removeprefix(REPLICA_PREFIX).split("#")[0] in apps:
+            out.setdefault(str(actor["Address"]["NodeID"]), []).append(name)
     return {node: sorted(names) for node, names in out.items()}
+
+
+def _deployment(actor: str) -> str:
+    """``app#deployment`` of a replica's actor name."""
+    return actor.removeprefix(REPLICA_PREFIX).rsplit("#", 1)[0]
+
+
+def replicas_by_node(apps: Sequence[str]) -> dict[str, list[str]]:
+    """Where the live replicas of ``apps`` are: node id (hex) -> ``app#deployment`` of each replica there, sorted."""
+    return {node: sorted(_deployment(a) for a in actors) for node, actors in replica_actors_by_node(apps).items()}
 
 
 @dataclass
@@ -157,21 +196,35 @@ class NodeLoss:
 
     node_id: str = ""
     held: list[str] = field(default_factory=list)
+    in_flight: int = 0  # requests in flight on its busy replicas (the Orchestrators) when it died
 
 
-def node_lost(cluster: Cluster, apps: Sequence[str]) -> tuple[Fault, NodeLoss]:
+def node_lost(cluster: Cluster, apps: Sequence[str], *, busy: Sequence[str] = ("Orchestrator",),
+              wait_busy_s: float = 10.0) -> tuple[Fault, NodeLoss]:
     """A worker node of ``cluster`` killed at once: its raylet, object store and every worker process on it get
     SIGKILL with no chance to shut down (``remove_node(allow_graceful=False)``), as when a machine loses power or
     its pod is evicted. Serve replaces the replicas it held on the nodes left, once Ray calls the node dead
-    (:data:`NODE_DEATH_S`). The returned :class:`NodeLoss` says, once injected, which node and what it held."""
+    (:data:`NODE_DEATH_S`). The node is killed once a replica of one of ``busy`` there has requests in flight (or
+    ``wait_busy_s`` has passed). The returned :class:`NodeLoss` says, once injected, which node, what it held and
+    how many requests its ``busy`` replicas had in flight."""
     lost = NodeLoss()
 
     def kill() -> str:
-        placed = replicas_by_node(apps)  # one read of the GCS's actor table
-        node = max(cluster.worker_nodes, key=lambda n: len(placed.get(n.node_id, [])))
-        lost.node_id, lost.held = node.node_id, placed.get(node.node_id, [])
+        # the node holding the most replicas, once an Orchestrator replica there has runs in flight (waiting up to
+        # wait_busy_s), so the fault meets runs that its death must end as 503s
+        deadline = time.monotonic() + wait_busy_s
+        while True:
+            placed = replica_actors_by_node(apps)  # one read of the GCS's actor table
+            node = max(cluster.worker_nodes, key=lambda n: len(placed.get(n.node_id, [])))
+            actors = placed.get(node.node_id, [])
+            ongoing = sum(_ongoing(a) for a in actors if _deployment(a).split("#")[1] in busy)
+            if ongoing or not busy or time.monotonic() >= deadline:
+                break
+            time.sleep(0.05)
+        lost.node_id, lost.held, lost.in_flight = node.node_id, sorted(_deployment(a) for a in actors), ongoing
         cluster.remove_node(node, allow_graceful=False)
-        return f"worker node {node.node_id[:8]} killed, holding {len(lost.held)} replica(s): {', '.join(lost.held)}"
+        return (f"worker node {node.node_id[:8]} killed, holding {len(lost.held)} replica(s): {', '.join(lost.held)}; "
+                f"{ongoing} request(s) in flight on its {'/'.join(busy)} replica(s)")
 
     async def inject() -> str:
         return await asyncio.to_thread(kill)

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import asyncio
 import itertools
+from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -208,5 +209,8 @@ def test_a_lost_node_s_replicas_come_back_on_the_node_left(fault_run: Faulted) -
     assert sorted(r for rs in fault_run.after.values() for r in rs) == sorted(
         r for rs in fault_run.before.values() for r in rs), "every replica is back"
     assert phase.recovered and phase.recovery_s >= NODE_DEATH_S
-    # in flight on the node when it died: their clients were told to retry, with the run's id where it was recorded
-    assert any(o.status == 503 and o.retry_after for o in phase.outcomes), [o.status for o in phase.outcomes]
+    # in flight on the node when it died (the fault waits for its Orchestrator to hold runs): their clients were told
+    # to retry, with the run's id where it was recorded
+    assert lost.in_flight, f"no run was in flight on the node's Orchestrator when it died: {phase.note}"
+    told = Counter((o.status, bool(o.retry_after)) for o in phase.outcomes)
+    assert told[503, True], f"(status, Retry-After) of the phase's replies: {dict(told)}"
