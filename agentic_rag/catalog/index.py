@@ -198,7 +198,9 @@ DOCUMENTS: dict[str, Callable[[Record], Document]] = {
     "anime": _anime, "manga": _manga, "character": _character, "episode": _episode, "franchise": _franchise,
     "studio": _studio, "person": _person,
 }
-TEXT_IN_PAYLOAD = 400  # the start of the embedded text, shown in search summaries
+# the embedded text as the payload keeps it: whole up to this many characters (search summaries show its first 400;
+# an explanation quotes the description after the head, which a character of six works pushes past 400)
+TEXT_IN_PAYLOAD = 2000
 HASH_CHARS = 32  # hex digits of a point's content hash (128 bits: a changed text or payload re-embeds it)
 COUNT_SQL = {t: f"SELECT count(*) FROM {t}" for t in ENTITY_TYPES}  # noqa: S608  fixed table names
 
@@ -344,7 +346,8 @@ async def _changed_points(docs: list[Document], existing: dict[str, Stored], emb
     none = Stored("", "", None)
     todo: list[tuple[Document, str, WantedImage | None]] = []
     for doc in docs:
-        h = _hash(doc.text, doc.payload, model)
+        # the payload's text bound is hashed too: a point written under another bound is rewritten (its vector kept)
+        h = _hash(doc.text, {**doc.payload, "_text_chars": TEXT_IN_PAYLOAD}, model)
         want = wanted.get(doc.id)
         stored = existing.get(doc.id, none)
         if (stored.hash, stored.image) == (h, want.key if want else None):

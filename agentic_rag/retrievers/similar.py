@@ -186,6 +186,7 @@ class Examples:
     genres: list[str] = field(default_factory=list)
     skip: set[str] = field(default_factory=set)  # works never offered: the examples, the excluded
     franchises: set[str] = field(default_factory=set)  # franchises left out
+    own: set[str] = field(default_factory=set)  # the examples' own franchises (left out unless asked for)
 
 
 def _said(names: Sequence[str]) -> str:
@@ -230,8 +231,10 @@ async def examples(conn: Conn, intent: SimilarIntent) -> Examples:
         if r["example"]:
             out.names.append(r["name"])
             out.skip.add(r["id"])
-        if r["franchise_id"] is not None and not intent.include_franchise:
-            out.franchises.add(r["franchise_id"])
+        if r["franchise_id"] is not None:
+            out.own.add(r["franchise_id"])
+            if not intent.include_franchise:
+                out.franchises.add(r["franchise_id"])
     for r in await EVIDENCE_SQL.fetch(conn, {"ids": ids, "works": out.works}):
         if r["kind"] == "studio":
             out.studios[r["id"]] = r["name"]
@@ -300,9 +303,15 @@ class SimilarRetriever:
         self._timeout = vector.settings.query_timeout_ms / 1000
 
     async def execute(self, intent: SimilarIntent) -> RetrievalResult:
+        """The picks; when none is left outside the examples' own franchises, the picks from within them, each
+        saying so ("from the same franchise as X"): an empty answer helps nobody who did not rule them out. A
+        franchise the question left out ("not Death Note") stays out either way."""
         with tracing.span("similar", {"agentic_rag.entity_type": intent.entity_type, "agentic_rag.limit": intent.limit,
                                       "agentic_rag.examples": len(intent.like)}) as span:
             result = await self._execute(intent)
+            if not result.count and intent.like and not intent.include_franchise:
+                result = await self._execute(intent.model_copy(update={"include_franchise": True}))
+                span.set_attribute("agentic_rag.own_franchise", True)
             span.set_attribute("agentic_rag.rows", result.count)
             return result
 
@@ -316,16 +325,24 @@ class SimilarRetriever:
             by_meaning, by_graph = await asyncio.gather(self._by_meaning(intent, ex), self._by_graph(intent, ex))
         fused = rrf([[(i, 1.0) for i in by_meaning], [(i, GRAPH_WEIGHT) for i in by_graph]])
         payloads = {**by_meaning, **(await self._payloads(intent, [i for i, _ in fused if i not in by_meaning]))}
-        fused = one_per_franchise([(i, s) for i, s in fused if i in payloads], payloads)[: intent.limit]
+        fused = [(i, s) for i, s in fused if i in payloads]
+        if len(intent.filters.genres) > 1:
+            # "an action comedy": the picks with more of the wished genres first (any one lets a pick in)
+            wished = set(intent.filters.genres)
+            fused.sort(key=lambda x: -len(wished & set(payloads[x[0]].get("genres") or ())))
+        fused = one_per_franchise(fused, payloads)[: intent.limit]
         ids = [i for i, _ in fused]
         shared = await self._db(lambda conn: self._shared(conn, intent, ex, ids))
         rows = []
         for item, score in fused:
             matched = [m for m, ranked in (("vector", by_meaning), ("graph", by_graph)) if item in ranked]
             evidence = shared.get(item, {})
+            own = payloads[item].get("franchise_id") in ex.own
+            said = ([f"from the same franchise as {_said(ex.names)}"] if own and ex.names else []) + reasons(
+                evidence, matched)
             rows.append({**_row(payloads[item]), "rrf": round(score, 5), "matched_by": matched,
                          "shared_studios": evidence.get("studios", []), "shared_people": evidence.get("people", []),
-                         "shared_genres": evidence.get("genres", []), "reasons": reasons(evidence, matched)})
+                         "shared_genres": evidence.get("genres", []), "reasons": said})
         return RetrievalResult(summary=summarize(intent, ex, rows), raw_data=rows, count=len(rows))
 
     async def _db(self, op: Any) -> Any:

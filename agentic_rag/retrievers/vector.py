@@ -31,7 +31,8 @@ T = TypeVar("T")
 log = logging.getLogger(__name__)
 EmbedFn = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
 ImageEmbedFn = Callable[[Sequence[bytes]], Awaitable[npt.NDArray[np.float32]]]  # encoded images, verified
-SNIPPET_CHARS = 400  # the whole stored start of the text: a lookup answers from it
+SNIPPET_CHARS = 400  # the stored text's start: a lookup answers from it
+FULL_TEXT = "_text"  # a row's whole stored text, while an explanation's sentences are picked from it
 
 
 def compile_filter(filters: SearchFilters) -> models.Filter | None:
@@ -54,13 +55,22 @@ def compile_filter(filters: SearchFilters) -> models.Filter | None:
     return models.Filter(must=must) if must else None
 
 
-def _row(payload: dict[str, Any], score: float | None) -> dict[str, Any]:
-    row = {k: v for k, v in payload.items() if k not in ("_hash", "_image", "text")}
+def _row(payload: dict[str, Any], score: float | None, *, full: bool = False) -> dict[str, Any]:
+    """A hit as a row; ``full``: it keeps the whole stored text too (:data:`FULL_TEXT`, taken off again once the
+    sentences to quote are picked from it)."""
+    row = {k: v for k, v in payload.items() if k not in ("_hash", "_text_hash", "_image", "text")}
     row["entity_type"] = row.pop("type", None)
     row["snippet"] = str(payload.get("text", ""))[:SNIPPET_CHARS]
+    if full:
+        row[FULL_TEXT] = str(payload.get("text", ""))
     if score is not None:
         row["score"] = round(float(score), 4)
     return row
+
+
+def _quotes(intent: SearchIntent) -> bool:
+    """Whether the step quotes its records: an explanation's fetch of named records, with the question to rank by."""
+    return bool(intent.quote and intent.filters.id and intent.query is not None)
 
 
 def summarize(intent: SearchIntent, rows: list[dict[str, Any]]) -> str:
@@ -146,7 +156,8 @@ class QdrantExecutor:
             raise RetrievalError("qdrant", "timeout", f"qdrant search in {name} ran past its time limit") from exc
         except QDRANT_FAILURES as exc:
             raise RetrievalError("qdrant", "unavailable", f"qdrant search in {name} failed: {exc}") from exc
-        if intent.quote and intent.filters.id and intent.query is not None:
+        if _quotes(intent):
+            assert intent.query is not None
             await self._quoted(intent.query, result.raw_data)
         return result
 
@@ -171,14 +182,16 @@ class QdrantExecutor:
                 )
                 span.set_attribute("agentic_rag.rows", len(response.points))
             payloads = [(p.payload or {}, p.score) for p in response.points]
-        rows = [_row(payload, score) for payload, score in payloads]
+        rows = [_row(payload, score, full=_quotes(intent)) for payload, score in payloads]
         return RetrievalResult(summary=summarize(intent, rows), raw_data=rows, count=len(rows))
 
     async def _quoted(self, query: str, rows: list[dict[str, Any]]) -> None:
         """An explanation's records: each row gets the sentences of its description nearest in meaning to the
         question (``quotes``). The records stand without them when the encoder does not answer in time: the answer
         then quotes nothing, which is no reason to lose the step."""
-        texts = [about(row, str(row.get("snippet", ""))) for row in rows]  # the snippet is the whole stored text
+        # the whole stored text, not the snippet: a long head (a character in six works) leaves the snippet only the
+        # start of the description, and the sentence that says why may come after it
+        texts = [about(row, str(row.pop(FULL_TEXT, row.get("snippet", "")))) for row in rows]
         try:
             async with asyncio.timeout(self._timeout):
                 said = await quote(self._embed, query, texts)

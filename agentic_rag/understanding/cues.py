@@ -40,7 +40,8 @@ def staff_roles(word: str) -> tuple[str, ...]:
         return ("director", "chief_director")
     if "screenplay" in w or "script" in w or "composition" in w:
         return ("series_composition",)
-    if any(x in w for x in ("drew", "draw", "illustrat", "artist", "art")):
+    # "art", not "arts" ("martial arts" is a genre)
+    if w in ("art", "artwork") or any(x in w for x in ("drew", "draw", "illustrat", "artist")):
         return ("story_and_art", "art")
     if any(x in w for x in ("wrote", "writ", "author", "creat", "mangaka")):
         return ("original_creator", "story_and_art", "story")
@@ -81,7 +82,7 @@ FAMILY = words("father dad mother mom parents parent brother brothers sister sis
                "grandson family wife husband uncle aunt cousin married spouse marry marries marrying wed weds "
                "wedded wives husbands spouses")
 RELATED = words("related relation relationship relationships connected connection connections connect connects "
-                "link linked links relate common know")
+                "link linked links relate relates common know tie ties tied")
 COMPARE = words("compare comparison vs versus difference differences differ")
 COMPARATIVE = words("more fewer less longer shorter older newer earlier later bigger higher lower")
 YEAR = words("year when aired air airs released release premiere premiered premiere started start debut "
@@ -134,6 +135,8 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ("me and my friends", ""), ("with my friends", ""), ("a friend of mine", ""), ("friend of mine", ""),
     ("my friends", ""), ("my friend", ""), ("with friends", ""), ("my buddy", ""), ("my bff", ""),
     ("thanks in advance", ""), ("in short", ""), ("no spoilers", ""),
+    # genres whose words are cue words ("arts": art, who drew it)
+    ("martial arts", ""), ("martial art", ""),
 )
 
 # Type words right next to a name ("the Death Note manga", "the anime Naruto").
@@ -223,6 +226,7 @@ EXPLAIN = re.compile(
     r"|\bwhat (?:made|makes|caused|causes|drove|drives|motivated|motivates|pushed|pushes|led|leads) \S+(?: \S+){0,3}? "
     r"(?:to|want|wants|join|become|turn|leave|betray|decide|go|fight|hate|side|switch|quit|start|stop|change)\b",
     re.IGNORECASE)
-INSISTED = words("exactly actually really even")  # "how are X and Y related exactly": the why, not only the relation
+# "how are X and Y related exactly", "how is X different from Y": the why, not only the relation
+INSISTED = words("exactly actually really even different differ differs difference")
 # The edges between characters, by the cue words that ask for them, in the order they are tried ("nemesis": a rival)
 PEER_EDGES: dict[str, frozenset[str]] = {"rival": RIVAL, "enemy": ENEMY, "teammate": TEAMMATE, "ally": ALLY}

@@ -69,8 +69,9 @@ YEAR_OPS = {"in": "eq", "from": "eq", "after": "gt", "since": "gte", "before": "
 # "started airing in the 90s" says when a run began, not that it still airs
 _STATUS = ((re.compile(r"(?<!start )(?<!started )(?<!began )(?<!begin )(?<!first )\b(?:still |currently )?airing\b|"
                        r"\b(?:still |currently )?on air\b", re.I), "airing"),
-           (re.compile(r"\b(?:still )?ongoing\b|\bstill (?:running|going|being published|serialized|publishing|"
-                       r"coming out|out)\b|\b(?:unfinished|not (?:yet )?(?:finished|over|done|complete|completed))\b",
+           (re.compile(r"\b(?:still )?ongoing\b|\bstill (?:running|going|being (?:published|serialized|released)|"
+                       r"serialized|publishing|coming out|out)\b|"
+                       r"\b(?:unfinished|not (?:yet )?(?:finished|over|done|complete|completed))\b",
                        re.I), "ongoing"),
            (re.compile(r"\b(?:finished|completed|ended|concluded)\b", re.I), "finished"))
 # Words that never name a facet value: question scaffolding.
@@ -180,9 +181,11 @@ def parse_filter(q: str) -> Filter | None:
         f.where.append({"field": _year_field(rest[:ym.start()], year), "op": "lte" if earlier else "gte",
                         "value": int(ym.group("y"))})
     rest = _YEAR_OPEN.sub(" ", rest)
-    if d := _DECADE.search(rest):
-        start = int(f"{d.group('c')}{d.group('d')}0") if d.group("c") else 1900 + int(d.group("s")) * 10
-        f.where += [{"field": year, "op": "gte", "value": start}, {"field": year, "op": "lte", "value": start + 9}]
+    if decades := [int(f"{d.group('c')}{d.group('d')}0") if d.group("c") else 1900 + int(d.group("s")) * 10
+                   for d in _DECADE.finditer(rest)]:
+        # "the 80s or 90s", "from the 80s to the 2000s": the years from the first decade's start to the last's end
+        f.where += [{"field": year, "op": "gte", "value": min(decades)},
+                    {"field": year, "op": "lte", "value": max(decades) + 9}]
         rest = _DECADE.sub(" ", rest)
     for y in YEAR_SAID.finditer(rest):
         f.where.append({"field": _year_field(rest[:y.start()], year), "op": YEAR_OPS[y.group("op").lower()],

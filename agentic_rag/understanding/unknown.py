@@ -47,6 +47,8 @@ _JOINERS = frozenset(" -")  # what may stand between the words of one name
 # the type words a name begins with ("Studio Deen"); a work's ("Show", "Movie") begins a Title Cased sentence's words
 _LEADING = frozenset(w for w, t in TYPE_WORD.items() if t == "studio")
 _DETERMINERS = frozenset(("a", "an", "the", "some", "any", "that", "this", "my", "his", "her", "their", "its"))
+_NOT_A_NAME = frozenset(("it", "they", "them", "he", "she", "there", "many", "much", "more", "other", "others", "these",
+                         "those", "all", "every", "each", "no", "how", "what", "which"))
 
 
 @cache
@@ -89,9 +91,9 @@ def english_form(word: str) -> bool:
     if any(word.startswith(p) and len(word) - len(p) >= 4 and (word[len(p):] in english or _stem_is_english(
             word[len(p):])) for p in _PREFIXES):
         return True
-    # parts of three letters or more ("keyring", "lockdown")
+    # parts of three letters or more, one of four or more ("keyring", "lockdown"; "shisui" is no "shi" + "sui")
     return any(word[:i] in english and (word[i:] in english or _stem_is_english(word[i:]))
-               for i in range(3, len(word) - 2))
+               for i in range(3, len(word) - 2) if max(i, len(word) - i) >= 4)
 
 
 def _foreign(question: str, t: Token, before: Token | None, known: Mapping[str, int], corrected: frozenset[str], *,
@@ -211,6 +213,8 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     the catalog's names use ("Studio Trigger"). A numbering after it is its own ("Kaiju No. 8")."""
     fixes = frozenset(corrected)
     covered = [(m.start, m.end) for m in mentions]
+    asked = _asked_for(question, covered)  # "is X in your catalog": X whole, its words not again apart
+    covered += [(lo, hi) for _, lo, hi in asked]
     free = [not any(a <= t.start < b for a, b in covered) for t in tokens]
     # a capitalised word right after a name may be more of its title, typed wrong ("Frieren Beyond Jourmeys")
     after_name = [False] * len(tokens)
@@ -256,7 +260,17 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     words = [t for k, t in enumerate(tokens) if t.key.isalpha() and not t.upper and k > 0
              and not _sentence_start(question, tokens[k - 1], t)]
     title_case = sum(t.raw[:1].isupper() for t in words) > len(words) / 2
-    out: list[str] = []
+    # two capitalised words inside a sentence, one of them no English word ("Was Petra Ral in Levi's squad": "Petra"
+    # is a word of the vocabulary, "Ral" too short to be foreign alone), in a question not typed in Title Case
+    for i in range(1, len(tokens) - 1):
+        pair = (tokens[i], tokens[i + 1])
+        if not title_case and all(free[j] and capital[j] and len(tokens[j].key) >= MIN_LETTERS - 1
+                                  and tokens[j].key not in _DETERMINERS and tokens[j].key not in _LEADING
+                                  for j in (i, i + 1)) and _joined(question, *pair) and not _sentence_start(
+                question, tokens[i - 1], tokens[i]) and any(
+                not englishlike(t.key) and t.key not in known and t.key not in dictionary_words() for t in pair):
+            foreign[i] = named[i] = named[i + 1] = True
+    out: list[str] = [name for name, _, _ in asked][:MAX_UNKNOWN]
     for a, b in _in_slots(question, tokens, free):
         if len(out) < MAX_UNKNOWN:
             _say(out, question, tokens, a, b)
@@ -297,6 +311,40 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
             _say(out, question, tokens, a, b)
         i = b + 1
     return out
+
+
+# "is steins;gate in your catalog?", "do you have Vinland Saga": a name asked for by the question's own words, however
+# it is spelled
+_ASKED_FOR = re.compile(
+    r"\b(?:is|are|was|were)\s+(?P<a>[^?,.!]{2,40}?)\s+(?:in|on|part of|covered (?:by|in)|included in|listed in)\s+"
+    r"(?:your|the|this|ur)\s+(?:catalog|catalogue|database|db|data|list|index|collection)\b"
+    r"|\b(?:do|does) (?:you|u|the catalog|your catalog|the database) (?:have|has|know|cover|include|list)\s+"
+    r"(?:(?:anything|info|data|entries) (?:on|about|for)\s+)?(?P<b>[^?,.!]{2,40}?)\s*(?:[?,.!]|$)", re.IGNORECASE)
+
+
+def _asked_for(question: str, covered: Sequence[tuple[int, int]]) -> list[tuple[str, int, int]]:
+    """The names the question asks whether the catalog has, that no mention covers: as typed, and where."""
+    out = []
+    for m in _ASKED_FOR.finditer(question):
+        group = "a" if m.group("a") is not None else "b"
+        lo, hi = m.span(group)
+        name = question[lo:hi].strip()
+        lo = question.index(name, lo)
+        hi = lo + len(name)
+        first = name.split()[0].lower() if name.split() else ""
+        if first in _DETERMINERS or first in _NOT_A_NAME:
+            continue  # "are there any OVAs in the catalog", "is it in your catalog": no name asked for
+        if not any(a < hi and lo < b for a, b in covered) and _namelike(name):
+            out.append((name, lo, hi))
+    return out
+
+
+def _namelike(span: str) -> bool:
+    """Whether words asked for look like a name: one of them no English word, or words joined by a sign inside
+    them ("steins;gate"), or words typed with capitals ("Vinland Saga"); not "listed", "any recommendations"."""
+    words = re.findall(r"[A-Za-z]+", span)
+    return bool(words) and (any(not englishlike(w.lower()) for w in words) or bool(re.search(r"\w[;:.!]\w", span))
+                            or all(w[:1].isupper() for w in words))
 
 
 def _say(out: list[str], question: str, tokens: Sequence[Token], a: int, b: int) -> None:

@@ -39,8 +39,12 @@ def _explained(q: _Question, a: Analysis, plan: Callable[[str], Analysis]) -> An
     if cue is None or a.filter is not None or not q.mentions:
         return a
     words = {t.key for t in tokenize(q.whole)}  # "how is X Y's brother?? they're not even related": the whole message
-    if a.intent == "relation" and cue.group().lower().startswith("how ") and not words & C.INSISTED:
-        return a  # "how is X related to Y" asks the relation, which the answer states with its detail
+    if a.intent == "relation" and cue.group().lower().startswith("how ") and not words & C.INSISTED and (
+            _between_people(a)):
+        # "how is X related to Y" asks the relation, which the answer states with its detail; between two works
+        # ("how does Death & Rebirth relate to The End of Evangelion") the relation alone says little: their
+        # synopses say how, and are quoted
+        return a
     a.explain = _asking(q, cue.start())
     if a.intent in ("relation", "compare"):
         _more_related(q, a)
@@ -57,6 +61,11 @@ def _explained(q: _Question, a: Analysis, plan: Callable[[str], Analysis]) -> An
     one = Analysis(intent="lookup", mentions=[], explain=a.explain, exclude=a.exclude)
     _add(one, q.tokens, anchor, said[0] if said else None, fixed=bool(said))
     return one
+
+
+def _between_people(a: Analysis) -> bool:
+    """Whether a relation's names are read as people (a character, a person), not works."""
+    return any(a.types.get(m, ("anime",))[0] in _PEOPLE for m in a.mentions)
 
 
 def _asking(q: _Question, at: int) -> str:

@@ -58,9 +58,10 @@ def _compared_by_sign(x: _Two) -> bool:
 
 
 def _compared_by_words(x: _Two) -> bool:
-    """"compare X and Y", "is X longer than Y", "X or Y, which came out first"."""
+    """"compare X and Y", "is X longer than Y", "how is X different from Y", "X or Y, which came out first"."""
     w = x.w
-    return w.any(C.COMPARE) or (w.any(C.COMPARATIVE) and (x.joined("or") or "than" in w.set or (
+    return w.any(C.COMPARE) or w.has("different from", "different than", "different to") or (
+        w.any(C.COMPARATIVE) and (x.joined("or") or "than" in w.set or (
         x.works and (x.joined("and") or not x.between.strip(" ,"))))) or (
         x.joined("or") and ("first" in w.set or w.has(*C.CAME_OUT_PHRASES)))
 
@@ -96,6 +97,11 @@ def _read_pair(q: _Question) -> Analysis | None:
     """Two names related or compared ("how are X and Y related", "which is longer, X or Y")."""
     question, w, tokens, mentions = q.text, q.w, q.tokens, q.mentions
     kinds = q.kinds
+    if len(mentions) >= 3 and not kinds[0] & _PEOPLE and all(k & _PEOPLE for k in kinds[1:3]) and w.any(
+            C.RELATED) and re.search(r"[,:]", question[mentions[0].end:mentions[1].start]):
+        # "In MHA, how are Shoto and Dabi connected?": a work named, then set apart, before two people asked
+        # related sets the scene; they are the pair
+        mentions, kinds = mentions[1:], kinds[1:]
     if len(mentions) >= 2 and (pair := _pair(w, kinds, question[mentions[0].end:mentions[1].start])) is not None:
         a = Analysis(intent=pair, mentions=[])
         people = all(k & {"character", "person"} for k in kinds[:2])

@@ -64,8 +64,15 @@ def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked
     """Parts that name their own entities each read with them, else the parts after a first that names something."""
     if len(parts) < 2 or whole.filter is not None:
         return whole
-    if all(names(p) for p in parts) and not any(_POINTS_BACK.search(text[p[0]:p[1]].lower()) or
-                                                re.search(r"\bsame\b", text[p[0]:p[1]].lower()) for p in parts[1:]):
+    # a later part that points back only to qualify its own name ("... how many episodes does their Frieren
+    # adaptation have?") is read on its own too when the whole's reading leaves a part's every name out (it answers
+    # one part, not both); "the same person", "did he" point back for what they ask
+    pointers = [(p, m) for p in parts[1:] for m in _POINTS_BACK.finditer(text[p[0]:p[1]].lower())]
+    points_back = bool(pointers) or any(re.search(r"\bsame\b", text[p[0]:p[1]].lower()) for p in parts[1:])
+    qualifying = bool(pointers) and not any(re.search(r"\bsame\b", text[p[0]:p[1]].lower()) for p in parts[1:]) and all(
+        m.group() in _POSSESSIVES and any(n.start == p[0] + m.end() + 1 for n in names(p)) for p, m in pointers)
+    left_out = any(not any(m.text in whole.mentions for m in names(p)) for p in parts)
+    if all(names(p) for p in parts) and (not points_back or (qualifying and left_out)):
         # "how many episodes did X run for, and is Y finished yet?": each part is a question of its own
         reads = [_read(_only(text, [p]), EntityLinks(mentions=names(p))) for p in parts]
         if all((r.hops or r.attr) and r.filter is None and r.mentions and r.intent not in ("relation", "compare")
@@ -203,7 +210,7 @@ _BACK: dict[EntityType, str] = {"studio": "studio|company|animation studio", "pe
 
 
 _CLAUSE = re.compile(r"(?:,\s*(?:and|but|also)\s+|[,:]\s*(?=(?:who|whom|what|which|when|where|how)\b)|;\s*|\?+\s+|"
-                     r"\s+and\s+(?=(?:who|whom|what|which|when|where|how|is|are|was|were|did|does|do)\b))",
+                     r"\s+(?:and|\+|&|plus)\s+(?=(?:who|whom|what|which|when|where|how|is|are|was|were|did|does|do)\b))",
                      re.IGNORECASE)
 
 # a part that asks only the size of what another part lists ("list them and tell me how many in total")
@@ -223,6 +230,7 @@ _TELLS = re.compile(r"(?:list|name|tell|give|say|count)\b")
 
 
 _POINTS_BACK = re.compile(r"\b(?:he|she|him|his|her|it|its|they|them|their|those|these|that)\b")
+_POSSESSIVES = frozenset(("his", "her", "its", "their"))
 
 
 # words that join one question to the next after a "?" ("... yet? and which studio", "...? also who directed it")
@@ -286,7 +294,8 @@ def _clauses(text: str) -> list[tuple[int, int]]:
             out.append((start, m.start()))
             start = m.end()
     out.append((start, len(text)))
-    return [(a, b) for a, b in out if text[a:b].strip()]
+    # a part of only joining words ("...? Also, how many ... their ...": "Also") asks nothing
+    return [(a, b) for a, b in out if text[a:b].strip() and _CONNECTIVE.sub("", text[a:b].strip(" ,")).strip()]
 
 
 def _next(cuts: list[re.Match[str]], i: int, text: str) -> int:

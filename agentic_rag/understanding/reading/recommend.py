@@ -44,20 +44,24 @@ ASKED = re.compile(
     r"titles|stuff|vibes?)|(?:anything|something|any) similar|same (?:vibe|vibes|feel|energy|kind of|style)|"
     r"similar (?:feel|feeling|tone|mood|premise|story|themes?)|with a similar|(?:same|that|this|my) (?:\w+ ){0,2}itch|"
     r"in (?:the same|that|this|a similar) vein|in the vein of|along (?:the same|those|these) lines|more like|"
+    r"in the (?:spirit|style|mold|mould|tradition) of|reminiscent of|akin to|comparable to|along the lines of|"
     r"if (?:i|you) (?:liked?|loved?|enjoyed?)|"
     r"(?:any|some|something) good (?:anime|animes|shows?|series|movies?|films?|manga|mangas|to watch|to read)|"
     r"(?:watch|read)\b.{0,40}\b(?:just|equally) as \w+)\b", re.IGNORECASE)
 # what to watch or read next: a recommendation when some sentence also says what it should be like
 WHAT_NEXT = re.compile(r"\b(?:what|anything|something) (?:should|could|can|do|would) (?:i|we|you)\b.{0,20}\b"
-                       r"(?:watch|read|check out|try)\b|\b(?:watch|read) next\b", re.IGNORECASE)
+                       r"(?:watch|read|check out|try)\b|\b(?:watch|read) next\b|\bmove on to\b", re.IGNORECASE)
 _NEXT = re.compile(r"\b(?:watch|read|try|check out|binge|start)\s+next\b", re.IGNORECASE)
 # works of a kind asked for ("any psychological manga that's finished?", "another comedy manga", "anything else
 # from that studio"): a recommendation when the message also says whose works are meant or what the asker liked
 _WORKS_NOUN = r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|titles)"
 WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more)\b(?:[\s,-]+(?!(?:did|does|do|has|"
                     rf"have|had|is|are|was|were)\b)[\w'-]+){{0,3}}?[\s-]+(?:{_WORKS_NOUN}|else)\b", re.IGNORECASE)
-ANOTHER = re.compile(r"\b(?:want|wanna|need|looking for|look for|give me|get me|show me|find me|craving)\s+"
-                     rf"(?:\w+\s+){{0,2}}?another\b(?:[\s-]+[\w'-]+){{0,3}}?[\s-]+{_WORKS_NOUN}\b", re.IGNORECASE)
+ANOTHER = re.compile(r"\b(?:want|wanna|need|looking for|look for|give me|get me|show me|find me|craving|"
+                     r"point me (?:to|towards?)|in the mood for|hook me up with)\s+"
+                     rf"(?:(?:\w+\s+){{0,2}}?another|an?(?!\s+(?:list|number|count|name|summary|rundown|"
+                     r"synopsis|recap|breakdown|overview)\b))"
+                     rf"\b(?:[\s-]+[\w'-]+){{0,3}}?[\s-]+{_WORKS_NOUN}\b", re.IGNORECASE)
 SAME_SOURCE = re.compile(r"\b(?:from|by) (?:the same|that|this|their|his|her) (?:studio|director|author|creator|"
                          r"writer|mangaka|artist|team|people|staff|guy|person)\b|\bsame (?:studio|director|author|"
                          r"creator|writer|mangaka|staff|people)\b", re.IGNORECASE)
@@ -65,7 +69,10 @@ SAME_SOURCE = re.compile(r"\b(?:from|by) (?:the same|that|this|their|his|her) (?
 CREDITED = re.compile(r"\b(?:did|does|do|has|have|had)\b.{0,40}\b(?:direct|score|compose|make|animate|write|draw|"
                       r"produce|voice|work|create|illustrate)\w*", re.IGNORECASE)
 LIKED = re.compile(r"\b(?:lov(?:e|ed|ing)|adored?|enjoyed|(?:big |huge )?fan\b|fav\w*|favou?rite|scratched|"
-                   r"caught up|binged|obsessed|hooked)\b", re.IGNORECASE)
+                   r"caught up|binged|obsessed|hooked|comfort (?:read|watch|show|anime|manga|series)|"
+                   r"grew up (?:on|with|watching|reading)|"
+                   # what the asker has seen: "I've only watched the original series", "already seen it"
+                   r"(?:i'?ve|i have|i) (?:\w+ ){0,2}?(?:watched|seen|read|finished))\b", re.IGNORECASE)
 # "like X" / "anime like it": a work compared to, not "what is X like" or "I'd like to know"
 LIKE = re.compile(r"\b(?:like|liek|lik|as good as|similar to|same as)\s*$", re.IGNORECASE)
 LIKE_IT = re.compile(r"\b(?:anime|animes|shows?|series|movies?|films?|manga|mangas|something|anything|ones?|stuff|"
@@ -108,7 +115,8 @@ other another anything something stuff thing things good great anime animes show
 movies film films tv title titles work works check out ones one give me some few couple pls please plz lol tbh
 rather prefer preferably already finished over sad empty kinda feel felt ruined night want wanted looking look after
 more got gf bf friend friends rn idk imo tho maybe really actually time times doesnt count dont related classic
-classics just equally gonna wanna need short quick thats shes hes seen im ive id its
+classics just equally gonna wanna need short quick thats shes hes seen im ive id its ve ll re spirit style tradition
+mold mould reminiscent akin comparable lines basically comfort point move only original grew up back mood
 """)
 DEFAULT_PICKS = 5
 # which reading of a name is the example, after the type asked for: a work, else whose works are meant

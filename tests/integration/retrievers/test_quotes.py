@@ -45,3 +45,17 @@ async def test_a_fetch_by_id_quotes_each_records_nearest_sentence(vector: Qdrant
     assert all(0 < q["score"] <= 1 for r in rows.values() for q in r["quotes"])
     plain = await vector.execute(intent.model_copy(update={"quote": False}))
     assert all("quotes" not in r for r in plain.raw_data)  # a fetch embeds nothing unless it quotes
+
+
+@pytest.mark.usefixtures("demo")
+async def test_the_whole_description_is_quoted_past_a_long_head(vector: QdrantExecutor) -> None:
+    """Nezuko's point text opens with her six works, so the 400 characters a row's snippet shows end inside her
+    description: the quote is still the description's whole sentence, Muzan included, and the snippet stays short
+    (nor does the whole text, or any other internal field, stay on the row)."""
+    nezuko = eid("character", "nezuko-kamado")
+    intent = SearchIntent(rationale="quote", entity_type="character", query="how come nezuko became a demon?",
+                          filters=SearchFilters(id=[nezuko]), limit=1, quote=True)
+    (row,) = (await vector.execute(intent)).raw_data
+    assert len(row["snippet"]) == 400 and "Muzan" not in row["snippet"]
+    assert "turned into a demon by Muzan" in row["quotes"][0]["text"]
+    assert not any(k.startswith("_") for k in row)

@@ -104,3 +104,26 @@ async def test_genres_a_wish_names_are_what_every_pick_has(pool: Pool, vector: Q
     assert rows and all("dark_fantasy" in r["genres"] for r in rows), rows
     plain = await _similar(pool, vector, entity_type="manga", query="quiet and slow", limit=8)
     assert plain and not all("dark_fantasy" in r["genres"] for r in plain)
+
+
+async def test_with_nothing_left_outside_its_franchise_the_franchise_s_own_works_are_offered(
+        pool: Pool, vector: QdrantExecutor) -> None:
+    """Mecha films from 2010 on like the Evangelion TV series: only the Rebuild films fit, all of its own franchise.
+    They are offered, each saying it is from the same franchise, rather than nothing; a franchise the question left
+    out stays out even so."""
+    async with pool.acquire() as conn:
+        eva = await _id(conn, "anime", "Neon Genesis Evangelion")
+        franchise = await conn.fetchval("SELECT franchise_id::text FROM anime WHERE id = $1::uuid", eva)
+    like = [EntityRef(entity_type="anime", id=eva)]
+    wanted = {"format": ["movie"], "year_min": 2010, "genres": ["mecha"]}
+    rows = await _similar(pool, vector, entity_type="anime", like=like, filters=wanted)
+    assert rows and all(r["franchise_id"] == franchise and r["year"] >= 2010 for r in rows), rows
+    assert all(r["reasons"][0] == "from the same franchise as Neon Genesis Evangelion" for r in rows)
+    assert not await _similar(pool, vector, entity_type="anime", like=like, filters=wanted, exclude=[eva])
+
+
+async def test_picks_with_more_of_the_wished_genres_come_first(pool: Pool, vector: QdrantExecutor) -> None:
+    """"an action comedy": any one of the genres lets a pick in, and the picks with both come before the rest."""
+    rows = await _similar(pool, vector, entity_type="anime", query="an action comedy", limit=8)
+    shared = [len({"action", "comedy"} & set(r["genres"])) for r in rows]
+    assert rows and shared[0] == 2 and shared == sorted(shared, reverse=True), [(r["name"], r["genres"]) for r in rows]

@@ -132,3 +132,31 @@ def test_a_shared_name_stays_open_when_nothing_tells_it_apart() -> None:
     q = "why does ed talk like that?"
     a = read(q, links(q, ("ed", [elric, wong])))
     assert open_types(a, "ed") == ("character",)
+
+
+TRIGUN_TV = [cand("anime", "Trigun")]
+TRIGUN_FILM = [cand("anime", "Trigun: Badlands Rumble")]
+
+
+@pytest.mark.parametrize("question", [
+    "how does badlands rumble relate to trigun?",
+    "how does badlands rumble tie into the trigun story",
+    "how is badlands rumble different from trigun",
+])
+def test_how_two_works_are_related_quotes_what_they_say(question: str) -> None:
+    """Between two works the relation alone ("is followed by") says little: their synopses are quoted ("tie into",
+    "different from" ask it too)."""
+    a = read(question, links(question, ("badlands rumble", TRIGUN_FILM), ("trigun", TRIGUN_TV)))
+    assert a.intent in ("relation", "compare") and a.mentions == ["badlands rumble", "trigun"] and a.explain
+
+
+def test_a_work_set_apart_before_two_people_asked_related_sets_the_scene() -> None:
+    q = "In Trigun, how are Vash and Knives connected?"
+    a = read(q, links(q, ("Trigun", TRIGUN_TV), ("Vash", [cand("character", "Vash")]),
+                      ("Knives", [cand("character", "Knives")])))
+    assert a.intent == "relation" and a.mentions == ["Vash", "Knives"]
+    # not without a word that asks it, nor a work that is part of the sentence ("the Trigun film with Vash and ...")
+    q = "who directed the Trigun film with Vash and Knives in it"
+    a = read(q, links(q, ("Trigun", TRIGUN_TV), ("Vash", [cand("character", "Vash")]),
+                      ("Knives", [cand("character", "Knives")])))
+    assert a.mentions[:2] != ["Vash", "Knives"]

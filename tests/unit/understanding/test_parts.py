@@ -131,3 +131,21 @@ def test_a_colon_inside_a_title_or_parts_that_chain_are_no_topic() -> None:
 def test_a_connective_after_a_question_mark_starts_a_part() -> None:
     assert parts("is trigun finished? also who directed it") == ["is trigun finished", "also who directed it"]
     assert parts("is trigun finished?? and which studio made it") == ["is trigun finished", "and which studio made it"]
+
+
+def test_a_joining_word_alone_is_no_part_and_a_plus_joins_two() -> None:
+    q = "When was Madhouse founded? Also, how many episodes does their Trigun adaptation have?"
+    assert parts(q) == ["When was Madhouse founded", "how many episodes does their Trigun adaptation have?"]
+    assert parts("trigun ep count + what anime comes right after it?") == ["trigun ep count",
+                                                                          "what anime comes right after it?"]
+
+
+def test_a_possessive_that_only_qualifies_a_part_s_own_name_leaves_the_parts_apart() -> None:
+    q = "When was Madhouse founded? Also, how many episodes does their Trigun adaptation have?"
+    a = read(q, links(q, ("Madhouse", [cand("studio", "Madhouse", 4)]), ("Trigun", TRIGUN)))
+    assert (a.mentions, a.attr) == (["Madhouse"], "founded")
+    assert [(m.mentions, m.attr) for m in a.more] == [(["Trigun"], "episode_count")]
+    # "the same person" points back for what it asks: read whole
+    q = "Who directed Cowboy Bebop, and which Trigun film did the same person direct?"
+    a = read(q, links(q, ("Cowboy Bebop", BEBOP), ("Trigun", TRIGUN)))
+    assert not any(m.mentions == ["Trigun"] and not m.hops for m in a.more)

@@ -128,3 +128,32 @@ def test_what_to_watch_after_a_title_is_no_sequel_of_it_and_drama_is_a_wish() ->
     q = "anything with a Mushishi feel? slow, with real drama to it"
     r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
     assert r is not None and r.lacking is None and "drama" in r.wish
+
+
+@pytest.mark.parametrize("question", [
+    "any space western in the spirit of Trigun?",
+    "Trigun is my comfort watch. Could you point me to another space western anime?",
+    "need a space western anime that isn't Trigun",
+    "I've only watched Trigun. Any space western films I could move on to?",
+])
+def test_more_ways_of_asking_for_works_like_one(question: str) -> None:
+    a = read(question, links(question, ("Trigun", work("Trigun"))))
+    assert a.intent == "recommend" and a.recommend is not None
+    assert "space" in a.recommend.wish and not {"spirit", "comfort", "point", "move", "ve"} & set(
+        a.recommend.wish.split())
+
+
+@pytest.mark.parametrize("question", ["I need a list of anime by Madhouse", "give me a rundown of the Trigun anime"])
+def test_a_list_or_a_rundown_asked_for_is_no_recommendation(question: str) -> None:
+    names = [n for n in ("Madhouse", "Trigun") if n in question]
+    a = read(question, links(question, *((n, work(n)) for n in names)))
+    assert a.intent != "recommend"
+
+
+def test_decades_said_together_are_one_span_and_martial_arts_is_a_genre() -> None:
+    q = "Grew up on Trigun. Can you recommend a finished martial arts anime series from the 80s or 90s?"
+    a = read(q, links(q, ("Trigun", work("Trigun"))))
+    r = a.recommend
+    assert r is not None and (r.year_min, r.year_max, r.finished) == (1980, 1999, True)
+    assert not a.hops  # "arts" is no artist asked for: Trigun itself is the example
+    assert "martial" in r.wish

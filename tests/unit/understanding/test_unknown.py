@@ -128,3 +128,24 @@ def test_names_typed_short_lower_or_with_an_english_word_after_them() -> None:
     assert _unknown("did hayao miyazaki work on trigun", ["trigun"], known=("miyazaki",)) == ["hayao miyazaki"]
     # chat is no name
     assert _unknown("trigun total eps incl the ova lmao", ["trigun"]) == []
+
+
+def test_a_name_asked_for_by_whether_the_catalog_has_it() -> None:
+    """"is X in your catalog": X is a name however it is spelled ("zorb;quux": two English-looking halves joined by a
+    sign), unless the words are plain English or point ("are there any OVAs", "do you have listed")."""
+    assert _unknown("is zorb;quux in your catalog? if so is it like trigun", ["trigun"]) == ["zorb;quux"]
+    assert _unknown("does your catalog have Gate Keepers", []) == ["Gate Keepers"]
+    assert _unknown("are there any OVAs in the catalog", []) == []
+    assert _unknown("how many of his manga do you have listed?", []) == []
+    assert _unknown("is it in your catalog", []) == []
+
+
+def test_two_capitalised_words_one_of_them_short_and_no_english_word_are_a_name() -> None:
+    # "Petra" is a word of the vocabulary (the city), "Vok" too short to be foreign alone: together a name
+    assert _unknown("Was Petra Vok part of Levi's squad?", ["Levi"]) == ["Petra Vok"]
+    assert _unknown("Is Levi In The Squad", ["Levi"], known=("squad",)) == []  # Title Case says nothing
+
+
+def test_a_compound_of_two_three_letter_pieces_is_no_english_word() -> None:
+    assert not englishlike("shisui")
+    assert englishlike("keyring") and englishlike("sunset")
