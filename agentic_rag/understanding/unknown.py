@@ -322,11 +322,20 @@ _ASKED_FOR = re.compile(
     r"(?:(?:anything|info|data|entries) (?:on|about|for)\s+)?(?P<b>[^?,.!]{2,40}?)\s*(?:[?,.!]|$)", re.IGNORECASE)
 
 
+# "Is Jean Havoc in FMA Brotherhood?": whether someone is in a work the question names
+# (a name typed with capitals, each word: "Is Jean Havoc in ...", not "is NOT in", "was X captain of in")
+_IN_WORK = re.compile(r"\b(?:[Ii]s|[Aa]re|[Ww]as|[Ww]ere)\s+(?P<c>(?:[A-Z][a-z][\w'-]*\s+){0,3}[A-Z][a-z][\w'-]*)\s+"
+                      r"(?:in|part of|from)\s+(?:the\s+)?")
+
+
 def _asked_for(question: str, covered: Sequence[tuple[int, int]]) -> list[tuple[str, int, int]]:
-    """The names the question asks whether the catalog has, that no mention covers: as typed, and where."""
+    """The names the question asks whether the catalog, or a work it names, has, that no mention covers: as typed,
+    and where."""
     out = []
-    for m in _ASKED_FOR.finditer(question):
-        group = "a" if m.group("a") is not None else "b"
+    starts = {a for a, _ in covered}
+    asked = [*_ASKED_FOR.finditer(question), *(m for m in _IN_WORK.finditer(question) if m.end() in starts)]
+    for m in asked:
+        group = next(g for g in ("a", "b", "c") if g in m.re.groupindex and m.group(g) is not None)
         lo, hi = m.span(group)
         name = question[lo:hi].strip()
         lo = question.index(name, lo)

@@ -80,6 +80,9 @@ def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked
             head, *rest = reads
             head.more = rest
             return head
+    grouped = _by_topic(text, parts, whole, names, _read)
+    if grouped is not None:
+        return grouped
     if whole.intent in ("relation", "compare"):
         return whole
     first, second = parts[0], parts[1]
@@ -104,6 +107,36 @@ def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked
         elif more.mentions and not _asked_in(more, a):
             a.more.append(more)  # (a part the readings before already ask, "... who did the art", is no more)
     return a
+
+
+def _by_topic(text: str, parts: list[tuple[int, int]], whole: Analysis,
+              names: Callable[[tuple[int, int]], list[LinkedMention]],
+              _read: Callable[[str, EntityLinks | None], Analysis]) -> Analysis | None:
+    """Parts grouped by the names they are about: a part that names nothing goes with the part before it ("When did
+    the X manga end and how many volumes is it? Also how many episodes does Y have?": X's two parts, then Y's). Each
+    group is read whole with its names, when there are two groups or more and the whole's reading leaves one group's
+    every name out (or reads the names as a pair to relate or compare, which the message does not ask); None
+    otherwise. "the same ..." points across groups: no grouping."""
+    if not names(parts[0]) or any(re.search(r"\bsame\b", text[a:b].lower()) for a, b in parts):
+        return None
+    groups: list[list[tuple[int, int]]] = []
+    for p in parts:
+        if names(p) or not groups:
+            groups.append([p])
+        else:
+            groups[-1].append(p)
+    if len(groups) < 2:
+        return None
+    own = [[m for p in g for m in names(p)] for g in groups]
+    if whole.intent not in ("relation", "compare") and all(any(m.text in whole.mentions for m in o) for o in own):
+        return None
+    reads = [_read(_only(text, g), EntityLinks(mentions=o)) for g, o in zip(groups, own, strict=True)]
+    if not all((r.hops or r.attr) and r.filter is None and r.mentions and r.intent not in ("relation", "compare")
+               and not r.more for r in reads):
+        return None
+    head, *rest = reads
+    head.more = rest
+    return head
 
 
 def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]], whole: Analysis,

@@ -45,6 +45,9 @@ ASKED = re.compile(
     r"similar (?:feel|feeling|tone|mood|premise|story|themes?)|with a similar|(?:same|that|this|my) (?:\w+ ){0,2}itch|"
     r"in (?:the same|that|this|a similar) vein|in the vein of|along (?:the same|those|these) lines|more like|"
     r"in the (?:spirit|style|mold|mould|tradition) of|reminiscent of|akin to|comparable to|along the lines of|"
+    # "I want something with Frieren's vibe": a liked work's feel wanted
+    r"(?:something|anything|want|wanna|looking for|need|craving)\b.{0,30}\b\w+(?:'s|’s) (?:vibes?|feel|energy|"
+    r"atmosphere)|"
     r"if (?:i|you) (?:liked?|loved?|enjoyed?)|"
     r"(?:any|some|something) good (?:anime|animes|shows?|series|movies?|films?|manga|mangas|to watch|to read)|"
     r"(?:watch|read)\b.{0,40}\b(?:just|equally) as \w+)\b", re.IGNORECASE)

@@ -149,3 +149,12 @@ def test_a_possessive_that_only_qualifies_a_part_s_own_name_leaves_the_parts_apa
     q = "Who directed Cowboy Bebop, and which Trigun film did the same person direct?"
     a = read(q, links(q, ("Cowboy Bebop", BEBOP), ("Trigun", TRIGUN)))
     assert not any(m.mentions == ["Trigun"] and not m.hops for m in a.more)
+
+
+def test_parts_go_with_the_names_before_them() -> None:
+    """A part that names nothing is asked of the part before it: two questions about one title, then one about
+    another, are two readings, not a comparison of the two titles."""
+    q = "When did the Trigun manga wrap up and how many volumes is it? Also how many episodes does Bebop have?"
+    a = read(q, links(q, ("Trigun", [cand("manga", "Trigun", 7)]), ("Bebop", BEBOP)))
+    assert a.intent != "compare" and a.mentions == ["Trigun"] and a.attr is not None
+    assert [(m.mentions, m.attr) for m in a.more] == [(["Bebop"], "episode_count")]

@@ -157,3 +157,9 @@ def test_decades_said_together_are_one_span_and_martial_arts_is_a_genre() -> Non
     assert r is not None and (r.year_min, r.year_max, r.finished) == (1980, 1999, True)
     assert not a.hops  # "arts" is no artist asked for: Trigun itself is the example
     assert "martial" in r.wish
+
+
+def test_a_liked_work_s_vibe_wanted_is_a_recommendation() -> None:
+    q = "I want something with Trigun's vibe, a gritty space western. Finished TV only and obviously not Trigun."
+    a = read(q, links(q, ("Trigun", work("Trigun"))))
+    assert a.intent == "recommend" and a.recommend is not None and a.recommend.finished is True

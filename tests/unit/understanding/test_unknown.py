@@ -149,3 +149,10 @@ def test_two_capitalised_words_one_of_them_short_and_no_english_word_are_a_name(
 def test_a_compound_of_two_three_letter_pieces_is_no_english_word() -> None:
     assert not englishlike("shisui")
     assert englishlike("keyring") and englishlike("sunset")
+
+
+def test_a_capitalised_name_asked_to_be_in_a_work_the_question_names() -> None:
+    # "Jean" and "Havoc" are both English words; asked to be in a work, typed with capitals, they are a name
+    assert _unknown("Is Kelly Havoc in Trigun? one of Vash's guys", ["Trigun", "Vash"]) == ["Kelly Havoc"]
+    assert _unknown("which of them are NOT in Trigun?", ["Trigun"]) == []  # shouting is no name
+    assert _unknown("is he in Trigun", ["Trigun"]) == []
