@@ -254,10 +254,19 @@ async def examples(conn: Conn, intent: SimilarIntent) -> Examples:
 
 def wish_terms(wish: str) -> list[str]:
     """The words of a wish and its runs of two and three words joined by "_" (how the catalog writes "sci_fi",
-    "slice_of_life"), lower case, at most :data:`WISH_TERMS`."""
+    "slice_of_life"), lower case, as said and with comparatives made plain, at most :data:`WISH_TERMS`."""
     words = re.findall(r"[a-z0-9]+", wish.lower())
-    runs = ["_".join(words[i:i + n]) for n in (1, 2, 3) for i in range(len(words) - n + 1)]
+    plain = [_plain(w) for w in words]  # "a darker fantasy": dark_fantasy too
+    runs = ["_".join(ws[i:i + n]) for n in (1, 2, 3) for ws in (words, plain) for i in range(len(ws) - n + 1)]
     return list(dict.fromkeys(runs))[:WISH_TERMS]
+
+
+def _plain(word: str) -> str:
+    """An adjective said more or most as itself: "darker", "darkest" -> "dark", "creepier" -> "creepy"."""
+    for suffix, base in (("ier", "y"), ("iest", "y"), ("er", ""), ("est", "")):
+        if word.endswith(suffix) and len(word) - len(suffix) >= 3:
+            return word[:-len(suffix)] + base
+    return word
 
 
 def _filter_params(f: SimilarFilters) -> dict[str, Any]:

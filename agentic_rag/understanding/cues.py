@@ -130,6 +130,11 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ("side story", "side"), ("spin off", "spinoff"), ("first ep", "first episode"), ("by who", "whose"),
     ("put out", "made"), ("puts out", "made"), ("come up with", "made"), ("came up with", "made"),
     ("by whom", "whose"), ("real name", "alias"), ("full name", "alias"), ("other names", "aliases"),
+    ("have to do with", "related"), ("has to do with", "related"), ("had to do with", "related"),
+    ("got to do with", "related"),
+    # where a manga runs is its magazine
+    ("where does it run", "magazine"), ("where did it run", "magazine"),
+    ("where is it published", "magazine"), ("where was it published", "magazine"),
     # chatter that carries cue words
     ("asking for a friend", ""), ("for a friend", ""), ("if you know", ""), ("just curious", ""),
     ("me and my friends", ""), ("with my friends", ""), ("a friend of mine", ""), ("friend of mine", ""),

@@ -58,6 +58,7 @@ _YEAR_OPEN = re.compile(rf"\b(?:in |from )?(?P<y>{_Y})(?: (?:or|and) (?P<dir>lat
 _THAN = re.compile(rf"\b(?P<cmp>older|earlier|newer|later|more recent) than (?P<y>{_Y})\b", re.IGNORECASE)
 _DECADE = re.compile(r"\b(?:(?:in|during|from|of) )?(?:the )?(?:(?P<c>19|20)(?P<d>\d)0|(?P<s>[5-9])0)'?s\b",
                      re.IGNORECASE)
+_NOT_DECADE = re.compile(r"\b(?:nothing|not|no|none|anything but|except|excluding|outside(?: of)?)\s*$", re.IGNORECASE)
 # a year said of a run's end ("ended between 2020 and 2022", "finished before 2010")
 _ENDED = re.compile(r"\b(?:end|ends|ended|ending|finish|finished|finishing|conclude[ds]?|wrapp?ed(?: up)?)\W+"
                     r"(?:\w+\W+){0,3}$", re.IGNORECASE)  # "finished their run in"
@@ -181,11 +182,16 @@ def parse_filter(q: str) -> Filter | None:
         f.where.append({"field": _year_field(rest[:ym.start()], year), "op": "lte" if earlier else "gte",
                         "value": int(ym.group("y"))})
     rest = _YEAR_OPEN.sub(" ", rest)
+    found = list(_DECADE.finditer(rest))
     if decades := [int(f"{d.group('c')}{d.group('d')}0") if d.group("c") else 1900 + int(d.group("s")) * 10
-                   for d in _DECADE.finditer(rest)]:
-        # "the 80s or 90s", "from the 80s to the 2000s": the years from the first decade's start to the last's end
-        f.where += [{"field": year, "op": "gte", "value": min(decades)},
-                    {"field": year, "op": "lte", "value": max(decades) + 9}]
+                   for d in found]:
+        if _NOT_DECADE.search(rest[:found[0].start()]):
+            # "nothing from the 90s": after them (a wish for newer works; older ones say "before")
+            f.where.append({"field": year, "op": "gt", "value": max(decades) + 9})
+        else:
+            # "the 80s or 90s", "from the 80s to the 2000s": the years from the first decade's start to the last's end
+            f.where += [{"field": year, "op": "gte", "value": min(decades)},
+                        {"field": year, "op": "lte", "value": max(decades) + 9}]
         rest = _DECADE.sub(" ", rest)
     for y in YEAR_SAID.finditer(rest):
         f.where.append({"field": _year_field(rest[:y.start()], year), "op": YEAR_OPS[y.group("op").lower()],

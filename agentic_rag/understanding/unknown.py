@@ -149,6 +149,7 @@ def _joined(question: str, left: Token, right: Token) -> bool:
 # mention covers is a name the catalog lacks, even when every word of it is English.
 _STOP = (r"or|and|in|for|from|to|with|on|at|as|than|before|after|during|since|because|but|so|then|who|which|that|"
          r"when|where|how|is|was|are|were|did|does|do|has|have|had|episodes?|seasons?|anime|manga|of|the")
+_STOP_WORDS = frozenset(_STOP.split("|"))
 _PHRASE = rf"(?P<np>(?!(?:{_STOP})\b)[A-Za-z][\w'-]*(?:\s+(?!(?:{_STOP})\b)[A-Za-z][\w'-]*){{0,3}})"
 _SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\b(?:animated|directed|made|produced|written|drawn|created|composed|scored|voiced|illustrated|done)\s+by\s+"
@@ -170,6 +171,21 @@ _FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\bwho(?:'s|s| is| was)\s+{_PHRASE}\s+(?:in|from|on)\b",
     rf"\bthan\s+{_PHRASE}",
 ))
+# ... and where two or more words make a name: the side of "X or Y" a question asks to pick between, beside a side
+# that links ("which has more episodes, solo leveling or jjk?"); "studio" and the one word after it, typed in lower
+# case too ("did studio trigger animate it")
+_PAIRED_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
+    rf"\b(?:which|what)\b[^?!.]{{0,60}}?[,:]\s*{_PHRASE}\s+or\s",
+    rf"\b(?:which|what)\b[^?!.]{{0,60}}?[,:]\s*[^?!.,]{{2,40}}?\s+or\s+{_PHRASE}\s*[?!.]?\s*$",
+))
+_STUDIO_SLOT = re.compile(r"(?<!\bwhich )(?<!\bwhat )(?<!\bthe )(?<!\bsame )(?<!\bthat )(?<!\bthis )(?<!\ba )"
+                          r"(?<!\btheir )(?<!\bits )\bstudio\s+(?P<np>[A-Za-z][\w'-]*)", re.IGNORECASE)
+_AFTER_STUDIO = frozenset("""
+behind that which who whose whom is was are were did does do has have had made makes make animated animates animate
+animating produced produces produce of for at from to with on in by and or but also itself name names called
+""".split())  # noqa: SIM905  (a word list reads better as text)
+# a name written with a sign inside it: "Steins;Gate", "Re:Zero"
+_SIGNED = re.compile(r"(?<![\w;:])[A-Za-z]{2,}[;:][A-Za-z]{2,}(?![\w;:])")
 _NOT_NAMES = frozenset("""
 him her them it its his their whom who what me you us one ones someone anyone somebody nobody everyone same other
 another different whoever whatever this that these those two three four five six seven eight nine ten eleven twelve
@@ -181,13 +197,20 @@ def _in_slots(question: str, tokens: Sequence[Token], free: Sequence[bool]) -> l
     """The token ranges of phrases in a name's place (:data:`_SLOTS`) that no mention covers and that could be
     names: no pointing word, no cue word first, a word of four letters or more."""
     out: list[tuple[int, int]] = []
-    for slot in (*_SLOTS, *_FOREIGN_SLOTS):
+    for slot in (*_SLOTS, *_FOREIGN_SLOTS, *_PAIRED_SLOTS, _STUDIO_SLOT):
         for m in slot.finditer(question):
             lo, hi = m.span("np")
+            if slot is _STUDIO_SLOT:
+                if m.group("np").lower() in _AFTER_STUDIO or m.group("np").lower() in _STOP_WORDS:
+                    continue
+                lo = m.start()  # "studio trigger": the name with its type word
             at = [j for j, t in enumerate(tokens) if lo <= t.start < hi]
-            if not at or not all(free[j] for j in at) or len(at) > MAX_WORDS:
+            if not at or not all(free[j] for j in at) or len(at) > MAX_WORDS or (
+                    slot in _PAIRED_SLOTS and len(at) < 2):
                 continue
             words = [tokens[j].key for j in at]
+            if slot is _STUDIO_SLOT:
+                words = words[1:]  # the word after "studio" is the one checked
             if words[0] in _NOT_NAMES or words[0] in _DETERMINERS or words[0] in CUES or any(
                     w in _NOT_NAMES or w.isdigit() for w in words) or all(w in CUES or w in JARGON for w in words) \
                     or max(len(w) for w in words) < MIN_LETTERS:
@@ -214,6 +237,8 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     fixes = frozenset(corrected)
     covered = [(m.start, m.end) for m in mentions]
     asked = _asked_for(question, covered)  # "is X in your catalog": X whole, its words not again apart
+    asked += [(m.group(), *m.span()) for m in _SIGNED.finditer(question)
+              if not any(a < m.end() and m.start() < b for a, b in [*covered, *((lo, hi) for _, lo, hi in asked)])]
     covered += [(lo, hi) for _, lo, hi in asked]
     free = [not any(a <= t.start < b for a, b in covered) for t in tokens]
     # a capitalised word right after a name may be more of its title, typed wrong ("Frieren Beyond Jourmeys")
@@ -270,7 +295,10 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
                 question, tokens[i - 1], tokens[i]) and any(
                 not englishlike(t.key) and t.key not in known and t.key not in dictionary_words() for t in pair):
             foreign[i] = named[i] = named[i + 1] = True
-    out: list[str] = [name for name, _, _ in asked][:MAX_UNKNOWN]
+    out: list[str] = []
+    for name, _, _ in asked:
+        if len(out) < MAX_UNKNOWN and name.lower() not in (s.lower() for s in out):
+            out.append(name)
     for a, b in _in_slots(question, tokens, free):
         if len(out) < MAX_UNKNOWN:
             _say(out, question, tokens, a, b)
@@ -281,6 +309,9 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
                    for j, t in enumerate(tokens)]
     i = 0
     while i < len(tokens) and len(out) < MAX_UNKNOWN:
+        if not free[i]:  # a name a slot took already ("studio ghibli": not "ghibli" again)
+            i += 1
+            continue
         a = b = i
         if foreign[i] or strange[i]:
             joins = lower if tokens[i].raw.islower() else named

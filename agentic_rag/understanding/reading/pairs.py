@@ -7,6 +7,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Literal
 
+from agentic_rag.protocol import LinkedMention
 from agentic_rag.protocol.reading import Analysis, Hop
 from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding import cues as C
@@ -93,6 +94,14 @@ _YES_NO = re.compile(r"\b(?:right|correct|true|isn'?t it|wasn'?t it|no)\s*\?|"
                      r"^\W*(?:was|is|did|does|were|isn'?t|wasn'?t)\b", re.IGNORECASE)
 
 
+def _partner_type(compared: list[LinkedMention]) -> EntityType | None:
+    """The work type a relation's other name has, when that name is only one kind of work ("what does Jaco the
+    Galactic Patrolman, a manga, have to do with Dragon Ball": Dragon Ball's manga); None when none is."""
+    works = [{c.entity.entity_type for c in m.candidates} & {"anime", "manga"} for m in compared]
+    single = [next(iter(t)) for t in works if len(t) == 1]
+    return single[0] if len(set(single)) == 1 and any(len(t) > 1 for t in works) else None
+
+
 def _read_pair(q: _Question) -> Analysis | None:
     """Two names related or compared ("how are X and Y related", "which is longer, X or Y")."""
     question, w, tokens, mentions = q.text, q.w, q.tokens, q.mentions
@@ -114,7 +123,8 @@ def _read_pair(q: _Question) -> Analysis | None:
         qualified = [_type_word(tokens, m)[0] for m in compared]
         # "which manga ...", "... volumes", "the X and Y manga": one type word speaks for both names
         shared = next((t for t in qualified if t), None) or _answer_type(w) or (
-            "manga" if pair == "compare" and w.any(C.VOLUMES | C.MAGAZINE) else None)
+            "manga" if pair == "compare" and w.any(C.VOLUMES | C.MAGAZINE) else None) or (
+            _partner_type(compared) if pair == "relation" else None)
         for m, own in zip(compared, qualified, strict=False):
             pick = own or (shared if shared and any(c.entity.entity_type == shared for c in m.candidates) else None)
             _add(a, tokens, m, _pick_type(m, wanted, pick), fixed=True)

@@ -58,13 +58,18 @@ _NEXT = re.compile(r"\b(?:watch|read|try|check out|binge|start)\s+next\b", re.IG
 # works of a kind asked for ("any psychological manga that's finished?", "another comedy manga", "anything else
 # from that studio"): a recommendation when the message also says whose works are meant or what the asker liked
 _WORKS_NOUN = r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|titles)"
-WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more)\b(?:[\s,-]+(?!(?:did|does|do|has|"
+WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more|(?:is|are) there an?)\b"
+                    r"(?:[\s,-]+(?!(?:did|does|do|has|"
                     rf"have|had|is|are|was|were)\b)[\w'-]+){{0,3}}?[\s-]+(?:{_WORKS_NOUN}|else)\b", re.IGNORECASE)
 ANOTHER = re.compile(r"\b(?:want|wanna|need|looking for|look for|give me|get me|show me|find me|craving|"
                      r"point me (?:to|towards?)|in the mood for|hook me up with)\s+"
                      rf"(?:(?:\w+\s+){{0,2}}?another|an?(?!\s+(?:list|number|count|name|summary|rundown|"
                      r"synopsis|recap|breakdown|overview)\b))"
                      rf"\b(?:[\s-]+[\w'-]+){{0,3}}?[\s-]+{_WORKS_NOUN}\b", re.IGNORECASE)
+# "need something dark to binge after X", "want anything like X": something wanted to watch or read
+SOMETHING_TO = re.compile(r"\b(?:need|want|wanna|looking for|craving|in the mood for)\s+(?:something|anything)\b"
+                          r"(?:[\s,-]+[\w'-]+){0,3}?\s+(?:to (?:watch|binge|read|try|check out|start)|after)\b",
+                          re.IGNORECASE)
 SAME_SOURCE = re.compile(r"\b(?:from|by) (?:the same|that|this|their|his|her) (?:studio|director|author|creator|"
                          r"writer|mangaka|artist|team|people|staff|guy|person)\b|\bsame (?:studio|director|author|"
                          r"creator|writer|mangaka|staff|people)\b", re.IGNORECASE)
@@ -85,6 +90,7 @@ NOT_A_LIKE = re.compile(r"\b(?:what|how) (?:is|was|are|were) \S.{0,60}\blike\b|\
                         re.IGNORECASE)
 # a name after these is not wanted; "X doesn't count" / "X is out" after it
 NEGATED_BEFORE = re.compile(r"\b(?:not|no|no more|nothing|none of|anything but|without|never|except|besides|"
+                            r"(?:don'?t|do not) (?:say|suggest|recommend|mention|give me|tell me|show me)|"
                             r"other than|apart from|outside of|excluding|minus|(?:is|are|was|were)\s*n'?o?t|"
                             r"isnt|arent|wasnt|werent)\s+(?:(?:the|a|an|more|any)\s+)*$",
                             re.IGNORECASE)
@@ -121,6 +127,7 @@ more got gf bf friend friends rn idk imo tho maybe really actually time times do
 classics just equally gonna wanna need short quick thats shes hes seen im ive id its ve ll re spirit style tradition
 mold mould reminiscent akin comparable lines basically comfort point move only original grew up back mood
 """)
+_EMPHASIS = re.compile(r"[*_~`]")
 DEFAULT_PICKS = 5
 # which reading of a name is the example, after the type asked for: a work, else whose works are meant
 EXAMPLE_ORDER: tuple[EntityType, ...] = ("anime", "manga", "franchise", "studio", "person", "character")
@@ -135,7 +142,7 @@ def _asks_recommendation(question: str, linked: list[LinkedMention]) -> bool:
     asked = [question[a:b] for a, b in asking(question)] or [question]
     if any(_cue(part, question, linked) for part in asked):
         return True
-    if any(ANOTHER.search(part) and not CREDITED.search(part) for part in asked):
+    if any((ANOTHER.search(part) or SOMETHING_TO.search(part)) and not CREDITED.search(part) for part in asked):
         return True  # "need another adventure manga from weekly shonen jump": wanting more of a kind
     if any(WANTED.search(part) and not CREDITED.search(part) for part in asked) and (
             SAME_SOURCE.search(question) or LIKED.search(question) or any(_negated(question, m) for m in linked)):
@@ -241,6 +248,7 @@ def read_recommendation(question: str, links: EntityLinks | None,
     """The recommendation ``question`` asks for, or None when it asks for none; ``read`` reads the rest of it
     (the chain to a studio or person whose works are meant)."""
     linked = sorted(links.mentions if links else [], key=lambda m: m.start)
+    question = _EMPHASIS.sub(" ", question)  # "another *completed* manga": the words, not their markup (offsets kept)
     if not _asks_recommendation(question, linked):
         return None
     left_out = [m for m in linked if _negated(question, m)]

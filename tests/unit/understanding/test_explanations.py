@@ -160,3 +160,11 @@ def test_a_work_set_apart_before_two_people_asked_related_sets_the_scene() -> No
     a = read(q, links(q, ("Trigun", TRIGUN_TV), ("Vash", [cand("character", "Vash")]),
                       ("Knives", [cand("character", "Knives")])))
     assert a.mentions[:2] != ["Vash", "Knives"]
+
+
+def test_what_a_work_has_to_do_with_a_title_of_two_forms_is_its_own_form() -> None:
+    """"has to do with" relates; the title shared by an anime and a manga is read as the form the other work has."""
+    q = "What does Badlands Zine have to do with Trigun?"
+    trigun = [cand("anime", "Trigun"), cand("manga", "Trigun")]
+    a = read(q, links(q, ("Badlands Zine", [cand("manga", "Badlands Zine")]), ("Trigun", trigun)))
+    assert a.intent == "relation" and a.types["Trigun"][0] == "manga"

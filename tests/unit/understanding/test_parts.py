@@ -158,3 +158,10 @@ def test_parts_go_with_the_names_before_them() -> None:
     a = read(q, links(q, ("Trigun", [cand("manga", "Trigun", 7)]), ("Bebop", BEBOP)))
     assert a.intent != "compare" and a.mentions == ["Trigun"] and a.attr is not None
     assert [(m.mentions, m.attr) for m in a.more] == [(["Bebop"], "episode_count")]
+
+
+def test_where_a_manga_runs_is_its_magazine() -> None:
+    q = "Two quick ones about the Trigun manga: who's the artist, and where does it run?"
+    a = read(q, links(q, ("Trigun", [cand("manga", "Trigun", 8)])))
+    assert a.hops and a.hops[0].edges == ("staff",)  # the artist
+    assert [m.attr for m in a.more] == ["magazine"]

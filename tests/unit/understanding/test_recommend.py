@@ -163,3 +163,20 @@ def test_a_liked_work_s_vibe_wanted_is_a_recommendation() -> None:
     q = "I want something with Trigun's vibe, a gritty space western. Finished TV only and obviously not Trigun."
     a = read(q, links(q, ("Trigun", work("Trigun"))))
     assert a.intent == "recommend" and a.recommend is not None and a.recommend.finished is True
+
+
+@pytest.mark.parametrize("question", [
+    "Just finished Trigun and I want another *completed* manga with that same gritty edge.",
+    "is there a space western anime thats more of a comedy? dont say more trigun",
+    "need something gritty to binge after trigun. tv series only, 2020 or newer",
+])
+def test_markup_existential_asks_and_something_to_binge_are_recommendations(question: str) -> None:
+    a = read(question, links(question, ("Trigun", work("Trigun"))) if "Trigun" in question else links(
+        question, ("trigun", work("Trigun"))))
+    assert a.intent == "recommend" and a.recommend is not None
+
+
+def test_a_decade_ruled_out_means_newer_works() -> None:
+    q = "any newer space westerns like Trigun? nothing from the 90s"
+    r = read(q, links(q, ("Trigun", work("Trigun")))).recommend
+    assert r is not None and (r.year_min, r.year_max) == (2000, None)

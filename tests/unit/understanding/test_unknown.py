@@ -156,3 +156,22 @@ def test_a_capitalised_name_asked_to_be_in_a_work_the_question_names() -> None:
     assert _unknown("Is Kelly Havoc in Trigun? one of Vash's guys", ["Trigun", "Vash"]) == ["Kelly Havoc"]
     assert _unknown("which of them are NOT in Trigun?", ["Trigun"]) == []  # shouting is no name
     assert _unknown("is he in Trigun", ["Trigun"]) == []
+
+
+def test_names_in_a_pick_between_two_after_studio_and_with_a_sign_inside() -> None:
+    # two English words picked between, beside a side that links: a name
+    assert _unknown("which one has more episodes, solar drift or trigun?", ["trigun"]) == ["solar drift"]
+    assert _unknown("which has more episodes, trigun or solar drift?", ["trigun"]) == ["solar drift"]
+    assert _unknown("which is better, action or comedy?", []) == []  # one word each: no name
+    # "studio" and the word after it, typed in lower case too; not a word that goes on with the question
+    assert _unknown("did studio quibble animate trigun?", ["trigun"]) == ["studio quibble"]
+    assert _unknown("what did the studio behind trigun make", ["trigun"]) == []
+    assert _unknown("which studio animated trigun", ["trigun"]) == []
+    # a sign inside a word joins two halves into one name
+    assert _unknown("Is Zorb;Quux also by Madhouse?", ["Madhouse"]) == ["Zorb;Quux"]
+
+
+def test_a_name_a_slot_took_is_said_once() -> None:
+    assert _unknown("studio quibble founded", []) == ["studio quibble"]
+    assert _unknown("is Bones an older studio than MAPPA?", ["Bones", "MAPPA"]) == []
+    assert _unknown("Zorb;Quux is the best. How many episodes does Zorb;Quux have?", []) == ["Zorb;Quux"]
