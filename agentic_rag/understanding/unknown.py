@@ -151,6 +151,7 @@ _STOP = (r"or|and|in|for|from|to|with|on|at|as|than|before|after|during|since|be
          r"when|where|how|is|was|are|were|did|does|do|has|have|had|episodes?|seasons?|anime|manga|of|the")
 _STOP_WORDS = frozenset(_STOP.split("|"))
 _PHRASE = rf"(?P<np>(?!(?:{_STOP})\b)[A-Za-z][\w'-]*(?:\s+(?!(?:{_STOP})\b)[A-Za-z][\w'-]*){{0,3}})"
+_LAZY = _PHRASE.replace("{0,3})", "{0,3}?)")  # the fewest words that fit ("Kyoto Animation", not "... an")
 _SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\b(?:animated|directed|made|produced|written|drawn|created|composed|scored|voiced|illustrated|done)\s+by\s+"
     rf"{_PHRASE}",
@@ -159,7 +160,10 @@ _SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\bbetween\s+{_PHRASE}\s+and\b",
     rf"(?:^|[^\w\s]\s*|\b(?:is|was|who|which)\s+){_PHRASE}\s+(?:vs\.?|versus)\s",
     rf"\s(?:vs\.?|versus)\s+{_PHRASE}",
-    rf"\b(?:is|was|are|were)\s+{_PHRASE}\s+(?:(?:any|a lot|much|way)\s+)?(?:\w{{3,}}er|more \w+|less \w+)\s+than\b",
+    rf"\b(?:is|was|are|were)\s+{_LAZY}\s+(?:(?:any|a lot|much|way|an?)\s+)?(?:\w{{3,}}er|more \w+|less \w+)"
+    rf"(?:\s+(?:studio|show|series|anime|manga|work|title|one))?\s+than\b",
+    # "kaneki from tokyo ghoul vs denji": the work a side of the comparison is from
+    rf"\b(?:from|in)\s+{_PHRASE}\s+(?:vs\.?|versus)\s",
 ))
 # ... and where a question puts a name it asks about, when a word of the phrase is no English word: asking whether
 # the catalog has it ("is vinland saga in here", "do you have vinland saga"), one side of "X <more> than Y" ("is
@@ -170,6 +174,11 @@ _FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\b(?:do|does) (?:you|u|the catalog|this) (?:have|got|know|cover|include)\s+{_PHRASE}",
     rf"\bwho(?:'s|s| is| was)\s+{_PHRASE}\s+(?:in|from|on)\b",
     rf"\bthan\s+{_PHRASE}",
+    # what a studio or person made ("did mappa also make vinland saga"), whose a work is ("is jojo's bizarre adventure
+    # by the same araki")
+    rf"\b(?:make|made|animate|animated|produce|produced|direct|directed|write|wrote|draw|drew|create|created)\s+"
+    rf"{_PHRASE}\s*(?:[?!.,]|$|\band\b|\btoo\b)",
+    rf"\b(?:is|was)\s+{_PHRASE}\s+(?:by|from)\s",
 ))
 # ... and where two or more words make a name: the side of "X or Y" a question asks to pick between, beside a side
 # that links ("which has more episodes, solo leveling or jjk?"); "studio" and the one word after it, typed in lower

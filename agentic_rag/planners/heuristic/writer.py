@@ -33,12 +33,14 @@ from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphPath
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.reading import Analysis, Recommend
 from agentic_rag.protocol.roles import CardEntity, ContextCard, DraftInput
+from agentic_rag.understanding.linker import STOP
 from agentic_rag.understanding.reading import reading_of
 
 MIN_REPEATED = 4  # words a sentence needs before a repeat of it is dropped from a multi-part answer
 ATTRS = ("year", "episode_count", "volumes", "magazine", "founded", "format", "status", "genres")
 ATTRIBUTE_ROWS = 20  # rows whose values an attribute answer states
 LISTED_ROWS = 30  # rows an answer lists by name
+_WORD = re.compile(r"[a-z]+")
 MAX_QUOTED = 2  # sentences an explanation quotes: the named entities' nearest, and another record's
 # cosine similarity to the question (MiniLM) a quoted sentence reaches: one that says why is at 0.24-0.7, one about
 # something else (a season's plot asked why it looks different) under 0.2
@@ -310,10 +312,33 @@ def _quoted(p: Progress) -> list[tuple[float, str, CardEntity]]:
     named = {r.entity.ref.id for r in p.found if r.entity is not None} | {e.ref.id for e in p.starts} | p.forms
     scored = [x for x in _sentences(p) if x[0] >= QUOTE_MIN]
     own = [x for x in scored if x[2].ref.id in named][:1]
-    other = [x for x in scored if x[2].ref.id not in named][:1]
+    other = [x for x in scored if x[2].ref.id not in named and x[2].ref.id not in p.kin][:1]
     if own and other and other[0][0] < own[0][0] + QUOTE_MARGIN:
         other = []
+    if not other and own and (kin := [x for x in scored if x[2].ref.id in p.kin]):
+        # a related person's description names the one explained, so it is near any question about them: it is
+        # quoted when it says more of the question's own words than the named one's sentence does ("how did jet
+        # lose his arm": "the hitman responsible for the loss of Jet's arm")
+        asked = _said_words(str(p.quotes[0].data.get("query") or ""), named_words(p))
+        said = {id(x): len(asked & _said_words(x[1], named_words(p))) for x in [*own, *kin]}
+        best = max(kin, key=lambda x: (said[id(x)], x[0]))
+        if said[id(best)] > said[id(own[0])]:
+            other = [best]
     return sorted([*own, *other], key=lambda x: -x[0])[:MAX_QUOTED]
+
+
+def named_words(p: Progress) -> set[str]:
+    """The words of the names an explanation is about and of the records it quotes (they say who or which work, not
+    what is asked)."""
+    names = [r.entity.name for r in p.found if r.entity is not None] + [e.name for e in p.starts] + [
+        e.name for c in p.quotes for e in c.entities]
+    return {w for n in names for w in _WORD.findall(n.lower())}
+
+
+def _said_words(text: str, names: set[str]) -> set[str]:
+    """What a text says, word by word: the first three letters of each content word ("lose" and "loss" alike), less
+    the names and the words that carry no content."""
+    return {w[:3] for w in _WORD.findall(text.lower()) if len(w) >= 3 and w not in STOP and w not in names}
 
 
 def _sentences(p: Progress) -> list[tuple[float, str, CardEntity]]:

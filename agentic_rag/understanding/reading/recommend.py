@@ -45,6 +45,7 @@ ASKED = re.compile(
     r"similar (?:feel|feeling|tone|mood|premise|story|themes?)|with a similar|(?:same|that|this|my) (?:\w+ ){0,2}itch|"
     r"in (?:the same|that|this|a similar) vein|in the vein of|along (?:the same|those|these) lines|more like|"
     r"in the (?:spirit|style|mold|mould|tradition) of|reminiscent of|akin to|comparable to|along the lines of|"
+    r"(?:a|an|something|anything) (?:\w+ )?similarly \w+|"
     # "I want something with Frieren's vibe": a liked work's feel wanted
     r"(?:something|anything|want|wanna|looking for|need|craving)\b.{0,30}\b\w+(?:'s|’s) (?:vibes?|feel|energy|"
     r"atmosphere)|"
@@ -61,7 +62,8 @@ _WORKS_NOUN = r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|titles
 WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more|(?:is|are) there an?)\b"
                     r"(?:[\s,-]+(?!(?:did|does|do|has|"
                     rf"have|had|is|are|was|were)\b)[\w'-]+){{0,3}}?[\s-]+(?:{_WORKS_NOUN}|else)\b", re.IGNORECASE)
-ANOTHER = re.compile(r"\b(?:want|wanna|need|looking for|look for|give me|get me|show me|find me|craving|"
+ANOTHER = re.compile(r"\b(?:want|wanna|need|looking for|look for|give me|get me|show me|find me|craving|would like|"
+                     r"i'?d like|"
                      r"point me (?:to|towards?)|in the mood for|hook me up with)\s+"
                      rf"(?:(?:\w+\s+){{0,2}}?another|an?(?!\s+(?:list|number|count|name|summary|rundown|"
                      r"synopsis|recap|breakdown|overview)\b))"
@@ -92,7 +94,7 @@ NOT_A_LIKE = re.compile(r"\b(?:what|how) (?:is|was|are|were) \S.{0,60}\blike\b|\
 NEGATED_BEFORE = re.compile(r"\b(?:not|no|no more|nothing|none of|anything but|without|never|except|besides|"
                             r"(?:don'?t|do not) (?:say|suggest|recommend|mention|give me|tell me|show me)|"
                             r"other than|apart from|outside of|excluding|minus|(?:is|are|was|were)\s*n'?o?t|"
-                            r"isnt|arent|wasnt|werent)\s+(?:(?:the|a|an|more|any)\s+)*$",
+                            r"isnt|arent|wasnt|werent)\s+(?:(?:the|a|an|more|any|main|original|actual|real)\s+)*$",
                             re.IGNORECASE)
 ELSE = re.compile(r"\b(?:else|other|another|different)\b", re.IGNORECASE)
 NEGATED_AFTER = re.compile(r"^\W*(?:stuff|related|things?|series|franchise|anime|manga)?\s*"

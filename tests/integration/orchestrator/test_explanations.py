@@ -47,3 +47,19 @@ async def test_what_made_someone_do_something_is_a_why(orchestrator: Orchestrato
     r = (await orchestrator.run("what made gin ichimaru side with aizen?")).response
     assert "credited staff" not in r.answer
     assert 'The catalog says of Gin Ichimaru: "' in r.answer and "kill him" in r.answer, r.answer
+
+
+async def test_a_related_person_s_description_is_quoted_when_it_says_more_of_what_is_asked(
+        orchestrator: Orchestrator) -> None:
+    """Jet's own sentence says he has a cybernetic arm; the hitman he is related to as an enemy is the one whose
+    description says how he lost it: quoted and cited too. A related person whose sentence says nothing of what is
+    asked is not quoted (Kakashi's rival, for his Sharingan)."""
+    r = (await orchestrator.run("wait how did jet black lose his arm")).response
+    assert 'The catalog says of Udai Taxim: "' in r.answer and "Udai Taxim" in r.citations
+    r = (await orchestrator.run("why does kakashi have a sharingan")).response
+    assert 'The catalog says of Kakashi Hatake: "' in r.answer and "Might Guy" not in r.answer
+
+
+async def test_how_two_works_are_related_quotes_their_synopses(orchestrator: Orchestrator) -> None:
+    r = (await orchestrator.run("how does death & rebirth relate to the end of evangelion?")).response
+    assert r.status == "answered" and "The catalog says of" in r.answer and "recaps" in r.answer

@@ -180,3 +180,15 @@ def test_a_decade_ruled_out_means_newer_works() -> None:
     q = "any newer space westerns like Trigun? nothing from the 90s"
     r = read(q, links(q, ("Trigun", work("Trigun")))).recommend
     assert r is not None and (r.year_min, r.year_max) == (2000, None)
+
+
+def test_a_similarly_dark_series_wished_after_a_title_is_a_recommendation() -> None:
+    q = "Having completed Trigun, I would like a similarly dark anime series from another franchise."
+    a = read(q, links(q, ("Trigun", work("Trigun"))))
+    assert a.intent == "recommend" and a.recommend is not None and "dark" in a.recommend.wish
+
+
+def test_a_title_after_not_the_main_is_left_out() -> None:
+    q = "any space western manga thats already completed? just not the main Trigun manga"
+    a = read(q, links(q, ("Trigun", work("Trigun"))))
+    assert a.intent == "recommend" and a.exclude

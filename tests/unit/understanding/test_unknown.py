@@ -175,3 +175,13 @@ def test_a_name_a_slot_took_is_said_once() -> None:
     assert _unknown("studio quibble founded", []) == ["studio quibble"]
     assert _unknown("is Bones an older studio than MAPPA?", ["Bones", "MAPPA"]) == []
     assert _unknown("Zorb;Quux is the best. How many episodes does Zorb;Quux have?", []) == ["Zorb;Quux"]
+
+
+def test_names_made_by_someone_or_compared_in_a_slot() -> None:
+    assert _unknown("did madhouse also make zorbian drift? and when was it founded", ["madhouse"]) == [
+        "zorbian drift"]
+    assert _unknown("did madhouse make good shows?", ["madhouse"]) == []  # English words there: no name
+    assert _unknown("is zorbian quest by the same araki who directed trigun?", ["araki", "trigun"]) == [
+        "zorbian quest"]
+    assert _unknown("Is Solar Drift an older studio than Madhouse?", ["Madhouse"]) == ["Solar Drift"]
+    assert _unknown("vash from solar drift vs denji, who had it worse?", ["vash", "denji"]) == ["solar drift"]
