@@ -400,6 +400,8 @@ def _record_parts(row: dict[str, Any], entity_type: str) -> tuple[list[str], str
 def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:
     card = p.card
     x, y = bare(ents[0].name), bare(ents[1].name)
+    if x == y and ents[0].ref.entity_type != ents[1].ref.entity_type:  # one title's two forms: "the X manga"
+        x, y = (f"the {x} {e.ref.entity_type}" for e in ents[:2])
     if card is not None and a.intent == "compare" and "rows" in card.data:  # three or more, in order
         field = ranked_field(a, ents[0].ref.entity_type)
         rows = [r for r in card.data["rows"] if isinstance(r, dict)]
@@ -429,7 +431,7 @@ def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:
     headline = [f for f in ("year", "episode_count", "volumes", "studios", "authors") if f in left]
     fields = [a.compare_field] if a.compare_field and a.compare_field in left else headline or [
         f for f in left if f not in ("name", "id")]
-    parts = [compare_sentence(f, x, y, left.get(f), right.get(f)) for f in fields]
+    parts = [(t := compare_sentence(f, x, y, left.get(f), right.get(f)))[:1].upper() + t[1:] for f in fields]
     return _result(" ".join(parts), [e.ref for e in ents], [e.ref for e in ents], confidence=0.85,
                    facts=parts, citations=[x, y])
 

@@ -26,7 +26,7 @@ from agentic_rag.understanding.reading.catalog import _catalog
 from agentic_rag.understanding.reading.counts import _together
 from agentic_rag.understanding.reading.explain import _explained
 from agentic_rag.understanding.reading.focus import _focus, _Question
-from agentic_rag.understanding.reading.pairs import _guess, _read_pair
+from agentic_rag.understanding.reading.pairs import _forms, _guess, _read_pair
 from agentic_rag.understanding.reading.parts import _read_parts
 from agentic_rag.understanding.reading.recommend import read_recommendation
 
@@ -79,7 +79,8 @@ def _read(question: str, links: EntityLinks | None) -> Analysis:
 
 def _plan(q: _Question) -> Analysis:
     """What the first pass that reads ``q`` makes of it."""
-    for read_pass in (_together, _read_pair, _guess):  # sums of several works, pairs, a guess checked
+    # sums of several works, pairs, one title's two forms side by side, a guess checked
+    for read_pass in (_together, _read_pair, _forms, _guess):
         if (a := read_pass(q)) is not None:
             return a
     a, f = _catalog(q)  # conditions on the whole catalog, or a work described and not named

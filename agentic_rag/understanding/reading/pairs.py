@@ -150,6 +150,28 @@ def _read_pair(q: _Question) -> Analysis | None:
     return None
 
 
+_FORM_WORDS: dict[str, EntityType] = {"manga": "manga", "comic": "manga", "anime": "anime", "show": "anime",
+                                       "series": "anime", "tv": "anime"}
+_WHEN_COMPARED = frozenset(("first", "before", "after", "earlier", "later", "older", "newer", "sooner"))
+
+
+def _forms(q: _Question) -> Analysis | None:
+    """One title's two forms set side by side ("Frieren: which came out first, the manga or the anime?", "did the
+    evangelion manga start before the tv anime?"): the title's manga and its anime compared by year."""
+    if len(q.mentions) != 1 or not q.w.set & _WHEN_COMPARED:
+        return None
+    m = q.mentions[0]
+    said = {_FORM_WORDS[t.key] for t in q.tokens if t.key in _FORM_WORDS}
+    kinds: tuple[EntityType, EntityType] = ("manga", "anime")
+    forms = {t: [c for c in m.candidates if c.entity.entity_type == t] for t in kinds}
+    if said != {"manga", "anime"} or not all(forms.values()):
+        return None
+    a = Analysis(intent="compare", mentions=[], compare_field="year")
+    for t, cands in forms.items():
+        _add(a, q.tokens, m.model_copy(update={"text": f"{m.text} {t}", "candidates": cands}), t, fixed=True)
+    return a
+
+
 def _guess(q: _Question) -> Analysis | None:
     """A guess at a work's studio, checked by asking for it ("bebop was sunrise right?")."""
     whole, w, tokens, mentions = q.whole, q.w, q.tokens, q.mentions

@@ -8,6 +8,7 @@ from collections.abc import Callable
 from agentic_rag.protocol import EntityLinks, LinkedMention
 from agentic_rag.protocol.reading import Analysis, Hop
 from agentic_rag.protocol.vocabulary import EntityType, hop_range
+from agentic_rag.understanding.cues import TYPE_WORD
 from agentic_rag.understanding.reading.ask import _ask
 from agentic_rag.understanding.reading.catalog import _period
 from agentic_rag.understanding.reading.coerce import _coerce, _fits_type
@@ -30,6 +31,8 @@ def _read_parts(question: str, links: EntityLinks | None,
     typed, so the answer says it was not answered."""
     whole = _read(question, links)
     linked = list(links.mentions) if links else []
+    if whole.intent == "compare" and len(linked) == 1:
+        return whole  # one title's two forms side by side ("X: which came first, the manga or the anime?"): one reading
     text = focus(question, [(m.start, m.end) for m in linked])
     asked = _clauses(text)
     a = _read_clauses(text, asked[:MAX_PARTS], whole, linked, _read)
@@ -153,6 +156,8 @@ def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]],
         r = _read(_only(text, [part] if named else [part, head]), EntityLinks(mentions=named or own))
         if named and not (r.hops or r.attr):  # "Bleach: ... what year did Kubo's manga finish": his Bleach
             r = _read(_only(text, [part, head]), EntityLinks(mentions=[*named, *own]))
+        if not named:
+            _typed_by_part(r, text[part[0]:part[1]])
         if (r.hops or r.attr) and r.filter is None and r.mentions:
             if not any(x.mentions == r.mentions and _asked_in(r, x) for x in reads):
                 reads.append(r)  # ("... who wrote it and who did the art": the first part read both)
@@ -166,6 +171,22 @@ def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]],
     if len(parts) > MAX_PARTS:
         head_read.parts = (MAX_PARTS, len(parts))
     return head_read
+
+
+_THE_TYPE = re.compile(r"\bthe (?:original |tv |first )?(anime|show|series|tv|movie|film|manga|comic)\b", re.IGNORECASE)
+
+
+def _typed_by_part(r: Analysis, part: str) -> None:
+    """"One Piece questions: what year did the manga start, what studio does the anime": a part that says which form
+    of the topic it asks of ("the manga") settles the topic's reading for that part, as a type word beside the name
+    would."""
+    said = {TYPE_WORD[m.group(1).lower()] for m in _THE_TYPE.finditer(part)}
+    if len(said) != 1:
+        return
+    (kind,) = said
+    for m in [m for m in r.mentions if kind in r.open.get(m, ())]:
+        r.types[m] = (kind, *(t for t in r.types.get(m, ()) if t != kind))
+        r.open.pop(m)
 
 
 def _asked_in(more: Analysis, a: Analysis) -> bool:

@@ -168,3 +168,16 @@ def test_what_a_work_has_to_do_with_a_title_of_two_forms_is_its_own_form() -> No
     trigun = [cand("anime", "Trigun"), cand("manga", "Trigun")]
     a = read(q, links(q, ("Badlands Zine", [cand("manga", "Badlands Zine")]), ("Trigun", trigun)))
     assert a.intent == "relation" and a.types["Trigun"][0] == "manga"
+
+
+@pytest.mark.parametrize("question", [
+    "Trigun: which came out first, the manga or the anime?",
+    "did the trigun anime come out before or after the manga?",
+])
+def test_one_title_s_two_forms_set_side_by_side_are_compared_by_year(question: str) -> None:
+    trigun = [cand("anime", "Trigun"), cand("manga", "Trigun")]
+    at = question.lower().index("trigun")
+    name = question[at:at + len("trigun")]
+    a = read(question, links(question, (name, trigun)))
+    assert a.intent == "compare" and a.compare_field == "year" and not a.more
+    assert sorted(a.types[m][0] for m in a.mentions) == ["anime", "manga"]

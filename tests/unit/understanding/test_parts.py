@@ -165,3 +165,12 @@ def test_where_a_manga_runs_is_its_magazine() -> None:
     a = read(q, links(q, ("Trigun", [cand("manga", "Trigun", 8)])))
     assert a.hops and a.hops[0].edges == ("staff",)  # the artist
     assert [m.attr for m in a.more] == ["magazine"]
+
+
+def test_a_part_that_says_which_form_of_the_topic_settles_it() -> None:
+    q = "trigun questions: what year did the manga start, and what studio does the anime"
+    both = [cand("manga", "Trigun", 9), cand("anime", "Trigun", 10)]
+    a = read(q, links(q, ("trigun", both)))
+    readings = [a, *a.more]
+    assert not any(r.open for r in readings)
+    assert readings[0].types["trigun"][0] == "manga"
