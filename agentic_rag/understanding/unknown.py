@@ -179,6 +179,7 @@ _FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\b(?:make|made|animate|animated|produce|produced|direct|directed|write|wrote|draw|drew|create|created)\s+"
     rf"{_PHRASE}\s*(?:[?!.,]|$|\band\b|\btoo\b)",
     rf"\b(?:is|was)\s+{_PHRASE}\s+(?:by|from)\s",
+    rf"\b(?:is|was|are|were)\s+{_LAZY}\s+(?:just\s+|really\s+|about\s+)?as\s+\w+\s+as\b",  # "as brutal as"
 ))
 # ... and where two or more words make a name: the side of "X or Y" a question asks to pick between, beside a side
 # that links ("which has more episodes, solo leveling or jjk?"); "studio" and the one word after it, typed in lower

@@ -185,3 +185,8 @@ def test_names_made_by_someone_or_compared_in_a_slot() -> None:
         "zorbian quest"]
     assert _unknown("Is Solar Drift an older studio than Madhouse?", ["Madhouse"]) == ["Solar Drift"]
     assert _unknown("vash from solar drift vs denji, who had it worse?", ["vash", "denji"]) == ["solar drift"]
+
+
+def test_a_name_one_side_of_as_much_as() -> None:
+    assert _unknown("is zorbian quest as brutal as trigun?", ["trigun"]) == ["zorbian quest"]
+    assert _unknown("is it as long as trigun", ["trigun"]) == []
