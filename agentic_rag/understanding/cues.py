@@ -130,6 +130,9 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ("side story", "side"), ("spin off", "spinoff"), ("first ep", "first episode"), ("by who", "whose"),
     ("put out", "made"), ("puts out", "made"), ("come up with", "made"), ("came up with", "made"),
     ("by whom", "whose"), ("real name", "alias"), ("full name", "alias"), ("other names", "aliases"),
+    # the named work (or "it") is the later one: "which series does it follow on from" asks what came before
+    ("follows on from", "prequel"), ("follow on from", "prequel"), ("followed on from", "prequel"),
+    ("it follows", "prequel"), ("does it follow", "prequel"),
     ("have to do with", "related"), ("has to do with", "related"), ("had to do with", "related"),
     ("got to do with", "related"),
     # where a manga runs is its magazine

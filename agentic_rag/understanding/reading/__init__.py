@@ -52,7 +52,7 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         reads.append(_read(text, part_links))
         return reads[-1]
 
-    a = read_recommendation(question, links, one) or _read_parts(question, links, one)
+    a = read_recommendation(question, links, one, excluded=bool(excluded)) or _read_parts(question, links, one)
     a.by_meaning = any(r.by_meaning for r in reads)
     for x in (a, *a.more):
         x.exclude |= excluded

@@ -302,20 +302,27 @@ _TOPIC_PARTS = re.compile(r"\s*(?:,(?!\s*or\b)|;|\?+)\s*(?:(?:and|also|plus|&)\s
                           re.IGNORECASE)
 
 
+# a topic said first and set apart by a comma: "For X, ...", "About X, ...", "Regarding X, ..."
+_INTRO = re.compile(r"^\s*(?:for|about|regarding|re|as for|on|concerning)\b[^,?!.]*,", re.IGNORECASE)
+
+
 def _topic(text: str, linked: list[LinkedMention]) -> tuple[tuple[int, int], list[tuple[int, int]]] | None:
     """A message that names its topic first and then asks of it in parts ("evangelion tv series: who did the music,
     and which studios produced it?"): the topic's span and the parts' spans; None when it has no such topic."""
-    colon = next((c for c in re.finditer(r"[:\u2014]|\s-\s", text)
+    colon = next((c.span() for c in re.finditer(r"[:\u2014]|\s-\s", text)
                   if not any(m.start <= c.start() < m.end for m in linked)), None)  # (not "Naruto: The Seventh ...")
-    if colon is None or not text[colon.end():].strip():
+    if colon is None and (intro := _INTRO.match(text)) is not None and not any(
+            m.start <= intro.end() - 1 < m.end for m in linked):
+        colon = (intro.end() - 1, intro.end())  # "For Spy x Family Code: White, who directed it and which ..."
+    if colon is None or not text[colon[1]:].strip():
         return None
-    head = (0, colon.start())
-    if _ASKING.search(text[:colon.start()]) or not any(m.start < colon.start() for m in linked):
+    head = (0, colon[0])
+    if _ASKING.search(text[:colon[0]]) or not any(m.start < colon[0] for m in linked):
         return None
-    if _CHAINED.search(text[colon.end():]):
+    if _CHAINED.search(text[colon[1]:]) and _INTRO.match(text) is None:
         return None  # "jjk 0 movie - what manga is it adapted from and where did that run": one chain, read whole
-    parts, start = [], colon.end()
-    for cut in _TOPIC_PARTS.finditer(text, colon.end()):
+    parts, start = [], colon[1]
+    for cut in _TOPIC_PARTS.finditer(text, colon[1]):
         parts.append((start, cut.start()))
         start = cut.end()
     parts.append((start, len(text)))

@@ -45,7 +45,8 @@ ASKED = re.compile(
     r"similar (?:feel|feeling|tone|mood|premise|story|themes?)|with a similar|(?:same|that|this|my) (?:\w+ ){0,2}itch|"
     r"in (?:the same|that|this|a similar) vein|in the vein of|along (?:the same|those|these) lines|more like|"
     r"in the (?:spirit|style|mold|mould|tradition) of|reminiscent of|akin to|comparable to|along the lines of|"
-    r"(?:a|an|something|anything) (?:\w+ )?similarly \w+|"
+    r"(?:a|an|something|anything) (?:\w+ )?similarly \w+|(?:something|anything) (?:just |equally )?as \w+ (?:and \w+ )?"
+    r"(?:as\b|next\b|after\b)|(?:something|anything) just as \w+|"
     # "I want something with Frieren's vibe": a liked work's feel wanted
     r"(?:something|anything|want|wanna|looking for|need|craving)\b.{0,30}\b\w+(?:'s|’s) (?:vibes?|feel|energy|"
     r"atmosphere)|"
@@ -137,7 +138,7 @@ MAX_PICKS = 10
 WISH_WORDS = 12  # words of a wish searched by meaning
 
 
-def _asks_recommendation(question: str, linked: list[LinkedMention]) -> bool:
+def _asks_recommendation(question: str, linked: list[LinkedMention], excluded: bool = False) -> bool:
     """A cue in an asking sentence, or an asking sentence that asks what to watch next and a cue anywhere
     ("... want the same vibe. what should i watch next?"); a cue in an aside ("my friend keeps recommending X.
     who directed it?") asks for nothing."""
@@ -147,7 +148,8 @@ def _asks_recommendation(question: str, linked: list[LinkedMention]) -> bool:
     if any((ANOTHER.search(part) or SOMETHING_TO.search(part)) and not CREDITED.search(part) for part in asked):
         return True  # "need another adventure manga from weekly shonen jump": wanting more of a kind
     if any(WANTED.search(part) and not CREDITED.search(part) for part in asked) and (
-            SAME_SOURCE.search(question) or LIKED.search(question) or any(_negated(question, m) for m in linked)):
+            SAME_SOURCE.search(question) or LIKED.search(question) or excluded or any(
+                _negated(question, m) for m in linked)):
         return True
     # "is there a movie from the same studio i could watch next?": what to watch next, whose works said
     return any(WHAT_NEXT.search(part) for part in asked) and (_cue(question, question, linked) or
@@ -246,12 +248,14 @@ def _wish(words: str) -> str:
 
 
 def read_recommendation(question: str, links: EntityLinks | None,
-                        read: Callable[[str, EntityLinks | None], Analysis]) -> Analysis | None:
+                        read: Callable[[str, EntityLinks | None], Analysis], *,
+                        excluded: bool = False) -> Analysis | None:
     """The recommendation ``question`` asks for, or None when it asks for none; ``read`` reads the rest of it
-    (the chain to a studio or person whose works are meant)."""
+    (the chain to a studio or person whose works are meant); ``excluded``: an aside left a name out ("besides opm
+    itself, any other superhero shows?"), which says what the picks are not, as a negated name does."""
     linked = sorted(links.mentions if links else [], key=lambda m: m.start)
     question = _EMPHASIS.sub(" ", question)  # "another *completed* manga": the words, not their markup (offsets kept)
-    if not _asks_recommendation(question, linked):
+    if not _asks_recommendation(question, linked, excluded):
         return None
     left_out = [m for m in linked if _negated(question, m)]
     kept = [m for m in linked if m not in left_out]

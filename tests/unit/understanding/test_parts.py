@@ -174,3 +174,16 @@ def test_a_part_that_says_which_form_of_the_topic_settles_it() -> None:
     readings = [a, *a.more]
     assert not any(r.open for r in readings)
     assert readings[0].types["trigun"][0] == "manga"
+
+
+def test_a_topic_said_first_and_set_apart_by_a_comma() -> None:
+    q = "For Cowboy Bebop, who directed it and which studios animated it?"
+    a = read(q, links(q, ("Cowboy Bebop", BEBOP)))
+    hops = [h.edges for x in (a, *a.more) for h in x.hops]
+    assert ("staff",) in hops and ("animated_by",) in hops
+
+
+def test_what_a_work_follows_on_from_is_its_prequel() -> None:
+    q = "trigun: number of episodes, its director, and which series it follows on from?"
+    a = read(q, links(q, ("trigun", TRIGUN)))
+    assert ("prequel",) in [h.edges for x in (a, *a.more) for h in x.hops]

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from agentic_rag.protocol import EntityLinks, LinkedMention
 from agentic_rag.understanding.reading import read
 from tests.unit.understanding.test_reading import cand, links, work
 
@@ -192,3 +193,18 @@ def test_a_title_after_not_the_main_is_left_out() -> None:
     q = "any space western manga thats already completed? just not the main Trigun manga"
     a = read(q, links(q, ("Trigun", work("Trigun"))))
     assert a.intent == "recommend" and a.exclude
+
+
+def test_a_title_set_aside_by_besides_says_what_the_picks_are_not() -> None:
+    q = "trigun had me laughing. besides trigun itself, any other space western shows with comedy?"
+    first, second = q.index("trigun"), q.index("trigun", 1)
+    linked = EntityLinks(mentions=[LinkedMention(text="trigun", start=at, end=at + 6, candidates=work("Trigun"))
+                                   for at in (first, second)])
+    a = read(q, linked)
+    assert a.intent == "recommend"
+
+
+def test_something_just_as_dark_next_is_a_recommendation() -> None:
+    q = "Finished Trigun. I need something just as dark and brutal next, and nothing from the Trigun franchise."
+    a = read(q, links(q, ("Trigun", work("Trigun"))))
+    assert a.intent == "recommend" and a.recommend is not None and "dark" in a.recommend.wish
