@@ -47,8 +47,6 @@ _JOINERS = frozenset(" -")  # what may stand between the words of one name
 # the type words a name begins with ("Studio Deen"); a work's ("Show", "Movie") begins a Title Cased sentence's words
 _LEADING = frozenset(w for w, t in TYPE_WORD.items() if t == "studio")
 _DETERMINERS = frozenset(("a", "an", "the", "some", "any", "that", "this", "my", "his", "her", "their", "its"))
-_NOT_A_NAME = frozenset(("it", "they", "them", "he", "she", "there", "many", "much", "more", "other", "others", "these",
-                         "those", "all", "every", "each", "no", "how", "what", "which"))
 
 
 @cache
@@ -169,9 +167,11 @@ _SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
 # the catalog has it ("is vinland saga in here", "do you have vinland saga"), one side of "X <more> than Y" ("is
 # tokyo ghoul darker than chainsaw man"), who someone is in a work ("who's yachiru in bleach")
 _FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
-    rf"\b(?:is|are)\s+{_PHRASE}\s+(?:in here|on here|in there|in the catalog|in your catalog|in the database|"
+    rf"\b(?:is|are|was|were)\s+{_PHRASE}\s+(?:in here|on here|in there|(?:in|on|part of|covered (?:by|in)|"
+    rf"included in|listed in) (?:your|the|this|ur) (?:catalog|catalogue|database|db|data|list|index|collection)|"
     rf"available|included|listed)\b",
-    rf"\b(?:do|does) (?:you|u|the catalog|this) (?:have|got|know|cover|include)\s+{_PHRASE}",
+    rf"\b(?:do|does) (?:you|u|the catalog|your catalog|the database|this) (?:have|has|got|know|cover|include|list)\s+"
+    rf"(?:(?:anything|info|data|entries) (?:on|about|for)\s+)?{_PHRASE}",
     rf"\bwho(?:'s|s| is| was)\s+{_PHRASE}\s+(?:in|from|on)\b",
     rf"\bthan\s+{_PHRASE}",
     # what a studio or person made ("did mappa also make vinland saga"), whose a work is ("is jojo's bizarre adventure
@@ -199,7 +199,8 @@ _SIGNED = re.compile(r"(?<![\w;:])[A-Za-z]{2,}[;:][A-Za-z]{2,}(?![\w;:])")
 _NOT_NAMES = frozenset("""
 him her them it its his their whom who what me you us one ones someone anyone somebody nobody everyone same other
 another different whoever whatever this that these those two three four five six seven eight nine ten eleven twelve
-twenty thirty forty fifty sixty seventy eighty ninety hundred several many multiple few both all most
+twenty thirty forty fifty sixty seventy eighty ninety hundred several many multiple few both all most there he she
+which how every each much
 """.split())  # noqa: SIM905  (a word list reads better as text)
 
 
@@ -226,8 +227,8 @@ def _in_slots(question: str, tokens: Sequence[Token], free: Sequence[bool]) -> l
                     or max(len(w) for w in words) < MIN_LETTERS:
                 continue
             if slot in _FOREIGN_SLOTS and all(_as_spelled(w) or w in CUES or w in JARGON or len(w) < MIN_LETTERS
-                                              for w in words):
-                continue  # "is it any darker than X", "who is strongest in X": English, no name
+                                              for w in words) and not all(tokens[j].raw[:1].isupper() for j in at):
+                continue  # "is it any darker than X", "who is strongest in X": English, no name ("Gate Keepers" is)
             if any(a <= at[0] <= b or a <= at[-1] <= b for a, b in out):
                 continue
             out.append((at[0], at[-1]))
@@ -246,7 +247,7 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     the catalog's names use ("Studio Trigger"). A numbering after it is its own ("Kaiju No. 8")."""
     fixes = frozenset(corrected)
     covered = [(m.start, m.end) for m in mentions]
-    asked = _asked_for(question, covered)  # "is X in your catalog": X whole, its words not again apart
+    asked = _in_a_work(question, covered)  # "Is X in <a work>": X whole, its words not again apart
     asked += [(m.group(), *m.span()) for m in _SIGNED.finditer(question)
               if not any(a < m.end() and m.start() < b for a, b in [*covered, *((lo, hi) for _, lo, hi in asked)])]
     covered += [(lo, hi) for _, lo, hi in asked]
@@ -354,47 +355,23 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     return out
 
 
-# "is steins;gate in your catalog?", "do you have Vinland Saga": a name asked for by the question's own words, however
-# it is spelled
-_ASKED_FOR = re.compile(
-    r"\b(?:is|are|was|were)\s+(?P<a>[^?,.!]{2,40}?)\s+(?:in|on|part of|covered (?:by|in)|included in|listed in)\s+"
-    r"(?:your|the|this|ur)\s+(?:catalog|catalogue|database|db|data|list|index|collection)\b"
-    r"|\b(?:do|does) (?:you|u|the catalog|your catalog|the database) (?:have|has|know|cover|include|list)\s+"
-    r"(?:(?:anything|info|data|entries) (?:on|about|for)\s+)?(?P<b>[^?,.!]{2,40}?)\s*(?:[?,.!]|$)", re.IGNORECASE)
-
-
 # "Is Jean Havoc in FMA Brotherhood?": whether someone is in a work the question names
 # (a name typed with capitals, each word: "Is Jean Havoc in ...", not "is NOT in", "was X captain of in")
 _IN_WORK = re.compile(r"\b(?:[Ii]s|[Aa]re|[Ww]as|[Ww]ere)\s+(?P<c>(?:[A-Z][a-z][\w'-]*\s+){0,3}[A-Z][a-z][\w'-]*)\s+"
                       r"(?:in|part of|from)\s+(?:the\s+)?")
 
 
-def _asked_for(question: str, covered: Sequence[tuple[int, int]]) -> list[tuple[str, int, int]]:
-    """The names the question asks whether the catalog, or a work it names, has, that no mention covers: as typed,
-    and where."""
-    out = []
+def _in_a_work(question: str, covered: Sequence[tuple[int, int]]) -> list[tuple[str, int, int]]:
+    """Names typed with capitals that the question asks to be in a work it names ("Is Jean Havoc in FMA
+    Brotherhood?"), that no mention covers: as typed, and where."""
     starts = {a for a, _ in covered}
-    asked = [*_ASKED_FOR.finditer(question), *(m for m in _IN_WORK.finditer(question) if m.end() in starts)]
-    for m in asked:
-        group = next(g for g in ("a", "b", "c") if g in m.re.groupindex and m.group(g) is not None)
-        lo, hi = m.span(group)
-        name = question[lo:hi].strip()
-        lo = question.index(name, lo)
-        hi = lo + len(name)
-        first = name.split()[0].lower() if name.split() else ""
-        if first in _DETERMINERS or first in _NOT_A_NAME:
-            continue  # "are there any OVAs in the catalog", "is it in your catalog": no name asked for
-        if not any(a < hi and lo < b for a, b in covered) and _namelike(name):
-            out.append((name, lo, hi))
+    out = []
+    for m in _IN_WORK.finditer(question):
+        lo, hi = m.span("c")
+        if m.end() in starts and m.group("c").split()[0].lower() not in _NOT_NAMES and not any(
+                a < hi and lo < b for a, b in covered):
+            out.append((m.group("c"), lo, hi))
     return out
-
-
-def _namelike(span: str) -> bool:
-    """Whether words asked for look like a name: one of them no English word, or words joined by a sign inside
-    them ("steins;gate"), or words typed with capitals ("Vinland Saga"); not "listed", "any recommendations"."""
-    words = re.findall(r"[A-Za-z]+", span)
-    return bool(words) and (any(not englishlike(w.lower()) for w in words) or bool(re.search(r"\w[;:.!]\w", span))
-                            or all(w[:1].isupper() for w in words))
 
 
 def _say(out: list[str], question: str, tokens: Sequence[Token], a: int, b: int) -> None:

@@ -319,15 +319,16 @@ def _quoted(p: Progress) -> list[tuple[float, str, CardEntity]]:
         # a related person's description names the one explained, so it is near any question about them: it is
         # quoted when it says more of the question's own words than the named one's sentence does ("how did jet
         # lose his arm": "the hitman responsible for the loss of Jet's arm")
-        asked = _said_words(str(p.quotes[0].data.get("query") or ""), named_words(p))
-        said = {id(x): len(asked & _said_words(x[1], named_words(p))) for x in [*own, *kin]}
+        names = _named_words(p)
+        asked = _said_words(str(p.quotes[0].data.get("query") or ""), names)
+        said = {id(x): len(asked & _said_words(x[1], names)) for x in [*own, *kin]}
         best = max(kin, key=lambda x: (said[id(x)], x[0]))
         if said[id(best)] > said[id(own[0])]:
             other = [best]
     return sorted([*own, *other], key=lambda x: -x[0])[:MAX_QUOTED]
 
 
-def named_words(p: Progress) -> set[str]:
+def _named_words(p: Progress) -> set[str]:
     """The words of the names an explanation is about and of the records it quotes (they say who or which work, not
     what is asked)."""
     names = [r.entity.name for r in p.found if r.entity is not None] + [e.name for e in p.starts] + [

@@ -150,8 +150,7 @@ def _read_pair(q: _Question) -> Analysis | None:
     return None
 
 
-_FORM_WORDS: dict[str, EntityType] = {"manga": "manga", "comic": "manga", "anime": "anime", "show": "anime",
-                                       "series": "anime", "tv": "anime"}
+_FORM_WORDS = {w: t for w, t in C.TYPE_WORD.items() if t in ("anime", "manga")}  # a type word of either form
 _WHEN_COMPARED = frozenset(("first", "before", "after", "earlier", "later", "older", "newer", "sooner"))
 
 

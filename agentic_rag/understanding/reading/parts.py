@@ -173,7 +173,8 @@ def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]],
     return head_read
 
 
-_THE_TYPE = re.compile(r"\bthe (?:original |tv |first )?(anime|show|series|tv|movie|film|manga|comic)\b", re.IGNORECASE)
+_FORM_WORDS = "|".join(w for w, t in TYPE_WORD.items() if t in ("anime", "manga"))  # "the manga", "the show"
+_THE_TYPE = re.compile(rf"\bthe (?:original |tv |first )?({_FORM_WORDS})\b", re.IGNORECASE)
 
 
 def _typed_by_part(r: Analysis, part: str) -> None:

@@ -45,8 +45,8 @@ ASKED = re.compile(
     r"similar (?:feel|feeling|tone|mood|premise|story|themes?)|with a similar|(?:same|that|this|my) (?:\w+ ){0,2}itch|"
     r"in (?:the same|that|this|a similar) vein|in the vein of|along (?:the same|those|these) lines|more like|"
     r"in the (?:spirit|style|mold|mould|tradition) of|reminiscent of|akin to|comparable to|along the lines of|"
-    r"(?:a|an|something|anything) (?:\w+ )?similarly \w+|(?:something|anything) (?:just |equally )?as \w+ (?:and \w+ )?"
-    r"(?:as\b|next\b|after\b)|(?:something|anything) just as \w+|"
+    r"(?:a|an|something|anything) (?:\w+ )?similarly \w+|(?:something|anything) (?:just|equally) as \w+|"
+    r"(?:something|anything) as \w+ (?:and \w+ )?(?:as|next|after)\b|"
     # "I want something with Frieren's vibe": a liked work's feel wanted
     r"(?:something|anything|want|wanna|looking for|need|craving)\b.{0,30}\b\w+(?:'s|’s) (?:vibes?|feel|energy|"
     r"atmosphere)|"
