@@ -217,11 +217,15 @@ class SimilarFilters(ProtocolModel):
     # at most 1,000: a bound a constrained decoder can hold (a bounded integer is decoded as the enum of its values)
     max_length: int | None = Field(
         None, ge=1, le=1000, description="Most episodes (anime) or volumes (manga): \"short\" is about 13 or 10.")
+    min_length: int | None = Field(
+        None, ge=1, le=1000, description="Fewest episodes (anime) or volumes (manga): \"long\" is about 50 or 30.")
 
     @model_validator(mode="after")
     def _year_range(self) -> SimilarFilters:
         if self.year_min is not None and self.year_max is not None and self.year_min > self.year_max:
             raise ValueError(f"year_min ({self.year_min}) is after year_max ({self.year_max})")
+        if self.min_length is not None and self.max_length is not None and self.min_length > self.max_length:
+            raise ValueError(f"min_length ({self.min_length}) is above max_length ({self.max_length})")
         return self
 
 

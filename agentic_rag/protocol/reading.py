@@ -44,6 +44,7 @@ class Recommend:
     formats: tuple[str, ...] = ()  # anime formats to keep ("a movie": movie; "not a movie": the others)
     finished: bool | None = None
     short: bool = False  # "something short": a dozen episodes, ten volumes
+    long: bool = False  # "a really long show", "hundreds of episodes": fifty episodes, thirty volumes or more
     limit: int = 5
     lacking: str | None = None  # a type asked for that the catalog does not hold ("light novels")
 

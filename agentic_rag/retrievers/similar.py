@@ -109,6 +109,7 @@ _WANTED = """
   AND (cardinality(CAST(:genres_any AS text[])) = 0 OR w.genres && CAST(:genres_any AS text[]))
   AND (CAST(:finished AS bool) IS NULL OR (w.status = 'finished') = CAST(:finished AS bool))
   AND (CAST(:max_length AS int) IS NULL OR w.length <= CAST(:max_length AS int))
+  AND (CAST(:min_length AS int) IS NULL OR w.length >= CAST(:min_length AS int))
 """
 # The score: shared studios and people, and genre overlap with the examples (Jaccard).
 _SCORE = f"""
@@ -252,11 +253,30 @@ async def examples(conn: Conn, intent: SimilarIntent) -> Examples:
     return out
 
 
+# The genre a wish's adjective (or verb) names: English derivations, not titles ("something funny" is a comedy).
+# A genre the catalog lacks is no filter (WISHED_SQL keeps only the catalog's own).
+GENRE_OF: dict[str, str] = {
+    **dict.fromkeys(("funny", "funnier", "funniest", "hilarious", "comedic", "goofy", "silly", "laugh", "laughs",
+                     "laughing", "jokes", "gags"), "comedy"),
+    **dict.fromkeys(("scary", "scarier", "creepy", "creepier", "spooky", "terrifying", "horrifying", "frightening"),
+                    "horror"),
+    **dict.fromkeys(("romantic", "love", "romcom"), "romance"),
+    **dict.fromkeys(("mysterious", "detective", "whodunit"), "mystery"),
+    **dict.fromkeys(("thrilling", "suspenseful", "suspense"), "thriller"),
+    **dict.fromkeys(("magic", "magical", "wizards", "elves"), "fantasy"),
+    **dict.fromkeys(("robot", "robots", "mechs", "mech"), "mecha"),
+    **dict.fromkeys(("superheroes", "heroes", "superpowers", "superpowered"), "superhero"),
+    **dict.fromkeys(("futuristic", "space", "scifi"), "sci_fi"),
+    **dict.fromkeys(("cozy", "cosy", "wholesome", "chill", "everyday"), "slice_of_life"),
+    **dict.fromkeys(("ghosts", "spirits", "demons", "paranormal", "occult"), "supernatural"),
+}
+
+
 def wish_terms(wish: str) -> list[str]:
     """The words of a wish and its runs of two and three words joined by "_" (how the catalog writes "sci_fi",
     "slice_of_life"), lower case, as said and with comparatives made plain, at most :data:`WISH_TERMS`."""
     words = re.findall(r"[a-z0-9]+", wish.lower())
-    plain = [_plain(w) for w in words]  # "a darker fantasy": dark_fantasy too
+    plain = [GENRE_OF.get(w) or _plain(w) for w in words]  # "a darker fantasy": dark_fantasy too; "funny": comedy
     runs = ["_".join(ws[i:i + n]) for n in (1, 2, 3) for ws in (words, plain) for i in range(len(ws) - n + 1)]
     return list(dict.fromkeys(runs))[:WISH_TERMS]
 
@@ -271,7 +291,7 @@ def _plain(word: str) -> str:
 
 def _filter_params(f: SimilarFilters) -> dict[str, Any]:
     return {"year_min": f.year_min, "year_max": f.year_max, "genres_any": list(f.genres), "finished": f.finished,
-            "max_length": f.max_length}
+            "max_length": f.max_length, "min_length": f.min_length}
 
 
 def compile_similar_filter(intent: SimilarIntent, ex: Examples,
@@ -290,9 +310,9 @@ def compile_similar_filter(intent: SimilarIntent, ex: Examples,
     if f.finished is not None:
         finished = models.FieldCondition(key="status", match=models.MatchValue(value=STATUS_FINISHED))
         (must if f.finished else must_not).append(finished)
-    if f.max_length is not None:
+    if f.max_length is not None or f.min_length is not None:
         key = "episode_count" if intent.entity_type == "anime" else "volumes"
-        must.append(models.FieldCondition(key=key, range=models.Range(lte=f.max_length)))
+        must.append(models.FieldCondition(key=key, range=models.Range(gte=f.min_length, lte=f.max_length)))
     if ex.skip:
         must_not.append(models.HasIdCondition(has_id=sorted(ex.skip)))
     if ex.franchises:

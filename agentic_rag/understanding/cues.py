@@ -54,6 +54,10 @@ MAIN = words("main protagonist protagonists lead leads hero heroes heroine mc mc
 FORMATS = words("tv ova ona movie film special series show")
 SEQUEL = words("sequel sequels after next follow follows followed following followup continuation continues "
                "continued")
+# another telling of the same story ("did X get a remake", "the other version of X")
+REMAKE = words("remake remakes remade remaking reboot rebooted retelling redo redone redoing recut")
+OTHER_VERSION = re.compile(r"\b(?:other|another|alternative|alternate|different|newer|older|new|old) "
+                           r"(?:version|adaptation|take|retelling)\b")
 # Verbs whose subject is the later work: "which anime does X follow on from" asks for X's prequel.
 FOLLOWS = words("follow follows followed continue continues continued")
 BEFORE_AFTER = words("before after earlier later")
@@ -76,14 +80,15 @@ WHOSE = words("whose whom")
 NUMBERS = {w: i for i, w in enumerate(
     ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"))}
 SEASON_COUNT = re.compile(r"\b(?P<n>two|three|four|five|six|seven|eight|nine|ten|\d)(?: \w+){0,3} (?:seasons|series)\b")
-SEASON_TAG = re.compile(r"\b(?:s\d{1,2}|season \d{1,2}|\d(?:st|nd|rd|th) season)\b")
+# a later season not linked to the name ("does one punch man have a s2"); season 1 is the name itself
+SEASON_TAG = re.compile(r"\b(?:s0?(?:[2-9]|1\d)|season (?:[2-9]|1\d)|(?:2nd|3rd|[4-9]th) season)\b")
 FAMILY = words("father dad mother mom parents parent brother brothers sister sisters sibling siblings son sons "
                "daughter daughters child children kids grandfather grandpa grandmother grandma granddaughter "
                "grandson family wife husband uncle aunt cousin married spouse marry marries marrying wed weds "
                "wedded wives husbands spouses")
 RELATED = words("related relation relationship relationships connected connection connections connect connects "
                 "link linked links relate relates common know tie ties tied")
-COMPARE = words("compare comparison vs versus difference differences differ")
+COMPARE = words("compare compared comparing comparison vs versus difference differences differ")
 COMPARATIVE = words("more fewer less longer shorter older newer earlier later bigger higher lower")
 YEAR = words("year when aired air airs released release premiere premiered premiere started start debut "
              "debuted begin began published dates date")

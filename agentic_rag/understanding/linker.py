@@ -17,9 +17,10 @@ of question words ("who", "the", "anime") is never a mention, unless typed in ca
 from __future__ import annotations
 
 import asyncio
+import functools
 import itertools
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 
@@ -435,6 +436,8 @@ def _season_of(tokens: list[Token]) -> tuple[str, int, int] | None:
         return None
     if keys[0] in ("season", "seasons", "szn", "part", "parts", "pt", "cour") and keys[1:2] and keys[1].isdigit():
         return ("part" if keys[0].startswith("p") else "season"), int(keys[1]), 2
+    if keys[0] in ("season", "szn") and keys[1:2] and keys[1] in _ROMAN[2:]:
+        return "season", _ROMAN.index(keys[1]), 2  # "season II"
     if (m := _SHORT.match(keys[0])) is not None:
         return ("part" if keys[0].startswith("p") else "season"), int(m.group(1)), 1
     if (m := _ORDINAL.match(keys[0])) is not None and keys[1:2] == ["season"]:
@@ -446,22 +449,37 @@ def _season_of(tokens: list[Token]) -> tuple[str, int, int] | None:
     return None
 
 
-def _season_later(tokens: list[Token]) -> tuple[str, int, Token, Token] | None:
-    """A numbered season said later in the question ("... before season 5", "... of s2"), as (kind, number,
-    its first and last tokens); only "season" and its short forms, never a bare number, and not season 1."""
-    for j, t in enumerate(tokens):
-        if t.key in ("season", "szn") or _SHORT.match(t.key) or _ORDINAL.match(t.key) or t.key in ORDINALS:
+def _seasons_later(tokens: list[Token]) -> list[tuple[str, int, Token, Token]]:
+    """The numbered seasons said later in the question ("... before season 5", "... of s2", "how many eps did
+    season II have, and who directed III?", "who animated the 1999 one?"), each as (kind, number, its first and
+    last tokens): "season" and its short forms, a roman numeral typed in capitals, a year said as "the 1999 one";
+    never a bare number, and not season 1."""
+    out: list[tuple[str, int, Token, Token]] = []
+    j = 0
+    while j < len(tokens):
+        t = tokens[j]
+        season: tuple[str, int, int] | None = None
+        if t.key in ("season", "szn") or _SHORT.match(t.key) or _ORDINAL.match(t.key) or t.key in ORDINALS or (
+                t.raw.isupper() and t.key in _ROMAN[2:]):
             season = _season_of(tokens[j:])
-            # (season 1 is the name itself, and "from season 1 through ..." a run along the chain)
-            if season is not None and season[0] == "season" and season[1] > 1:
-                return season[0], season[1], t, tokens[j + season[2] - 1]
-    return None
+        elif _YEAR_KEY.match(t.key) and j and tokens[j - 1].key == "the" and tokens[j + 1:j + 2] and \
+                tokens[j + 1].key in ("one", "version", "series", "anime", "show", "adaptation"):
+            season = ("year", int(t.key), 1)
+        # (season 1 is the name itself, and "from season 1 through ..." a run along the chain)
+        if season is not None and season[0] in ("season", "year") and (season[1] > 1 or season[0] == "year"):
+            out.append((season[0], season[1], t, tokens[j + season[2] - 1]))
+            j += season[2]
+            continue
+        j += 1
+    return out
 
 
 def _season_before(tokens: list[Token]) -> tuple[str, int, Token] | None:
     """The season named before "of" and a name ("the second season of X", "season 2 of X", "the final season
     of X"), as (kind, number, its first token), from the last words before the name."""
     keys = [t.key for t in tokens[-3:]]
+    if len(keys) >= 2 and keys[-2] == "the" and _YEAR_KEY.match(keys[-1]):
+        return "year", int(keys[-1]), tokens[-1]  # "the 1999 Hunter x Hunter": the title of that year
     if keys[-1:] != ["of"] or len(keys) < 3:
         return None
     a, b = keys[-3], keys[-2]
@@ -504,65 +522,29 @@ async def _seasons(conn: Conn, question: str, tokens: list[Token],
     asks: set[str] = set()
     # (mention index, start, end, keys): a season right after a name, or after "vs", "or", "and" next to it
     found: list[tuple[int, int, int, list[str]]] = []
+
+    def add(i: int, start: int, end: int, kind: str, n: int, bases: list[str]) -> None:
+        keys = [key for b in bases for key in _season_keys(b, kind, n)]
+        found.append((i, start, end, keys))
+        asks.update(keys)
+
     for i, m in enumerate(mentions):
         names = {link_key(x) for c in m.candidates if c.entity.entity_type == "anime" for x in (c.name, c.matched)}
         # "hunter x hunter 1999 vs 2011": a title's year is a qualifier too
         bases = sorted(names | {SEASON_SUFFIX.sub("", n) for n in names} | {_TITLE_YEAR.sub("", n) for n in names})
-        start, after, end = m.start, [t for t in tokens if t.start >= m.end], m.end
-        if bases and (before := _season_before([t for t in tokens if t.end <= m.start])) is not None:
-            kind, n, first = before  # "the second season of one punch man"
-            keys = [key for b in bases for key in _season_keys(b, kind, n)]
-            found.append((i, first.start, m.end, keys))
-            asks.update(keys)
+        if not bases:
             continue
-        listed = bool(after) and after[0].key in ("seasons", "parts")  # "seasons 1, 2 and 3": bare numbers follow
-        # a name that already says its season ("attack on titan season one", an alias) may start a range
-        own = [t for t in tokens if m.start <= t.start < m.end]
-        tail = [t.key for t in own[-2:]]
-        previous = 0
-        if len(own) > 2 and tail[0] in ("season", "szn") and (tail[1].isdigit() or tail[1] in UNITS):
-            previous = int(tail[1]) if tail[1].isdigit() else UNITS[tail[1]]
-        elif len(own) > 1 and (short := _SHORT.match(tail[-1])) is not None:
-            previous = int(short.group(1))
-        while bases and after:
-            # right after the name it names the name's season; after "vs", "or", "+" another season of it
-            between = question[end:after[0].start]
-            ranged = bool(_RANGE.match(between)) or after[0].key in ("to", "through", "thru")
-            sibling = after[0].key in _SIBLING
-            if sibling:
-                after = after[1:]
-            elif end != m.end:
-                if not between.strip() and not listed:
-                    break  # "s1 s2" is no pair; "s1 + s2", "II vs III" are
-                sibling = True
-            season = _season_of(after) if after else None
-            if season is None and sibling and listed and after and after[0].key.isdigit() and len(after[0].key) <= 2:
-                season = ("season", int(after[0].key), 1)
-            if season is None and sibling and after and _YEAR_KEY.match(after[0].key):
-                season = ("year", int(after[0].key), 1)  # "hunter x hunter 1999 vs 2011": the 2011 one
-            if season is None:
-                break
-            start = after[0].start if sibling else m.start
-            kind, n, used = season
-            last = after[used - 1]
-            end = last.start + len(last.raw)
-            # a range names the seasons between its ends too (each found under the range's last number)
-            numbers = range(previous + 1, n + 1) if sibling and ranged and 0 < previous < n <= \
-                previous + MAX_RANGE else (n,)
-            for k in numbers:
-                keys = [key for b in bases for key in _season_keys(b, kind, k)]
-                found.append((i, start, end, keys))
-                asks.update(keys)
-            previous = n
-            after = after[used:]
-        if bases and end == m.end and (later := _season_later(after)) is not None:
-            # "which mha season comes right before season 5", "attack on titan - who directed season 2": a
-            # season said later, with no other name between, is the name's season
-            kind, n, first, last = later
+        after = [t for t in tokens if t.start >= m.end]
+        if (before := _season_before([t for t in tokens if t.end <= m.start])) is not None:
+            kind, n, first = before  # "the second season of one punch man", "the 1999 hunter x hunter"
+            add(i, first.start, m.end, kind, n, bases)
+        else:
+            after = _right_after(question, m, tokens, after, functools.partial(add, i, bases=bases))
+        for kind, n, first, last in _seasons_later(after):
+            # "which mha season comes right before season 5", "attack on titan - who directed season 2", "the
+            # 1999 X ... the 2011 one": a season said later, with no other name between, is the name's season
             if not any(m.end <= x.start < first.start for x in mentions):
-                keys = [key for b in bases for key in _season_keys(b, kind, n)]
-                found.append((i, first.start, last.end, keys))
-                asks.update(keys)
+                add(i, first.start, last.end, kind, n, bases)
     if not asks:
         return mentions
     rows = await TITLE_KEYS_SQL.fetch(conn, {"keys": sorted(asks), "types": ["anime"]})
@@ -580,6 +562,51 @@ async def _seasons(conn: Conn, question: str, tokens: list[Token],
             seasons.append(LinkedMention(text=question[start:end][:_SPAN], start=start, end=end, candidates=[cand]))
         out += seasons if seasons and seasons[0].start <= m.start else [m, *seasons]
     return out[:MAX_MENTIONS]
+
+
+def _right_after(question: str, m: LinkedMention, tokens: list[Token], after: list[Token],
+                 add: Callable[..., None]) -> list[Token]:
+    """The seasons said right after name ``m`` ("MHA s4", "II vs III", "seasons 1-3"), each given to ``add`` as
+    (start, end, kind, number); the words after them."""
+    start, end = m.start, m.end
+    listed = bool(after) and after[0].key in ("seasons", "parts")  # "seasons 1, 2 and 3": bare numbers follow
+    # a name that already says its season ("attack on titan season one", an alias) may start a range
+    own = [t for t in tokens if m.start <= t.start < m.end]
+    tail = [t.key for t in own[-2:]]
+    previous = 0
+    if len(own) > 2 and tail[0] in ("season", "szn") and (tail[1].isdigit() or tail[1] in UNITS):
+        previous = int(tail[1]) if tail[1].isdigit() else UNITS[tail[1]]
+    elif len(own) > 1 and (short := _SHORT.match(tail[-1])) is not None:
+        previous = int(short.group(1))
+    while after:
+        # right after the name it names the name's season; after "vs", "or", "+" another season of it
+        between = question[end:after[0].start]
+        ranged = bool(_RANGE.match(between)) or after[0].key in ("to", "through", "thru")
+        sibling = after[0].key in _SIBLING
+        rest = after[1:] if sibling else after
+        if not sibling and end != m.end:
+            if not between.strip() and not listed:
+                break  # "s1 s2" is no pair; "s1 + s2", "II vs III" are
+            sibling = True
+        season = _season_of(rest) if rest else None
+        if season is None and sibling and listed and rest and rest[0].key.isdigit() and len(rest[0].key) <= 2:
+            season = ("season", int(rest[0].key), 1)
+        if season is None and sibling and rest and _YEAR_KEY.match(rest[0].key):
+            season = ("year", int(rest[0].key), 1)  # "hunter x hunter 1999 vs 2011": the 2011 one
+        if season is None:
+            break
+        start = rest[0].start if sibling else m.start
+        kind, n, used = season
+        last = rest[used - 1]
+        end = last.start + len(last.raw)
+        # a range names the seasons between its ends too (each found under the range's last number)
+        numbers = range(previous + 1, n + 1) if sibling and ranged and 0 < previous < n <= \
+            previous + MAX_RANGE else (n,)
+        for k in numbers:
+            add(start, end, kind, k)
+        previous = n
+        after = rest[used:]
+    return after
 
 
 _LISTING = frozenset(("and", "or", "vs", "versus", "plus", "then"))  # words that list titles ("DBZ and GT")
@@ -828,6 +855,17 @@ def _common_noun(tokens: list[Token], s: _Span) -> bool:
             and tokens[s.start - 1].key in DETERMINERS)
 
 
+def _in_title_cased_noun(tokens: list[Token], s: _Span, taken: set[int]) -> bool:
+    """A one-word name that is an English word, typed after another capitalised English word nothing matched: the
+    end of a title-cased common noun ("the Demon King", "the Hidden Leaf"), not the character King or Leaf."""
+    if s.length != 1 or s.start == 0 or s.start - 1 in taken:
+        return False
+    t, before = tokens[s.start], tokens[s.start - 1]
+    people = all(c.entity.entity_type in ORDER_FREE for _, c in s.candidates.values())
+    return people and t.key in english_words() and before.key in english_words() and before.raw[:1].isupper() \
+        and not before.upper and before.key not in STOP and before.key not in CUES and before.end + 1 == t.start
+
+
 def _inside_unknown_name(tokens: list[Token], s: _Span, taken: set[int], loose: dict[int, int]) -> bool:
     """One word matched loosely (an alias, a typo) inside what looks like a longer name the catalog does
     not know: next to a capitalised word nothing matched ("Whit Fox"), or next to another loose match
@@ -861,7 +899,8 @@ def _choose(question: str, tokens: list[Token], spans: list[_Span]) -> list[Link
         chosen.append(s)
     loose = {s.start: s.best()[0] for s in chosen if s.length == 1 and s.best()[0] > _rank("exact")}
     chosen = [s for s in chosen if not _inside_unknown_name(tokens, s, taken, loose)
-              and not _common_noun(tokens, s) and not _hyphened(question, tokens, s, taken, loose)]
+              and not _common_noun(tokens, s) and not _hyphened(question, tokens, s, taken, loose)
+              and not _in_title_cased_noun(tokens, s, taken)]
     out: list[LinkedMention] = []
     for s in sorted(chosen, key=lambda s: s.start)[:MAX_MENTIONS]:
         first, last = tokens[s.start], tokens[s.start + s.length - 1]

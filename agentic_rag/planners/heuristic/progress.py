@@ -488,6 +488,7 @@ def _walk(a: Analysis, cards: list[ContextCard], p: Progress, frontier: list[Car
 
 # "something short": at most this many episodes (anime) or volumes (manga)
 SHORT_LENGTH = {"anime": 13, "manga": 10}
+LONG_LENGTH = {"anime": 50, "manga": 30}  # "something long": at least this many
 LIKE_TYPES = ("anime", "manga", "franchise", "studio", "person", "character")
 _LIKE = max_len(SimilarIntent, "like")
 _EXCLUDE = max_len(SimilarIntent, "exclude")
@@ -506,7 +507,8 @@ def similar(a: Analysis, frontier: list[CardEntity], question: str = "") -> Simi
         lo = hi = None  # "after 2020 and before 2010": no year can be both; the years are not a wish then
     filters = SimilarFilters(
         year_min=lo, year_max=hi, format=list(r.formats) if r.entity_type == "anime" else [], finished=r.finished,
-        max_length=SHORT_LENGTH[r.entity_type] if r.short else None)
+        max_length=SHORT_LENGTH[r.entity_type] if r.short else None,
+        min_length=LONG_LENGTH[r.entity_type] if r.long and not r.short else None)
     names = ", ".join(e.name for e in frontier[:3])[:QUOTED_NAME]
     return SimilarIntent(rationale=f"recommend {r.entity_type} like {names or repr(wish)}"[:_RATIONALE],
                          entity_type=r.entity_type, like=like, query=wish[:_WISH] if wish else None,

@@ -246,6 +246,8 @@ def _wishes(r: Recommend) -> str:
         out.append("are " + join([FORMAT_WORDS[f] for f in r.formats]))
     if r.short:
         out.append("are short")
+    elif r.long:
+        out.append("are long")
     return join(out) if out else ""
 
 

@@ -45,7 +45,7 @@ def _explained(q: _Question, a: Analysis, plan: Callable[[str], Analysis]) -> An
         # ("how does Death & Rebirth relate to The End of Evangelion") the relation alone says little: their
         # synopses say how, and are quoted
         return a
-    a.explain = _asking(q, cue.start())
+    a.explain = _asking(q, cue.start(), joined=a.intent == "compare")
     if a.intent in ("relation", "compare"):
         _more_related(q, a)
         return a
@@ -58,9 +58,33 @@ def _explained(q: _Question, a: Analysis, plan: Callable[[str], Analysis]) -> An
     if anchor is None:
         return a
     said = a.types.get(a.mentions[0], ())[:1] if a.mentions and a.mentions[0] in a.fixed else ()
+    scene = _scene(q, anchor)
+    if scene is not None and "character" in _readings(anchor):
+        said = ("character",)  # "In W, why is Boruto treated as a fugitive": the character, in that work
     one = Analysis(intent="lookup", mentions=[], explain=a.explain, exclude=a.exclude)
     _add(one, q.tokens, anchor, said[0] if said else None, fixed=bool(said))
+    if scene is not None:  # the work it is set in is quoted too: its synopsis tells what happens there
+        _add(one, q.tokens, scene, _pick_type(scene, ("manga", "anime", "franchise"), None), fixed=True)
+        one.together = True
     return one
+
+
+# "In W, ...", "W: ...": a work said first and set apart, the scene of what is asked
+_SCENE_END = re.compile(r"^\s*(?:[,:\u2014-]|\s-\s)")
+
+
+def _scene(q: _Question, anchor: LinkedMention) -> LinkedMention | None:
+    """The work a question sets its explanation in: named before ``anchor`` and set apart from the rest by a comma
+    or a colon ("In Boruto: Two Blue Vortex, why is Boruto ..."), a different entity from it."""
+    before = [m for m in q.mentions if m.end <= anchor.start]
+    if not before:
+        return None
+    m = before[-1]
+    ids = {c.entity.id for c in anchor.candidates}
+    if not _readings(m) & {"anime", "manga", "franchise"} or _readings(m) & set(_PEOPLE) or any(
+            c.entity.id in ids for c in m.candidates):
+        return None
+    return m if _SCENE_END.match(q.whole[m.end:anchor.start]) else None
 
 
 def _between_people(a: Analysis) -> bool:
@@ -68,9 +92,13 @@ def _between_people(a: Analysis) -> bool:
     return any(a.types.get(m, ("anime",))[0] in _PEOPLE for m in a.mentions)
 
 
-def _asking(q: _Question, at: int) -> str:
-    """The asking sentence that holds the cue, as typed: what the quoted sentences are chosen by."""
+def _asking(q: _Question, at: int, *, joined: bool = False) -> str:
+    """The asking sentence that holds the cue, as typed: what the quoted sentences are chosen by; ``joined``: after
+    the asking sentences before it (a comparison: "What's actually different about X compared to Y? Why would I
+    watch it instead?": the why is of the difference)."""
     lo, hi = next(((lo, hi) for lo, hi in q.asked if lo <= at < hi), (0, len(q.whole)))
+    if joined:
+        lo = min([a for a, b in q.asked if b <= lo and a < lo] + [lo])
     return " ".join(q.whole[lo:hi].split()) or " ".join(q.whole.split())
 
 

@@ -78,7 +78,7 @@ def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked
     if all(names(p) for p in parts) and (not points_back or (qualifying and left_out)):
         # "how many episodes did X run for, and is Y finished yet?": each part is a question of its own
         reads = [_read(_only(text, [p]), EntityLinks(mentions=names(p))) for p in parts]
-        if all((r.hops or r.attr) and r.filter is None and r.mentions and r.intent not in ("relation", "compare")
+        if all(_asks_of(r) and r.filter is None and r.mentions and r.intent != "relation"
                and not r.more for r in reads):
             head, *rest = reads
             head.more = rest
@@ -134,7 +134,7 @@ def _by_topic(text: str, parts: list[tuple[int, int]], whole: Analysis,
     if whole.intent not in ("relation", "compare") and all(any(m.text in whole.mentions for m in o) for o in own):
         return None
     reads = [_read(_only(text, g), EntityLinks(mentions=o)) for g, o in zip(groups, own, strict=True)]
-    if not all((r.hops or r.attr) and r.filter is None and r.mentions and r.intent not in ("relation", "compare")
+    if not all(_asks_of(r) and r.filter is None and r.mentions and r.intent != "relation"
                and not r.more for r in reads):
         return None
     head, *rest = reads
@@ -151,17 +151,24 @@ def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]],
     own = names(head)
     reads: list[Analysis] = []
     unread: list[str] = []
+    before: tuple[int, int] | None = None  # the last part read
     for part in parts[:MAX_PARTS]:
         named = names(part)
         r = _read(_only(text, [part] if named else [part, head]), EntityLinks(mentions=named or own))
         if named and not (r.hops or r.attr):  # "Bleach: ... what year did Kubo's manga finish": his Bleach
             r = _read(_only(text, [part, head]), EntityLinks(mentions=[*named, *own]))
+        if not _asks_of(r) and before is not None and _parallel(text, before, part):
+            # "who directed s1, who took over for s2": asked as the part before was, of its own name
+            r = _read(_only(text, [before, part] if named else [before, part, head]),
+                      EntityLinks(mentions=named or own))
+        if _asks_of(r):
+            before = part
         if not named:
             _typed_by_part(r, text[part[0]:part[1]])
-        if (r.hops or r.attr) and r.filter is None and r.mentions:
+        if _asks_of(r) and r.filter is None and r.mentions:
             if not any(x.mentions == r.mentions and _asked_in(r, x) for x in reads):
                 reads.append(r)  # ("... who wrote it and who did the art": the first part read both)
-        elif _says(text, part) and not (r.hops or r.attr):
+        elif _says(text, part) and not _asks_of(r):
             unread.append(_words(text, part))
     if len(reads) < 2 and not (reads and unread):
         return None
@@ -175,6 +182,22 @@ def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]],
 
 _FORM_WORDS = "|".join(w for w, t in TYPE_WORD.items() if t in ("anime", "manga"))  # "the manga", "the show"
 _THE_TYPE = re.compile(rf"\bthe (?:original |tv |first )?({_FORM_WORDS})\b", re.IGNORECASE)
+
+
+def _asks_of(r: Analysis) -> bool:
+    """Whether a part's reading asks something of its names: a hop, a value, or one value of each side by side
+    ("opm s1 and s2 - which studio made each one and how many eps does each have")."""
+    return bool(r.hops or r.attr or (r.intent == "compare" and r.compare_field))
+
+
+_QUESTION_WORD = re.compile(r"\W*(who|whom|what|which|when|where|how many|how)\b", re.IGNORECASE)
+
+
+def _parallel(text: str, before: tuple[int, int], part: tuple[int, int]) -> bool:
+    """Whether ``part`` asks what ``before`` asks, in other words: both open with the same question word ("who
+    directed s1, who took over for s2?"), so the verb of the one reads the other."""
+    a, b = _QUESTION_WORD.match(text, *before), _QUESTION_WORD.match(text, *part)
+    return a is not None and b is not None and a.group(1).lower() == b.group(1).lower()
 
 
 def _typed_by_part(r: Analysis, part: str) -> None:
@@ -192,6 +215,8 @@ def _typed_by_part(r: Analysis, part: str) -> None:
 
 def _asked_in(more: Analysis, a: Analysis) -> bool:
     """Whether the readings of ``a`` already ask what ``more`` asks (a hop that finds it, or the value read)."""
+    if more.intent == "compare" and more.compare_field:  # one value of each, side by side
+        return any(x.intent == "compare" and x.compare_field == more.compare_field for x in (a, *a.more))
     read = {x.attr for x in (a, *a.more)} | {v for x in (a, *a.more) for v in x.also}
     asked = [h for x in (a, *a.more) for h in x.hops]
     if more.hops:
@@ -277,6 +302,7 @@ _TOTAL = re.compile(r"\b(?:in total|the total|altogether|all together|how many (
 _BARE = frozenset("""
 who whom whose what which when where how is are was were did does do it its he she him her his they them their
 one ones that this those these the a an in of to and so if too also then
+by many much more less fewer than exactly
 """.split())  # noqa: SIM905  (a word list reads better as text)
 
 # a part may also start by telling what to do ("... in hxh? list them and tell me how many"): after a "?", a ";"

@@ -34,12 +34,13 @@ from agentic_rag.understanding.filters import parse_filter
 from agentic_rag.understanding.linker import STOP
 from agentic_rag.understanding.numbers import with_digits
 from agentic_rag.understanding.reading.names import _add
-from agentic_rag.understanding.text import asking, tokenize
+from agentic_rag.understanding.text import asking, sentences, tokenize
 
+_SOMETHING = r"(?:something|smth|sth|somethin|anything|anythin)"  # as typed in a hurry ("need smth funny")
 # Words that ask for recommendations ("other anime", "anything else" do not: "what other anime did X direct" asks
 # for facts, the works of a person or a studio)
 ASKED = re.compile(
-    r"\b(?:re(?:c|cc)om+e?nd\w*|recs?|suggest\w*|(?:with|has|having|got) (?:a|an|that|the same) .{0,40}?"
+    r"\b(?:re(?:c|cc)om+e?nd\w*|recs?|suggest\w*|(?:with|w/|has|having|got) (?:a|an|that|the same) .{0,40}?"
     r"\b(?:feel|vibes?|energy|atmosphere)\b|similar (?:to|ones?|anime|animes|shows?|series|movies?|films?|manga|mangas|"
     r"titles|stuff|vibes?)|(?:anything|something|any) similar|same (?:vibe|vibes|feel|energy|kind of|style)|"
     r"similar (?:feel|feeling|tone|mood|premise|story|themes?)|with a similar|(?:same|that|this|my) (?:\w+ ){0,2}itch|"
@@ -51,11 +52,18 @@ ASKED = re.compile(
     r"(?:something|anything|want|wanna|looking for|need|craving)\b.{0,30}\b\w+(?:'s|’s) (?:vibes?|feel|energy|"
     r"atmosphere)|"
     r"if (?:i|you) (?:liked?|loved?|enjoyed?)|"
+    # "got anything else that's action + comedy?": more works, described
+    rf"{_SOMETHING} else (?:that'?s|thats|that is|that has|that have|with|where|like|along|in the)\b|"
     r"(?:any|some|something) good (?:anime|animes|shows?|series|movies?|films?|manga|mangas|to watch|to read)|"
     r"(?:watch|read)\b.{0,40}\b(?:just|equally) as \w+)\b", re.IGNORECASE)
 # what to watch or read next: a recommendation when some sentence also says what it should be like
 WHAT_NEXT = re.compile(r"\b(?:what|anything|something) (?:should|could|can|do|would) (?:i|we|you)\b.{0,20}\b"
-                       r"(?:watch|read|check out|try)\b|\b(?:watch|read) next\b|\bmove on to\b", re.IGNORECASE)
+                       r"(?:watch|read|check out|try|pick up|start)\b|\b(?:watch|read|pick up) next\b|\bmove on to\b",
+                       re.IGNORECASE)
+# the asker's own watching or reading to come ("films i could check out", "something to binge"): works wanted, not
+# a fact about who made what
+CONSUME = re.compile(r"\b(?:i|we) (?:could|can|should|might|would|will|'d|'ll) (?:\w+ )?(?:watch|read|check out|try|"
+                     r"pick up|binge|start)\b|\bto (?:watch|binge|check out|pick up)\b", re.IGNORECASE)
 _NEXT = re.compile(r"\b(?:watch|read|try|check out|binge|start)\s+next\b", re.IGNORECASE)
 # works of a kind asked for ("any psychological manga that's finished?", "another comedy manga", "anything else
 # from that studio"): a recommendation when the message also says whose works are meant or what the asker liked
@@ -63,14 +71,14 @@ _WORKS_NOUN = r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|titles
 WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more|(?:is|are) there an?)\b"
                     r"(?:[\s,-]+(?!(?:did|does|do|has|"
                     rf"have|had|is|are|was|were)\b)[\w'-]+){{0,3}}?[\s-]+(?:{_WORKS_NOUN}|else)\b", re.IGNORECASE)
-ANOTHER = re.compile(r"\b(?:want|wanna|need|looking for|look for|give me|get me|show me|find me|craving|would like|"
+ANOTHER = re.compile(r"\b(?:wants?|wanna|needs?|looking for|look for|give me|get me|show me|find me|craving|would like|"
                      r"i'?d like|"
                      r"point me (?:to|towards?)|in the mood for|hook me up with)\s+"
                      rf"(?:(?:\w+\s+){{0,2}}?another|an?(?!\s+(?:list|number|count|name|summary|rundown|"
                      r"synopsis|recap|breakdown|overview)\b))"
-                     rf"\b(?:[\s-]+[\w'-]+){{0,3}}?[\s-]+{_WORKS_NOUN}\b", re.IGNORECASE)
+                     rf"\b(?:[\s/-]+[\w'-]+){{0,5}}?[\s/-]+{_WORKS_NOUN}\b", re.IGNORECASE)
 # "need something dark to binge after X", "want anything like X": something wanted to watch or read
-SOMETHING_TO = re.compile(r"\b(?:need|want|wanna|looking for|craving|in the mood for)\s+(?:something|anything)\b"
+SOMETHING_TO = re.compile(r"\b(?:needs?|wants?|wanna|looking for|craving|in the mood for)\s+" + _SOMETHING + r"\b"
                           r"(?:[\s,-]+[\w'-]+){0,3}?\s+(?:to (?:watch|binge|read|try|check out|start)|after)\b",
                           re.IGNORECASE)
 SAME_SOURCE = re.compile(r"\b(?:from|by) (?:the same|that|this|their|his|her) (?:studio|director|author|creator|"
@@ -85,10 +93,14 @@ LIKED = re.compile(r"\b(?:lov(?:e|ed|ing)|adored?|enjoyed|(?:big |huge )?fan\b|f
                    # what the asker has seen: "I've only watched the original series", "already seen it"
                    r"(?:i'?ve|i have|i) (?:\w+ ){0,2}?(?:watched|seen|read|finished))\b", re.IGNORECASE)
 # "like X" / "anime like it": a work compared to, not "what is X like" or "I'd like to know"
-LIKE = re.compile(r"\b(?:like|liek|lik|as good as|similar to|same as)\s*$", re.IGNORECASE)
+LIKE = re.compile(r"\b(?:like|liek|lik|as good as|similar to|same as|(?:lines|vein|spirit|style|mold|mould) of)\s*$",
+                  re.IGNORECASE)
 LIKE_IT = re.compile(r"\b(?:anime|animes|shows?|series|movies?|films?|manga|mangas|something|anything|ones?|stuff|"
                      r"more|others?|is|are|that's|thats|feels?)\s+(?:like|similar to) (?:it|them|those)\b",
                      re.IGNORECASE)
+# "something with FMAB vibes", "Frieren-type stuff", "Death Note energy": a work's feel, named before the word
+VIBES = re.compile(r"\W{0,3}(?:'s\s+|s\s+)?(?:vibes?|energy|feel|atmosphere|esque|type (?:of )?(?:stuff|shows?|anime|"
+                   r"manga|series))\b", re.IGNORECASE)
 NOT_A_LIKE = re.compile(r"\b(?:what|how) (?:is|was|are|were) \S.{0,60}\blike\b|\b(?:i'?d|would|i) like to\b",
                         re.IGNORECASE)
 # a name after these is not wanted; "X doesn't count" / "X is out" after it
@@ -106,12 +118,18 @@ DONE = re.compile(r"\b(?:just |already |recently )?(?:finished|completed|watched
                   r"watching|reading)\s+(?P<object>(?:(?:the|all|all of|it|watching|reading)\b\s*)*)", re.IGNORECASE)
 AFTER = re.compile(r"\b(?:(?:watch|read|try|check out|start)\s+(?:next\s+)?)?after\b", re.IGNORECASE)
 NOT_MOVIE = re.compile(r"\b(?:not|no|non|nothing)[- ](?:a |an |the |any )?(?:movies?|films?)\b", re.IGNORECASE)
+BOTH_FORMATS = re.compile(r"\b(?:tv|series|shows?)\s*(?:or|and|/|&|,)\s*(?:\w+\s+)?(?:movies?|films?)\b|"
+                          r"\b(?:movies?|films?)\s*(?:or|and|/|&|,)\s*(?:\w+\s+)?(?:tv|series|shows?)\b", re.IGNORECASE)
 MOVIE = re.compile(r"\b(?:movies?|films?)\b", re.IGNORECASE)
 TV = re.compile(r"\b(?:tv|series)\b", re.IGNORECASE)
 FINISHED = re.compile(r"\b(?:finished|completed|complete|ended|already over|(?:done|finished|over|stopped) airing|"
-                      r"done)\b", re.IGNORECASE)
+                      r"done(?! with))\b", re.IGNORECASE)
 RUNNING = re.compile(r"\b(?:ongoing|still (?:airing|running|going)|currently airing|airing now)\b", re.IGNORECASE)
 SHORT = re.compile(r"\b(?:short|quick|not too long|not long|few episodes)\b", re.IGNORECASE)
+# "a really long fighting show", "hundreds of episodes", "a long-running manga" (not "how long", "not too long")
+LONG = re.compile(r"(?<!not )(?<!not too )(?<!how )\b(?:long(?:[- ]running)?|lengthy)\b(?=(?:[\s/-]+[\w'-]+){0,3}?"
+                  r"[\s/-]+(?:anime|animes|shows?|series|manga|mangas|ones?)\b)|"
+                  r"\b(?:hundreds|lots|a lot|tons|loads) of (?:episodes|eps|chapters|volumes)\b", re.IGNORECASE)
 # types the catalog does not hold, as a person names them (singular and plural)
 LACKING = re.compile(r"\b(?P<t>light novels?|novels?|books?|video games?|games?|dramas|k-?dramas?|webtoons?|"
                      r"manhwas?|manhuas?|live[- ]action (?:shows?|movies?|films?|series)|tv dramas?)\b",
@@ -145,14 +163,20 @@ def _asks_recommendation(question: str, linked: list[LinkedMention], excluded: b
     asked = [question[a:b] for a, b in asking(question)] or [question]
     if any(_cue(part, question, linked) for part in asked):
         return True
-    if any((ANOTHER.search(part) or SOMETHING_TO.search(part)) and not CREDITED.search(part) for part in asked):
-        return True  # "need another adventure manga from weekly shonen jump": wanting more of a kind
-    if any(WANTED.search(part) and not CREDITED.search(part) for part in asked) and (
-            SAME_SOURCE.search(question) or LIKED.search(question) or excluded or any(
-                _negated(question, m) for m in linked)):
+    # "need another adventure manga from weekly shonen jump": wanting more of a kind, said in any sentence ("... and
+    # i want another ONGOING manga. what's out there")
+    told = [question[a:b] for a, b in sentences(question)] if any(_works(m) for m in linked) else asked
+    if any((ANOTHER.search(part) or SOMETHING_TO.search(part)) and not CREDITED.search(part) for part in told):
         return True
-    # "is there a movie from the same studio i could watch next?": what to watch next, whose works said
-    return any(WHAT_NEXT.search(part) for part in asked) and (_cue(question, question, linked) or
+    left_out = excluded or any(_negated(question, m) for m in linked)
+    # "does the studio that animated it have any other shows i could check out?": works of a kind, to watch
+    if any(WANTED.search(part) and (CONSUME.search(part) or not CREDITED.search(part)) for part in asked) and (
+            SAME_SOURCE.search(question) or LIKED.search(question) or left_out or
+            any(CONSUME.search(part) for part in asked)):
+        return True
+    # "is there a movie from the same studio i could watch next?", "what should i pick up next? not opm itself":
+    # what to watch next, whose works said, or what it is not
+    return any(WHAT_NEXT.search(part) for part in asked) and (_cue(question, question, linked) or left_out or
                                                               SAME_SOURCE.search(question) is not None)
 
 
@@ -162,7 +186,13 @@ def _cue(text: str, question: str, linked: list[LinkedMention]) -> bool:
     if NOT_A_LIKE.search(text):
         return False
     at = question.find(text)
-    return any(LIKE.search(question[:m.start]) for m in linked if _works(m) and at <= m.start < at + len(text))
+    return any(LIKE.search(question[:m.start]) or VIBES.match(question[m.end:])
+               for m in linked if _works(m) and at <= m.start < at + len(text))
+
+
+def _compared(question: str, m: LinkedMention) -> bool:
+    """Whether the picks are to be like ``m`` ("along the lines of Frieren", "FMAB vibes"), so not ``m`` itself."""
+    return bool(LIKE.search(question[:m.start]) or VIBES.match(question[m.end:]))
 
 
 def _works(m: LinkedMention) -> bool:
@@ -227,6 +257,7 @@ def _facts(text: str, asked: str, r: Recommend) -> str:
     if asked == "anime":
         r.formats = _formats(text) or r.formats
     r.short = bool(SHORT.search(text))
+    r.long = bool(LONG.search(text))
     if RUNNING.search(text) or FINISHED.search(text):  # "done airing": finished, whatever "airing" alone read as
         r.finished = not RUNNING.search(text)
     return found.words if found else text
@@ -236,8 +267,8 @@ def _formats(text: str) -> tuple[str, ...]:
     """The anime formats a wish says: "a movie" (movies), "not a movie" (the others), "a tv series" (tv)."""
     if NOT_MOVIE.search(text):
         return ("tv",) if TV.search(text) else ("tv", "ova", "ona", "special")
-    if MOVIE.search(text):
-        return ("movie",)
+    if MOVIE.search(text):  # "shows or films": both
+        return ("tv", "movie") if BOTH_FORMATS.search(text) else ("movie",)
     return ("tv",) if TV.search(text) else ()
 
 
@@ -282,7 +313,7 @@ def read_recommendation(question: str, links: EntityLinks | None,
         a.attr, a.also, a.filter, a.more = None, [], None, []
         # "anything else from the studio of X": X (and its franchise) is not a pick; "any good films from the studio
         # behind X" may well be X's own film
-        if ELSE.search(question):
+        if ELSE.search(question) or any(_compared(question, m) for m in kept):  # "... like X from X's studio"
             a.exclude |= {c.entity.id for m in kept if _works(m) for c in m.candidates}
     elif rest is not None:
         # every name kept is an example ("like X and Y"), not only the one a question would be about

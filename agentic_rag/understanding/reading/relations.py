@@ -108,6 +108,7 @@ LAST_IN_CHAIN = Hop(("sequel",), kind="k_hop", include_start=True, last=True)
 WHOLE_CHAIN = Hop(("sequel",), kind="k_hop", include_start=True)
 LAST_APPEARANCE = dataclasses.replace(APPEARS, last=True)
 SIDE_STORIES = Hop(("side_story", "spinoff"), node_types=("anime",))
+OTHER_VERSIONS = Hop(("alternative_version",), node_types=("anime",))
 
 
 def _last_season(x: _Asked) -> bool:
@@ -123,6 +124,11 @@ def _anchor_follows(x: _Asked) -> bool:
     """"which anime does X follow on from", "does X come after something": X is the later one."""
     return bool((x.w.any(C.PREQUEL) and not x.timeless) or (x.types & {"anime"} and (
         (x.after & C.FOLLOWS and "by" not in x.after) or ("after" in x.after and x.after & {"come", "came", "comes"}))))
+
+
+def _other_version(x: _Asked) -> bool:
+    return bool("anime" in x.types and (x.w.any(C.REMAKE) or C.OTHER_VERSION.search(x.w.text)) and not (
+        x.w.any(C.ADAPTATION | C.SOURCE) or x.w.has(*C.ADAPTED_FROM_PHRASES) or x.w.set & {"adapted", "based"}))
 
 
 def _next_one(x: _Asked) -> bool:
@@ -144,6 +150,8 @@ ORDER_RULES: tuple[Rule, ...] = (
     # "the sequel of its sequel", "what do i watch next and then after that": two steps
     Rule("sequel", _next_one, lambda x: [SEQUEL, SEQUEL] if _SEQUEL_AGAIN.search(x.w.text) else [SEQUEL]),
     Rule("side story", lambda x: "side" in x.w.set or "spinoff" in x.w.set, (SIDE_STORIES,)),
+    # "did the 1999 hxh anime get a remake", "is there another version of X" (not "adapted from the Murata remake")
+    Rule("other version", _other_version, (OTHER_VERSIONS,)),
 )
 
 # -- between a manga and its anime

@@ -104,6 +104,17 @@ async def test_genres_a_wish_names_are_what_every_pick_has(pool: Pool, vector: Q
     assert rows and all("dark_fantasy" in r["genres"] for r in rows), rows
     plain = await _similar(pool, vector, entity_type="manga", query="quiet and slow", limit=8)
     assert plain and not all("dark_fantasy" in r["genres"] for r in plain)
+    # an adjective names its genre: "something funny" is a comedy
+    funny = await _similar(pool, vector, entity_type="anime", query="something funny", limit=8)
+    assert funny and all("comedy" in r["genres"] for r in funny), funny
+
+
+async def test_a_long_one_asked_has_at_least_that_many_episodes(pool: Pool, vector: QdrantExecutor) -> None:
+    async with pool.acquire() as conn:
+        naruto = await _id(conn, "anime", "Naruto")
+    rows = await _similar(pool, vector, entity_type="anime", like=[EntityRef(entity_type="anime", id=naruto)],
+                          filters={"min_length": 100}, limit=8)
+    assert rows and all(r["episode_count"] is not None and r["episode_count"] >= 100 for r in rows), rows
 
 
 async def test_with_nothing_left_outside_its_franchise_the_franchise_s_own_works_are_offered(

@@ -196,9 +196,32 @@ async def test_no_match_questions_link_nothing(demo: IngestReport, conn: Any) ->
 
 async def test_a_season_named_before_the_name(demo: IngestReport, conn: Any) -> None:
     for q, name in (("who animated the second season of one punch man", "One-Punch Man Season 2"),
-                    ("who directed season 2 of mob psycho 100", "Mob Psycho 100 II")):
+                    ("who directed season 2 of mob psycho 100", "Mob Psycho 100 II"),
+                    ("who scored the 2011 hunter x hunter", "Hunter x Hunter (2011)")):
         links = await _link(conn, q)
         assert [m.candidates[0].name for m in links.mentions] == [name], q
+
+
+async def test_every_season_said_later_names_that_season(demo: IngestReport, conn: Any) -> None:
+    """Seasons said in later parts of a message, each its name's season: "season II", a roman numeral in
+    capitals, "the 1999 one", and a second one after a name that already says its season."""
+    cases = {
+        "mob psycho questions: how long was season II, and who made III?":
+            ["Mob Psycho 100", "Mob Psycho 100 II", "Mob Psycho 100 III"],
+        "how long is the 1999 hunter x hunter, and who made the 2011 one?":
+            ["Hunter x Hunter (1999)", "Hunter x Hunter (2011)"],
+        "who made one punch man season 1, and who made season 2?": ["One-Punch Man", "One-Punch Man Season 2"],
+    }
+    for q, names in cases.items():
+        links = await _link(conn, q)
+        assert [m.candidates[0].name for m in links.mentions] == names, q
+
+
+async def test_a_one_word_name_closing_a_title_cased_noun_is_not_that_name(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "what did Frieren do once the Demon King was gone?")
+    assert _spans(links) == ["Frieren"]
+    links = await _link(conn, "is King stronger than Genos?")
+    assert _spans(links) == ["King", "Genos"]
 
 
 async def test_a_generic_subtitle_names_no_title_and_a_named_season_starts_a_range(demo: IngestReport,

@@ -218,6 +218,7 @@ SOME_ID = "00000000-0000-4000-8000-000000000001"
     ({"entity_type": "anime"}, "needs examples (like) or a wish (query)"),
     ({"entity_type": "manga", "query": "dark", "filters": {"format": ["movie"]}}, "applies to anime"),
     ({"entity_type": "anime", "query": "x", "filters": {"year_min": 2010, "year_max": 2000}}, "is after year_max"),
+    ({"entity_type": "anime", "query": "x", "filters": {"min_length": 50, "max_length": 13}}, "is above max_length"),
     ({"entity_type": "novel", "query": "x"}, "Input should be 'anime' or 'manga'"),
     ({"entity_type": "anime", "like": [{"entity_type": "anime", "id": SOME_ID}] * 6}, "at most 5 items"),
     ({"entity_type": "anime", "query": "x", "limit": 500}, "less than or equal to 20"),

@@ -181,3 +181,23 @@ def test_one_title_s_two_forms_set_side_by_side_are_compared_by_year(question: s
     a = read(question, links(question, (name, trigun)))
     assert a.intent == "compare" and a.compare_field == "year" and not a.more
     assert sorted(a.types[m][0] for m in a.mentions) == ["anime", "manga"]
+
+
+def test_a_work_set_apart_before_a_name_is_the_scene_it_is_explained_in() -> None:
+    vortex = [cand("manga", "Trigun Maximum")]
+    vash = [cand("character", "Vash the Stampede"), cand("anime", "Vash"), cand("manga", "Vash")]
+    q = "In Trigun Maximum, why is Vash treated as a fugitive when he comes back to the city?"
+    a = read(q, links(q, ("Trigun Maximum", vortex), ("Vash", vash)))
+    assert a.explain and a.together
+    assert a.mentions == ["Vash", "Trigun Maximum"]
+    assert a.types["Vash"][0] == "character", "the person in that work, not a work of the same name"
+
+
+def test_the_asking_sentences_before_the_why_choose_the_quotes_too() -> None:
+    q = "What's actually different about Trigun Stampede compared to the original Trigun? Why would I watch it?"
+    at = q.rindex("Trigun")
+    linked = links(q, ("Trigun Stampede", [cand("anime", "Trigun Stampede")]))
+    linked.mentions.append(LinkedMention(text="Trigun", start=at, end=at + 6, candidates=[cand("anime", "Trigun")]))
+    a = read(q, linked)
+    assert a.intent == "compare"
+    assert a.explain is not None and a.explain.startswith("What's actually different")

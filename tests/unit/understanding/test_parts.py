@@ -7,6 +7,7 @@ is from an eval set).
 
 from __future__ import annotations
 
+import re
 import time
 
 from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention
@@ -187,3 +188,24 @@ def test_what_a_work_follows_on_from_is_its_prequel() -> None:
     q = "trigun: number of episodes, its director, and which series it follows on from?"
     a = read(q, links(q, ("trigun", TRIGUN)))
     assert ("prequel",) in [h.edges for x in (a, *a.more) for h in x.hops]
+
+
+def test_a_part_without_a_verb_of_its_own_asks_as_the_part_before_did() -> None:
+    s1, s2 = [cand("anime", "Trigun", 2, 1998)], [cand("anime", "Trigun Season 2", 5, 2000)]
+    q = "trigun anime: who directed s1, who took over for s2, and how many episodes did s2 run?"
+    mentions = [LinkedMention(text="trigun", start=0, end=6, candidates=s1)]
+    for at in [m.start() for m in re.finditer(r"\bs2\b", q)]:
+        mentions.append(LinkedMention(text="s2", start=at, end=at + 2, candidates=s2))
+    a = read(q, EntityLinks(mentions=mentions))
+    asked = [(x.mentions, x.hops[0].edges if x.hops else x.attr) for x in (a, *a.more)]
+    assert asked[0] == (["trigun"], ("staff",))
+    assert (["s2"], ("staff",)) in asked, "who took over for s2: directed, as the part before asked"
+    assert (["s2"], "episode_count") in asked
+    assert not a.unread
+
+
+def test_each_of_two_asked_twice_is_two_comparisons() -> None:
+    s2 = [cand("anime", "Trigun Season 2", 5, 2000)]
+    q = "trigun and s2 - which studio made each one and how many eps does each have"
+    a = read(q, links(q, ("trigun", TRIGUN), ("s2", s2)))
+    assert [(x.intent, x.compare_field) for x in (a, *a.more)] == [("compare", "studios"), ("compare", "episode_count")]

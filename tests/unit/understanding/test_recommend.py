@@ -208,3 +208,56 @@ def test_something_just_as_dark_next_is_a_recommendation() -> None:
     q = "Finished Trigun. I need something just as dark and brutal next, and nothing from the Trigun franchise."
     a = read(q, links(q, ("Trigun", work("Trigun"))))
     assert a.intent == "recommend" and a.recommend is not None and "dark" in a.recommend.wish
+
+
+@pytest.mark.parametrize("question", [
+    "need smth funny to watch after Mushishi, preferably a series",
+    "Mushishi had me in tears lol. got anything else thats slow + quiet with a wandering main guy??",
+    "My son watched every episode of Mushishi and wants another really long folklore/ghost show",
+    "Give me something with Mushishi vibes. TV series only.",
+    "Mushishi is still going and i want another ONGOING manga w/ that quiet energy. what's out there",
+])
+def test_wants_said_in_passing_are_recommendations(question: str) -> None:
+    a = read(question, links(question, ("Mushishi", work("Mushishi"))))
+    assert a.recommend is not None and a.intent == "recommend"
+
+
+def test_what_to_pick_up_next_with_the_title_left_out_is_a_recommendation() -> None:
+    q = "Mushishi manga readers, what should i pick up next?? not Mushishi itself"
+    first, second = q.index("Mushishi"), q.rindex("Mushishi")
+    linked = EntityLinks(mentions=[LinkedMention(text="Mushishi", start=at, end=at + 8, candidates=work("Mushishi"))
+                                   for at in (first, second)])
+    a = read(q, linked)
+    assert a.recommend is not None and a.recommend.entity_type == "manga"
+
+
+def test_a_studio_s_other_works_to_check_out_are_wanted_though_the_studio_animated_something() -> None:
+    q = "Mushishi was gorgeous. does the studio that animated it have any other shows or films i could check out?"
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None
+    assert set(r.formats) == {"tv", "movie"}, "shows or films: both, not films alone"
+
+
+def test_long_is_a_wish_and_done_with_it_is_no_wish_that_the_picks_be_finished() -> None:
+    q = "wants another really long folklore show like Mushishi with hundreds of episodes. he's done with Mushishi."
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and r.long and not r.short and r.finished is None
+    q = "something like Mushishi that's not too long"
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and r.short and not r.long
+
+
+def test_a_work_the_picks_are_like_is_no_pick_from_its_studio() -> None:
+    q = "I'm looking for an anime along the lines of Mushishi that was made by the same studio. Is there anything?"
+    mushishi = work("Mushishi")
+    a = read(q, links(q, ("Mushishi", mushishi)))
+    assert a.recommend is not None
+
+
+@pytest.mark.parametrize("question", [
+    "Looking for a completed manga I can buy in one go: something finished with between 10 and 20 volumes. "
+    "What are my options?",
+])
+def test_a_want_in_a_telling_sentence_with_no_work_named_stays_a_catalog_question(question: str) -> None:
+    a = read(question, EntityLinks(mentions=[]))
+    assert a.recommend is None
