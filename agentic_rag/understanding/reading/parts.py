@@ -152,6 +152,7 @@ def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]],
     reads: list[Analysis] = []
     unread: list[str] = []
     before: tuple[int, int] | None = None  # the last part read
+    said: EntityType | None = None  # the form of the topic the last part said ("the manga")
     for part in parts[:MAX_PARTS]:
         named = names(part)
         r = _read(_only(text, [part] if named else [part, head]), EntityLinks(mentions=named or own))
@@ -164,7 +165,8 @@ def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]],
         if _asks_of(r):
             before = part
         if not named:
-            _typed_by_part(r, text[part[0]:part[1]])
+            # "JJK: how many volumes did the main manga end up with, what year did it finish": "it" is that manga
+            said = _typed_by_part(r, text[part[0]:part[1]], said if _IT.search(text[part[0]:part[1]]) else None)
         if _asks_of(r) and r.filter is None and r.mentions:
             if not any(x.mentions == r.mentions and _asked_in(r, x) for x in reads):
                 reads.append(r)  # ("... who wrote it and who did the art": the first part read both)
@@ -181,7 +183,7 @@ def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]],
 
 
 _FORM_WORDS = "|".join(w for w, t in TYPE_WORD.items() if t in ("anime", "manga"))  # "the manga", "the show"
-_THE_TYPE = re.compile(rf"\bthe (?:original |tv |first )?({_FORM_WORDS})\b", re.IGNORECASE)
+_THE_TYPE = re.compile(rf"\bthe (?:original |tv |first |main |source |actual )?({_FORM_WORDS})\b", re.IGNORECASE)
 
 
 def _asks_of(r: Analysis) -> bool:
@@ -200,17 +202,21 @@ def _parallel(text: str, before: tuple[int, int], part: tuple[int, int]) -> bool
     return a is not None and b is not None and a.group(1).lower() == b.group(1).lower()
 
 
-def _typed_by_part(r: Analysis, part: str) -> None:
+_IT = re.compile(r"\b(?:it|its|it's|itself)\b", re.IGNORECASE)
+
+
+def _typed_by_part(r: Analysis, part: str, before: EntityType | None = None) -> EntityType | None:
     """"One Piece questions: what year did the manga start, what studio does the anime": a part that says which form
     of the topic it asks of ("the manga") settles the topic's reading for that part, as a type word beside the name
     would."""
-    said = {TYPE_WORD[m.group(1).lower()] for m in _THE_TYPE.finditer(part)}
+    said = {TYPE_WORD[m.group(1).lower()] for m in _THE_TYPE.finditer(part)} or ({before} if before else set())
     if len(said) != 1:
-        return
+        return None
     (kind,) = said
     for m in [m for m in r.mentions if kind in r.open.get(m, ())]:
         r.types[m] = (kind, *(t for t in r.types.get(m, ()) if t != kind))
         r.open.pop(m)
+    return kind
 
 
 def _asked_in(more: Analysis, a: Analysis) -> bool:

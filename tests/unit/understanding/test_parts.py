@@ -209,3 +209,10 @@ def test_each_of_two_asked_twice_is_two_comparisons() -> None:
     q = "trigun and s2 - which studio made each one and how many eps does each have"
     a = read(q, links(q, ("trigun", TRIGUN), ("s2", s2)))
     assert [(x.intent, x.compare_field) for x in (a, *a.more)] == [("compare", "studios"), ("compare", "episode_count")]
+
+
+def test_it_in_a_later_part_is_the_form_the_part_before_said() -> None:
+    both = [cand("anime", "Trigun", 2, 1998), cand("manga", "Trigun", 6, 1995)]
+    q = "trigun: how many volumes did the main manga end up with, what year did it finish?"
+    a = read(q, links(q, ("trigun", both)))
+    assert [x.types["trigun"][0] for x in (a, *a.more)] == ["manga", "manga"]
