@@ -237,8 +237,9 @@ EXPLAIN = re.compile(
     r"|\bwhat (?:(?:is|was|are|were|s) \w+(?: \w+)? (?:actually|really|exactly)|(?:actually|really|exactly) "
     r"(?:is|was|are|were))\b"
     # what drove someone to do something: "what made tanjiro join the corps", "what caused him to leave"
-    r"|\bwhat (?:made|makes|caused|causes|drove|drives|motivated|motivates|pushed|pushes|led|leads) \S+(?: \S+){0,3}? "
-    r"(?:to|want|wants|join|become|turn|leave|betray|decide|go|fight|hate|side|switch|quit|start|stop|change)\b",
+    # ("what made X ..." said right after "what" is a cause: "what studio made X" is a credit)
+    r"|\bwhat (?:made|makes|caused|causes|drove|drives|motivated|motivates|pushed|pushes|led|leads|prompted|"
+    r"inspired) (?!up\b)\S+",
     re.IGNORECASE)
 # "how are X and Y related exactly", "how is X different from Y": the why, not only the relation
 INSISTED = words("exactly actually really even different differ differs difference")

@@ -272,7 +272,34 @@ async def _link(conn: Conn, question: str) -> EntityLinks:
     mentions = await _named_after(conn, question, tokens, mentions)
     mentions = await _renamed(conn, question, tokens, mentions)
     mentions = _one_work(question, tokens, await _films(conn, question, tokens, mentions))
-    return EntityLinks(mentions=mentions, unknown=unknown_names(question, tokens, mentions, known, fixes) or None)
+    mentions, misread = _out_of_place(question, tokens, mentions)
+    fixed = [k for k in fixes if k not in misread]
+    return EntityLinks(mentions=mentions, unknown=unknown_names(question, tokens, mentions, known, fixed) or None)
+
+
+_FROM_WORK = re.compile(r"^\s*(?:from|in|of|off)\s+(?:the\s+)?$", re.IGNORECASE)
+
+
+def _out_of_place(question: str, tokens: list[Token],
+                  mentions: list[LinkedMention]) -> tuple[list[LinkedMention], set[str]]:
+    """A person read from a typo ("hakari" as Hikari Horaki) that the question places in a work of another franchise
+    ("is hakari from jjk stronger than gojo"): a name the catalog lacks, not that one. The mentions less those, and
+    the words they were read from (no longer typos of a catalog word: the name is reported as typed)."""
+    out: list[LinkedMention] = []
+    misread: set[str] = set()
+    for i, m in enumerate(mentions):
+        nxt = mentions[i + 1] if i + 1 < len(mentions) else None
+        typo = bool(m.candidates) and all(c.match == "typo" and c.entity.entity_type in ORDER_FREE
+                                          for c in m.candidates)
+        if typo and nxt is not None and _FROM_WORK.match(question[m.end:nxt.start]):
+            theirs = {f for c in m.candidates for f in c.franchises}
+            work = {f for c in nxt.candidates if c.entity.entity_type in ("anime", "manga", "franchise")
+                    for f in c.franchises}
+            if theirs and work and not theirs & work:
+                misread |= {t.key for t in tokens if m.start <= t.start < m.end}
+                continue
+        out.append(m)
+    return out, misread
 
 
 def _head_nouns(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedMention]:

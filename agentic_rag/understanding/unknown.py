@@ -177,9 +177,15 @@ _FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     # what a studio or person made ("did mappa also make vinland saga"), whose a work is ("is jojo's bizarre adventure
     # by the same araki")
     rf"\b(?:make|made|animate|animated|produce|produced|direct|directed|write|wrote|draw|drew|create|created)\s+"
-    rf"{_PHRASE}\s*(?:[?!.,]|$|\band\b|\btoo\b)",
+    rf"{_PHRASE}\s*(?:[?!.,;:\u2014\u2013]|\s-\s|$|\band\b|\btoo\b)",
     rf"\b(?:is|was)\s+{_PHRASE}\s+(?:by|from)\s",
     rf"\b(?:is|was|are|were)\s+{_LAZY}\s+(?:just\s+|really\s+|about\s+)?as\s+\w+\s+as\b",  # "as brutal as"
+    # who made something ("did kyoto animation work on any demon slayer season"), one side of "X has more ... than"
+    rf"\b(?:did|does|do|has|have|had)\s+{_LAZY}\s+(?:(?:ever|also|even|just|really|actually|not|never)\s+)?"
+    rf"(?:work(?:ed)?\s+on|animate|make|"
+    rf"produce|direct|write|draw|create|compose|score|voice)\b",
+    rf"\b(?:does|do|did|is|was)\s+{_LAZY}\s+(?:have|has|got|run|last|get)\s+(?:(?:a lot|way|many|much|any)\s+)?"
+    rf"(?:more|less|fewer|longer|shorter)\b",
 ))
 # ... and where two or more words make a name: the side of "X or Y" a question asks to pick between, beside a side
 # that links ("which has more episodes, solo leveling or jjk?"); "studio" and the one word after it, typed in lower
@@ -187,6 +193,9 @@ _FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
 _PAIRED_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\b(?:which|what)\b[^?!.]{{0,60}}?[,:]\s*{_PHRASE}\s+or\s",
     rf"\b(?:which|what)\b[^?!.]{{0,60}}?[,:]\s*[^?!.,]{{2,40}}?\s+or\s+{_PHRASE}\s*[?!.]?\s*$",
+    # the pair said first: "solo leveling or one punch man, which has more episodes"
+    rf"^\W*{_PHRASE}\s+or\s+[^?!.,]{{2,40}}?\s*(?:[,:?\u2014\u2013]|\s-\s)\s*(?:which|what|who)\b",
+    rf"^\W*[^?!.,]{{2,40}}?\s+or\s+{_PHRASE}\s*(?:[,:?\u2014\u2013]|\s-\s)\s*(?:which|what|who)\b",
 ))
 _STUDIO_SLOT = re.compile(r"(?<!\bwhich )(?<!\bwhat )(?<!\bthe )(?<!\bsame )(?<!\bthat )(?<!\bthis )(?<!\ba )"
                           r"(?<!\btheir )(?<!\bits )\bstudio\s+(?P<np>[A-Za-z][\w'-]*)", re.IGNORECASE)
@@ -204,7 +213,8 @@ which how every each much
 """.split())  # noqa: SIM905  (a word list reads better as text)
 
 
-def _in_slots(question: str, tokens: Sequence[Token], free: Sequence[bool]) -> list[tuple[int, int]]:
+def _in_slots(question: str, tokens: Sequence[Token], free: Sequence[bool],
+              known: Mapping[str, int]) -> list[tuple[int, int]]:
     """The token ranges of phrases in a name's place (:data:`_SLOTS`) that no mention covers and that could be
     names: no pointing word, no cue word first, a word of four letters or more."""
     out: list[tuple[int, int]] = []
@@ -229,6 +239,9 @@ def _in_slots(question: str, tokens: Sequence[Token], free: Sequence[bool]) -> l
             if slot in _FOREIGN_SLOTS and all(_as_spelled(w) or w in CUES or w in JARGON or len(w) < MIN_LETTERS
                                               for w in words) and not all(tokens[j].raw[:1].isupper() for j in at):
                 continue  # "is it any darker than X", "who is strongest in X": English, no name ("Gate Keepers" is)
+            typed = [tokens[j] for j in at]
+            if slot in _FOREIGN_SLOTS and all(t.key in known and t.raw.islower() for t in typed):
+                continue  # "did toei make it up": words of the catalog's own names ("Toei Animation"), said short
             if any(a <= at[0] <= b or a <= at[-1] <= b for a, b in out):
                 continue
             out.append((at[0], at[-1]))
@@ -310,7 +323,7 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     for name, _, _ in asked:
         if len(out) < MAX_UNKNOWN and name.lower() not in (s.lower() for s in out):
             out.append(name)
-    for a, b in _in_slots(question, tokens, free):
+    for a, b in _in_slots(question, tokens, free, known):
         if len(out) < MAX_UNKNOWN:
             _say(out, question, tokens, a, b)
             for j in range(a, b + 1):

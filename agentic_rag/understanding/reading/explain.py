@@ -30,6 +30,8 @@ MAX_RELATED = 3  # more people a relation explained relates the first name to ("
 _CLAUSE_END = re.compile(r"[.!?;\n]")
 _PEOPLE: tuple[EntityType, ...] = ("character", "person")
 _ASKED = ("hops", "attr", "filter")  # what a plan asks beyond the name itself
+# "how is X related to Y" asks a state, the relation; "how did X end up as Y's vessel" an event, which is explained
+_HOW_RELATED = re.compile(r"how (?:is|are|was|were)\b", re.IGNORECASE)
 
 
 def _explained(q: _Question, a: Analysis, plan: Callable[[str], Analysis]) -> Analysis:
@@ -39,7 +41,7 @@ def _explained(q: _Question, a: Analysis, plan: Callable[[str], Analysis]) -> An
     if cue is None or a.filter is not None or not q.mentions:
         return a
     words = {t.key for t in tokenize(q.whole)}  # "how is X Y's brother?? they're not even related": the whole message
-    if a.intent == "relation" and cue.group().lower().startswith("how ") and not words & C.INSISTED and (
+    if a.intent == "relation" and _HOW_RELATED.match(cue.group()) and not words & C.INSISTED and (
             _between_people(a)):
         # "how is X related to Y" asks the relation, which the answer states with its detail; between two works
         # ("how does Death & Rebirth relate to The End of Evangelion") the relation alone says little: their

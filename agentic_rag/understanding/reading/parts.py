@@ -96,7 +96,7 @@ def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked
     # the second part is about what the first is about ("... and who illustrates its source?")
     anchor = next((m for m in own if a1.mentions[:1] == [m.text]), own[-1])
     a2 = _read(_only(text, [second, (anchor.start, anchor.end)]), EntityLinks(mentions=[anchor]))
-    a = _two_parts(text, whole, a1, a2, second)
+    a = _two_parts(text, whole, a1, a2, second, more=len(parts) > 2)
     if a is whole and not (a2.hops or a2.attr) and a2.filter is None and (a1.hops or a1.attr) and _says(text, second) \
             and (whole.hops, whole.attr, whole.also) == (a1.hops, a1.attr, a1.also):
         a.unread.append(_words(text, second))  # "... and which hashira are in it?": no pass reads it
@@ -246,8 +246,9 @@ def _covers(h: Hop, m: Hop) -> bool:
         and bool(m.roles or not h.roles)
 
 
-def _two_parts(text: str, whole: Analysis, a1: Analysis, a2: Analysis, second: tuple[int, int]) -> Analysis:
-    """The first two parts: one chain, two readings, or the whole read as one."""
+def _two_parts(text: str, whole: Analysis, a1: Analysis, a2: Analysis, second: tuple[int, int], *,
+               more: bool = False) -> Analysis:
+    """The first two parts: one chain, two readings, or the whole read as one; ``more``: parts follow them."""
     if not (a1.hops or a1.attr) or a1.filter:
         return whole
     if a1.mentions[:1] != whole.mentions[:1]:
@@ -280,11 +281,16 @@ def _two_parts(text: str, whole: Analysis, a1: Analysis, a2: Analysis, second: t
                     period := _period(later, set())) is not None:
                 a1.period, a1.attr = period, None  # "... which of its anime came out between 2003 and 2011"
             return a1
-    if not (a2.hops or a2.attr) or a2.filter or not a2.mentions or not (a1.hops or a2.hops):
-        return whole  # (two attributes of one entity: the whole reading reads both off one row)
+    if not (a2.hops or a2.attr) or a2.filter or not a2.mentions:
+        return whole
+    if not (a1.hops or a2.hops) and not (more and whole.hops and not {a1.attr, a2.attr} & {whole.attr, *whole.also}):
+        # two attributes of one entity: the whole reading reads both off one row (unless it follows a hop for a
+        # third part and reads neither: "how long is X, when did it finish, and who composed its score?")
+        return whole
     if a2.attr == "episode_count" and not a2.hops and a1.hops and a1.hops[-1].kind == "k_hop" and \
             a1.hops[-1].include_start:
         return whole  # "all three seasons of X ..., how many episodes would that come to": one sum
+    a1.also = [x for x in a1.also if x != a1.attr]  # ("how long is X in episodes": the episodes once)
     a1.more = [a2]
     return a1
 

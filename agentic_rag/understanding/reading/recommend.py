@@ -93,8 +93,8 @@ LIKED = re.compile(r"\b(?:lov(?:e|ed|ing)|adored?|enjoyed|(?:big |huge )?fan\b|f
                    # what the asker has seen: "I've only watched the original series", "already seen it"
                    r"(?:i'?ve|i have|i) (?:\w+ ){0,2}?(?:watched|seen|read|finished))\b", re.IGNORECASE)
 # "like X" / "anime like it": a work compared to, not "what is X like" or "I'd like to know"
-LIKE = re.compile(r"\b(?:like|liek|lik|as good as|similar to|same as|(?:lines|vein|spirit|style|mold|mould) of)\s*$",
-                  re.IGNORECASE)
+LIKE = re.compile(r"\b(?:like|liek|lik|as good as|similar to|same as|(?:lines|vein|spirit|style|mold|mould|vibes?|feel|"
+                  r"energy|atmosphere|tone|mood) of)\s*$", re.IGNORECASE)
 LIKE_IT = re.compile(r"\b(?:anime|animes|shows?|series|movies?|films?|manga|mangas|something|anything|ones?|stuff|"
                      r"more|others?|is|are|that's|thats|feels?)\s+(?:like|similar to) (?:it|them|those)\b",
                      re.IGNORECASE)
@@ -106,7 +106,8 @@ NOT_A_LIKE = re.compile(r"\b(?:what|how) (?:is|was|are|were) \S.{0,60}\blike\b|\
 # a name after these is not wanted; "X doesn't count" / "X is out" after it
 NEGATED_BEFORE = re.compile(r"\b(?:not|no|no more|nothing|none of|anything but|without|never|except|besides|"
                             r"(?:don'?t|do not) (?:say|suggest|recommend|mention|give me|tell me|show me)|"
-                            r"other than|apart from|outside of|excluding|minus|(?:is|are|was|were)\s*n'?o?t|"
+                            r"other than|apart from|outside of|excluding|exclude|leave out|skip|minus|"
+                            r"(?:is|are|was|were)\s*n'?o?t|"
                             r"isnt|arent|wasnt|werent)\s+(?:(?:the|a|an|more|any|main|original|actual|real)\s+)*$",
                             re.IGNORECASE)
 ELSE = re.compile(r"\b(?:else|other|another|different)\b", re.IGNORECASE)

@@ -217,6 +217,15 @@ async def test_every_season_said_later_names_that_season(demo: IngestReport, con
         assert [m.candidates[0].name for m in links.mentions] == names, q
 
 
+async def test_a_typo_of_a_person_placed_in_another_franchise_is_a_name_the_catalog_lacks(
+        demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "would hakari from jujutsu kaisen beat gojo")
+    assert "hakari" not in _spans(links) and links.unknown == ["hakari"]
+    # the same typo with no work said beside it is still read as the name it is one letter from
+    links = await _link(conn, "who is hikari horaki")
+    assert _top(links)[0] == "Hikari Horaki"
+
+
 async def test_a_one_word_name_closing_a_title_cased_noun_is_not_that_name(demo: IngestReport, conn: Any) -> None:
     links = await _link(conn, "what did Frieren do once the Demon King was gone?")
     assert _spans(links) == ["Frieren"]

@@ -201,3 +201,19 @@ def test_the_asking_sentences_before_the_why_choose_the_quotes_too() -> None:
     a = read(q, linked)
     assert a.intent == "compare"
     assert a.explain is not None and a.explain.startswith("What's actually different")
+
+
+def test_how_an_event_came_about_between_two_people_is_explained_not_only_related() -> None:
+    vash, knives = [cand("character", "Vash the Stampede")], [cand("character", "Millions Knives")]
+    q = "how did vash end up being knives's enemy"
+    a = read(q, links(q, ("vash", vash), ("knives", knives)))
+    assert a.intent == "relation" and a.explain, "an event: the answer quotes why"
+    q = "how is vash related to knives"
+    a = read(q, links(q, ("vash", vash), ("knives", knives)))
+    assert a.intent == "relation" and not a.explain, "a state: the relation says it"
+
+
+def test_what_made_someone_do_something_is_a_why() -> None:
+    q = "What made Vash drop his gun into the desert in the first place?"
+    a = read(q, links(q, ("Vash", [cand("character", "Vash the Stampede")])))
+    assert a.explain

@@ -216,3 +216,11 @@ def test_it_in_a_later_part_is_the_form_the_part_before_said() -> None:
     q = "trigun: how many volumes did the main manga end up with, what year did it finish?"
     a = read(q, links(q, ("trigun", both)))
     assert [x.types["trigun"][0] for x in (a, *a.more)] == ["manga", "manga"]
+
+
+def test_two_values_then_a_credit_are_three_parts() -> None:
+    q = "How long is trigun in episodes, when did it finish, and who composed its score?"
+    a = read(q, links(q, ("trigun", TRIGUN)))
+    asked = [x.hops[0].edges if x.hops else x.attr for x in (a, *a.more)]
+    assert asked == ["episode_count", "year", ("staff",)]
+    assert "episode_count" not in a.also, "the episodes once"

@@ -261,3 +261,14 @@ def test_a_work_the_picks_are_like_is_no_pick_from_its_studio() -> None:
 def test_a_want_in_a_telling_sentence_with_no_work_named_stays_a_catalog_question(question: str) -> None:
     a = read(question, EntityLinks(mentions=[]))
     assert a.recommend is None
+
+
+def test_the_vibe_of_a_title_and_excluding_its_franchise() -> None:
+    q = "Looking for anime with the grim vibe of Mushishi, but please exclude the Mushishi franchise entirely."
+    first, second = q.index("Mushishi"), q.rindex("Mushishi")
+    mushishi = work("Mushishi")
+    linked = EntityLinks(mentions=[LinkedMention(text="Mushishi", start=at, end=at + 8, candidates=mushishi)
+                                   for at in (first, second)])
+    a = read(q, linked)
+    assert a.recommend is not None
+    assert {c.entity.id for c in mushishi} <= a.exclude

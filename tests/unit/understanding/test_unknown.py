@@ -190,3 +190,19 @@ def test_names_made_by_someone_or_compared_in_a_slot() -> None:
 def test_a_name_one_side_of_as_much_as() -> None:
     assert _unknown("is zorbian quest as brutal as trigun?", ["trigun"]) == ["zorbian quest"]
     assert _unknown("is it as long as trigun", ["trigun"]) == []
+
+
+def test_a_name_that_credits_a_work_or_has_more_of_something_than_another() -> None:
+    # the subject of a credit ("did X work on Y"), typed with capitals, though each word is English
+    assert _unknown("Did Tokyo Studio work on any Trigun season?", ["Trigun"]) == ["Tokyo Studio"]
+    # one side of "does X have more episodes than Y", with a word no dictionary has
+    assert _unknown("does zorvath saga have more episodes than trigun?", ["trigun"]) == ["zorvath saga"]
+    # what was made, before a dash
+    assert _unknown("Which studio made Zorvath Moon — the same one as Trigun?", ["Trigun"]) == ["Zorvath Moon"]
+    # words of the catalog's own names typed short in lower case are no name it lacks ("toei": Toei Animation)
+    assert _unknown("is trigun from a manga or did toei just make it up", ["trigun"], known=("toei",)) == []
+
+
+def test_the_pair_said_before_which_is_asked() -> None:
+    assert _unknown("silver lantern or trigun - which anime has more episodes", ["trigun"]) == ["silver lantern"]
+    assert _unknown("trigun or silver lantern, which is longer?", ["trigun"]) == ["silver lantern"]
