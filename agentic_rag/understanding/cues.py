@@ -75,7 +75,7 @@ STUDENTS = words("student students pupil pupils disciple disciples apprentice ap
 RIVAL = words("rival rivals nemesis")
 ENEMY = words("enemy enemies villain villains foe foes fought fights fight nemesis")
 ALLY = words("ally allies companion companions friend friends buddy buddies bff")
-TEAMMATE = words("teammate teammates team squad crewmate crewmates crew")
+TEAMMATE = words("teammate teammates team squad crewmate crewmates crew party")
 WHOSE = words("whose whom")
 NUMBERS = {w: i for i, w in enumerate(
     ("zero", "one", "two", "three", "four", "five", "six", "seven", "eight", "nine", "ten"))}
@@ -237,6 +237,9 @@ EXPLAIN = re.compile(
     r"|\bwhat (?:(?:is|was|are|were|s) \w+(?: \w+)? (?:actually|really|exactly)|(?:actually|really|exactly) "
     r"(?:is|was|are|were))\b"
     # what drove someone to do something: "what made tanjiro join the corps", "what caused him to leave"
+    # "what's Ryuk's motive for ...", "what was the reason X left": a cause asked by its noun
+    r"|\bwhat(?:'s|’s|s| is| was| were| are)\s+(?:\S+\s+){0,3}?(?:motive|motives|motivation|reason|reasons|"
+    r"purpose|point)\b"
     # ("what made X ..." said right after "what" is a cause: "what studio made X" is a credit)
     r"|\bwhat (?:made|makes|caused|causes|drove|drives|motivated|motivates|pushed|pushes|led|leads|prompted|"
     r"inspired) (?!up\b)\S+",

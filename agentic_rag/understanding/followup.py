@@ -40,7 +40,7 @@ from agentic_rag.protocol.reading import Analysis
 from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.cues import words
-from agentic_rag.understanding.text import tokenize
+from agentic_rag.understanding.text import dictionary_words, link_key, tokenize
 
 MAX_PLURAL = 5  # names "they" may stand for
 
@@ -153,6 +153,8 @@ def resolve(question: str, links: EntityLinks | None, context: ConversationConte
                             choice=picked, mention=last.choices[picked].text)
     correction = CORRECTION.match(question)
     body = question[correction.end():] if correction else question
+    if (short := _short_named(body, mentions, context)) is not None:
+        return short
     pointed = _pointing(body, mentions, context)
     if pointed is not None:
         return pointed
@@ -421,6 +423,8 @@ def _refit(body: str, mentions: list[LinkedMention], last: PastTurn) -> Followup
     if (year := YEAR.search(body)) is not None:
         base = _SEASONED.sub("", subject.name).strip() or subject.name
         return _swap(last, subject.text, f"{base} {year.group('y')}", f"{subject.name} -> the {year.group('y')} one")
+    if (sibling := _sibling(body, subject.name)) is not None:  # "what about gt?" after "dbz": Dragon Ball GT
+        return _swap(last, subject.text, sibling, f"{subject.name} -> {sibling}")
     if (said := TYPE_SAID.search(body)) is not None:
         kind = _TYPE_OF[said.group("t").lower()]
         # "the one piece anime" -> "the one piece manga": the form the last question said goes
@@ -430,6 +434,40 @@ def _refit(body: str, mentions: list[LinkedMention], last: PastTurn) -> Followup
         after = re.sub(rf"^\s+(?:{_FORMS})\b", "", after, flags=re.IGNORECASE)
         text = f"{before}{subject.text} {kind}{after}"
         return Followup(_tidy(text), [f"{subject.name} -> the {kind}"])
+    return None
+
+
+def _sibling(body: str, name: str) -> str | None:
+    """The sibling title a fragment's one word makes with a title's words less its last ("what about gt?" after
+    "Dragon Ball Z": "Dragon Ball gt", which linking then finds, or not); None when a dictionary has the word
+    (Webster's: "gt" is no word of it), it is a question's own word, or the title is one word."""
+    rest = [t for t in tokenize(LEAD.sub("", body)) if t.key not in _FILLER]
+    words = name.split()
+    if len(rest) != 1 or len(words) < 2 or not 2 <= len(rest[0].key) <= 6 or not rest[0].key.isalpha() or \
+            rest[0].key in dictionary_words() or rest[0].key in _ASKING:
+        return None
+    return f"{' '.join(words[:-1])} {rest[0].raw}"
+
+
+_FILLER = words("the a an one then lol pls please ok okay")
+SHORT_TAIL = 4  # letters of a title's last word a reply may name it by ("gt" for Dragon Ball GT)
+
+
+def _short_named(body: str, mentions: list[LinkedMention], context: ConversationContext) -> Followup | None:
+    """A word no name covers that is the distinctive word of a name the conversation had ("is gt based on the manga"
+    after Dragon Ball GT: "gt" is no English word, and the last word of that title), spelled out to that name."""
+    names = [n for t in reversed(context.turns) for n in (*t.subjects, *t.answers)]
+    covered = [(m.start, m.end) for m in mentions]
+    for t in tokenize(body):
+        if any(a <= t.start < b for a, b in covered) or len(t.key) < 2 or not t.key.isalpha() or \
+                t.key in dictionary_words() or t.key in _ASKING or t.key in _FILLER:
+            continue
+        # (the name's last word, short: the tail that tells it from its siblings, "GT", "Kai"; not "hashira")
+        named = next((n for n in names if len(t.key) <= SHORT_TAIL and link_key(n.name).split()[1:][-1:] == [t.key]),
+                     None)
+        if named is not None:
+            text = body[:t.start] + named.name + body[t.end:]
+            return Followup(_tidy(text), [f"{t.raw!r} -> {named.name}"], pinned={named.name: named.ref})
     return None
 
 

@@ -828,7 +828,8 @@ _WORK_TYPES = frozenset(("anime", "manga"))
 def _one_work(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedMention]:
     """Two mentions side by side that name one work are one mention: "diamonddust rebellion bleach movie"
     (a film both can mean), "relight 2 death note" (a work whose title holds the other's name, the number
-    between them choosing among its candidates)."""
+    between them choosing among its candidates), "Demon Slayer's Swordsmith Village Arc" (a part of a title said
+    with the title's 's)."""
     out: list[LinkedMention] = []
     for m in mentions:
         prev = out[-1] if out else None
@@ -839,6 +840,8 @@ def _one_work(question: str, tokens: list[Token], mentions: list[LinkedMention])
         typed = question[prev.end:m.start]
         for t in gap:
             typed = typed.replace(t.raw, " ", 1)
+        if all(c.entity.entity_type in _WORK_TYPES for c in m.candidates):
+            typed = re.sub(r"^['’]s\b", " ", typed)  # "Demon Slayer's Swordsmith Village Arc": its own part
         if len(gap) > MAX_RENAMED or typed.strip() or any(t.key in _LISTING or t.key in _SIBLING for t in gap):
             out.append(m)
             continue
@@ -902,8 +905,8 @@ def _inside_unknown_name(tokens: list[Token], s: _Span, taken: set[int], loose: 
         return False
     typo = _rank("typo")
     for j in (s.start - 1, s.start + 1):
-        if not 0 <= j < len(tokens):
-            continue
+        if not 0 <= j < len(tokens) or (j > s.start and tokens[s.start].possessive):
+            continue  # ("Aizawa's Quirk": a name said with its 's ends there)
         if tokens[max(j, s.start)].start - tokens[min(j, s.start)].end > 1:
             continue  # a comma between them ("Kakashi, Zorblax"): two names, not one
         if j in loose and typo in (loose[j], loose[s.start]):

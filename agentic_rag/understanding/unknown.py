@@ -180,6 +180,9 @@ _FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"{_PHRASE}\s*(?:[?!.,;:\u2014\u2013]|\s-\s|$|\band\b|\btoo\b)",
     rf"\b(?:is|was)\s+{_PHRASE}\s+(?:by|from)\s",
     rf"\b(?:is|was|are|were)\s+{_LAZY}\s+(?:just\s+|really\s+|about\s+)?as\s+\w+\s+as\b",  # "as brutal as"
+    # a member asked of a group ("Was Beyond Birthday one of L's successors")
+    rf"\b(?:is|was|are|were)\s+{_LAZY}\s+(?:(?:really|actually|ever|also)\s+)?(?:one of|part of|a member of|"
+    rf"among|in)\s+(?:\w+(?:'s|’s)|the|his|her|their)\s",
     # who made something ("did kyoto animation work on any demon slayer season"), one side of "X has more ... than"
     rf"\b(?:did|does|do|has|have|had)\s+{_LAZY}\s+(?:(?:ever|also|even|just|really|actually|not|never)\s+)?"
     rf"(?:work(?:ed)?\s+on|animate|make|"
@@ -192,7 +195,7 @@ _FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
 # case too ("did studio trigger animate it")
 _PAIRED_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\b(?:which|what)\b[^?!.]{{0,60}}?[,:]\s*{_PHRASE}\s+or\s",
-    rf"\b(?:which|what)\b[^?!.]{{0,60}}?[,:]\s*[^?!.,]{{2,40}}?\s+or\s+{_PHRASE}\s*[?!.]?\s*$",
+    rf"\b(?:which|what|who|who's|whos)\b[^?!.]{{0,60}}?[,:]\s*[^?!.,]{{2,40}}?\s+or\s+{_PHRASE}\s*[?!.]?\s*$",
     # the pair said first: "solo leveling or one punch man, which has more episodes"
     rf"^\W*{_PHRASE}\s+or\s+[^?!.,]{{2,40}}?\s*(?:[,:?\u2014\u2013]|\s-\s)\s*(?:which|what|who)\b",
     rf"^\W*[^?!.,]{{2,40}}?\s+or\s+{_PHRASE}\s*(?:[,:?\u2014\u2013]|\s-\s)\s*(?:which|what|who)\b",

@@ -204,6 +204,8 @@ def compare_sentence(field: str, x: str, y: str, va: Any, vb: Any) -> str:
         same = va == vb and va not in (None, [])
         text = f"{x} was {label} {shown(va)}; {y} was {label} {shown(vb)}"
         return text + (" (the same)." if same else ".")
+    if field == "anime":  # two characters side by side: where each appears
+        return f"{x} appears in {shown(va)}; {y} in {shown(vb)}."
     return f"{field.replace('_', ' ').capitalize()}: {x} {shown(va)}, {y} {shown(vb)}."
 
 

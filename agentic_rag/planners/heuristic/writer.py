@@ -435,6 +435,12 @@ def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:
     fields = [a.compare_field] if a.compare_field and a.compare_field in left else headline or [
         f for f in left if f not in ("name", "id")]
     parts = [(t := compare_sentence(f, x, y, left.get(f), right.get(f)))[:1].upper() + t[1:] for f in fields]
+    parts = [t for t in parts if t.strip()]
+    if not parts:  # nothing both records have ("Dragon Ball Super" beside "Vegeta"): said, never an empty answer
+        kinds = [e.ref.entity_type for e in ents[:2]]
+        text = f"The catalog records nothing to compare {x} ({kinds[0]}) and {y} ({kinds[1]}) by."
+        return _result(text, [e.ref for e in ents], [e.ref for e in ents], confidence=0.6, facts=[text],
+                       citations=[x, y])
     return _result(" ".join(parts), [e.ref for e in ents], [e.ref for e in ents], confidence=0.85,
                    facts=parts, citations=[x, y])
 

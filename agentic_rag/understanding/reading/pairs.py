@@ -102,6 +102,9 @@ def _partner_type(compared: list[LinkedMention]) -> EntityType | None:
     return single[0] if len(set(single)) == 1 and any(len(t) > 1 for t in works) else None
 
 
+_OR = re.compile(r"\s*,?\s*or\s+", re.IGNORECASE)
+
+
 def _read_pair(q: _Question) -> Analysis | None:
     """Two names related or compared ("how are X and Y related", "which is longer, X or Y")."""
     question, w, tokens, mentions = q.text, q.w, q.tokens, q.mentions
@@ -111,6 +114,13 @@ def _read_pair(q: _Question) -> Analysis | None:
         # "In MHA, how are Shoto and Dabi connected?": a work named, then set apart, before two people asked
         # related sets the scene; they are the pair
         mentions, kinds = mentions[1:], kinds[1:]
+    # "In X, who's the bigger threat to Vegeta: Jiren or Beerus?": two names joined by "or" after the others are
+    # the pair asked to choose between
+    joined = next((i for i in range(1, len(mentions) - 1)
+                   if _OR.fullmatch(question[mentions[i].end:mentions[i + 1].start])
+                   and re.search(r"[:\u2014\u2013]|\s-\s", question[mentions[i - 1].end:mentions[i].start])), None)
+    if joined is not None:
+        mentions, kinds = mentions[joined:], kinds[joined:]
     if len(mentions) >= 2 and (pair := _pair(w, kinds, question[mentions[0].end:mentions[1].start])) is not None:
         a = Analysis(intent=pair, mentions=[])
         people = all(k & {"character", "person"} for k in kinds[:2])

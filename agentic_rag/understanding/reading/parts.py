@@ -76,8 +76,14 @@ def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked
         m.group() in _POSSESSIVES and any(n.start == p[0] + m.end() + 1 for n in names(p)) for p, m in pointers)
     left_out = any(not any(m.text in whole.mentions for m in names(p)) for p in parts)
     if all(names(p) for p in parts) and (not points_back or (qualifying and left_out)):
-        # "how many episodes did X run for, and is Y finished yet?": each part is a question of its own
-        reads = [_read(_only(text, [p]), EntityLinks(mentions=names(p))) for p in parts]
+        # "how many episodes did X run for, and is Y finished yet?": each part is a question of its own; one with no
+        # verb of its own asks as the part before did ("how many episodes did X have, how many did Y have")
+        reads = []
+        for i, p in enumerate(parts):
+            r = _read(_only(text, [p]), EntityLinks(mentions=names(p)))
+            if not _asks_of(r) and i and _parallel(text, parts[i - 1], p):
+                r = _read(_only(text, [parts[i - 1], p]), EntityLinks(mentions=names(p)))
+            reads.append(r)
         if all(_asks_of(r) and r.filter is None and r.mentions and r.intent != "relation"
                and not r.more for r in reads):
             head, *rest = reads

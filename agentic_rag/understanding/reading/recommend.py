@@ -43,7 +43,10 @@ ASKED = re.compile(
     r"\b(?:re(?:c|cc)om+e?nd\w*|recs?|suggest\w*|(?:with|w/|has|having|got) (?:a|an|that|the same) .{0,40}?"
     r"\b(?:feel|vibes?|energy|atmosphere)\b|similar (?:to|ones?|anime|animes|shows?|series|movies?|films?|manga|mangas|"
     r"titles|stuff|vibes?)|(?:anything|something|any) similar|same (?:vibe|vibes|feel|energy|kind of|style)|"
-    r"similar (?:feel|feeling|tone|mood|premise|story|themes?)|with a similar|(?:same|that|this|my) (?:\w+ ){0,2}itch|"
+    r"similar (?:feel|feeling|tone|mood|premise|story|themes?)|with a similar|"
+    # "in the same lighthearted action-comedy lane as X"
+    r"same\b(?:[\s/-]+[\w'-]+){0,3}?[\s/-]+(?:lane|genre|kind|type|style|vibes?|feel|energy|tone|mood|flavou?r)\s+"
+    r"(?:as|of)\b|(?:same|that|this|my) (?:\w+ ){0,2}itch|"
     r"in (?:the same|that|this|a similar) vein|in the vein of|along (?:the same|those|these) lines|more like|"
     r"in the (?:spirit|style|mold|mould|tradition) of|reminiscent of|akin to|comparable to|along the lines of|"
     r"(?:a|an|something|anything) (?:\w+ )?similarly \w+|(?:something|anything) (?:just|equally) as \w+|"
@@ -62,15 +65,16 @@ WHAT_NEXT = re.compile(r"\b(?:what|anything|something) (?:should|could|can|do|wo
                        re.IGNORECASE)
 # the asker's own watching or reading to come ("films i could check out", "something to binge"): works wanted, not
 # a fact about who made what
-CONSUME = re.compile(r"\b(?:i|we) (?:could|can|should|might|would|will|'d|'ll) (?:\w+ )?(?:watch|read|check out|try|"
-                     r"pick up|binge|start)\b|\bto (?:watch|binge|check out|pick up)\b", re.IGNORECASE)
+CONSUME = re.compile(r"\b(?:i|we|he|she|they) (?:could|can|should|might|would|will|'d|'ll) (?:\w+ )?(?:watch|read|"
+                     r"check out|try|pick up|binge|start|get into)\b|\bto (?:watch|binge|check out|pick up|get into)\b",
+                     re.IGNORECASE)
 _NEXT = re.compile(r"\b(?:watch|read|try|check out|binge|start)\s+next\b", re.IGNORECASE)
 # works of a kind asked for ("any psychological manga that's finished?", "another comedy manga", "anything else
 # from that studio"): a recommendation when the message also says whose works are meant or what the asker liked
-_WORKS_NOUN = r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|titles)"
+_WORKS_NOUN = r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|titles|productions?|projects|works)"
 WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more|(?:is|are) there an?)\b"
-                    r"(?:[\s,-]+(?!(?:did|does|do|has|"
-                    rf"have|had|is|are|was|were)\b)[\w'-]+){{0,3}}?[\s-]+(?:{_WORKS_NOUN}|else)\b", re.IGNORECASE)
+                    r"(?:[\s,/-]+(?!(?:did|does|do|has|"
+                    rf"have|had|is|are|was|were)\b)[\w'-]+){{0,5}}?[\s/-]+(?:{_WORKS_NOUN}|else)\b", re.IGNORECASE)
 ANOTHER = re.compile(r"\b(?:wants?|wanna|needs?|looking for|look for|give me|get me|show me|find me|craving|would like|"
                      r"i'?d like|"
                      r"point me (?:to|towards?)|in the mood for|hook me up with)\s+"
@@ -106,7 +110,8 @@ NOT_A_LIKE = re.compile(r"\b(?:what|how) (?:is|was|are|were) \S.{0,60}\blike\b|\
 # a name after these is not wanted; "X doesn't count" / "X is out" after it
 NEGATED_BEFORE = re.compile(r"\b(?:not|no|no more|nothing|none of|anything but|without|never|except|besides|"
                             r"(?:don'?t|do not) (?:say|suggest|recommend|mention|give me|tell me|show me)|"
-                            r"other than|apart from|outside of|excluding|exclude|leave out|skip|minus|"
+                            r"other than|apart from|outside(?: of)?|excluding|exclude|leave out|skip|minus|"
+                            r"unrelated to|(?:nothing|not|none) to do with|"
                             r"(?:is|are|was|were)\s*n'?o?t|"
                             r"isnt|arent|wasnt|werent)\s+(?:(?:the|a|an|more|any|main|original|actual|real)\s+)*$",
                             re.IGNORECASE)
@@ -130,7 +135,9 @@ SHORT = re.compile(r"\b(?:short|quick|not too long|not long|few episodes)\b", re
 # "a really long fighting show", "hundreds of episodes", "a long-running manga" (not "how long", "not too long")
 LONG = re.compile(r"(?<!not )(?<!not too )(?<!how )\b(?:long(?:[- ]running)?|lengthy)\b(?=(?:[\s/-]+[\w'-]+){0,3}?"
                   r"[\s/-]+(?:anime|animes|shows?|series|manga|mangas|ones?)\b)|"
-                  r"\b(?:hundreds|lots|a lot|tons|loads) of (?:episodes|eps|chapters|volumes)\b", re.IGNORECASE)
+                  r"\b(?:hundreds|lots|a lot|tons|loads) of (?:episodes|eps|chapters|volumes)\b|"
+                  r"\b(?:over|more than|at least)\s+[1-9]\d{1,3}\s*(?:episodes|eps)\b|"
+                  r"\b[1-9]\d{1,3}\s*\+\s*(?:episodes|eps)\b", re.IGNORECASE)
 # types the catalog does not hold, as a person names them (singular and plural)
 LACKING = re.compile(r"\b(?P<t>light novels?|novels?|books?|video games?|games?|dramas|k-?dramas?|webtoons?|"
                      r"manhwas?|manhuas?|live[- ]action (?:shows?|movies?|films?|series)|tv dramas?)\b",

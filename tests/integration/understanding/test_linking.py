@@ -226,6 +226,15 @@ async def test_a_typo_of_a_person_placed_in_another_franchise_is_a_name_the_cata
     assert _top(links)[0] == "Hikari Horaki"
 
 
+async def test_a_part_of_a_title_said_with_the_title_s_possessive_is_that_part(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "how many episodes is Demon Slayer's Entertainment District Arc")
+    assert [m.candidates[0].name for m in links.mentions] == [
+        "Demon Slayer: Kimetsu no Yaiba - Entertainment District Arc"]
+    # a person said with a work's 's stays apart: "Naruto's Boruto" may be his son
+    links = await _link(conn, "is Naruto's Boruto any good")
+    assert len(links.mentions) == 2
+
+
 async def test_a_one_word_name_closing_a_title_cased_noun_is_not_that_name(demo: IngestReport, conn: Any) -> None:
     links = await _link(conn, "what did Frieren do once the Demon King was gone?")
     assert _spans(links) == ["Frieren"]

@@ -12,9 +12,11 @@ from typing import Any
 
 from agentic_rag.eval.syntax import card_syntax
 from agentic_rag.models.base import StructuredGenerator
-from agentic_rag.planners.heuristic.writer import draft
+from agentic_rag.planners.heuristic.progress import Progress
+from agentic_rag.planners.heuristic.writer import _pair, draft
 from agentic_rag.planners.llm.prompts import PromptStyle, shaper
 from agentic_rag.protocol import DraftAnswer, EntityLinks, EntityRef, GraphPath, LinkCandidate, LinkedMention
+from agentic_rag.protocol.reading import Analysis
 from agentic_rag.protocol.roles import CardEntity, ContextCard, DraftInput
 from agentic_rag.understanding.reading import read
 from tests.support.scripted import ScriptedText
@@ -170,3 +172,16 @@ async def test_a_comparison_is_said_field_by_field() -> None:
                              {"answer": ["Star Drifters (anime)"]})
     assert drafted.answer == ("Star Drifters started in 2003 and Star Drifters II in 2006, so Star Drifters came "
                               "first, by 3 years.")
+
+
+def test_a_comparison_with_nothing_both_records_have_says_so_never_nothing() -> None:
+    other = EntityRef(entity_type="character", id=SEQUEL)
+    ents = [CardEntity(ref=SHOW_REF, name="Star Drifters (anime, 2003)"), CardEntity(ref=other, name="Ren Mori")]
+    compared = ContextCard(
+        turn=1, source="pg_graph", request="compare from Star Drifters and Ren Mori", count=2,
+        summary=f"Comparison of Star Drifters [id {SHOW}] and Ren Mori [id {SEQUEL}]", entities=ents,
+        data={"kind": "compare", "start": SHOW, "end": SEQUEL,
+              "meta": {"a": {"name": "Star Drifters"}, "b": {"name": "Ren Mori"}}})
+    drafted = _pair(Analysis(intent="compare", mentions=[]), Progress(card=compared), ents)
+    assert drafted.answer == "The catalog records nothing to compare Star Drifters (anime) and Ren Mori (character) by."
+    assert drafted.confidence < 0.85

@@ -52,6 +52,8 @@ def test_values_and_comparisons_say_which_is_more_or_first() -> None:
         "Naruto has 220 episodes and Bleach has 366, so Bleach has 146 more."
     assert compare_sentence("year", "Cowboy Bebop", "Evangelion", 1998, 1995).endswith(
         "so Evangelion came first, by 3 years.")
+    assert compare_sentence("anime", "Jiren", "Beerus", ["Dragon Ball Super"], ["Super", "Battle of Gods"]) \
+        == "Jiren appears in Dragon Ball Super; Beerus in Super and Battle of Gods."
 
 
 def test_paths_and_people_facts() -> None:

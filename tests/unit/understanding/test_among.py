@@ -156,3 +156,11 @@ def test_one_name_is_no_list() -> None:
 def test_no_links_is_no_choice() -> None:
     q = "which of these isn't a pirate: a, b or c?"
     assert read(q, EntityLinks()).among is None
+
+
+def test_a_party_someone_led_is_their_teammates() -> None:
+    q = "Wolfwood, Meryl, Milly, Knives — who among them was never part of Vash's original party?"
+    a = read(q, links(q, *((n, char(n)) for n in ("Wolfwood", "Meryl", "Milly", "Knives", "Vash"))))
+    candidates, negated, target, edges, _ = among(a)
+    assert candidates == ["Wolfwood", "Meryl", "Milly", "Knives"] and negated and target == "Vash"
+    assert edges == ("teammate",)

@@ -217,3 +217,9 @@ def test_what_made_someone_do_something_is_a_why() -> None:
     q = "What made Vash drop his gun into the desert in the first place?"
     a = read(q, links(q, ("Vash", [cand("character", "Vash the Stampede")])))
     assert a.explain
+
+
+def test_a_motive_or_reason_asked_by_its_noun_is_a_why() -> None:
+    q = "What's Vash's motive for dropping his gun into the desert in the first place?"
+    a = read(q, links(q, ("Vash", [cand("character", "Vash the Stampede")])))
+    assert a.explain

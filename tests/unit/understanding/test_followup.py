@@ -152,3 +152,17 @@ def test_a_pronoun_after_a_name_of_its_kind_in_the_reply_is_that_name() -> None:
     zorb = named("Zorb Zero", "anime")
     f = resolve(q, mention(q, "Zorb Zero", zorb), context(DIRECTED), read)
     assert f.text.endswith("who directed Zorb Zero?") and "named in the reply" in f.how[-1]
+
+
+def test_a_sibling_said_alone_and_a_title_named_by_its_last_short_word() -> None:
+    trigun_z = named("Trigun Z", "anime", "trigun z")
+    trigun_gx = named("Trigun GX", "anime")
+    ctx = context(turn("how many eps does trigun z have", subjects=(trigun_z,)))
+    # "what about gx?": the title's words less its last, and the word said (linking then finds it, or not)
+    assert resolve("what about gx?", None, ctx, read).text == "how many eps does Trigun gx have"
+    # a word a dictionary has is no sibling ("what about super?" stays the fragment it is)
+    assert "Trigun arc" not in resolve("what about arc?", None, ctx, read).text
+    # "gx" in a later turn is the title the conversation had whose last word it is
+    ctx = context(turn("how many eps does trigun gx have", subjects=(trigun_gx,)))
+    f = resolve("is gx based on the manga", None, ctx, read)
+    assert f.text == "is Trigun GX based on the manga" and f.pinned == {"Trigun GX": trigun_gx.ref}

@@ -224,3 +224,15 @@ def test_two_values_then_a_credit_are_three_parts() -> None:
     asked = [x.hops[0].edges if x.hops else x.attr for x in (a, *a.more)]
     assert asked == ["episode_count", "year", ("staff",)]
     assert "episode_count" not in a.also, "the episodes once"
+
+
+def test_parts_that_each_name_their_own_work_and_one_has_no_verb() -> None:
+    film = [cand("anime", "Trigun: Badlands Rumble", 4, 2010)]
+    q = "how many episodes did trigun have, how many did badlands rumble have, and what year did badlands rumble start"
+    spans = [("trigun", TRIGUN)]
+    mentions = links(q, *spans).mentions
+    for m in re.finditer("badlands rumble", q):
+        mentions.append(LinkedMention(text="badlands rumble", start=m.start(), end=m.end(), candidates=film))
+    a = read(q, EntityLinks(mentions=mentions))
+    asked = [(x.mentions, x.attr) for x in (a, *a.more)]
+    assert asked[:2] == [(["trigun"], "episode_count"), (["badlands rumble"], "episode_count")]

@@ -886,3 +886,16 @@ def test_how_long_a_shared_title_is_asks_which_and_the_choice_says_episodes_or_v
     assert read(q, links(q, ("zorb", work("zorb")))).attr == "volumes"
     q = "how many episodes is zorb"
     assert open_types(read(q, links(q, ("zorb", work("zorb")))), "zorb") == ("anime",)
+
+
+def test_two_names_joined_by_or_after_a_colon_are_the_pair_chosen_between() -> None:
+    q = "In Trigun, who's the bigger threat to Vash: Knives or Legato?"
+    a = read(q, links(q, ("Trigun", work("Trigun")), ("Vash", [cand("character", "Vash the Stampede")]),
+                      ("Knives", [cand("character", "Millions Knives")]), ("Legato", [cand("character", "Legato")])))
+    assert a.intent == "compare" and a.mentions == ["Knives", "Legato"]
+    # a list joined by commas is no such pair: every name stays ("Madhouse, Pierrot or ufotable")
+    q = "which was founded first: Madhouse, Pierrot or ufotable?"
+    studios = [("Madhouse", [cand("studio", "Madhouse")]), ("Pierrot", [cand("studio", "Studio Pierrot")]),
+               ("ufotable", [cand("studio", "ufotable")])]
+    a = read(q, links(q, *studios))
+    assert a.mentions == ["Madhouse", "Pierrot", "ufotable"]

@@ -5,6 +5,8 @@ The links are written here (no database), as in test_reading.py; none of these q
 
 from __future__ import annotations
 
+import re
+
 import pytest
 
 from agentic_rag.protocol import EntityLinks, LinkedMention
@@ -272,3 +274,27 @@ def test_the_vibe_of_a_title_and_excluding_its_franchise() -> None:
     a = read(q, linked)
     assert a.recommend is not None
     assert {c.entity.id for c in mushishi} <= a.exclude
+
+
+@pytest.mark.parametrize("question", [
+    "Is there another really long folklore/ghost TV series (100+ episodes) he could get into that has nothing to do "
+    "with Mushishi?",
+    "Anything in the same quiet slice-of-life lane as Mushishi but from another series? Manga or anime both fine.",
+    "Mushishi is my all-time favourite. Which other Artland productions would you point me to, outside the Mushishi "
+    "franchise?",
+])
+def test_more_works_of_a_kind_with_the_title_left_out(question: str) -> None:
+    mushishi = work("Mushishi")
+    spans = [LinkedMention(text="Mushishi", start=m.start(), end=m.end(), candidates=mushishi)
+             for m in re.finditer("Mushishi", question)]
+    a = read(question, EntityLinks(mentions=spans))
+    assert a.recommend is not None
+
+
+def test_a_number_of_episodes_over_or_under() -> None:
+    q = "something like Mushishi with 100+ episodes"
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and r.long
+    q = "something like Mushishi, a completed TV anime under 100 episodes"
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and not r.long

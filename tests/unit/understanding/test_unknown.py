@@ -206,3 +206,8 @@ def test_a_name_that_credits_a_work_or_has_more_of_something_than_another() -> N
 def test_the_pair_said_before_which_is_asked() -> None:
     assert _unknown("silver lantern or trigun - which anime has more episodes", ["trigun"]) == ["silver lantern"]
     assert _unknown("trigun or silver lantern, which is longer?", ["trigun"]) == ["silver lantern"]
+
+
+def test_a_member_asked_of_a_group() -> None:
+    assert _unknown("Was Beyond Birthday one of Vash's brothers, alongside Knives?", ["Vash", "Knives"]) == [
+        "Beyond Birthday"]
