@@ -489,11 +489,15 @@ def _seasons_later(tokens: list[Token]) -> list[tuple[str, int, Token, Token]]:
         if t.key in ("season", "szn") or _SHORT.match(t.key) or _ORDINAL.match(t.key) or t.key in ORDINALS or (
                 t.raw.isupper() and t.key in _ROMAN[2:]):
             season = _season_of(tokens[j:])
-        elif _YEAR_KEY.match(t.key) and j and tokens[j - 1].key == "the" and tokens[j + 1:j + 2] and \
-                tokens[j + 1].key in ("one", "version", "series", "anime", "show", "adaptation"):
-            season = ("year", int(t.key), 1)
-        # (season 1 is the name itself, and "from season 1 through ..." a run along the chain)
-        if season is not None and season[0] in ("season", "year") and (season[1] > 1 or season[0] == "year"):
+        elif _YEAR_KEY.match(t.key) and j and (tokens[j - 1].key == "the" or tokens[j - 1].possessive) and \
+                tokens[j + 1:j + 2] and \
+                tokens[j + 1].key in ("one", "version", "series", "anime", "show", "adaptation", "tv"):
+            # (the noun with it: "the 2011 tv series" is one item of a list)
+            tv = tokens[j + 1].key == "tv" and tokens[j + 2:j + 3] and tokens[j + 2].key in ("series", "show", "anime")
+            season = ("year", int(t.key), 3 if tv else 2)
+        # (season 1 is the name itself, and "from season 1 through ..." a run along the chain; a part is named by its
+        # number, "part 1" too)
+        if season is not None and season[0] in ("season", "year", "part") and (season[1] > 1 or season[0] != "season"):
             out.append((season[0], season[1], t, tokens[j + season[2] - 1]))
             j += season[2]
             continue
@@ -570,7 +574,9 @@ async def _seasons(conn: Conn, question: str, tokens: list[Token],
         for kind, n, first, last in _seasons_later(after):
             # "which mha season comes right before season 5", "attack on titan - who directed season 2", "the
             # 1999 X ... the 2011 one": a season said later, with no other name between, is the name's season
-            if not any(m.end <= x.start < first.start for x in mentions):
+            # (a studio, a person or a work of the same franchise between them is no other title: "HxH ... not made
+            # by Madhouse: the 2011 series, Phantom Rouge, ..., or the 1999 series")
+            if not any(m.end <= x.start < first.start and _other_title(x, m) for x in mentions):
                 add(i, first.start, last.end, kind, n, bases)
     if not asks:
         return mentions
@@ -580,15 +586,22 @@ async def _seasons(conn: Conn, question: str, tokens: list[Token],
         seasons = []
         for _, start, end, keys in (f for f in found if f[0] == i):
             hits = sorted((r for r in rows if str(r[0]) in keys), key=lambda r: keys.index(str(r[0])))
-            if not hits or (i + 1 < len(mentions) and mentions[i + 1].start < end):
-                continue  # not in the catalog, or the words after the name are another name: leave them
+            if not hits or any(x.start < end and start < x.end for x in mentions if x is not m):
+                continue  # not in the catalog, or the words of the season are another name: leave them
             _, _, eid, etype, name, kind, popularity, primary, year, fmt, kin = hits[0]
             cand = _candidate(eid, etype, primary, name, "exact" if kind == "primary" else "alias", popularity, year,
                               fmt, kin)
             start = m.start if start == m.start else start
             seasons.append(LinkedMention(text=question[start:end][:_SPAN], start=start, end=end, candidates=[cand]))
         out += seasons if seasons and seasons[0].start <= m.start else [m, *seasons]
-    return out[:MAX_MENTIONS]
+    return sorted(out, key=lambda x: x.start)[:MAX_MENTIONS]
+
+
+def _other_title(x: LinkedMention, m: LinkedMention) -> bool:
+    """Whether ``x`` may be a work of a franchise none of ``m``'s readings is in (whose season a later "season 2"
+    could be)."""
+    theirs = {f for c in m.candidates for f in c.franchises}
+    return any(c.entity.entity_type in ("anime", "franchise") and not set(c.franchises) & theirs for c in x.candidates)
 
 
 def _right_after(question: str, m: LinkedMention, tokens: list[Token], after: list[Token],

@@ -401,7 +401,9 @@ def _group(span: str) -> tuple[str, tuple[str, ...]] | None:
     the words after a copula or a negation ("is NOT a hashira", "are straw hats"), less a leading "in the", up to a
     name or a preposition before one ("wasnt in the 104th with eren" -> "in the 104th", ("104th",))."""
     tokens = tokenize(span)
-    after = max((i + 1 for i, t in enumerate(tokens) if t.key in _PREDICATE_START), default=0)
+    # (after the last copula or negation: "is not one of the Legendary Sannin" names the group after "one of the")
+    after = max((i + 1 for i, t in enumerate(tokens) if t.key in _COPULAS), default=0) or max(
+        (i + 1 for i, t in enumerate(tokens) if t.key in _PREDICATE_START), default=0)
     if not after or tokens[after - 1].key not in _COPULAS:
         return None  # "which of these came out first": no group is named
     words = tokens[after:]
@@ -415,7 +417,9 @@ def _group(span: str) -> tuple[str, tuple[str, ...]] | None:
     while words and words[-1].key in _TRAILING:
         words = words[:-1]
     group = tuple(fold(t.key) for t in words if t.key not in _JOINING)
-    if not group or len(words) > MAX_GROUP_WORDS or any(_ranking(g) or g in C.CUES for g in group) or \
+    # (a cue word alone names a relation, "not a director"; beside other words it is a group's: "an s-class hero")
+    if not group or len(words) > MAX_GROUP_WORDS or any(_ranking(g) for g in group) or all(g in C.CUES for g in group) \
+            or \
             any(t.key in _PREDICATE_START | _ANYONE for t in words):
         return None
     return span[shown[0].start:words[-1].end], group

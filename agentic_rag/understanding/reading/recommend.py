@@ -63,6 +63,9 @@ ASKED = re.compile(
 WHAT_NEXT = re.compile(r"\b(?:what|anything|something) (?:should|could|can|do|would) (?:i|we|you)\b.{0,20}\b"
                        r"(?:watch|read|check out|try|pick up|start)\b|\b(?:watch|read|pick up) next\b|\bmove on to\b",
                        re.IGNORECASE)
+# "was there another movie that follows it": what continues the work, a fact
+FOLLOWS = re.compile(r"\b(?:follows?|followed|continues?|continued|continuation|sequels?|comes? after|came after)\b",
+                     re.IGNORECASE)
 # the asker's own watching or reading to come ("films i could check out", "something to binge"): works wanted, not
 # a fact about who made what
 CONSUME = re.compile(r"\b(?:i|we|he|she|they) (?:could|can|should|might|would|will|'d|'ll) (?:\w+ )?(?:watch|read|"
@@ -94,6 +97,9 @@ CREDITED = re.compile(r"\b(?:did|does|do|has|have|had)\b.{0,40}\b(?:direct|score
 LIKED = re.compile(r"\b(?:lov(?:e|ed|ing)|adored?|enjoyed|(?:big |huge )?fan\b|fav\w*|favou?rite|scratched|"
                    r"caught up|binged|obsessed|hooked|comfort (?:read|watch|show|anime|manga|series)|"
                    r"grew up (?:on|with|watching|reading)|"
+                   # "X was great", "X is so good": a work praised
+                   r"(?:was|is|were|are) (?:so |really |absolutely |pretty )?(?:great|amazing|awesome|incredible|"
+                   r"fantastic|excellent|gorgeous|beautiful|peak|good|fire)|"
                    # what the asker has seen: "I've only watched the original series", "already seen it"
                    r"(?:i'?ve|i have|i) (?:\w+ ){0,2}?(?:watched|seen|read|finished))\b", re.IGNORECASE)
 # "like X" / "anime like it": a work compared to, not "what is X like" or "I'd like to know"
@@ -178,7 +184,8 @@ def _asks_recommendation(question: str, linked: list[LinkedMention], excluded: b
         return True
     left_out = excluded or any(_negated(question, m) for m in linked)
     # "does the studio that animated it have any other shows i could check out?": works of a kind, to watch
-    if any(WANTED.search(part) and (CONSUME.search(part) or not CREDITED.search(part)) for part in asked) and (
+    if any(WANTED.search(part) and (CONSUME.search(part) or not CREDITED.search(part)) and not FOLLOWS.search(part)
+           for part in asked) and (
             SAME_SOURCE.search(question) or LIKED.search(question) or left_out or
             any(CONSUME.search(part) for part in asked)):
         return True

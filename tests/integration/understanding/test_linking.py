@@ -211,6 +211,11 @@ async def test_every_season_said_later_names_that_season(demo: IngestReport, con
         "how long is the 1999 hunter x hunter, and who made the 2011 one?":
             ["Hunter x Hunter (1999)", "Hunter x Hunter (2011)"],
         "who made one punch man season 1, and who made season 2?": ["One-Punch Man", "One-Punch Man Season 2"],
+        # a list of a franchise's works with the studio between, a year said with its noun or after a possessive
+        "which hunter x hunter anime wasn't by Madhouse: the 1999 tv series or Phantom Rouge?":
+            ["Hunter x Hunter", "Madhouse", "Hunter x Hunter (1999)", "Hunter x Hunter: Phantom Rouge"],
+        "is the hunter x hunter manga done, and how long was Madhouse's 2011 series?":
+            ["Hunter x Hunter", "Madhouse", "Hunter x Hunter (2011)"],
     }
     for q, names in cases.items():
         links = await _link(conn, q)

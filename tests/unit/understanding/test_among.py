@@ -164,3 +164,12 @@ def test_a_party_someone_led_is_their_teammates() -> None:
     candidates, negated, target, edges, _ = among(a)
     assert candidates == ["Wolfwood", "Meryl", "Milly", "Knives"] and negated and target == "Vash"
     assert edges == ("teammate",)
+
+
+def test_a_group_named_after_one_of_and_a_cue_word_beside_others() -> None:
+    q = "Wolfwood, Meryl, Milly, Knives: which of them is not one of the Gung-Ho Guns?"
+    a = read(q, links(q, *((n, char(n)) for n in ("Wolfwood", "Meryl", "Milly", "Knives"))))
+    assert a.among is not None and a.among.group == ("gung", "ho", "guns")
+    q = "wolfwood, meryl, milly.. which one is NOT an s-class hero?"
+    a = read(q, links(q, *((n, char(n)) for n in ("wolfwood", "meryl", "milly"))))
+    assert a.among is not None and a.among.group == ("s", "class", "hero")

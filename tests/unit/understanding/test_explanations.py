@@ -223,3 +223,9 @@ def test_a_motive_or_reason_asked_by_its_noun_is_a_why() -> None:
     q = "What's Vash's motive for dropping his gun into the desert in the first place?"
     a = read(q, links(q, ("Vash", [cand("character", "Vash the Stampede")])))
     assert a.explain
+
+
+def test_where_something_came_from_is_a_why() -> None:
+    q = "Vash isn't a plant, so where did his arm gun come from?"
+    a = read(q, links(q, ("Vash", [cand("character", "Vash the Stampede")])))
+    assert a.explain

@@ -282,6 +282,7 @@ def test_the_vibe_of_a_title_and_excluding_its_franchise() -> None:
     "Anything in the same quiet slice-of-life lane as Mushishi but from another series? Manga or anime both fine.",
     "Mushishi is my all-time favourite. Which other Artland productions would you point me to, outside the Mushishi "
     "franchise?",
+    "Mushishi was great. Are there any other folklore anime films in the catalog that came out before 2010?",
 ])
 def test_more_works_of_a_kind_with_the_title_left_out(question: str) -> None:
     mushishi = work("Mushishi")
