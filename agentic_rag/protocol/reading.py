@@ -45,6 +45,8 @@ class Recommend:
     finished: bool | None = None
     short: bool = False  # "something short": a dozen episodes, ten volumes
     long: bool = False  # "a really long show", "hundreds of episodes": fifty episodes, thirty volumes or more
+    most: int | None = None  # "under 30 episodes": at most this many episodes (anime) or volumes (manga)
+    least: int | None = None  # "over 100 episodes": at least this many
     limit: int = 5
     lacking: str | None = None  # a type asked for that the catalog does not hold ("light novels")
 

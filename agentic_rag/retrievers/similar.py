@@ -83,7 +83,8 @@ UNION
 SELECT 'person', p.id::text, p.name FROM person p WHERE p.id = ANY(CAST(:ids AS uuid[]))
 UNION
 SELECT 'franchise', f.id::text, f.name FROM franchise f WHERE f.id = ANY(CAST(:ids AS uuid[]))
-""")
+ORDER BY 1, 3, 2
+""")  # (in a stable order: a union's own order is the plan's, and the examples' names are said in it)
 
 # Which of a wish's words (and word pairs, joined as the catalog writes "dark_fantasy") are genres works have: the
 # catalog's own vocabulary, each an index probe (0014_genre_indexes.sql).

@@ -237,6 +237,8 @@ EXPLAIN = re.compile(
     r"|\bwhat (?:(?:is|was|are|were|s) \w+(?: \w+)? (?:actually|really|exactly)|(?:actually|really|exactly) "
     r"(?:is|was|are|were))\b"
     # what drove someone to do something: "what made tanjiro join the corps", "what caused him to leave"
+    # "what's driving Aki", "what is motivating her": a cause
+    r"|\bwhat(?:'s|’s|s| is| was)\s+(?:really\s+|actually\s+)?(?:driving|motivating|pushing|behind)\b"
     # "where did his Sharingan come from": an origin
     r"|\bwhere (?:did|does|do|would) \S+(?: \S+){0,4}? come from\b"
     # "what's Ryuk's motive for ...", "what was the reason X left": a cause asked by its noun

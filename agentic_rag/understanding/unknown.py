@@ -172,7 +172,7 @@ _FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"available|included|listed)\b",
     rf"\b(?:do|does) (?:you|u|the catalog|your catalog|the database|this) (?:have|has|got|know|cover|include|list)\s+"
     rf"(?:(?:anything|info|data|entries) (?:on|about|for)\s+)?{_PHRASE}",
-    rf"\bwho(?:'s|s| is| was)\s+{_PHRASE}\s+(?:in|from|on)\b",
+    rf"\bwho(?:'s|s| is| was)\s+{_PHRASE}\s+(?:in|from|on|and)\b",
     rf"\bthan\s+{_PHRASE}",
     # what a studio or person made ("did mappa also make vinland saga"), whose a work is ("is jojo's bizarre adventure
     # by the same araki")
@@ -196,6 +196,9 @@ _FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
 _PAIRED_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\b(?:which|what)\b[^?!.]{{0,60}}?[,:]\s*{_PHRASE}\s+or\s",
     rf"\b(?:which|what|who|who's|whos)\b[^?!.]{{0,60}}?[,:]\s*[^?!.,]{{2,40}}?\s+or\s+{_PHRASE}\s*[?!.]?\s*$",
+    # a name said first beside another with "and" ("Black Clover and Naruto were both done by Studio Pierrot")
+    rf"(?:^|[.!?]\s+)(?!(?:{_STOP}|have|has|had|can|could|would|will|should|why|what|whats|who|whos|how|hows|is|are)\b)"
+    rf"(?-i:(?P<np>[A-Z][\w'-]*(?:\s+[A-Z][\w'-]*){{1,3}}))\s+(?:and|&)\s",
     # the pair said first: "solo leveling or one punch man, which has more episodes"
     rf"^\W*{_PHRASE}\s+or\s+[^?!.,]{{2,40}}?\s*(?:[,:?\u2014\u2013]|\s-\s)\s*(?:which|what|who)\b",
     rf"^\W*[^?!.,]{{2,40}}?\s+or\s+{_PHRASE}\s*(?:[,:?\u2014\u2013]|\s-\s)\s*(?:which|what|who)\b",

@@ -507,8 +507,10 @@ def similar(a: Analysis, frontier: list[CardEntity], question: str = "") -> Simi
         lo = hi = None  # "after 2020 and before 2010": no year can be both; the years are not a wish then
     filters = SimilarFilters(
         year_min=lo, year_max=hi, format=list(r.formats) if r.entity_type == "anime" else [], finished=r.finished,
-        max_length=SHORT_LENGTH[r.entity_type] if r.short else None,
-        min_length=LONG_LENGTH[r.entity_type] if r.long and not r.short else None)
+        max_length=r.most or (SHORT_LENGTH[r.entity_type] if r.short else None),
+        min_length=r.least or (LONG_LENGTH[r.entity_type] if r.long and not r.short else None))
+    if filters.min_length is not None and filters.max_length is not None and filters.min_length > filters.max_length:
+        filters = filters.model_copy(update={"min_length": None})  # "long, under 30 episodes": the number said wins
     names = ", ".join(e.name for e in frontier[:3])[:QUOTED_NAME]
     return SimilarIntent(rationale=f"recommend {r.entity_type} like {names or repr(wish)}"[:_RATIONALE],
                          entity_type=r.entity_type, like=like, query=wish[:_WISH] if wish else None,

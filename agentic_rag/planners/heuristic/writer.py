@@ -244,9 +244,13 @@ def _wishes(r: Recommend) -> str:
         out.append("are not films")
     elif r.formats and len(r.formats) < len(FORMAT_WORDS):
         out.append("are " + join([FORMAT_WORDS[f] for f in r.formats]))
-    if r.short:
+    if r.most:
+        out.append(f"have at most {r.most} {'episodes' if r.entity_type == 'anime' else 'volumes'}")
+    elif r.short:
         out.append("are short")
-    elif r.long:
+    if r.least:
+        out.append(f"have at least {r.least} {'episodes' if r.entity_type == 'anime' else 'volumes'}")
+    elif r.long and not r.most:
         out.append("are long")
     return join(out) if out else ""
 

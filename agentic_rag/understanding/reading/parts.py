@@ -174,7 +174,7 @@ def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]],
             # "JJK: how many volumes did the main manga end up with, what year did it finish": "it" is that manga
             said = _typed_by_part(r, text[part[0]:part[1]], said if _IT.search(text[part[0]:part[1]]) else None)
         if _asks_of(r) and r.filter is None and r.mentions:
-            if not any(x.mentions == r.mentions and _asked_in(r, x) for x in reads):
+            if not any(x.mentions == r.mentions and _asked_in(r, x) and _read_as(x) == _read_as(r) for x in reads):
                 reads.append(r)  # ("... who wrote it and who did the art": the first part read both)
         elif _says(text, part) and not _asks_of(r):
             unread.append(_words(text, part))
@@ -190,6 +190,11 @@ def _read_topic(text: str, topic: tuple[tuple[int, int], list[tuple[int, int]]],
 
 _FORM_WORDS = "|".join(w for w, t in TYPE_WORD.items() if t in ("anime", "manga"))  # "the manga", "the show"
 _THE_TYPE = re.compile(rf"\bthe (?:original |tv |first |main |source |actual )?({_FORM_WORDS})\b", re.IGNORECASE)
+
+
+def _read_as(r: Analysis) -> list[tuple[str, ...]]:
+    """The reading each name of ``r`` is taken in first ("what year did the manga start, and the anime": two)."""
+    return [r.types.get(m, ())[:1] for m in r.mentions]
 
 
 def _asks_of(r: Analysis) -> bool:

@@ -167,6 +167,7 @@ DEFAULT_PICKS = 5
 # which reading of a name is the example, after the type asked for: a work, else whose works are meant
 EXAMPLE_ORDER: tuple[EntityType, ...] = ("anime", "manga", "franchise", "studio", "person", "character")
 MAX_PICKS = 10
+MAX_LENGTH = 1000  # the largest length bound a recommendation carries (SimilarFilters' own)
 WISH_WORDS = 12  # words of a wish searched by meaning
 
 
@@ -188,6 +189,11 @@ def _asks_recommendation(question: str, linked: list[LinkedMention], excluded: b
            for part in asked) and (
             SAME_SOURCE.search(question) or LIKED.search(question) or left_out or
             any(CONSUME.search(part) for part in asked)):
+        return True
+    # "shonen action like dragon ball but not dragon ball... something that started before 2000?": the like said in
+    # one sentence, something asked for in another
+    if _cue(question, question, linked) and any(re.search(rf"\b{_SOMETHING}\b", part, re.IGNORECASE)
+                                                for part in asked):
         return True
     # "is there a movie from the same studio i could watch next?", "what should i pick up next? not opm itself":
     # what to watch next, whose works said, or what it is not
@@ -269,6 +275,12 @@ def _facts(text: str, asked: str, r: Recommend) -> str:
             r.formats = (value,)
         elif field == "status":
             r.finished = value == "finished"
+        elif field in ("episode_count", "volumes") and isinstance(value, int) and 0 < value <= MAX_LENGTH:
+            # "under 30 episodes", "over 100 episodes": the length said, as a bound
+            if op in ("lt", "lte"):
+                r.most = value - (op == "lt") or None
+            elif op in ("gt", "gte"):
+                r.least = value + (op == "gt")
     if asked == "anime":
         r.formats = _formats(text) or r.formats
     r.short = bool(SHORT.search(text))
@@ -336,6 +348,7 @@ def read_recommendation(question: str, links: EntityLinks | None,
         for m in kept:
             _add(a, tokens, m, _example_type(m, r.entity_type), fixed=True)
         a.together = True
+        a.picked |= set(a.mentions)  # any reading of an example is as good an example: no question which
     a.recommend = r
     a.exclude |= {c.entity.id for m in left_out for c in m.candidates}
     return a

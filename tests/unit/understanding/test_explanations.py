@@ -229,3 +229,9 @@ def test_where_something_came_from_is_a_why() -> None:
     q = "Vash isn't a plant, so where did his arm gun come from?"
     a = read(q, links(q, ("Vash", [cand("character", "Vash the Stampede")])))
     assert a.explain
+
+
+def test_what_is_driving_someone_is_a_why() -> None:
+    q = "What's driving Vash in Trigun?"
+    a = read(q, links(q, ("Vash", [cand("character", "Vash the Stampede")]), ("Trigun", [cand("anime", "Trigun")])))
+    assert a.explain

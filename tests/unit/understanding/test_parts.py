@@ -236,3 +236,10 @@ def test_parts_that_each_name_their_own_work_and_one_has_no_verb() -> None:
     a = read(q, EntityLinks(mentions=mentions))
     asked = [(x.mentions, x.attr) for x in (a, *a.more)]
     assert asked[:2] == [(["trigun"], "episode_count"), (["badlands rumble"], "episode_count")]
+
+
+def test_one_value_asked_of_each_form_of_a_topic_is_two_parts() -> None:
+    both = [cand("anime", "Trigun", 2, 1998), cand("manga", "Trigun", 6, 1995)]
+    q = "trigun: what year did the manga start, and what year did the anime premiere?"
+    a = read(q, links(q, ("trigun", both)))
+    assert [(x.types["trigun"][0], x.attr) for x in (a, *a.more)] == [("manga", "year"), ("anime", "year")]

@@ -10,7 +10,7 @@ import re
 import pytest
 
 from agentic_rag.protocol import EntityLinks, LinkedMention
-from agentic_rag.understanding.reading import read
+from agentic_rag.understanding.reading import open_types, read
 from tests.unit.understanding.test_reading import cand, links, work
 
 
@@ -299,3 +299,22 @@ def test_a_number_of_episodes_over_or_under() -> None:
     q = "something like Mushishi, a completed TV anime under 100 episodes"
     r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
     assert r is not None and not r.long
+
+
+def test_a_length_said_in_numbers_bounds_the_picks() -> None:
+    q = "Can you suggest a shorter adventure anime like Mushishi (under 30 episodes)?"
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and r.most == 29 and r.least is None
+    q = "any manga like Mushishi with more than 40 volumes?"
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and r.least == 41 and r.entity_type == "manga"
+
+
+def test_an_example_s_readings_need_no_question_and_a_like_said_apart_from_the_ask() -> None:
+    q = "old school stuff like Mushishi but obviously not Mushishi itself... something that started before 2000?"
+    mushishi = work("Mushishi")
+    spans = [LinkedMention(text="Mushishi", start=m.start(), end=m.end(), candidates=mushishi)
+             for m in re.finditer("Mushishi", q)]
+    a = read(q, EntityLinks(mentions=spans))
+    assert a.recommend is not None and a.recommend.year_max == 1999
+    assert all(open_types(a, m) == () for m in a.mentions), "no clarification between an example's readings"

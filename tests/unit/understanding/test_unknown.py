@@ -211,3 +211,12 @@ def test_the_pair_said_before_which_is_asked() -> None:
 def test_a_member_asked_of_a_group() -> None:
     assert _unknown("Was Beyond Birthday one of Vash's brothers, alongside Knives?", ["Vash", "Knives"]) == [
         "Beyond Birthday"]
+
+
+def test_a_name_said_first_beside_another_with_and() -> None:
+    assert _unknown("Black Lantern and Trigun were both done by Madhouse, right?", ["Trigun", "Madhouse"]) == [
+        "Black Lantern"]
+    # a question's own first word is no part of a name
+    assert _unknown("Have Hayato Mori and Vash ever met?", ["Vash"]) == ["Hayato Mori"]
+    assert _unknown("In Trigun, who is Melinda Desmond and how is she related to Vash?", ["Trigun", "Vash"]) == [
+        "Melinda Desmond"]
