@@ -231,6 +231,11 @@ def lacking(state: RunState) -> str:
     answer about the names beside it must not pass for an answer about it. Linking found them
     (``EntityLinks.unknown``); every planner's answer starts with it."""
     names = state.links.unknown if state.links is not None and state.links.unknown else []
+    # a group a choice is read by ("which is not one of the Legendary Sannin") is said by its answer ("the catalog
+    # has no entry for ..."), not again here
+    among = state.reading.among if state.reading is not None else None
+    group = among.said.lower() if among is not None and among.group and among.said else ""
+    names = [n for n in names if not (group and n.lower() in group)]
     return " ".join(f"{n[:1].upper()}{n[1:]} is not in the catalog." for n in names)
 
 
