@@ -253,7 +253,8 @@ def test_a_work_the_picks_are_like_is_no_pick_from_its_studio() -> None:
     q = "I'm looking for an anime along the lines of Mushishi that was made by the same studio. Is there anything?"
     mushishi = work("Mushishi")
     a = read(q, links(q, ("Mushishi", mushishi)))
-    assert a.recommend is not None
+    assert a.recommend is not None and a.hops and a.hops[-1].edges == ("animated_by",), "the studio's works"
+    assert {c.entity.id for c in mushishi} <= a.exclude, "like Mushishi: not Mushishi itself"
 
 
 @pytest.mark.parametrize("question", [
