@@ -13,6 +13,7 @@ backoff before surfacing as one :class:`~agentic_rag.retrievers.errors.Retrieval
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -325,14 +326,32 @@ class PostgresGraphExecutor:
             for rel, x, y in zip(p.rels, p.nodes, p.nodes[1:], strict=False):
                 nx, ny = (_bare(names.get(n.id, n.id)) for n in (x, y))
                 if d := stored.get((x.id, rel, y.id)):
-                    fact = f"{ny} is {nx}'s {d} ({rel})"
+                    fact = _detail_fact(ny, nx, d, rel)
                 elif d := stored.get((y.id, EDGE_TYPE_BY_NAME[rel].inverse, x.id)):
-                    fact = f"{nx} is {ny}'s {d} ({rel})"
+                    fact = _detail_fact(nx, ny, d, EDGE_TYPE_BY_NAME[rel].inverse, rel)
                 else:
                     continue
                 if fact not in out:
                     out.append(fact)
         return out[:HOP_FACTS]
+
+
+# what the far end of an edge is to its near end, when the edge's detail is no such word ("Team 7")
+_ROLE_OF = {"teammate": "teammate", "ally": "ally", "rival": "rival", "enemy": "enemy", "mentor_of": "student",
+            "student_of": "teacher", "family": "relative", "romantic": "partner"}
+# a detail that is no role word: a group ("Team 7", "6th Division"), a clause ("after Geto became a curse user"), or
+# a role said with its own pronoun ("his adjutant")
+_NOT_A_ROLE = re.compile(r"^(?:[A-Z0-9]|(?:his|her|their|its|she|he|they|after|before|when|the|a|an)\b)|"
+                         r"\b(?:team|division|army|crew|pirates|corps|squad|clan|organization)$")
+
+
+def _detail_fact(far: str, near: str, detail: str, rel: str, said: str | None = None) -> str:
+    """An edge's detail as a fact: "Pan is Son Goku's granddaughter (family)" where the detail is a role word, else
+    the role the edge says with the detail beside it ("Shuichi Aizawa is L Lawliet's teammate (Kira investigation
+    team) (teammate)"). ``rel``: the edge from ``near`` to ``far``; ``said``: the edge the path named."""
+    if _NOT_A_ROLE.search(detail) is None:
+        return f"{far} is {near}'s {detail} ({said or rel})"
+    return f"{far} is {near}'s {_ROLE_OF.get(rel, rel.replace('_', ' '))} ({detail}) ({said or rel})"
 
 
 def _bare(label: str) -> str:

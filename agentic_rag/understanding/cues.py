@@ -176,7 +176,8 @@ LISTED_IN_ORDER = re.compile(r"\b(?:oldest|earliest|newest|latest) (?:first|to (
                              r"\bin order(?: of (?:release|airing))?\b|"
                              r"\bin the order (?:they|it) (?:aired|came out|were released|released|came)\b|"
                              r"\bchronologically\b")
-FIRST_EPISODE = re.compile(r"\b(?:first episode|episode (?:1|one)|pilot)\b")
+# the pilot episode, not the verb nor a pilot of something ("which eva does toji pilot", "the pilot of Unit-01")
+FIRST_EPISODE = re.compile(r"\b(?:first episode|episode (?:1|one)|pilot episode|(?:the|its|a) pilot(?! of)(?! for))\b")
 EPISODE_N = re.compile(r"\b(?:episode|ep|eps) (?P<n>\d{1,4})\b")
 GENRES = words("genre genres tagged tags category categories")
 IN_ORDER = re.compile(r"\b(?:in order|watch order|order to watch|all (?:the )?seasons|every season)\b")

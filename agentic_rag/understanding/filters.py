@@ -56,8 +56,9 @@ _SHORT_YEARS = re.compile(r"\b(?P<w>between|from) (?P<a>[5-9]\d) (?P<j>and|to|-)
 _YEAR_OPEN = re.compile(rf"\b(?:in |from )?(?P<y>{_Y})(?: (?:or|and) (?P<dir>later|after|newer|earlier|before|older)"
                         rf"|(?P<on> onwards?|\+))", re.IGNORECASE)
 _THAN = re.compile(rf"\b(?P<cmp>older|earlier|newer|later|more recent) than (?P<y>{_Y})\b", re.IGNORECASE)
-_DECADE = re.compile(r"\b(?:(?:in|during|from|of) )?(?:the )?(?:(?P<c>19|20)(?P<d>\d)0|(?P<s>[5-9])0)'?s\b",
-                     re.IGNORECASE)
+_DECADE = re.compile(r"\b(?:(?:in|during|from|of) )?(?:the )?(?:(?:(?P<c>19|20)(?P<d>\d)0|(?P<s>[5-9])0)'?s|"
+                     r"(?P<w>fifties|sixties|seventies|eighties|nineties))\b", re.IGNORECASE)
+_DECADE_WORDS = ("fifties", "sixties", "seventies", "eighties", "nineties")  # "the nineties": 1990-1999
 _NOT_DECADE = re.compile(r"\b(?:nothing|not|no|none|anything but|except|excluding|outside(?: of)?)\s*$", re.IGNORECASE)
 # a year said of a run's end ("ended between 2020 and 2022", "finished before 2010")
 _ENDED = re.compile(r"\b(?:end|ends|ended|ending|finish|finished|finishing|conclude[ds]?|wrapp?ed(?: up)?)\W+"
@@ -184,7 +185,7 @@ def parse_filter(q: str) -> Filter | None:
     rest = _YEAR_OPEN.sub(" ", rest)
     found = list(_DECADE.finditer(rest))
     if decades := [int(f"{d.group('c')}{d.group('d')}0") if d.group("c") else 1900 + int(d.group("s")) * 10
-                   for d in found]:
+                   if d.group("s") else 1950 + 10 * _DECADE_WORDS.index(d.group("w").lower()) for d in found]:
         if _NOT_DECADE.search(rest[:found[0].start()]):
             # "nothing from the 90s": after them (a wish for newer works; older ones say "before")
             f.where.append({"field": year, "op": "gt", "value": max(decades) + 9})

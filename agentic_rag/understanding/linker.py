@@ -40,7 +40,7 @@ from agentic_rag.understanding.text import (
     one_edit,
     tokenize,
 )
-from agentic_rag.understanding.unknown import unknown_names
+from agentic_rag.understanding.unknown import titled_runs, unknown_names
 
 MAX_TOKENS = 40  # words of a question considered: its asking sentences first, then those nearest to them
 MAX_RANGE = 12  # seasons one range names ("seasons 1-3")
@@ -129,8 +129,10 @@ def _blocked(tokens: Sequence[Token]) -> bool:
     # "Boruto's father" asks for a relation; it does not name the character Father. Two words or more may
     # still be a title made of cue words ("Two Heroes") unless every one is a stop word.
     cue = STOP if len(tokens) > 1 else STOP | CUES
-    return all(t.key in cue and not t.upper for t in tokens) or (
-        len(tokens) == 1 and (len(tokens[0].key) < 2 or tokens[0].key.isdigit()))
+    # one letter names nothing, unless typed as a capital of its own: "how is he connected to L?" (not "I", "A")
+    return all(t.key in cue and not t.upper for t in tokens) or (len(tokens) == 1 and (
+        (len(tokens[0].key) < 2 and not (tokens[0].raw.isupper() and tokens[0].raw not in ("I", "A")))
+        or tokens[0].key.isdigit()))
 
 
 async def _corrections(conn: Conn, words: list[str]
@@ -274,7 +276,27 @@ async def _link(conn: Conn, question: str) -> EntityLinks:
     mentions = _one_work(question, tokens, await _films(conn, question, tokens, mentions))
     mentions, misread = _out_of_place(question, tokens, mentions)
     fixed = [k for k in fixes if k not in misread]
-    return EntityLinks(mentions=mentions, unknown=unknown_names(question, tokens, mentions, known, fixed) or None)
+    titled = await _unsaid(conn, question, tokens, titled_runs(question, tokens, mentions, known))
+    return EntityLinks(mentions=mentions,
+                       unknown=unknown_names(question, tokens, mentions, known, fixed, titled) or None)
+
+
+# The phrases of a question the catalog's prose never says (migration 0010's full-text index: synopses,
+# franchise and character descriptions), as typed; one index probe each.
+UNSAID_SQL = Query("""
+SELECT p FROM unnest(:phrases::text[]) AS p
+WHERE NOT EXISTS (SELECT 1 FROM entity_prose WHERE doc @@ phraseto_tsquery('english', p))""")
+
+
+async def _unsaid(conn: Conn, question: str, tokens: list[Token],
+                  runs: list[tuple[int, int]]) -> list[tuple[int, int]]:
+    """The runs of capitalised words (``unknown.titled_runs``) the catalog's prose does not say: a name the
+    catalog lacks ("Sailor Moon"), not a thing its works tell of ("the Demon King")."""
+    if not runs:
+        return []
+    said = [question[tokens[a].start:tokens[b].start + len(tokens[b].raw)] for a, b in runs]
+    unsaid = {str(r[0]) for r in await UNSAID_SQL.fetch(conn, {"phrases": said})}
+    return [r for r, text in zip(runs, said, strict=True) if text in unsaid]
 
 
 _FROM_WORK = re.compile(r"^\s*(?:from|in|of|off)\s+(?:the\s+)?$", re.IGNORECASE)
@@ -476,6 +498,9 @@ def _season_of(tokens: list[Token]) -> tuple[str, int, int] | None:
     return None
 
 
+_BESIDE_YEAR = frozenset(("earlier", "older", "original", "first", "later", "newer", "previous", "other", "old", "new"))
+
+
 def _seasons_later(tokens: list[Token]) -> list[tuple[str, int, Token, Token]]:
     """The numbered seasons said later in the question ("... before season 5", "... of s2", "how many eps did
     season II have, and who directed III?", "who animated the 1999 one?"), each as (kind, number, its first and
@@ -489,7 +514,9 @@ def _seasons_later(tokens: list[Token]) -> list[tuple[str, int, Token, Token]]:
         if t.key in ("season", "szn") or _SHORT.match(t.key) or _ORDINAL.match(t.key) or t.key in ORDINALS or (
                 t.raw.isupper() and t.key in _ROMAN[2:]):
             season = _season_of(tokens[j:])
-        elif _YEAR_KEY.match(t.key) and j and (tokens[j - 1].key == "the" or tokens[j - 1].possessive) and \
+        elif _YEAR_KEY.match(t.key) and j and (tokens[j - 1].key == "the" or tokens[j - 1].possessive or (
+                # "the earlier 2003 series", "the original 1999 one"
+                j > 1 and tokens[j - 1].key in _BESIDE_YEAR and tokens[j - 2].key == "the")) and \
                 tokens[j + 1:j + 2] and \
                 tokens[j + 1].key in ("one", "version", "series", "anime", "show", "adaptation", "tv"):
             # (the noun with it: "the 2011 tv series" is one item of a list)
@@ -546,6 +573,18 @@ WITH hit AS (
 ){_ENRICHED}""")
 
 
+# the anime of a franchise that began in a year ("the earlier 2003 series" beside Brotherhood), a TV series first
+YEAR_TITLES_SQL = Query(f"""
+WITH hit AS (
+  SELECT DISTINCT ON (k.fid, k.y) k.fid::text || ' ' || k.y AS key, false AS by_subtitle, a.id AS entity_id,
+         'anime'::text AS entity_type, a.title AS name, 'primary'::text AS kind, a.popularity
+    FROM unnest(:fids::uuid[], :years::int[]) AS k(fid, y)
+    JOIN anime a ON a.franchise_id = k.fid AND a.year = k.y
+   ORDER BY k.fid, k.y, a.format = 'tv' DESC, a.popularity DESC, a.id
+){_ENRICHED}""")  # noqa: S608 (only constants are interpolated; every value is bound)
+_FRANCHISE_YEAR = re.compile(r"^[0-9a-f-]{36} \d{4}$")
+
+
 async def _seasons(conn: Conn, question: str, tokens: list[Token],
                    mentions: list[LinkedMention]) -> list[LinkedMention]:
     """A mention followed by a season or part ("MHA s4", "Mob Psycho 100 II") names that season, when the
@@ -556,6 +595,8 @@ async def _seasons(conn: Conn, question: str, tokens: list[Token],
 
     def add(i: int, start: int, end: int, kind: str, n: int, bases: list[str]) -> None:
         keys = [key for b in bases for key in _season_keys(b, kind, n)]
+        if kind == "year":  # "<franchise id> <year>": its title of that year ("the 2003 series" beside Brotherhood)
+            keys += sorted({f"{f} {n}" for c in mentions[i].candidates for f in c.franchises})
         found.append((i, start, end, keys))
         asks.update(keys)
 
@@ -581,11 +622,16 @@ async def _seasons(conn: Conn, question: str, tokens: list[Token],
     if not asks:
         return mentions
     rows = await TITLE_KEYS_SQL.fetch(conn, {"keys": sorted(asks), "types": ["anime"]})
+    if years := {k for k in asks if _FRANCHISE_YEAR.match(k)}:
+        pairs = [k.split() for k in sorted(years)]
+        rows += await YEAR_TITLES_SQL.fetch(conn, {"fids": [f for f, _ in pairs], "years": [int(y) for _, y in pairs]})
     out: list[LinkedMention] = []
     for i, m in enumerate(mentions):
         seasons = []
         for _, start, end, keys in (f for f in found if f[0] == i):
-            hits = sorted((r for r in rows if str(r[0]) in keys), key=lambda r: keys.index(str(r[0])))
+            own = {c.entity.id for c in m.candidates}  # a franchise's title of a year that is this name's own
+            hits = sorted((r for r in rows if str(r[0]) in keys and not (                    # other form is no
+                _FRANCHISE_YEAR.match(str(r[0])) and str(r[2]) in own)), key=lambda r: keys.index(str(r[0])))
             if not hits or any(x.start < end and start < x.end for x in mentions if x is not m):
                 continue  # not in the catalog, or the words of the season are another name: leave them
             _, _, eid, etype, name, kind, popularity, primary, year, fmt, kin = hits[0]

@@ -166,7 +166,11 @@ _SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
 # ... and where a question puts a name it asks about, when a word of the phrase is no English word: asking whether
 # the catalog has it ("is vinland saga in here", "do you have vinland saga"), one side of "X <more> than Y" ("is
 # tokyo ghoul darker than chainsaw man"), who someone is in a work ("who's yachiru in bleach")
-_FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
+# a work named by its title between "the" and what it is ("who directed the tokyo ghoul anime", "is the berserk manga
+# finished"): a word there that English does not spell is a title ("the dark manga" describes one)
+_TITLE_SLOT = re.compile(rf"\bthe\s+{_LAZY}\s+(?:anime|manga|series|show|movie|film|ova|webcomic|light novel)s?\b",
+                         re.IGNORECASE)
+_FOREIGN_SLOTS = (_TITLE_SLOT, *(re.compile(p, re.IGNORECASE) for p in (
     rf"\b(?:is|are|was|were)\s+{_PHRASE}\s+(?:in here|on here|in there|(?:in|on|part of|covered (?:by|in)|"
     rf"included in|listed in) (?:your|the|this|ur) (?:catalog|catalogue|database|db|data|list|index|collection)|"
     rf"available|included|listed)\b",
@@ -185,11 +189,11 @@ _FOREIGN_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"among|in)\s+(?:\w+(?:'s|’s)|the|his|her|their)\s",
     # who made something ("did kyoto animation work on any demon slayer season"), one side of "X has more ... than"
     rf"\b(?:did|does|do|has|have|had)\s+{_LAZY}\s+(?:(?:ever|also|even|just|really|actually|not|never)\s+)?"
-    rf"(?:work(?:ed)?\s+on|animate|make|"
-    rf"produce|direct|write|draw|create|compose|score|voice)\b",
+    rf"(?:work(?:ed)?\s+on|animated?|make|made|"
+    rf"produced?|directed|direct|write|written|draw|drawn|created?|compose|score|voice)\b",
     rf"\b(?:does|do|did|is|was)\s+{_LAZY}\s+(?:have|has|got|run|last|get)\s+(?:(?:a lot|way|many|much|any)\s+)?"
     rf"(?:more|less|fewer|longer|shorter)\b",
-))
+)))
 # ... and where two or more words make a name: the side of "X or Y" a question asks to pick between, beside a side
 # that links ("which has more episodes, solo leveling or jjk?"); "studio" and the one word after it, typed in lower
 # case too ("did studio trigger animate it")
@@ -246,6 +250,8 @@ def _in_slots(question: str, tokens: Sequence[Token], free: Sequence[bool],
                                               for w in words) and not all(tokens[j].raw[:1].isupper() for j in at):
                 continue  # "is it any darker than X", "who is strongest in X": English, no name ("Gate Keepers" is)
             typed = [tokens[j] for j in at]
+            if slot is _TITLE_SLOT and all(t.key in known or len(t.key) < 2 for t in typed):
+                continue  # "the Weekly Shōnen Jump series", "the V Jump manga": the catalog's own words
             if slot in _FOREIGN_SLOTS and all(t.key in known and t.raw.islower() for t in typed):
                 continue  # "did toei make it up": words of the catalog's own names ("Toei Animation"), said short
             if any(a <= at[0] <= b or a <= at[-1] <= b for a, b in out):
@@ -254,11 +260,53 @@ def _in_slots(question: str, tokens: Sequence[Token], free: Sequence[bool],
     return out
 
 
+def _title_cased(question: str, tokens: Sequence[Token]) -> bool:
+    """Whether most words inside the question's sentences are typed with a capital ("Does Zorblax Show Up"): then
+    its capitals say nothing."""
+    words = [t for k, t in enumerate(tokens) if t.key.isalpha() and not t.upper and k > 0
+             and not _sentence_start(question, tokens[k - 1], t)]
+    return sum(t.raw[:1].isupper() for t in words) > len(words) / 2
+
+
+def titled_runs(question: str, tokens: Sequence[Token], mentions: Sequence[LinkedMention],
+                known: Mapping[str, int]) -> list[tuple[int, int]]:
+    """Runs of two to :data:`MAX_WORDS` words typed with a capital inside a sentence, that no mention covers and
+    that hold a word no catalog name uses ("Was Sailor Moon made by ...", "Naruto or Fairy Tail?", "What has
+    Kyoto Animation made"): proper names, English words or not. Whether the catalog says them anyway, as a thing
+    its prose tells of ("the Demon King", "the Survey Corps"), is the linker's to ask; those it does not say are
+    names it lacks. A question typed in Title Case has none."""
+    if _title_cased(question, tokens):
+        return []
+    covered = [(m.start, m.end) for m in mentions]
+    def word(k: int) -> bool:
+        t = tokens[k]
+        return (t.raw[:1].isupper() and not t.upper and t.key.isalpha() and len(t.key) >= 2
+                and t.key not in _DETERMINERS and t.key not in _STOP_WORDS and t.key not in _NOT_NAMES
+                and not any(a <= t.start < b for a, b in covered))
+    out: list[tuple[int, int]] = []
+    k = 1
+    while k < len(tokens):
+        if not word(k) or _sentence_start(question, tokens[k - 1], tokens[k]):
+            k += 1
+            continue
+        b = k
+        while b + 1 < len(tokens) and word(b + 1) and _joined(question, tokens[b], tokens[b + 1]):
+            b += 1
+        run = [tokens[j].key for j in range(k, b + 1)]
+        if 2 <= len(run) <= MAX_WORDS and max(map(len, run)) >= MIN_LETTERS and any(
+                w not in known and w not in CUES and w not in TYPE_WORD and w not in JARGON for w in run):
+            out.append((k, _numbering(question, tokens, b) if run[-1] == "no" else b))  # "Kaiju No. 8"
+        k = b + 1
+    return out
+
+
 def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[LinkedMention],
-                  known: Mapping[str, int], corrected: Iterable[str]) -> list[str]:
+                  known: Mapping[str, int], corrected: Iterable[str],
+                  proper: Sequence[tuple[int, int]] = ()) -> list[str]:
     """The spans of ``question`` that look like names and that no mention covers, as typed, at most
     :data:`MAX_UNKNOWN`. ``known``: the question's words that some catalog name has; ``corrected``: those linking
-    read as a typo of a catalog word.
+    read as a typo of a catalog word; ``proper``: the :func:`titled_runs` the catalog's prose does not say, names
+    as they stand.
 
     A name is a run of words typed with a capital that holds a foreign word; or two or more such words, one of them
     no English word and one no catalog word, that no mention covers ("Shinji Hirako": "Shinji" is a word of another
@@ -267,6 +315,9 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     fixes = frozenset(corrected)
     covered = [(m.start, m.end) for m in mentions]
     asked = _in_a_work(question, covered)  # "Is X in <a work>": X whole, its words not again apart
+    asked += [(question[tokens[a].start:tokens[b].start + len(tokens[b].raw)], tokens[a].start, tokens[b].end)
+              for a, b in proper if not any(lo < tokens[b].end and tokens[a].start < hi for _, lo, hi in asked)]
+    asked.sort(key=lambda n: n[1])
     asked += [(m.group(), *m.span()) for m in _SIGNED.finditer(question)
               if not any(a < m.end() and m.start() < b for a, b in [*covered, *((lo, hi) for _, lo, hi in asked)])]
     covered += [(lo, hi) for _, lo, hi in asked]
@@ -311,10 +362,7 @@ def unknown_names(question: str, tokens: Sequence[Token], mentions: Sequence[Lin
     # "Studio Trigger": a type word typed with a capital that the catalog's names use ("Studio Ghibli") leads a name
     led = [free[i] and t.raw[:1].isupper() and not t.upper and t.key in _LEADING and t.key in known
            for i, t in enumerate(tokens)]
-    # a question typed in Title Case says nothing by its capitals ("Does Zorblax Show Up")
-    words = [t for k, t in enumerate(tokens) if t.key.isalpha() and not t.upper and k > 0
-             and not _sentence_start(question, tokens[k - 1], t)]
-    title_case = sum(t.raw[:1].isupper() for t in words) > len(words) / 2
+    title_case = _title_cased(question, tokens)  # a question typed in Title Case says nothing by its capitals
     # two capitalised words inside a sentence, one of them no English word ("Was Petra Ral in Levi's squad": "Petra"
     # is a word of the vocabulary, "Ral" too short to be foreign alone), in a question not typed in Title Case
     for i in range(1, len(tokens) - 1):

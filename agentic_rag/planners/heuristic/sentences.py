@@ -98,8 +98,10 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
         return f"{who} was taught by {listed}."
     if edge == "mentor_of":
         return f"{who} mentored {listed}."
-    if "family" in hop.edges and hop.roles:  # "naruto's son", "goku's sons"
-        kin = _plural(hop.roles[0]) if many else hop.roles[0]
+    if "family" in hop.edges and hop.roles:  # "naruto's son", "goku's sons", "naruto's parents"
+        found = [r for r in hop.roles if any(r in qualifiers(details.get(e.ref.id, "")) for e in level)]
+        kin = found[0] if len(found) == 1 else _KIN_GROUP.get(hop.roles[1:], hop.roles[0])
+        kin = _plural(kin) if many else kin
         return f"{who}'s {kin} {'are' if many else 'is'} {join([titled(e) for e in level])}."
     if edge in ("family", "romantic"):
         return f"{who}'s family and partners: {listed}."
@@ -110,6 +112,13 @@ def hop_sentence(hop: Hop, sources: Sequence[CardEntity], level: Sequence[CardEn
     if edge in ("side_story", "spinoff"):
         return f"Side stories and spin-offs of {who}: {listed}."
     return f"{who} {EDGE_PHRASES.get(edge, edge.replace('_', ' '))} {listed}."
+
+
+# the word for the members a family word groups ("goku's kids" are his sons and daughters: his children)
+_KIN_GROUP: dict[tuple[str, ...], str] = {
+    ("son", "daughter"): "child", ("father", "mother"): "parent", ("brother", "sister"): "sibling",
+    ("wife", "husband"): "spouse", ("grandson", "granddaughter"): "grandchild",
+    ("grandfather", "grandmother"): "grandparent"}
 
 
 def _plural(kin: str) -> str:

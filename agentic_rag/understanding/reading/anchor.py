@@ -36,9 +36,6 @@ from agentic_rag.understanding.text import (
 MAX_MORE = 3  # readings one question adds (credits asked together)
 
 # family words that name a group of kin, not one relation a detail says ("parents": a father and a mother)
-_KIN_GROUPS = frozenset(("parent", "sibling", "child", "children", "kid", "spouse"))
-
-
 # The cue words an exemplar label stands for ("describe" asks for no relation: a lookup).
 HINT_CUES: dict[str, tuple[str, ...]] = {
     "studio": ("studio",), "director": ("directed",), "music": ("music",), "author": ("wrote",),
@@ -82,11 +79,11 @@ def _anchored(q: _Question) -> Analysis | None:
             then = rest.hops
             if then[0] == FAMILY:
                 kin2 = next((k for k in w.without(kin).keys if k in C.FAMILY), None)
-                then = [Hop(("family",), (kin_role(_singular(kin2)),)), *then[1:]] if kin2 else []
+                then = [Hop(("family",), kin_role(_singular(kin2))), *then[1:]] if kin2 else []
             if then:
-                ask = dataclasses.replace(rest, hops=[Hop(("family",), (kin_role(kin),)), *then])
-        elif kin is not None and ask is not None and ask.hops == [FAMILY] and kin not in _KIN_GROUPS:
-            ask = dataclasses.replace(ask, hops=[dataclasses.replace(FAMILY, roles=(kin_role(kin),))])  # that kin
+                ask = dataclasses.replace(rest, hops=[Hop(("family",), kin_role(kin)), *then])
+        elif kin is not None and ask is not None and ask.hops == [FAMILY]:
+            ask = dataclasses.replace(ask, hops=[dataclasses.replace(FAMILY, roles=kin_role(kin))])  # that kin
         who_is = w.has(*C.WHO_IS_PHRASES) and types <= {"character", "person"}
         if ask is None and not who_is:
             q.by_meaning = True  # the reading turns to what is asked by meaning (links.asks), if it has them

@@ -148,6 +148,11 @@ def _filter(question: str, mentions: list[LinkedMention]) -> Filter | None:
     return found
 
 
+# the fields a filter reads from no name ("finished", "before 2010"); with none, its words may still be a value the
+# search resolves ("Akutamj Gege - how many manga?": the author, typed wrong)
+_NAMELESS = frozenset(("status", "year", "end_year", "format", "episode_count", "volumes", "genres", "popularity"))
+
+
 def _catalog(q: _Question) -> tuple[Analysis | None, Filter | None]:
     """Conditions on the whole catalog, or a work described and not named: the reading, or the filter
     a name's reading falls back to."""
@@ -177,6 +182,10 @@ def _catalog(q: _Question) -> tuple[Analysis | None, Filter | None]:
         if summed in f.shown and (w.any(C.SUM) or w.has(*C.ADD_UP_PHRASES)) and not any(
                 c["field"] == summed for c in f.where):
             f.total, f.count = summed, False  # "total eps across all the madhouse tv series": one sum
+    if f is not None and not mentions and f.words and f.where and q.links is not None and all(
+            c["field"] in _NAMELESS for c in f.where) and any(
+            set(n.lower().split()) <= set(f.words.lower().split()) for n in q.links.unknown or ()):
+        return None, None  # "is the berserk manga finished": asked of a name the catalog lacks, not of its works
     if f is not None and f.where:  # conditions on the whole catalog ("Madhouse anime before 2010")
         return Analysis(intent="aggregate" if f.count or f.total else "filter", mentions=[], filter=f), f
     if not mentions and (f is None or (f.rank is None and not f.count and (d := _DESCRIPTION.search(question)) and

@@ -32,6 +32,7 @@ _PEOPLE: tuple[EntityType, ...] = ("character", "person")
 _ASKED = ("hops", "attr", "filter")  # what a plan asks beyond the name itself
 # "how is X related to Y" asks a state, the relation; "how did X end up as Y's vessel" an event, which is explained
 _HOW_RELATED = re.compile(r"how (?:is|are|was|were)\b", re.IGNORECASE)
+_PERSONAL = re.compile(r"\b(?:he|she|him|her|his|hers|himself|herself)\b", re.IGNORECASE)
 
 
 def _explained(q: _Question, a: Analysis, plan: Callable[[str], Analysis]) -> Analysis:
@@ -61,8 +62,11 @@ def _explained(q: _Question, a: Analysis, plan: Callable[[str], Analysis]) -> An
         return a
     said = a.types.get(a.mentions[0], ())[:1] if a.mentions and a.mentions[0] in a.fixed else ()
     scene = _scene(q, anchor)
-    if scene is not None and "character" in _readings(anchor):
-        said = ("character",)  # "In W, why is Boruto treated as a fugitive": the character, in that work
+    if ("character" in _readings(anchor) and scene is not None) or (_PERSONAL.search(q.whole) and any(
+            c.entity.entity_type == "character" for c in anchor.candidates)):
+        # "In W, why is Boruto treated as a fugitive": the character, in that work; "what made Frieren set out
+        # ... her motivation": a work is never "she"
+        said = ("character",)
     one = Analysis(intent="lookup", mentions=[], explain=a.explain, exclude=a.exclude)
     _add(one, q.tokens, anchor, said[0] if said else None, fixed=bool(said))
     if scene is not None:  # the work it is set in is quoted too: its synopsis tells what happens there

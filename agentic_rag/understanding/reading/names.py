@@ -103,9 +103,18 @@ def _singular(word: str) -> str:
     return word[:-1] if word.endswith("s") and word[:-1] in C.FAMILY else word
 
 
-def kin_role(word: str) -> str:
-    """The relation detail's word for a family word ("dad": father)."""
-    return _KIN_SAID.get(word, word)
+# ... and the words a relation's detail uses for those a family word groups ("goku's kids": his sons and daughters)
+# (the group word too: a detail may say it, "younger sibling")
+_KIN_MEMBERS = {"child": ("child", "son", "daughter"), "children": ("child", "son", "daughter"),
+                "kid": ("child", "son", "daughter"), "parent": ("parent", "father", "mother"),
+                "sibling": ("sibling", "brother", "sister"), "spouse": ("spouse", "wife", "husband"),
+                "grandchild": ("grandchild", "grandson", "granddaughter"),
+                "grandparent": ("grandparent", "grandfather", "grandmother")}
+
+
+def kin_role(word: str) -> tuple[str, ...]:
+    """The relation detail's words for a family word ("dad": father; "kids": son, daughter)."""
+    return _KIN_MEMBERS.get(word) or (_KIN_SAID.get(word, word),)
 
 
 def _add(a: Analysis, tokens: list[Token], m: LinkedMention, first: EntityType | None, *, fixed: bool) -> None:

@@ -139,12 +139,17 @@ def _by_topic(text: str, parts: list[tuple[int, int]], whole: Analysis,
     own = [[m for p in g for m in names(p)] for g in groups]
     if whole.intent not in ("relation", "compare") and all(any(m.text in whole.mentions for m in o) for o in own):
         return None
-    reads = [_read(_only(text, g), EntityLinks(mentions=o)) for g, o in zip(groups, own, strict=True)]
-    if not all(_asks_of(r) and r.filter is None and r.mentions and r.intent != "relation"
-               and not r.more for r in reads):
+    reads = []
+    for g, o in zip(groups, own, strict=True):
+        r = _read(_only(text, g), EntityLinks(mentions=o))
+        # a group in parts of its own ("how many episodes does X have and who directed it?"): each part read
+        reads.append(_read_named(text, g, r, o, names, _read) if len(g) > 1 else r)
+    if not all(_asks_of(r) and r.filter is None and r.mentions and r.intent != "relation" for r in reads):
         return None
     head, *rest = reads
-    head.more = rest
+    head.more = [*head.more, *(x for r in rest for x in (r, *r.more))]
+    for r in rest:
+        r.more = []
     return head
 
 

@@ -61,7 +61,8 @@ ASKED = re.compile(
     r"(?:watch|read)\b.{0,40}\b(?:just|equally) as \w+)\b", re.IGNORECASE)
 # what to watch or read next: a recommendation when some sentence also says what it should be like
 WHAT_NEXT = re.compile(r"\b(?:what|anything|something) (?:should|could|can|do|would) (?:i|we|you)\b.{0,20}\b"
-                       r"(?:watch|read|check out|try|pick up|start)\b|\b(?:watch|read|pick up) next\b|\bmove on to\b",
+                       r"(?:watch|read|check out|try|pick up|start)\b|\b(?:watch|read|pick up)\s+"
+                       rf"(?:{_SOMETHING}\s+)?next\b|\bmove on to\b",
                        re.IGNORECASE)
 # "was there another movie that follows it": what continues the work, a fact
 FOLLOWS = re.compile(r"\b(?:follows?|followed|continues?|continued|continuation|sequels?|comes? after|came after)\b",
@@ -83,10 +84,12 @@ ANOTHER = re.compile(r"\b(?:wants?|wanna|needs?|looking for|look for|give me|get
                      r"point me (?:to|towards?)|in the mood for|hook me up with)\s+"
                      rf"(?:(?:\w+\s+){{0,2}}?another|an?(?!\s+(?:list|number|count|name|summary|rundown|"
                      r"synopsis|recap|breakdown|overview)\b))"
-                     rf"\b(?:[\s/-]+[\w'-]+){{0,5}}?[\s/-]+{_WORKS_NOUN}\b", re.IGNORECASE)
+                     rf"\b(?:[\s/,\u2014\u2013-]+[\w'-]+){{0,5}}?[\s/-]+{_WORKS_NOUN}\b", re.IGNORECASE)
 # "need something dark to binge after X", "want anything like X": something wanted to watch or read
-SOMETHING_TO = re.compile(r"\b(?:needs?|wants?|wanna|looking for|craving|in the mood for)\s+" + _SOMETHING + r"\b"
-                          r"(?:[\s,-]+[\w'-]+){0,3}?\s+(?:to (?:watch|binge|read|try|check out|start)|after)\b",
+SOMETHING_TO = re.compile(r"\b(?:needs?|wants?|wanna|looking for|craving|in the mood for)\s+(?:" + _SOMETHING + r"\b"
+                          r"(?:[\s,-]+[\w'-]+){0,3}?\s+(?:to (?:watch|binge|read|try|check out|start)|after)\b|"
+                          # "i want to READ something next": the act wanted, then the something
+                          r"(?:to\s+)?(?:watch|binge|read|try|check out|start)\s+(?:\w+\s+)?" + _SOMETHING + r"\b)",
                           re.IGNORECASE)
 SAME_SOURCE = re.compile(r"\b(?:from|by) (?:the same|that|this|their|his|her) (?:studio|director|author|creator|"
                          r"writer|mangaka|artist|team|people|staff|guy|person)\b|\bsame (?:studio|director|author|"
@@ -137,6 +140,9 @@ TV = re.compile(r"\b(?:tv|series)\b", re.IGNORECASE)
 FINISHED = re.compile(r"\b(?:finished|completed|complete|ended|already over|(?:done|finished|over|stopped) airing|"
                       r"done(?! with))\b", re.IGNORECASE)
 RUNNING = re.compile(r"\b(?:ongoing|still (?:airing|running|going)|currently airing|airing now)\b", re.IGNORECASE)
+# a wish refused in its own clause ("I don't want something that's still going", "nothing still airing")
+_UNWANTED = re.compile(r"\b(?:not|no|nothing|never|without|(?:do|does|did)\s*n'?o?t|dont|doesnt|isn'?t|isnt|"
+                       r"aren'?t|arent)\b[^.,;:!?\u2014\u2013]*$", re.IGNORECASE)
 SHORT = re.compile(r"\b(?:short|quick|not too long|not long|few episodes)\b", re.IGNORECASE)
 # "a really long fighting show", "hundreds of episodes", "a long-running manga" (not "how long", "not too long")
 LONG = re.compile(r"(?<!not )(?<!not too )(?<!how )\b(?:long(?:[- ]running)?|lengthy)\b(?=(?:[\s/-]+[\w'-]+){0,3}?"
@@ -285,8 +291,9 @@ def _facts(text: str, asked: str, r: Recommend) -> str:
         r.formats = _formats(text) or r.formats
     r.short = bool(SHORT.search(text))
     r.long = bool(LONG.search(text))
-    if RUNNING.search(text) or FINISHED.search(text):  # "done airing": finished, whatever "airing" alone read as
-        r.finished = not RUNNING.search(text)
+    running = [m for m in RUNNING.finditer(text) if not _UNWANTED.search(text[:m.start()])]
+    if running or FINISHED.search(text) or RUNNING.search(text):  # "done airing": finished, whatever "airing" read as
+        r.finished = not running  # "I don't want something that's still going": finished
     return found.words if found else text
 
 

@@ -360,3 +360,27 @@ async def test_a_name_the_catalog_lacks_is_reported_as_typed(demo: IngestReport,
     for q in ("rewatching fmab rn, whats the backstory of ed", "KNY season 2 incl movie", "zoro vs sanji lol isnt it",
               "naruto shipuden how many eps"):
         assert (await _link(conn, q)).unknown is None, q
+
+
+async def test_a_proper_name_the_catalog_neither_names_nor_tells_of_is_reported(demo: IngestReport, conn: Any) -> None:
+    """Capitalised words inside a sentence that no mention covers are a name the catalog lacks, English or not
+    ("Sailor Moon"), unless the catalog's prose tells of them ("the Demon King" of Frieren's synopsis)."""
+    found = await _link(conn, "Was Sailor Moon made by the same studio that animated Dragon Ball?")
+    assert found.unknown == ["Sailor Moon"] and _spans(found) == ["Dragon Ball"]
+    found = await _link(conn, "Which is longer, Naruto or Fairy Tail? Episode counts please.")
+    assert found.unknown == ["Fairy Tail"]
+    found = await _link(conn, "What made Frieren set out on a new journey after the Demon King was beaten?")
+    assert found.unknown is None
+    found = await _link(conn, "List the Weekly Shōnen Jump series that wrapped up in 2020 or later.")
+    assert found.unknown is None  # a magazine the catalog's works ran in
+    assert (await _link(conn, "who directed the tokyo ghoul anime?")).unknown == ["tokyo ghoul"]
+
+
+async def test_a_year_said_of_a_franchise_s_other_title_and_a_capital_letter_alone(
+        demo: IngestReport, conn: Any) -> None:
+    found = await _link(conn, "How many episodes does Fullmetal Alchemist: Brotherhood have? And how many did the "
+                              "earlier 2003 series have?")
+    assert _spans(found)[-1] == "2003 series" and _top(found, 1) == ("Fullmetal Alchemist", "exact")
+    found = await _link(conn, "who is Aizawa and how is he connected to L?")
+    assert _spans(found) == ["Aizawa", "L"] and _top(found, 1) == ("L Lawliet", "alias")
+    assert _spans(await _link(conn, "I think a show like that is good")) == []  # "I", "a": no names

@@ -97,3 +97,18 @@ def test_a_compared_field_the_catalog_lacks_is_said_missing_never_unknown() -> N
     text = compare_sentence("episode_count", "Zorb", "Qux", None, None)
     assert text == "The catalog does not record the episode count of Zorb and Qux."
     assert "unknown" not in compare_sentence("volumes", "Zorb", "Qux", 12, None)
+
+
+def test_kin_found_by_a_family_word_that_groups_them() -> None:
+    naruto = ent("character", "Naruto Uzumaki (character)", 11)
+    minato = ent("character", "Minato Namikaze (character)", 12)
+    kushina = ent("character", "Kushina Uzumaki (character)", 13)
+    parents = Hop(("family", "romantic"), ("parent", "father", "mother"))
+    details = {minato.ref.id: "father", kushina.ref.id: "mother"}
+    assert hop_sentence(parents, [naruto], [minato, kushina], details) == \
+        "Naruto Uzumaki's parents are Minato Namikaze and Kushina Uzumaki."
+    goku, gohan, goten = (ent("character", f"{n} (character)", i) for i, n in
+                          ((14, "Son Goku"), (15, "Son Gohan"), (16, "Son Goten")))
+    kids = Hop(("family", "romantic"), ("child", "son", "daughter"))
+    assert hop_sentence(kids, [goku], [gohan, goten], {gohan.ref.id: "son", goten.ref.id: "son"}) == \
+        "Son Goku's sons are Son Gohan and Son Goten."  # all of one kin: that kin's word

@@ -225,3 +225,14 @@ def test_a_cause_asked_without_why_is_a_why(question: str) -> None:
     # ... and "what studio made Vash's show" is a credit, no cause
     q = "what studio made Vash's show?"
     assert not read(q, links(q, ("Vash", [cand("character", "Vash the Stampede")]))).explain
+
+
+def test_a_cause_asked_of_a_name_said_she_or_he_is_the_character_s() -> None:
+    """"what made Mikasa ... her motivation": a work is never "she", so a name that is a work and a character too
+    is read as the character whose record tells why."""
+    mikasa = [cand("anime", "Mikasa"), cand("character", "Mikasa Ackerman", "alias")]
+    q = "What made Mikasa set out on a journey after the war? I'd like to understand her motivation."
+    a = read(q, links(q, ("Mikasa", mikasa)))
+    assert a.explain and a.types["Mikasa"][0] == "character"
+    q = "What made Mikasa set out on a journey after the war?"  # no pronoun: the reading it had
+    assert read(q, links(q, ("Mikasa", mikasa))).types["Mikasa"][0] == "anime"

@@ -161,6 +161,17 @@ def test_parts_go_with_the_names_before_them() -> None:
     assert [(m.mentions, m.attr) for m in a.more] == [(["Bebop"], "episode_count")]
 
 
+def test_a_group_of_parts_about_one_title_is_read_part_by_part() -> None:
+    """"How many episodes does X have and who directed it? And how many did Y have?": X's two parts each (its count
+    and its director), then Y's."""
+    q = "How many episodes does Bebop have and who directed it? And how many episodes did Trigun have?"
+    a = read(q, links(q, ("Bebop", BEBOP), ("Trigun", [cand("anime", "Trigun", 9)])))
+    assert a.mentions == ["Bebop"] and a.attr == "episode_count"
+    asked = [(m.mentions, m.attr, [h.edges for h in m.hops]) for m in a.more]
+    assert (["Trigun"], "episode_count", []) in asked and any(
+        m == ["Bebop"] and ("staff",) in e for m, _, e in asked), asked
+
+
 def test_where_a_manga_runs_is_its_magazine() -> None:
     q = "Two quick ones about the Trigun manga: who's the artist, and where does it run?"
     a = read(q, links(q, ("Trigun", [cand("manga", "Trigun", 8)])))

@@ -87,8 +87,11 @@ def test_possessive_family_words_and_mentors() -> None:
     assert read(q, links(q, ("boruto", boruto))).hops[0].roles == ("father",)
     q = "who is Boruto's older brother"  # a word that says which kin
     assert read(q, links(q, ("Boruto", boruto))).hops[0].roles == ("brother",)
-    q = "who are Boruto's parents"  # a group of kin: the whole family, with what each is
-    assert hops(read(q, links(q, ("Boruto", boruto)))) == [("family", "romantic")]
+    q = "who are Boruto's parents"  # a group of kin: its members, by the words relations' details use
+    a = read(q, links(q, ("Boruto", boruto)))
+    assert hops(a) == [("family", "romantic")] and a.hops[0].roles == ("parent", "father", "mother")
+    q = "who are boruto's children"
+    assert read(q, links(q, ("boruto", boruto))).hops[0].roles == ("child", "son", "daughter")
     q = "naruto's senseis"
     naruto = [*work("Naruto"), cand("character", "Naruto Uzumaki", "alias")]
     a = read(q, links(q, ("naruto", naruto)))
@@ -257,6 +260,10 @@ def test_a_numbered_episode_several_values_and_other_names() -> None:
     q = "jujutsu kaisen episode 19 title"
     a = read(q, links(q, ("jujutsu kaisen", work("Jujutsu Kaisen"))))
     assert a.attr == "first_episode" and a.episode == 19
+    q = "which eva does toji pilot in evangelion?"  # the verb, not the pilot episode
+    assert read(q, links(q, ("evangelion", work("Evangelion")))).attr != "first_episode"
+    q = "what's the title of the evangelion pilot episode"
+    assert read(q, links(q, ("evangelion", work("Evangelion")))).attr == "first_episode"
     q = "dragon ball daima: year + how many episodes"
     a = read(q, links(q, ("dragon ball daima", [cand("anime", "Dragon Ball Daima", year=2024)])))
     assert a.attr == "episode_count" and a.also == ["year"]
@@ -511,6 +518,9 @@ def test_conditions_said_before_the_question() -> None:
 
     f = parse_filter("Which Weekly Shonen Jump manga finished their run in 2020 or later")
     assert f is not None and {"field": "end_year", "op": "gte", "value": 2020} in f.where
+    f = parse_filter("tv series from the nineties")  # a decade spelled out
+    assert f is not None and {(c["op"], c["value"]) for c in f.where if c["field"] == "year"} == {
+        ("gte", 1990), ("lte", 1999)}
     f = parse_filter("tv shows that started airing in the 90s")  # when it began, not that it still airs
     assert f is not None and all(c["field"] != "status" for c in f.where)
 
@@ -899,3 +909,15 @@ def test_two_names_joined_by_or_after_a_colon_are_the_pair_chosen_between() -> N
                ("ufotable", [cand("studio", "ufotable")])]
     a = read(q, links(q, *studios))
     assert a.mentions == ["Madhouse", "Pierrot", "ufotable"]
+
+
+def test_a_work_the_catalog_lacks_asked_about_is_no_filter_over_the_catalog() -> None:
+    """"is the berserk manga finished": asked of a name linking reported missing, not of every finished manga; a filter
+    whose words may still be a value the search resolves (a person typed wrong) is kept."""
+    q = "is the berserk manga finished or still going"
+    a = read(q, EntityLinks(unknown=["berserk"]))
+    assert a.filter is None and not a.mentions
+    q = "is the berserk manga finished or still going"
+    assert read(q, EntityLinks()).filter is not None  # nothing reported missing: the catalog's finished manga
+    q = "Akutamj Gege - how many manga?"
+    assert read(q, EntityLinks(unknown=["Akutamj Gege"])).filter is not None

@@ -319,3 +319,21 @@ def test_an_example_s_readings_need_no_question_and_a_like_said_apart_from_the_a
     a = read(q, EntityLinks(mentions=spans))
     assert a.recommend is not None and a.recommend.year_max == 1999
     assert all(open_types(a, m) == () for m in a.mentions), "no clarification between an example's readings"
+
+
+def test_a_read_wanted_next_and_a_binge_wanted_across_a_dash_are_recommendations() -> None:
+    q = "mushishi wrecked me lol. i want to READ something next — a finished fantasy manga. not mushishi obviously"
+    a = read(q, links(q, ("mushishi", work("Mushishi"))))
+    assert a.recommend is not None and a.recommend.entity_type == "manga" and a.recommend.finished is True
+    q = "I want a huge binge — a completed show with at least 200 episodes. I've seen all of Mushishi, skip that."
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and r.least == 200 and r.finished is True
+
+
+def test_a_decade_spelled_out_and_a_refused_running_show_mean_finished_then() -> None:
+    q = "What TV series from the nineties would you recommend? I don't want something that's still going."
+    r = read(q, None).recommend
+    assert r is not None and (r.year_min, r.year_max, r.finished) == (1990, 1999, True)
+    q = "recommend something like Mushishi that is still airing"
+    r = read(q, links(q, ("Mushishi", work("Mushishi")))).recommend
+    assert r is not None and r.finished is False

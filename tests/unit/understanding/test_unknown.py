@@ -6,7 +6,7 @@ import pytest
 
 from agentic_rag.protocol import EntityLinks
 from agentic_rag.understanding.text import tokenize
-from agentic_rag.understanding.unknown import englishlike, unknown_names
+from agentic_rag.understanding.unknown import englishlike, titled_runs, unknown_names
 
 
 @pytest.mark.parametrize("word", ["rewatching", "bookshop", "keyring", "isnt", "theyve", "slickest", "insanely",
@@ -220,3 +220,45 @@ def test_a_name_said_first_beside_another_with_and() -> None:
     assert _unknown("Have Hayato Mori and Vash ever met?", ["Vash"]) == ["Hayato Mori"]
     assert _unknown("In Trigun, who is Melinda Desmond and how is she related to Vash?", ["Trigun", "Vash"]) == [
         "Melinda Desmond"]
+
+
+def _proper(question: str, linked: list[str], known: tuple[str, ...] = ()) -> list[str]:
+    spans = [(question.index(n), question.index(n) + len(n)) for n in linked]
+    links = EntityLinks.model_validate({"mentions": [{"text": question[a:b], "start": a, "end": b, "candidates": []}
+                                                     for a, b in spans]})
+    tokens = tokenize(question)
+    return [question[tokens[a].start:tokens[b].end] for a, b in
+            titled_runs(question, tokens, links.mentions, dict.fromkeys(known, 1))]
+
+
+def test_capitalised_words_inside_a_sentence_are_a_proper_name_though_english() -> None:
+    """Two words or more typed with capitals inside a sentence, that no mention covers and that hold a word no
+    catalog name uses: a proper name ("Sailor Moon", "Fairy Tail"), left to the catalog's prose to say whether it
+    tells of it."""
+    assert _proper("Was Sailor Moon made by the same studio that animated Dragon Ball?", ["Dragon Ball"]) == [
+        "Sailor Moon"]
+    assert _proper("Which is longer, Naruto or Fairy Tail? Episode counts please.", ["Naruto"]) == ["Fairy Tail"]
+    assert _proper("What has Kyoto Animation made compared to ufotable?", ["ufotable"],
+                   known=("animation",)) == ["Kyoto Animation"]
+    assert _proper("is Kaiju No. 8 made by the same studio as jjk", ["jjk"]) == ["Kaiju No. 8"]  # its numbering too
+
+
+@pytest.mark.parametrize(("question", "linked", "known"), [
+    ("Sailor Moon is what studio", [], ()),  # a sentence's first word may be capitalised for the sentence
+    ("Which Studio Animated The Show Naruto", ["Naruto"], ()),  # Title Case says nothing
+    ("who beat the Demon King in frieren", ["frieren"], ("demon", "king")),  # the catalog's own words
+    ("is Naruto a Hidden Leaf ninja", ["Naruto"], ("hidden", "leaf")),
+    ("I really liked it", [], ()),  # one word
+])
+def test_no_proper_name_where_capitals_say_nothing_or_the_words_are_the_catalogs(
+        question: str, linked: list[str], known: tuple[str, ...]) -> None:
+    assert _proper(question, linked, known) == []
+
+
+def test_a_title_between_the_and_what_it_is_is_a_name_unless_english_describes_it() -> None:
+    assert _unknown("who directed the tokyo ghoul anime?", []) == ["tokyo ghoul"]
+    assert _unknown("is the berserk manga finished or still going", []) == ["berserk"]
+    assert _unknown("is the original manga finished", []) == []  # a cue word
+    assert _unknown("who made the dark anime with the notebook", []) == []  # English describes it
+    # the catalog's own words ("the V Jump manga": a magazine it has)
+    assert _unknown("are any of the V Jump manga still running", [], known=("jump",)) == []
