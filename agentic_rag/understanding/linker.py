@@ -512,7 +512,8 @@ def _seasons_later(tokens: list[Token]) -> list[tuple[str, int, Token, Token]]:
         t = tokens[j]
         season: tuple[str, int, int] | None = None
         if t.key in ("season", "szn") or _SHORT.match(t.key) or _ORDINAL.match(t.key) or t.key in ORDINALS or (
-                t.raw.isupper() and t.key in _ROMAN[2:]):
+                t.raw.isupper() and t.key in _ROMAN[2:]) or (t.key == "part" and t.raw[:1].isupper()):
+            # ("Part 2" typed as a title's: "... where is Part 2 being serialized"; "part 2 of the story" is no title)
             season = _season_of(tokens[j:])
         elif _YEAR_KEY.match(t.key) and j and (tokens[j - 1].key == "the" or tokens[j - 1].possessive or (
                 # "the earlier 2003 series", "the original 1999 one"
@@ -588,20 +589,23 @@ _FRANCHISE_YEAR = re.compile(r"^[0-9a-f-]{36} \d{4}$")
 async def _seasons(conn: Conn, question: str, tokens: list[Token],
                    mentions: list[LinkedMention]) -> list[LinkedMention]:
     """A mention followed by a season or part ("MHA s4", "Mob Psycho 100 II") names that season, when the
-    catalog has it: one more probe, of the anime's own names with the season spelled the catalog's ways."""
+    catalog has it: one more probe, of the anime's and manga's own names with the season or part spelled the
+    catalog's ways ("Chainsaw Man Part 2" is a manga)."""
     asks: set[str] = set()
     # (mention index, start, end, keys): a season right after a name, or after "vs", "or", "and" next to it
-    found: list[tuple[int, int, int, list[str]]] = []
+    found: list[tuple[int, int, int, list[str], str]] = []
 
     def add(i: int, start: int, end: int, kind: str, n: int, bases: list[str]) -> None:
         keys = [key for b in bases for key in _season_keys(b, kind, n)]
         if kind == "year":  # "<franchise id> <year>": its title of that year ("the 2003 series" beside Brotherhood)
             keys += sorted({f"{f} {n}" for c in mentions[i].candidates for f in c.franchises})
-        found.append((i, start, end, keys))
+        found.append((i, start, end, keys, kind))
         asks.update(keys)
 
     for i, m in enumerate(mentions):
-        names = {link_key(x) for c in m.candidates if c.entity.entity_type == "anime" for x in (c.name, c.matched)}
+        # (a manga's parts too: "part 1 of the chainsaw man manga", "... and where is Part 2 serialized")
+        names = {link_key(x) for c in m.candidates if c.entity.entity_type in ("anime", "manga")
+                 for x in (c.name, c.matched)}
         # "hunter x hunter 1999 vs 2011": a title's year is a qualifier too
         bases = sorted(names | {SEASON_SUFFIX.sub("", n) for n in names} | {_TITLE_YEAR.sub("", n) for n in names})
         if not bases:
@@ -621,17 +625,19 @@ async def _seasons(conn: Conn, question: str, tokens: list[Token],
                 add(i, first.start, last.end, kind, n, bases)
     if not asks:
         return mentions
-    rows = await TITLE_KEYS_SQL.fetch(conn, {"keys": sorted(asks), "types": ["anime"]})
+    rows = await TITLE_KEYS_SQL.fetch(conn, {"keys": sorted(asks), "types": ["anime", "manga"]})
     if years := {k for k in asks if _FRANCHISE_YEAR.match(k)}:
         pairs = [k.split() for k in sorted(years)]
         rows += await YEAR_TITLES_SQL.fetch(conn, {"fids": [f for f, _ in pairs], "years": [int(y) for _, y in pairs]})
     out: list[LinkedMention] = []
     for i, m in enumerate(mentions):
         seasons = []
-        for _, start, end, keys in (f for f in found if f[0] == i):
+        for _, start, end, keys, kind in (f for f in found if f[0] == i):
             own = {c.entity.id for c in m.candidates}  # a franchise's title of a year that is this name's own
             hits = sorted((r for r in rows if str(r[0]) in keys and not (                    # other form is no
-                _FRANCHISE_YEAR.match(str(r[0])) and str(r[2]) in own)), key=lambda r: keys.index(str(r[0])))
+                _FRANCHISE_YEAR.match(str(r[0])) and str(r[2]) in own)
+                and (kind == "part" or r[3] == "anime")),  # a season is an anime's; a part may be a manga's
+                key=lambda r: keys.index(str(r[0])))
             if not hits or any(x.start < end and start < x.end for x in mentions if x is not m):
                 continue  # not in the catalog, or the words of the season are another name: leave them
             _, _, eid, etype, name, kind, popularity, primary, year, fmt, kin = hits[0]

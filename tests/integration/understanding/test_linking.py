@@ -384,3 +384,11 @@ async def test_a_year_said_of_a_franchise_s_other_title_and_a_capital_letter_alo
     found = await _link(conn, "who is Aizawa and how is he connected to L?")
     assert _spans(found) == ["Aizawa", "L"] and _top(found, 1) == ("L Lawliet", "alias")
     assert _spans(await _link(conn, "I think a show like that is good")) == []  # "I", "a": no names
+
+
+async def test_a_part_said_later_may_be_a_manga_s_and_a_season_is_an_anime_s(demo: IngestReport, conn: Any) -> None:
+    found = await _link(conn, "How many volumes did part 1 of the Chainsaw Man manga run, and where is Part 2 "
+                              "being serialized?")
+    assert _spans(found)[-1] == "Part 2" and _top(found, len(found.mentions) - 1)[0] == "Chainsaw Man Part 2"
+    found = await _link(conn, "aot season 1 vs season 2 ep counts")  # season 1 is the anime, never the manga
+    assert all(c.entity.entity_type == "anime" for m in found.mentions for c in m.candidates[:1])
