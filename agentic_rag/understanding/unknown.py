@@ -295,7 +295,7 @@ def titled_runs(question: str, tokens: Sequence[Token], mentions: Sequence[Linke
         run = [tokens[j].key for j in range(k, b + 1)]
         if 2 <= len(run) <= MAX_WORDS and max(map(len, run)) >= MIN_LETTERS and any(
                 w not in known and w not in CUES and w not in TYPE_WORD and w not in JARGON for w in run):
-            out.append((k, _numbering(question, tokens, b) if run[-1] == "no" else b))  # "Kaiju No. 8"
+            out.append((k, _numbering(question, tokens, b)))  # with a numbering after it: "Kaiju No. 8"
         k = b + 1
     return out
 
