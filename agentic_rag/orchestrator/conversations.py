@@ -12,20 +12,22 @@ tenant's are the same 404, a conversation at its turn limit a 409 that says to s
 
 from __future__ import annotations
 
+import re
 import uuid
 from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, TypeVar
+from typing import Any, Literal, TypeVar
 
 import asyncpg
 from pydantic import BaseModel, ConfigDict, Field
 
 from agentic_rag.errors import Conflict, NotFound, Unavailable
-from agentic_rag.protocol.conversation import ConversationContext, PastTurn
+from agentic_rag.protocol.conversation import ConversationContext, Named, PastTurn
 from agentic_rag.settings import Settings
 from agentic_rag.storage.retry import CONNECTION_ERRORS, with_connection
 from agentic_rag.storage.sql import Conn, Pool, Query
+from agentic_rag.understanding.cues import words
 
 T = TypeVar("T")
 
@@ -93,6 +95,42 @@ GET_SQL = Query("""
 TURNS_SQL = Query("""
     SELECT seq, trajectory_id, question, standalone, status, card, created_at FROM conversation_turns
     WHERE conversation_id = :id ORDER BY seq""")
+
+# the descriptions of the characters a turn named: how each is referred to (he or she), for "his" and "the girl"
+PRONOUN_SQL = Query("SELECT id::text, description FROM character WHERE id = ANY(:ids::uuid[])")
+# (and the nouns a description calls its character: "son of NERV commander Gendo Ikari", "Rukia's older brother"; a
+# noun after "his" or "her" is someone else: "devoted to his wife", and "him" an object: "who left him")
+_HE = words("he his himself son brother father husband boy man king prince uncle nephew grandfather grandson "
+           "boyfriend")
+_SHE = words("she her herself daughter sister mother wife girl woman queen princess aunt niece grandmother "
+            "granddaughter girlfriend")
+_OWNERS = frozenset(("his", "her", "their", "its", "my", "your", "our"))
+_BEFORE_OBJECT = frozenset(("to", "with", "for", "by", "of", "from", "at", "on", "about", "protects", "loves"))
+_WORDS = re.compile(r"[a-z]+")
+
+
+def pronoun_of(description: str | None) -> Literal["he", "she"] | None:
+    """The pronoun a description uses of its character (or the nouns it calls it), when it uses one kind more than
+    the other."""
+    words = _WORDS.findall((description or "").lower())
+    def of_it(i: int, w: str) -> bool:  # whether word i, a pronoun or a noun, is said of the character
+        before = words[i - 1] if i else ""
+        if w == "her":
+            return before not in _BEFORE_OBJECT
+        return w in ("he", "his", "himself", "she", "herself") or before not in _OWNERS
+
+    said = [w for i, w in enumerate(words) if (w in _HE or w in _SHE) and of_it(i, w)]
+    he, she = sum(w in _HE for w in said), sum(w in _SHE for w in said)
+    return "he" if he > she else "she" if she > he else None
+
+
+def with_pronouns(card: PastTurn, descriptions: dict[str, str | None]) -> PastTurn:
+    """``card`` with each character it names marked by the pronoun its description uses."""
+    def mark(names: list[Named]) -> list[Named]:
+        return [n.model_copy(update={"pronoun": pronoun_of(descriptions.get(n.ref.id))})
+                if n.ref.entity_type == "character" else n for n in names]
+    return card.model_copy(update={"subjects": mark(card.subjects), "answers": mark(card.answers)})
+
 
 DELETE_SQL = Query("DELETE FROM conversations WHERE id = :id AND tenant = :tenant")
 
@@ -215,8 +253,12 @@ class ConversationStore:
             "question": question[:MAX_TEXT], "standalone": standalone[:MAX_TEXT], "status": card.status,
             "card": card.model_dump_json(), "ttl_s": float(self._settings.conversation_ttl_s)}
         sql = START_SQL if claim.new else ADD_SQL
+        characters = sorted({n.ref.id for n in (*card.subjects, *card.answers) if n.ref.entity_type == "character"})
 
         async def run(conn: Conn) -> bool:
+            if characters:
+                rows = await PRONOUN_SQL.fetch(conn, {"ids": characters})
+                params["card"] = with_pronouns(card, {str(r[0]): r[1] for r in rows}).model_dump_json()
             return (await sql.execute(conn, params)).endswith(" 1")
 
         return await self._execute("add", run)

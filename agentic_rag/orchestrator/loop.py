@@ -48,6 +48,7 @@ from agentic_rag.orchestrator.state import (
     clarifying,
     dependency_of,
     failure_text,
+    lacking_only,
     new_request_id,
     not_found,
     response_from,
@@ -95,6 +96,7 @@ from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
 from agentic_rag.understanding.followup import resolve
 from agentic_rag.understanding.reading import read, settled
+from agentic_rag.understanding.unknown import only_scope
 
 log = logging.getLogger(__name__)
 T = TypeVar("T", bound=BaseModel)
@@ -507,6 +509,11 @@ class RunContext:
                                   query=mention[:max_len(SearchIntent, "query")] if mention else None,
                                   filters=SearchFilters(id=[chosen.entity.id]), limit=1)
             await stages.retrieve(self, [intent])
+        elif s.links is not None and s.links.unknown and only_scope(s.question, s.links.mentions, s.links.unknown):
+            # every name the catalog has is only where the question is set ("In JJK, what is Higuruma's domain?"):
+            # what the catalog holds answers none of it, and an answer about the setting would pass for one
+            await self.event("unknown", "decision", {"unknown": s.links.unknown, "only_scope": True})
+            return lacking_only(s)
         elif s.mode == "agentic" and self.settings.agent_clarify and s.rewrite.needs_external_context:
             t0 = time.perf_counter()
             # a question that names something the catalog lacks is answered by saying so: which of a known name's

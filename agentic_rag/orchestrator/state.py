@@ -286,6 +286,20 @@ def not_found(state: RunState, why: TerminationReason) -> AgentResponse:
     )
 
 
+def lacking_only(state: RunState) -> AgentResponse:
+    """The answer to a question about names the catalog lacks, set in works it has ("In JJK, what is Higuruma's
+    domain?"): the missing names said, and that the works around them answer nothing of it."""
+    mentions = state.links.mentions if state.links is not None else []
+    setting = ", ".join(dict.fromkeys(m.candidates[0].name for m in mentions if m.candidates))
+    text = f"{lacking(state)} The catalog has {setting}, but nothing about what the question asks."
+    return AgentResponse(
+        answer=text[:_ANSWER], status="not_found", confidence=0.0, warnings=state.warnings[:_WARNINGS],
+        evidence=Evidence(rewritten_query=state.rewrite.rewritten_query if state.rewrite else None,
+                          termination_reason="zero_results",
+                          facts=[f"not found: {n}"[:_FACT] for n in (state.links.unknown or [])[:4]]
+                          if state.links is not None else []))
+
+
 def clarifying(state: RunState, clarification: Clarification) -> AgentResponse:
     names = "; ".join(c.label for c in clarification.choices)
     return AgentResponse(

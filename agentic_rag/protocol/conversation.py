@@ -8,6 +8,8 @@ turns, a few names each.
 
 from __future__ import annotations
 
+from typing import Literal
+
 from pydantic import Field
 
 from agentic_rag.protocol.base import EntityRef, ProtocolModel, QueryText, ShortText
@@ -27,6 +29,8 @@ class Named(ProtocolModel):
     ref: EntityRef
     name: ShortText = Field(description="The entity's primary name.")
     text: ShortText | None = Field(None, description="The words of the question that named it, as typed.")
+    pronoun: Literal["he", "she"] | None = Field(
+        None, description="How the catalog's description of a character refers to them (None: it does not say).")
 
 
 class PastTurn(ProtocolModel):

@@ -100,6 +100,10 @@ SELECT franchise_id::text FROM anime WHERE id = ANY(CAST(:ids AS uuid[])) AND fr
 UNION SELECT franchise_id::text FROM manga WHERE id = ANY(CAST(:ids AS uuid[])) AND franchise_id IS NOT NULL
 UNION SELECT id::text FROM franchise WHERE id = ANY(CAST(:ids AS uuid[]))
 """)
+# the works of a studio left out ("made by some studio other than Madhouse"): none of them is a pick
+STUDIO_WORKS_SQL = Query("""
+SELECT x.anime_id::text FROM anime_studio x WHERE x.studio_id = ANY(CAST(:ids AS uuid[]))
+""")
 
 # What a pick must be, for both work tables (w is the candidate's row; its length is episodes or volumes).
 _WANTED = """
@@ -251,6 +255,7 @@ async def examples(conn: Conn, intent: SimilarIntent) -> Examples:
     excluded = list(intent.exclude)
     out.skip.update(excluded)
     out.franchises.update(r[0] for r in await FRANCHISES_SQL.fetch(conn, {"ids": excluded}))
+    out.skip.update(r[0] for r in await STUDIO_WORKS_SQL.fetch(conn, {"ids": excluded}))
     return out
 
 

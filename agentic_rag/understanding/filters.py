@@ -27,6 +27,8 @@ _HEAD = re.compile(
 _TOP = re.compile(r"^(?:which|what) (?P<what>studio|magazine|genre)s? (?:has|have|had) (?:animated|made|produced|"
                   r"serialized|published|the most)?\s*(?:the )?most (?P<noun>anime|manga|titles|shows|series)?",
                   re.IGNORECASE)
+_SOMETHING_WITH = re.compile(r"^\s*(?:(?:is|are) there\s+)?(?:anything|something|any)\s+(?:with|that has|having)\s+",
+                             re.IGNORECASE)
 _PRINT = re.compile(r"\b(?:weekly|monthly|jump|magazines?|serialized|serialised|volumes?|mangaka|tankobon|"
                     r"tankōbon|published)\b", re.IGNORECASE)
 _NON_WORD = re.compile(r"[^\w&.\-]+")
@@ -128,6 +130,9 @@ def parse_filter(q: str) -> Filter | None:
         return Filter(entity_type=et, kind="top", group_by="genres" if what == "genre" else what)
     q = _SHORT_YEARS.sub(lambda y: f"{y['w']} 19{y['a']} {y['j']} 19{y['b']}", with_digits(q))
     m = _HEAD.match(q)
+    if m is None and (some := _SOMETHING_WITH.match(q)) is not None:
+        # "anything with romance in it?": works of that kind, anime when no type is said
+        return parse_filter(f"anime with {q[some.end():]}")
     if m is None and (cut := max(q.rfind(","), q.rfind(":"))) > 0:
         m = _HEAD.match(q[cut + 1:].strip())  # "For a paper on 1980s animation, I need every TV anime ..."
     if m is None:

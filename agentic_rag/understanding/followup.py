@@ -149,11 +149,14 @@ def resolve(question: str, links: EntityLinks | None, context: ConversationConte
     if last.status == "needs_clarification" and last.choices:
         picked = _choice(question, mentions, last.choices)
         if picked is not None:
-            return Followup(last.standalone, [f"answers the clarification: {last.choices[picked].name}"],
-                            choice=picked, mention=last.choices[picked].text)
+            chosen = last.choices[picked]
+            if (asked := _then_asked(question, chosen, last)) is not None:
+                return asked  # "sorry, the 2011 one - who animated it?": the choice, then a question of it
+            return Followup(last.standalone, [f"answers the clarification: {chosen.name}"],
+                            choice=picked, mention=chosen.text)
     correction = CORRECTION.match(question)
     body = question[correction.end():] if correction else question
-    if (short := _short_named(body, mentions, context)) is not None:
+    if (short := _short_named(body, mentions, context) or _word_one(body, mentions, context)) is not None:
         return short
     pointed = _pointing(body, mentions, context)
     if pointed is not None:
@@ -186,6 +189,32 @@ def _choice(reply: str, mentions: list[LinkedMention], choices: list[Named]) -> 
     return None
 
 
+# a reply's next clause: "the 2011 one - who animated it?", "the manga, how many volumes does it have"
+_NEXT_CLAUSE = re.compile(r"\s*(?:[-–—,:;.?!]+|\band\b)\s*(?=\w)")
+_LABEL_KIND = re.compile(r"\s*\((?:anime|manga|character|person|studio|franchise)\b[^)]*\)\s*$")
+
+
+def _then_asked(reply: str, chosen: Named, last: PastTurn) -> Followup | None:
+    """A clarification answered, and a question of its own asked after the choice ("sorry, the 2011 one - who
+    animated it?"): that question, its pointing words standing for the reading chosen; None when the reply only
+    chooses."""
+    for cut in _NEXT_CLAUSE.finditer(reply):
+        rest = reply[cut.end():]
+        keys = [t.key for t in tokenize(rest)]
+        if not keys or keys[0] not in _ASKING:
+            continue
+        name = _LABEL_KIND.sub("", chosen.name)
+        named = Named(ref=chosen.ref, name=name, text=chosen.text)
+        turn = PastTurn(question=last.question, standalone=last.standalone, status="answered", subjects=[named])
+        pointed = _pointing(rest, [], ConversationContext(turns=[turn]))
+        if pointed is None or pointed.ask is not None:
+            return None
+        pointed.how.insert(0, f"answers the clarification: {name}")
+        pointed.pinned[name] = chosen.ref
+        return pointed
+    return None
+
+
 # -- 2. pointing words --------------------------------------------------------------------------------------------
 
 @dataclass(slots=True)
@@ -200,6 +229,10 @@ class _Point:
     few: int = 0  # ... and how many places from it ("the first two"); 0: one
     form: str | None = None  # "the manga": that form of the latest work
     choosing: bool = False  # "which one": one of the names before, said "which of A and B"
+    gender: str | None = None  # "he" or "she": a character whose description says the other is not meant
+
+    def fits(self, n: Named) -> bool:
+        return self.gender is None or n.pronoun is None or n.pronoun == self.gender
 
 
 def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
@@ -229,7 +262,8 @@ def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
                 out.append(_Point(m.start(), m.end(), m.group(0), WORK, form=form))
     for m in DEMONSTRATIVE.finditer(text):
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
-            out.append(_Point(m.start(), m.end(), m.group(0), _NOUN_KINDS[m.group("noun").lower()]))
+            noun = m.group("noun").lower()
+            out.append(_Point(m.start(), m.end(), m.group(0), _NOUN_KINDS[noun], gender=_GENDER.get(noun)))
     for m in WHICH_ONE.finditer(text):
         if free(m.start("w"), m.end("w")):
             out.append(_Point(m.start("w"), m.end("w"), m.group(0), ANY, plural=True, choosing=True))
@@ -246,8 +280,14 @@ def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
             possessive = after is not None and after.group(1).lower() not in _AFTER_OBJECT
         if word == "it" and _dummy_it(text, m.start()):
             continue
-        out.append(_Point(m.start(), m.end(), m.group(0), kinds, possessive, plural))
+        out.append(_Point(m.start(), m.end(), m.group(0), kinds, possessive, plural, gender=_GENDER.get(word)))
     return sorted(out, key=lambda p: p.start)
+
+
+# the words that say which a person is: a character described as "she" is not "he" ("who's his dad?" after Shinji
+# and Asuka were named is Shinji's)
+_GENDER = {"he": "he", "him": "he", "his": "he", "guy": "he", "dude": "he", "man": "he",
+           "she": "she", "her": "she", "hers": "she", "girl": "she", "woman": "she"}
 
 
 def _dummy_it(text: str, at: int) -> bool:
@@ -338,15 +378,19 @@ def _referents(p: _Point, context: ConversationContext) -> list[Named]:
     def first(t: PastTurn) -> tuple[list[Named], ...]:
         return _one(_new(t.answers, told)), t.subjects
 
+    def head(names: list[Named]) -> list[Named]:  # the first; for "his", the first the description calls "he"
+        said = [n for n in names if p.gender is not None and n.pronoun == p.gender and n.ref.entity_type in p.kinds]
+        return said[:1] or names[:1]
+
     def then(t: PastTurn) -> tuple[list[Named], ...]:
-        return _new(t.answers, told)[:1], t.answers[:1]
+        return head(_new(t.answers, told)), head(t.answers)
 
     passes = (first, then)
     for where in passes:
         for t in turns:
             for kinds in (g for g in groups if g):
                 for names in where(t):
-                    fit = next((n for n in names if n.ref.entity_type in kinds), None)
+                    fit = next((n for n in names if n.ref.entity_type in kinds and p.fits(n)), None)
                     if fit is not None:
                         return [fit]
     return []
@@ -468,6 +512,33 @@ def _short_named(body: str, mentions: list[LinkedMention], context: Conversation
         if named is not None:
             text = body[:t.start] + named.name + body[t.end:]
             return Followup(_tidy(text), [f"{t.raw!r} -> {named.name}"], pinned={named.name: named.ref})
+    return None
+
+
+# "the punch one", "the mob one": the one of the names before whose name has that word
+WORD_ONE = re.compile(r"\bthe\s+(?P<w>[a-z][a-z0-9-]{2,})\s+one\b", re.IGNORECASE)
+_NOT_NAME_WORD = words("""same other new newer newest old older oldest original latest earlier later next previous
+main whole right wrong only last final first second third fourth fifth longer shorter longest shortest
+bigger biggest best worst good bad""")
+
+
+def _word_one(body: str, mentions: list[LinkedMention], context: ConversationContext) -> Followup | None:
+    """"the punch one, who draws its manga?" after a list of Madhouse's works: the one name before, in the latest
+    turn that has one, with that word in it (One-Punch Man), spelled out; a word no name before has ("the dog one")
+    is left to the other readings."""
+    for m in WORD_ONE.finditer(body):
+        word = m.group("w").lower()
+        if word in _NOT_NAME_WORD or word in _ORDINALS or any(x.start < m.end() and m.start() < x.end
+                                                                for x in mentions):
+            continue
+        for t in reversed(context.turns):
+            hits = list({n.ref.id: n for n in (*t.answers, *t.subjects)
+                         if word in link_key(n.name).replace("-", " ").split()}.values())
+            if len(hits) == 1:
+                text = body[:m.start()] + hits[0].name + body[m.end():]
+                return Followup(_tidy(text), [f"{m.group(0)!r} -> {hits[0].name}"], pinned={hits[0].name: hits[0].ref})
+            if hits:
+                break
     return None
 
 

@@ -275,6 +275,7 @@ async def _link(conn: Conn, question: str) -> EntityLinks:
     mentions = await _renamed(conn, question, tokens, mentions)
     mentions = _one_work(question, tokens, await _films(conn, question, tokens, mentions))
     mentions, misread = _out_of_place(question, tokens, mentions)
+    mentions = _families(question, mentions)
     fixed = [k for k in fixes if k not in misread]
     titled = await _unsaid(conn, question, tokens, titled_runs(question, tokens, mentions, known))
     return EntityLinks(mentions=mentions,
@@ -305,23 +306,48 @@ _FROM_WORK = re.compile(r"^\s*(?:from|in|of|off)\s+(?:the\s+)?$", re.IGNORECASE)
 def _out_of_place(question: str, tokens: list[Token],
                   mentions: list[LinkedMention]) -> tuple[list[LinkedMention], set[str]]:
     """A person read from a typo ("hakari" as Hikari Horaki) that the question places in a work of another franchise
-    ("is hakari from jjk stronger than gojo"): a name the catalog lacks, not that one. The mentions less those, and
-    the words they were read from (no longer typos of a catalog word: the name is reported as typed)."""
+    ("is hakari from jjk stronger than gojo", "which breathing style does Yoriichi use in Demon Slayer"): a name the
+    catalog lacks, not that one. The mentions less those, and the words they were read from (no longer typos of a
+    catalog word: the name is reported as typed)."""
     out: list[LinkedMention] = []
     misread: set[str] = set()
     for i, m in enumerate(mentions):
         nxt = mentions[i + 1] if i + 1 < len(mentions) else None
         typo = bool(m.candidates) and all(c.match == "typo" and c.entity.entity_type in ORDER_FREE
                                           for c in m.candidates)
-        if typo and nxt is not None and _FROM_WORK.match(question[m.end:nxt.start]):
+        # the work it is placed in: right after it ("from jjk"), or the question's works, where every one is a work
+        # of other franchises than its readings' (no name of its own franchise said anywhere)
+        works = [nxt] if nxt is not None and _FROM_WORK.match(question[m.end:nxt.start]) else [
+            x for x in mentions if x is not m and x.candidates
+            and all(c.entity.entity_type in ("anime", "manga", "franchise") for c in x.candidates)]
+        if typo and works:
             theirs = {f for c in m.candidates for f in c.franchises}
-            work = {f for c in nxt.candidates if c.entity.entity_type in ("anime", "manga", "franchise")
+            work = {f for x in works for c in x.candidates if c.entity.entity_type in ("anime", "manga", "franchise")
                     for f in c.franchises}
-            if theirs and work and not theirs & work:
+            named = {f for x in mentions if x is not m for c in x.candidates for f in c.franchises}
+            if theirs and work and not theirs & work and not theirs & named:
                 misread |= {t.key for t in tokens if m.start <= t.start < m.end}
                 continue
         out.append(m)
     return out, misread
+
+
+_FAMILY_AFTER = re.compile(r"^\s*(?:family|clan|household|siblings|brothers|sisters|kids|house)\b", re.IGNORECASE)
+
+
+def _families(question: str, mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """A surname several characters share, said as their family ("why does Mikasa live with the Yeager family?"),
+    beside characters the question is about: the family is where they are, no one of its members to ask which
+    of; the mention is dropped. Asked about alone ("who is in the Zoldyck family?") it stays."""
+    people = [m for m in mentions if m.candidates and m.candidates[0].entity.entity_type == "character"]
+
+    def family(m: LinkedMention) -> bool:
+        return len({c.entity.id for c in m.candidates}) > 1 and all(
+            c.entity.entity_type == "character" for c in m.candidates) and bool(_FAMILY_AFTER.match(question[m.end:]))
+
+    if not any(not family(m) for m in people):
+        return mentions
+    return [m for m in mentions if not family(m)]
 
 
 def _head_nouns(question: str, tokens: list[Token], mentions: list[LinkedMention]) -> list[LinkedMention]:
@@ -524,13 +550,22 @@ def _seasons_later(tokens: list[Token]) -> list[tuple[str, int, Token, Token]]:
             tv = tokens[j + 1].key == "tv" and tokens[j + 2:j + 3] and tokens[j + 2].key in ("series", "show", "anime")
             season = ("year", int(t.key), 3 if tv else 2)
         # (season 1 is the name itself, and "from season 1 through ..." a run along the chain; a part is named by its
-        # number, "part 1" too)
-        if season is not None and season[0] in ("season", "year", "part") and (season[1] > 1 or season[0] != "season"):
+        # number, "part 1" too; season 1 set against another season is that season: "season 1 vs season 2")
+        if season is not None and season[0] in ("season", "year", "part") and (
+                season[1] > 1 or season[0] != "season" or _paired(tokens[j + season[2]:])):
             out.append((season[0], season[1], t, tokens[j + season[2] - 1]))
             j += season[2]
             continue
         j += 1
     return out
+
+
+_PAIRING = frozenset(("vs", "versus", "or", "and", "&"))
+
+
+def _paired(after: list[Token]) -> bool:
+    """Whether a season said is set beside another right after it ("season 1 vs season 2", "s1 or s2")."""
+    return len(after) > 1 and after[0].key in _PAIRING and (_season_of(after[1:]) is not None or after[1].key.isdigit())
 
 
 def _season_before(tokens: list[Token]) -> tuple[str, int, Token] | None:
@@ -943,11 +978,13 @@ def _hyphened(question: str, tokens: list[Token], s: _Span, taken: set[int], loo
 
 
 def _common_noun(tokens: list[Token], s: _Span) -> bool:
-    """A lowercase English word after an article is a noun, not a name: "the king of the pirates" is not
-    the character King (who is still found as "King" or "who is king")."""
+    """A lowercase English word after an article, or after a name's possessive, is a noun, not a name: "the king
+    of the pirates" is not the character King (who is still found as "King" or "who is king"), and "anya's power"
+    is what Anya has, not the character Power."""
     t = tokens[s.start]
     return (s.length == 1 and t.raw.islower() and t.key in english_words() and s.start > 0
-            and tokens[s.start - 1].key in DETERMINERS)
+            and (tokens[s.start - 1].key in DETERMINERS or (   # ("what's" is "what is": no possessive)
+                tokens[s.start - 1].possessive and tokens[s.start - 1].key not in STOP)))
 
 
 def _in_title_cased_noun(tokens: list[Token], s: _Span, taken: set[int]) -> bool:
@@ -957,8 +994,10 @@ def _in_title_cased_noun(tokens: list[Token], s: _Span, taken: set[int]) -> bool
         return False
     t, before = tokens[s.start], tokens[s.start - 1]
     people = all(c.entity.entity_type in ORDER_FREE for _, c in s.candidates.values())
-    return people and t.key in english_words() and before.key in english_words() and before.raw[:1].isupper() \
-        and not before.upper and before.key not in STOP and before.key not in CUES and before.end + 1 == t.start
+    # (typed in lower case after any capitalised word nothing matched: "Lelouch's Geass power" is his power)
+    return people and t.key in english_words() and (before.key in english_words() or t.raw.islower()) \
+        and before.raw[:1].isupper() and not before.upper and before.key not in STOP and before.key not in CUES \
+        and before.end + 1 == t.start
 
 
 def _inside_unknown_name(tokens: list[Token], s: _Span, taken: set[int], loose: dict[int, int]) -> bool:

@@ -446,3 +446,27 @@ def _say(out: list[str], question: str, tokens: Sequence[Token], a: int, b: int)
     span = question[tokens[a].start:tokens[b].start + len(tokens[b].raw)]
     if span.lower() not in (s.lower() for s in out):
         out.append(span)
+
+
+# a work said as where the question is set: "in Jujutsu Kaisen", "from the Demon Slayer manga", or opening the
+# question as its topic ("In JJK, ...", "Jujutsu Kaisen: ...", "jjk question -")
+_SCOPE_BEFORE = re.compile(r"\b(?:in|from|within|inside)\s+(?:the\s+)?$", re.IGNORECASE)
+_TOPIC_AFTER = re.compile(r"^\s*(?:(?:anime|manga|series|question|q)\s*)?(?:[:,]|\s[-–—])", re.IGNORECASE)
+_WORK_TYPES = frozenset(("anime", "manga", "franchise"))
+
+
+def only_scope(question: str, mentions: Sequence[LinkedMention], unknown: Sequence[str]) -> bool:
+    """Whether every name the catalog has is only where a question about a name it lacks is set ("In Jujutsu
+    Kaisen, what is Hiromi Higuruma's domain expansion?", "which breathing style does Yoriichi use in Demon
+    Slayer?"): then nothing the catalog holds answers any of it. A known name asked about beside the unknown one
+    ("is hakari from jjk stronger than gojo", "did Kyoto Animation work on Frieren") is no scope."""
+    if not unknown or not mentions:
+        return False
+    for m in mentions:
+        if not m.candidates or any(c.entity.entity_type not in _WORK_TYPES for c in m.candidates):
+            return False
+        before = question[:m.start]
+        opening = not before.strip(" \t\"'") or bool(re.fullmatch(r"\s*(?:in|for)\s+(?:the\s+)?", before, re.I))
+        if not _SCOPE_BEFORE.search(before) and not (opening and _TOPIC_AFTER.match(question[m.end:])):
+            return False
+    return True

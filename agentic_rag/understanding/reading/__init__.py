@@ -45,14 +45,19 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     whole, first (:mod:`.among`): its list is no set of parts, and its "not" no aside."""
     if (choice := _among(question, links)) is not None:
         return choice
+    said = links.mentions if links is not None else []
     question, links, excluded = _except(question, links)
+    # a studio left out ("made by some studio other than Madhouse"): a condition on recommended works
+    studio_out = any(m.candidates[0].entity.entity_type == "studio" and m.candidates[0].entity.id in excluded
+                     for m in said if m.candidates)
     reads: list[Analysis] = []
 
     def one(text: str, part_links: EntityLinks | None) -> Analysis:
         reads.append(_read(text, part_links))
         return reads[-1]
 
-    a = read_recommendation(question, links, one, excluded=bool(excluded)) or _read_parts(question, links, one)
+    a = read_recommendation(question, links, one, excluded=bool(excluded), studio_out=studio_out) or \
+        _read_parts(question, links, one)
     a.by_meaning = any(r.by_meaning for r in reads)
     for x in (a, *a.more):
         x.exclude |= excluded

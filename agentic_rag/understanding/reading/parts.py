@@ -84,7 +84,7 @@ def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked
             if not _asks_of(r) and i and _parallel(text, parts[i - 1], p):
                 r = _read(_only(text, [parts[i - 1], p]), EntityLinks(mentions=names(p)))
             reads.append(r)
-        if all(_asks_of(r) and r.filter is None and r.mentions and r.intent != "relation"
+        if all((_asks_of(r) or _described(r)) and r.filter is None and r.mentions and r.intent != "relation"
                and not r.more for r in reads):
             head, *rest = reads
             head.more = rest
@@ -206,6 +206,12 @@ def _asks_of(r: Analysis) -> bool:
     """Whether a part's reading asks something of its names: a hop, a value, or one value of each side by side
     ("opm s1 and s2 - which studio made each one and how many eps does each have")."""
     return bool(r.hops or r.attr or (r.intent == "compare" and r.compare_field))
+
+
+def _described(r: Analysis) -> bool:
+    """Whether a part asks what its one name's record tells ("what's megumi's technique called, what's nobara's":
+    a fact the catalog keeps only in words, answered by the record described)."""
+    return r.intent == "lookup" and len(r.mentions) == 1 and not r.described and r.filter is None
 
 
 _QUESTION_WORD = re.compile(r"\W*(who|whom|what|which|when|where|how many|how)\b", re.IGNORECASE)

@@ -75,7 +75,7 @@ CONSUME = re.compile(r"\b(?:i|we|he|she|they) (?:could|can|should|might|would|wi
 _NEXT = re.compile(r"\b(?:watch|read|try|check out|binge|start)\s+next\b", re.IGNORECASE)
 # works of a kind asked for ("any psychological manga that's finished?", "another comedy manga", "anything else
 # from that studio"): a recommendation when the message also says whose works are meant or what the asker liked
-_WORKS_NOUN = r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|titles|productions?|projects|works)"
+_WORKS_NOUN = r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|titles|productions?|projects|works|stuff)"
 WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more|(?:is|are) there an?)\b"
                     r"(?:[\s,/-]+(?!(?:did|does|do|has|"
                     rf"have|had|is|are|was|were)\b)[\w'-]+){{0,5}}?[\s/-]+(?:{_WORKS_NOUN}|else)\b", re.IGNORECASE)
@@ -101,10 +101,12 @@ LIKED = re.compile(r"\b(?:lov(?:e|ed|ing)|adored?|enjoyed|(?:big |huge )?fan\b|f
                    r"caught up|binged|obsessed|hooked|comfort (?:read|watch|show|anime|manga|series)|"
                    r"grew up (?:on|with|watching|reading)|"
                    # "X was great", "X is so good": a work praised
-                   r"(?:was|is|were|are) (?:so |really |absolutely |pretty )?(?:great|amazing|awesome|incredible|"
+                   r"(?:was|is|were|are) (?:(?:so|really|pretty|\w+ly) )?(?:great|amazing|awesome|incredible|"
                    r"fantastic|excellent|gorgeous|beautiful|peak|good|fire)|"
                    # what the asker has seen: "I've only watched the original series", "already seen it"
-                   r"(?:i'?ve|i have|i) (?:\w+ ){0,2}?(?:watched|seen|read|finished))\b", re.IGNORECASE)
+                   r"(?:i'?ve|i have|i) (?:\w+ ){0,2}?(?:watched|seen|read|finished)|"
+                   # "just finished X and i want more psychological stuff"
+                   r"(?:just|recently) (?:finished|watched|read|binged|completed))\b", re.IGNORECASE)
 # "like X" / "anime like it": a work compared to, not "what is X like" or "I'd like to know"
 LIKE = re.compile(r"\b(?:like|liek|lik|as good as|similar to|same as|(?:lines|vein|spirit|style|mold|mould|vibes?|feel|"
                   r"energy|atmosphere|tone|mood) of)\s*$", re.IGNORECASE)
@@ -314,10 +316,11 @@ def _wish(words: str) -> str:
 
 def read_recommendation(question: str, links: EntityLinks | None,
                         read: Callable[[str, EntityLinks | None], Analysis], *,
-                        excluded: bool = False) -> Analysis | None:
+                        excluded: bool = False, studio_out: bool = False) -> Analysis | None:
     """The recommendation ``question`` asks for, or None when it asks for none; ``read`` reads the rest of it
     (the chain to a studio or person whose works are meant); ``excluded``: an aside left a name out ("besides opm
-    itself, any other superhero shows?"), which says what the picks are not, as a negated name does."""
+    itself, any other superhero shows?"), which says what the picks are not, as a negated name does; ``studio_out``:
+    the name it left out is a studio."""
     linked = sorted(links.mentions if links else [], key=lambda m: m.start)
     question = _EMPHASIS.sub(" ", question)  # "another *completed* manga": the words, not their markup (offsets kept)
     if not _asks_recommendation(question, linked, excluded):
@@ -341,7 +344,11 @@ def read_recommendation(question: str, links: EntityLinks | None,
     asked = _without(question, [x.span() for rx in (AFTER, _NEXT) for x in rx.finditer(question)])
     rest = read(asked, EntityLinks(mentions=kept)) if kept else None
     a = Analysis(intent="recommend", mentions=[])
-    if rest is not None and rest.hops and hop_range(rest.hops[-1].edges) in ("studio", "person"):
+    # ("made by some studio other than Madhouse": the studio said is left out, a condition on the picks, not a
+    # chain to the works of the examples' studio)
+    left_studio = studio_out or any(c.entity.entity_type == "studio" for m in left_out for c in m.candidates[:1])
+    if rest is not None and rest.hops and hop_range(rest.hops[-1].edges) in ("studio", "person") and not (
+            left_studio and hop_range(rest.hops[-1].edges) == "studio"):
         a = rest  # "the studio that animated X": its works are the examples
         a.intent = "recommend"
         a.attr, a.also, a.filter, a.more = None, [], None, []

@@ -183,10 +183,15 @@ def _studio_works(x: _Asked) -> bool:
         w.any(C.FOUNDED) and not w.any(C.MADE | C.WORKS))
 
 
+_ANIMATE = frozenset(("animate", "animates", "animated", "animating", "do", "done", "produce"))
+
+
 def _studio(x: _Asked) -> list[Hop]:
     w = x.w
-    if w.any(C.MADE) and not w.any(C.FOUNDED) and (w.has(*C.OTHER_WORKS_PHRASES) or x.answer == "anime"):
-        return [STUDIO, OTHER_STUDIO_WORKS]  # "what else did X's studio make"
+    # "what else did X's studio make", "what else did the studio of X animate" (the verb a studio does: animating)
+    made = w.any(C.MADE) or bool(w.set & _ANIMATE)
+    if made and not w.any(C.FOUNDED) and (w.has(*C.OTHER_WORKS_PHRASES) or x.answer == "anime"):
+        return [STUDIO, OTHER_STUDIO_WORKS]
     return [STUDIO]
 
 

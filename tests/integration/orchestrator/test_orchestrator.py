@@ -137,6 +137,15 @@ async def test_a_name_the_catalog_lacks_beside_one_it_has_is_said_plainly(orches
     assert "not in the catalog" not in r.answer
 
 
+async def test_a_question_about_a_name_the_catalog_lacks_set_in_a_work_it_has_is_not_found(
+        orchestrator: Orchestrator) -> None:
+    """The work is only where the question is set: what the catalog has of it answers nothing asked."""
+    r = (await orchestrator.run("In Jujutsu Kaisen, what is Hiromi Higuruma's domain expansion?")).response
+    assert r.status == "not_found" and not r.result_entities
+    assert r.answer == ("Hiromi Higuruma is not in the catalog. The catalog has Jujutsu Kaisen, but nothing about what "
+                        "the question asks.")
+
+
 async def test_names_the_catalog_lacks_whole_numbered_or_led_by_a_type_word(orchestrator: Orchestrator) -> None:
     """One word of an unknown name linking elsewhere, a numbering, or a type word the catalog's names use leading
     it, never hides the name the catalog lacks."""

@@ -82,6 +82,19 @@ async def test_a_work_not_wanted_takes_its_franchise_with_it(pool: Pool, vector:
     assert not any(r.get("franchise_id") == bleach_franchise for r in after)
 
 
+async def test_a_studio_not_wanted_takes_its_works_with_it(pool: Pool, vector: QdrantExecutor) -> None:
+    async with pool.acquire() as conn:
+        frieren = await _id(conn, "anime", "Frieren: Beyond Journey's End")
+        madhouse = await _id(conn, "studio", "Madhouse")
+        made = {r[0] for r in await conn.fetch(
+            "SELECT anime_id::text FROM anime_studio WHERE studio_id = $1::uuid", madhouse)}
+    like = [EntityRef(entity_type="anime", id=frieren)]
+    before = await _similar(pool, vector, entity_type="anime", like=like, limit=10)
+    assert {r["id"] for r in before} & made, "Madhouse's works are like Frieren to begin with"
+    after = await _similar(pool, vector, entity_type="anime", like=like, exclude=[madhouse], limit=10)
+    assert after and not {r["id"] for r in after} & made
+
+
 async def test_manga_like_an_anime_by_the_wish_alone_too(pool: Pool, vector: QdrantExecutor) -> None:
     async with pool.acquire() as conn:
         chainsaw = await _id(conn, "anime", "Chainsaw Man")

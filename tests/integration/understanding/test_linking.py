@@ -392,3 +392,27 @@ async def test_a_part_said_later_may_be_a_manga_s_and_a_season_is_an_anime_s(dem
     assert _spans(found)[-1] == "Part 2" and _top(found, len(found.mentions) - 1)[0] == "Chainsaw Man Part 2"
     found = await _link(conn, "aot season 1 vs season 2 ep counts")  # season 1 is the anime, never the manga
     assert all(c.entity.entity_type == "anime" for m in found.mentions for c in m.candidates[:1])
+
+
+async def test_season_1_set_against_another_season_is_the_first_title(demo: IngestReport, conn: Any) -> None:
+    found = await _link(conn, "how many episodes were in spy x family season 1 vs season 2")
+    assert [c.name for m in found.mentions for c in m.candidates[:1]] == ["Spy x Family", "Spy x Family Season 2"]
+
+
+async def test_an_english_word_after_a_possessive_is_what_the_name_has(demo: IngestReport, conn: Any) -> None:
+    # "power" is what Anya has (not the character Power); "what's" is "what is", no possessive
+    found = await _link(conn, "what's anya's power in spy x family")
+    assert _spans(found) == ["anya", "spy x family"]
+
+
+async def test_a_typo_placed_in_another_franchises_work_anywhere_is_a_name_the_catalog_lacks(
+        demo: IngestReport, conn: Any) -> None:
+    found = await _link(conn, "which breathing style does Yoriichi use in Demon Slayer?")
+    assert _spans(found) == ["Demon Slayer"] and found.unknown == ["Yoriichi"]
+
+
+async def test_a_family_beside_the_characters_asked_about_is_no_name_to_choose(demo: IngestReport, conn: Any) -> None:
+    found = await _link(conn, "Why does Mikasa live with the Yeager family?")
+    assert _spans(found) == ["Mikasa"]
+    found = await _link(conn, "who is in the Zoldyck family?")  # asked about alone, it stays
+    assert _spans(found) == ["Zoldyck"]

@@ -166,3 +166,36 @@ def test_a_sibling_said_alone_and_a_title_named_by_its_last_short_word() -> None
     ctx = context(turn("how many eps does trigun gx have", subjects=(trigun_gx,)))
     f = resolve("is gx based on the manga", None, ctx, read)
     assert f.text == "is Trigun GX based on the manga" and f.pinned == {"Trigun GX": trigun_gx.ref}
+
+
+def test_he_and_she_skip_a_character_described_as_the_other() -> None:
+    asuka = named("Asuka Langley Soryu", "character").model_copy(update={"pronoun": "she"})
+    shinji = named("Shinji Ikari", "character").model_copy(update={"pronoun": "he"})
+    rei = named("Rei Ayanami", "character")  # her description says neither
+    ctx = context(turn("who are the main characters of evangelion", answers=(asuka, rei, shinji)))
+    assert resolve("who's his dad?", None, ctx, read).text == "who's Shinji Ikari's dad?"
+    assert resolve("what does she pilot", None, ctx, read).text == "what does Asuka Langley Soryu pilot"
+    # a character the catalog says nothing of is still meant, when it comes first
+    ctx = context(turn("who are the pilots", answers=(rei, shinji)))
+    assert resolve("who's her father?", None, ctx, read).text == "who's Rei Ayanami's father?"
+
+
+def test_the_word_one_names_the_name_before_with_that_word() -> None:
+    opm, dn = named("One-Punch Man", "anime"), named("Death Note", "anime")
+    ctx = context(turn("what anime did madhouse animate", answers=(dn, opm)))
+    assert resolve("the punch one - who draws its manga?", None, ctx, read).text.startswith(
+        "One-Punch Man - who draws")
+    # a word no name before has is left to the other readings ("the dog one" is said of a description)
+    assert "dog" in resolve("the dog one, what breed is it", None, ctx, read).text
+
+
+def test_a_clarification_answered_then_a_question_of_the_choice() -> None:
+    hxh11, hxh99 = named("Hunter x Hunter (2011) (anime, 2011)", "anime"), named("Hunter x Hunter (1999) (anime, "
+                                                                                 "1999)", "anime")
+    ctx = context(turn("when did the hunter x hunter anime come out?", status="needs_clarification",
+                       choices=(hxh11, hxh99)))
+    f = resolve("sorry, the 2011 one - who animated it?", None, ctx, read)
+    assert f.text == "who animated Hunter x Hunter (2011)?" and f.choice is None
+    assert f.pinned == {"Hunter x Hunter (2011)": hxh11.ref}
+    f = resolve("the 2011 one", None, ctx, read)  # only the choice: the last question, with it
+    assert f.choice == 0 and f.text == "when did the hunter x hunter anime come out?"

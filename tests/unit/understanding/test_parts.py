@@ -254,3 +254,13 @@ def test_one_value_asked_of_each_form_of_a_topic_is_two_parts() -> None:
     q = "trigun: what year did the manga start, and what year did the anime premiere?"
     a = read(q, links(q, ("trigun", both)))
     assert [(x.types["trigun"][0], x.attr) for x in (a, *a.more)] == [("manga", "year"), ("anime", "year")]
+
+
+def test_parts_that_each_ask_what_one_record_tells_are_each_read() -> None:
+    q = "techniques question - what's megumi's technique called, what's nobara's, and what does nanami use?"
+    found = links(q, ("megumi", [cand("character", "Megumi Fushiguro", 11)]),
+                  ("nobara", [cand("character", "Nobara Kugisaki", 12)]),
+                  ("nanami", [cand("character", "Kento Nanami", 13)]))
+    a = read(q, found)
+    assert [x.mentions for x in (a, *a.more)] == [["megumi"], ["nobara"], ["nanami"]]
+    assert all(x.intent == "lookup" for x in (a, *a.more))

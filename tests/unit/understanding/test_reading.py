@@ -921,3 +921,17 @@ def test_a_work_the_catalog_lacks_asked_about_is_no_filter_over_the_catalog() ->
     assert read(q, EntityLinks()).filter is not None  # nothing reported missing: the catalog's finished manga
     q = "Akutamj Gege - how many manga?"
     assert read(q, EntityLinks(unknown=["Akutamj Gege"])).filter is not None
+
+
+def test_what_else_the_studio_of_a_work_animated_is_its_other_works() -> None:
+    q = "what else did the studio of Mushishi animate?"
+    a = read(q, links(q, ("Mushishi", work("Mushishi"))))
+    assert hops(a) == [("animated_by",), ("animated",)] and a.hops[-1].exclude_seen
+    q = "which studio animated Mushishi?"  # the studio alone
+    assert hops(read(q, links(q, ("Mushishi", work("Mushishi"))))) == [("animated_by",)]
+
+
+def test_anything_with_a_kind_and_no_type_said_is_a_list_of_anime() -> None:
+    a = read("anything with romance in it? anime or manga, i don't mind which", links("x"))
+    assert a.intent == "filter" and a.filter is not None and a.filter.entity_type == "anime"
+    assert a.filter.words == "romance"

@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import pytest
 
-from agentic_rag.protocol import EntityLinks
+from agentic_rag.protocol import EntityLinks, LinkedMention
 from agentic_rag.understanding.text import tokenize
-from agentic_rag.understanding.unknown import englishlike, titled_runs, unknown_names
+from agentic_rag.understanding.unknown import englishlike, only_scope, titled_runs, unknown_names
 
 
 @pytest.mark.parametrize("word", ["rewatching", "bookshop", "keyring", "isnt", "theyve", "slickest", "insanely",
@@ -262,3 +262,23 @@ def test_a_title_between_the_and_what_it_is_is_a_name_unless_english_describes_i
     assert _unknown("who made the dark anime with the notebook", []) == []  # English describes it
     # the catalog's own words ("the V Jump manga": a magazine it has)
     assert _unknown("are any of the V Jump manga still running", [], known=("jump",)) == []
+
+
+def _mention_at(question: str, text: str, entity_type: str) -> LinkedMention:
+    at = question.index(text)
+    return LinkedMention.model_validate({"text": text, "start": at, "end": at + len(text), "candidates": [
+        {"entity": {"entity_type": entity_type, "id": "00000000-0000-0000-0000-000000000001"}, "name": text,
+         "matched": text, "match": "exact"}]})
+
+
+@pytest.mark.parametrize(("question", "known", "scoped"), [
+    ("In Jujutsu Kaisen, what is Hiromi Higuruma's domain expansion?", "Jujutsu Kaisen", True),
+    ("which breathing style does Yoriichi use in Demon Slayer?", "Demon Slayer", True),
+    ("Jujutsu Kaisen: who is Hiromi Higuruma?", "Jujutsu Kaisen", True),
+    ("did Kyoto Animation work on Frieren?", "Frieren", False),  # the known name is asked about
+    ("is Yoriichi stronger than Demon Slayer's Tanjiro?", "Demon Slayer", False),
+])
+def test_a_known_work_only_where_an_unknown_name_is_set(question: str, known: str, scoped: bool) -> None:
+    mentions = [_mention_at(question, known, "anime")]
+    assert only_scope(question, mentions, ["x"]) is scoped
+    assert not only_scope(question, mentions, [])
