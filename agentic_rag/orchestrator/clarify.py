@@ -14,6 +14,7 @@ characters named "Ed") and are asked about.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -27,6 +28,7 @@ from agentic_rag.protocol import (
 )
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.reading import Analysis
+from agentic_rag.protocol.vocabulary import hop_range
 from agentic_rag.understanding.linker import SEASON_SUFFIX
 from agentic_rag.understanding.reading import open_types
 from agentic_rag.understanding.text import link_key
@@ -47,9 +49,10 @@ def _label(c: LinkCandidate) -> str:
     return f"{c.name} ({c.entity.entity_type}{year})"[:_LABEL]
 
 
-def clarification(a: Analysis, links: EntityLinks) -> tuple[Clarification, str] | None:
+def clarification(a: Analysis, links: EntityLinks, question: str = "") -> tuple[Clarification, str] | None:
     """A clarification for the first mention with several strong readings the question (as read: ``a``) allows,
-    with that mention (the resumed run fetches the chosen entity under it), else None."""
+    with that mention (the resumed run fetches the chosen entity under it), else None; ``question``: the words
+    the mentions' offsets are in."""
     for m in links.mentions:
         if m.text not in a.mentions or (a.among is not None and m.text in a.among.readings):
             continue  # (a listed name's reading is the one that shares works with the other names listed)
@@ -70,7 +73,8 @@ def clarification(a: Analysis, links: EntityLinks) -> tuple[Clarification, str] 
         # a franchise named after its first work is not another reading of the name ("Cowboy Bebop")
         works = {c.name for c in strong if c.entity.entity_type != "franchise"}
         strong = [c for c in strong if c.entity.entity_type != "franchise" or c.name not in works]
-        if len({c.entity.id for c in strong}) < 2 or _context_only(a, links, m, strong):
+        if len({c.entity.id for c in strong}) < 2 or _context_only(a, links, m, strong) or \
+                _where_asked(a, question, m, strong):
             continue
         choices = [ClarificationChoice(label=_label(c), entity=c.entity) for c in strong[:MAX_CHOICES]]
         return Clarification(question=f"Which {m.text!r} do you mean?"[:_QUESTION], choices=choices), m.text
@@ -90,6 +94,27 @@ def _context_only(a: Analysis, links: EntityLinks, m: LinkedMention, strong: lis
     # quotes every reading's record; another work named beside it is a different thing, asked apart
     return not any(x is not m and x.candidates and x.candidates[0].entity.entity_type in ("anime", "manga")
                    for x in links.mentions)
+
+
+_WHERE = re.compile(r"\b(?:in|from)\s+(?:the\s+)?$", re.IGNORECASE)
+_ASKS_WHO = re.compile(r"^\W*(?:\w+\s+(?:question|q)\W+|(?:ok(?:ay)?|so|and|also|new question|"
+                       r"(?:completely|totally) (?:different|unrelated)(?: thing| question)?|unrelated)\W+)*"
+                       r"(?:who|whom|list|name)\b", re.IGNORECASE)
+
+
+def _where_asked(a: Analysis, question: str, m: LinkedMention, strong: list[LinkCandidate]) -> bool:
+    """Whether ``m`` is only the story a question about its people is set in ("who leads the phantom troupe in
+    hunter x hunter?", "list the hashira in demon slayer"): the works of one franchise tell of the same people,
+    so which form or which adaptation is meant changes nothing asked. A relation or a value asked of the title
+    ("who directed X") is the title's own."""
+    if not question or a.attr is not None or not _ASKS_WHO.match(question) or (
+            a.hops and hop_range(a.hops[-1].edges) != "character"):
+        return False  # (its characters are asked: "who leads the phantom troupe" reads as who leads the cast)
+    if not _WHERE.search(question[:m.start]) or any(c.entity.entity_type not in ("anime", "manga", "franchise")
+                                                    for c in strong):
+        return False
+    shared = set.intersection(*(set(c.franchises) for c in strong)) if strong else set()
+    return bool(shared)
 
 
 def readings_to_weigh(a: Analysis, asked: Clarification) -> list[EntityRef]:

@@ -518,7 +518,8 @@ class RunContext:
             t0 = time.perf_counter()
             # a question that names something the catalog lacks is answered by saying so: which of a known name's
             # readings was meant beside it changes nothing worth a question ("did Hayao Miyazaki work on frieren")
-            asked = clarification(s.reading, s.links) if s.links is not None and not s.links.unknown else None
+            asked = clarification(s.reading, s.links, s.question) if s.links is not None and not s.links.unknown \
+                else None
             s.timings["clarify_ms"] += (time.perf_counter() - t0) * 1000
             if asked is not None and await self._needless(asked[0], asked[1]):
                 asked = None

@@ -56,3 +56,23 @@ def test_a_title_whose_story_is_explained_needs_no_question() -> None:
     other = links("why is Zorb so dark next to Blip?", ("Zorb", title), ("Blip", [cand("anime", "Blip")]))
     assert clarification(Analysis(intent="lookup", mentions=["Zorb"], types={"Zorb": ("anime", "manga")},
                                   explain="why is Zorb so dark next to Blip?"), other) is not None
+
+
+def test_a_title_that_is_only_where_its_people_are_asked_needs_no_question() -> None:
+    from agentic_rag.orchestrator.clarify import clarification
+    from agentic_rag.protocol import LinkCandidate
+    from tests.unit.understanding.test_reading import cand, links
+
+    def of_franchise(c: LinkCandidate) -> LinkCandidate:
+        return c.model_copy(update={"franchises": ["00000000-0000-4000-8000-00000000f00d"]})
+
+    title = [of_franchise(cand("anime", "Zorb", year=2006)), of_franchise(cand("manga", "Zorb", year=2003))]
+    cast = Analysis(intent="lookup", mentions=["Zorb"], types={"Zorb": ("anime", "manga")})
+    q = "new question - who leads the glass troupe in Zorb?"
+    assert clarification(cast, links(q, ("Zorb", title)), q) is None
+    # the title asked about ("who directed Zorb"), or no franchise shared: which one is meant matters
+    q = "who is Zorb about?"
+    assert clarification(cast, links(q, ("Zorb", title)), q) is not None
+    q = "who leads the glass troupe in Zorb?"
+    apart = [cand("anime", "Zorb", year=2006), cand("manga", "Zorb", year=2003)]
+    assert clarification(cast, links(q, ("Zorb", apart)), q) is not None
