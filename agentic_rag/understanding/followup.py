@@ -386,13 +386,17 @@ def _referents(p: _Point, context: ConversationContext) -> list[Named]:
         return head(_new(t.answers, told)), head(t.answers)
 
     passes = (first, then)
-    for where in passes:
-        for t in turns:
-            for kinds in (g for g in groups if g):
-                for names in where(t):
-                    fit = next((n for n in names if n.ref.entity_type in kinds and p.fits(n)), None)
-                    if fit is not None:
-                        return [fit]
+    # the pronoun's gender is a preference: a name the descriptions say is the other is passed over while another
+    # fits, and taken as before when none does (the descriptions do not say every character's)
+    for gendered in (True, False) if p.gender is not None else (False,):
+        for where in passes:
+            for t in turns:
+                for kinds in (g for g in groups if g):
+                    for names in where(t):
+                        fit = next((n for n in names if n.ref.entity_type in kinds and (
+                            p.fits(n) or not gendered)), None)
+                        if fit is not None:
+                            return [fit]
     return []
 
 

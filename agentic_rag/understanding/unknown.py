@@ -453,6 +453,13 @@ def _say(out: list[str], question: str, tokens: Sequence[Token], a: int, b: int)
 _SCOPE_BEFORE = re.compile(r"\b(?:in|from|within|inside)\s+(?:the\s+)?$", re.IGNORECASE)
 _TOPIC_AFTER = re.compile(r"^\s*(?:(?:anime|manga|series|question|q)\s*)?(?:[:,]|\s[-–—])", re.IGNORECASE)
 _WORK_TYPES = frozenset(("anime", "manga", "franchise"))
+# the work is what the unknown name is asked to be in or part of, not only where the question is set
+_PRESENCE_BEFORE = re.compile(r"\b(?:appears?|appeared|show(?:s|ed)? up|involved|work(?:s|ed)?(?: on)?|star(?:s|red)?|"
+                              r"featured?|credited|capacity|(?:is|was|are|were)\s+\w+)\s+(?:in|on|from)\s+"
+                              r"(?:the\s+)?$", re.IGNORECASE)
+_COMPARING = re.compile(r"\b(?:than|vs\.?|versus|stronger|weaker|compared?)\b", re.IGNORECASE)
+_POINTS_AT_WORK = re.compile(r"\b(?:that|this|the same)\s+(?:season|show|anime|series|movie|film|manga|arc)\b|"
+                             r"\b(?:it|its)\b", re.IGNORECASE)
 
 
 def only_scope(question: str, mentions: Sequence[LinkedMention], unknown: Sequence[str]) -> bool:
@@ -460,8 +467,8 @@ def only_scope(question: str, mentions: Sequence[LinkedMention], unknown: Sequen
     Kaisen, what is Hiromi Higuruma's domain expansion?", "which breathing style does Yoriichi use in Demon
     Slayer?"): then nothing the catalog holds answers any of it. A known name asked about beside the unknown one
     ("is hakari from jjk stronger than gojo", "did Kyoto Animation work on Frieren") is no scope."""
-    if not unknown or not mentions:
-        return False
+    if not unknown or not mentions or _COMPARING.search(question) or _POINTS_AT_WORK.search(question):
+        return False  # (set against a known name, or a part that points back at the work: it is asked about)
     for m in mentions:
         if not m.candidates or any(c.entity.entity_type not in _WORK_TYPES for c in m.candidates):
             return False
@@ -469,4 +476,6 @@ def only_scope(question: str, mentions: Sequence[LinkedMention], unknown: Sequen
         opening = not before.strip(" \t\"'") or bool(re.fullmatch(r"\s*(?:in|for)\s+(?:the\s+)?", before, re.I))
         if not _SCOPE_BEFORE.search(before) and not (opening and _TOPIC_AFTER.match(question[m.end:])):
             return False
+        if _PRESENCE_BEFORE.search(before):
+            return False  # whether it is in the work ("does Kokushibo show up in X", "was Miyazaki involved in X")
     return True

@@ -282,3 +282,13 @@ def test_a_known_work_only_where_an_unknown_name_is_set(question: str, known: st
     mentions = [_mention_at(question, known, "anime")]
     assert only_scope(question, mentions, ["x"]) is scoped
     assert not only_scope(question, mentions, [])
+
+
+@pytest.mark.parametrize(("question", "known"), [
+    ("does Kokushibo show up in the Hashira Training Arc? and who directed that season", "Hashira Training Arc"),
+    ("Was Hayao Miyazaki involved in Cowboy Bebop in any capacity?", "Cowboy Bebop"),
+    ("what's Feitan's deal in hunter x hunter? is he in the 2011 anime much", "2011 anime"),
+    ("is mirko ranked higher than all might in mha", "mha"),
+])
+def test_a_known_work_the_unknown_name_is_asked_to_be_in_is_no_scope(question: str, known: str) -> None:
+    assert not only_scope(question, [_mention_at(question, known, "anime")], ["x"])
