@@ -50,13 +50,18 @@ def rewrite(inp: RewriteInput) -> QueryRewrite:
                         mentions=[m[:_MENTION] for m in a.mentions][:_MENTIONS], rationale=f"{a.intent} question")
 
 
+def _said(text: str) -> set[str]:
+    """The words of ``text``, a possessive said as its name ("Jet's arm": jet)."""
+    return {w[:-2] if w.endswith("'s") else w for w in words(text)}
+
+
 def grade(inp: GradeInput) -> GradeReport:
     a = reading_of(inp)
-    asked = set().union(*(words(m) for m in a.mentions)) if a.mentions else words(inp.question)
+    asked = set().union(*(_said(m) for m in a.mentions)) if a.mentions else _said(inp.question)
     # lenient on purpose: resolution (context.resolve) is the strict test of what a mention names
     return GradeReport(grades=[
         DocumentGrade(index=item.index, relevant=any(names_match(m, item.entity) for m in a.mentions)
-                      or bool(asked & words(item.entity.name)) or bool(asked & words(item.snippet[:SNIPPET_CHARS])))
+                      or bool(asked & _said(item.entity.name)) or bool(asked & _said(item.snippet[:SNIPPET_CHARS])))
         for item in inp.items
     ])
 

@@ -102,16 +102,21 @@ DESCRIBED_LIMIT = 6  # entries per collection: enough to hold the runner-up of a
 TEXT_MIN = 6.0
 TEXT_MARGIN = 1.5
 TEXT_WORDS = 3
+# ... and two beside a name the question gives: the name is one of the words a record about that person says
+# ("who took Jet Black's arm": Jet and arm)
+BESIDE_WORDS = 2
 
 
-def identified(kinds: Sequence[EntityType], cards: list[ContextCard]) -> CardEntity | None:
-    """The entry a description's words pick out, of the first of ``kinds`` that has one."""
+def identified(kinds: Sequence[EntityType], cards: list[ContextCard], skip: frozenset[str] = frozenset(),
+               words: int = TEXT_WORDS) -> CardEntity | None:
+    """The entry a description's words pick out, of the first of ``kinds`` that has one; the entries ``skip`` names
+    (the names the question gives) are none."""
     picked: dict[str, CardEntity] = {}
     for c in cards:
         if c.source != "qdrant_search" or c.data.get("match") != "semantic":
             continue
         rows = [r for r in c.data.get("rows", [])
-                if isinstance(r, dict) and isinstance(r.get("text_score"), int | float)]
+                if isinstance(r, dict) and isinstance(r.get("text_score"), int | float) and r.get("id") not in skip]
         if not rows:
             continue
         top = max(rows, key=lambda r: float(r["text_score"]))  # the first of equals: the nearer in meaning too
@@ -119,7 +124,7 @@ def identified(kinds: Sequence[EntityType], cards: list[ContextCard]) -> CardEnt
         score = float(top["text_score"])
         entity = next((e for e in c.entities if e.ref.id == top.get("id")), None)
         if entity is not None and score >= TEXT_MIN and score >= TEXT_MARGIN * rival and \
-                len(top.get("text_words") or ()) >= TEXT_WORDS:
+                len(top.get("text_words") or ()) >= words:
             picked.setdefault(entity.ref.entity_type, entity)
     return next((picked[k] for k in kinds if k in picked), None)
 
@@ -230,9 +235,30 @@ def _card_for(cards: list[ContextCard], intent: BatchIntent) -> ContextCard | No
     return None
 
 
+def beside_search(question: str) -> SearchIntent:
+    """The question searched by meaning and by its words among the characters (a character its record picks out
+    beside the name it names: "who gave luffy the straw hat")."""
+    return SearchIntent(rationale="a character described beside a name: search characters by meaning",
+                        entity_type="character", query=" ".join(question.split())[:_QUERY] or "?",
+                        limit=DESCRIBED_LIMIT, match="semantic")
+
+
 def progress(a: Analysis, cards: list[ContextCard], question: str = "") -> Progress:
     """The state of ``a`` over ``cards``: the next intents to run, or everything needed to answer."""
     p = Progress()
+    if a.described and a.mentions:
+        # a character its record describes, beside the name the question gives ("who gave luffy the straw hat"):
+        # the one the words of the records pick out, when that is no name the question gives; else the name's plan
+        if not searched_by_meaning(cards):
+            p = progress(dataclasses.replace(a, described=()), cards, question)
+            p.steps = [beside_search(question or a.description), *p.steps][:MAX_BATCH]
+            return p
+        named = frozenset(c.entity.id for m in a.mentions for c in a.linked.get(m, {}).values())
+        start = identified(a.described, cards, named, BESIDE_WORDS)
+        if start is not None:
+            p.starts = [start]
+            return p
+        return progress(dataclasses.replace(a, described=()), cards, question)
     if a.recommend is not None and not a.mentions:  # "something dark and brutal": the wish alone
         return _need(p, cards, [similar(a, [], question)], final=True)
     if not a.mentions and a.filter is None:

@@ -129,7 +129,7 @@ def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
     chain = [*starts, *(e for level in p.levels for e in level)]
     sources = [e.ref for e in chain]
     lines: list[str] = []
-    if p.starts and a.described:
+    if p.starts and a.described and not a.mentions:
         lines.append(f"That sounds like {titled(starts[0])}.")
     if p.starts and a.filter is not None:
         # "the manga serialized in Ura Sunday": which entities the description picked, then the chain from them

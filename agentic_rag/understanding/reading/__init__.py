@@ -22,7 +22,7 @@ from agentic_rag.protocol.roles import RoleInput
 from agentic_rag.understanding.reading.among import _among
 from agentic_rag.understanding.reading.anchor import _anchored, _lookup
 from agentic_rag.understanding.reading.asides import _except
-from agentic_rag.understanding.reading.catalog import _catalog
+from agentic_rag.understanding.reading.catalog import _catalog, described_beside
 from agentic_rag.understanding.reading.counts import _together
 from agentic_rag.understanding.reading.explain import _explained
 from agentic_rag.understanding.reading.focus import _focus, _Question
@@ -59,6 +59,8 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     a = read_recommendation(question, links, one, excluded=bool(excluded), studio_out=studio_out) or \
         _read_parts(question, links, one)
     a.by_meaning = any(r.by_meaning for r in reads)
+    if described_beside(question, a, links):
+        a.described, a.description = ("character",), question  # "who gave luffy the straw hat"
     for x in (a, *a.more):
         x.exclude |= excluded
     return a

@@ -5,11 +5,12 @@ from __future__ import annotations
 
 import re
 
-from agentic_rag.protocol import LinkedMention
+from agentic_rag.protocol import EntityLinks, LinkedMention
 from agentic_rag.protocol.reading import Analysis, Filter
 from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.filters import lists, parse_filter, status_of
+from agentic_rag.understanding.linker import STOP
 from agentic_rag.understanding.reading.ask import _ask
 from agentic_rag.understanding.reading.coerce import _coerce, _fits_type
 from agentic_rag.understanding.reading.counts import MAX_YEAR, MIN_YEAR
@@ -192,3 +193,27 @@ def _catalog(q: _Question) -> tuple[Analysis | None, Filter | None]:
                                        _STORY.search(d.group()))):
         return _described(question), f  # "who animated the show where a student finds a notebook that kills"
     return None, f
+
+
+# "who gave luffy the straw hat", "who took Jet Black's arm": a character asked for by what its own record says of it
+# and of the name the question gives, in words no cue reads
+_WHO = re.compile(r"\bwho(?:m|se)?\b", re.IGNORECASE)
+_FILLER = frozenset(("exactly", "actually", "really", "like", "again", "anyway", "tho", "though", "just", "even",
+                     "ever", "also", "lol", "pls", "please", "now", "then", "there", "here"))
+DESCRIBED_WORDS = 2  # words of their own a question needs to describe someone
+
+
+def described_beside(question: str, a: Analysis, links: EntityLinks | None) -> bool:
+    """Whether ``question`` asks who is described beside the one name it gives ("who gave luffy the straw hat"):
+    read as no more than that name's lookup (no relation, value or list asked), a "who" question with words of its
+    own that no cue reads. The record those words pick out answers it, when it is not the name's own."""
+    if a.intent != "lookup" or len(a.mentions) != 1 or a.hops or a.attr is not None or a.filter is not None or \
+            a.recommend is not None or a.explain or a.among is not None or a.more or a.described or links is None:
+        return False
+    if not _WHO.search(question):
+        return False
+    named = [(m.start, m.end) for m in links.mentions]
+    own = [t.key for t in tokenize(question) if not any(s <= t.start < e for s, e in named)
+           and t.key.isalpha() and len(t.key) > 2 and t.key not in STOP and t.key not in C.CUES
+           and t.key not in _FILLER]
+    return len(own) >= DESCRIBED_WORDS

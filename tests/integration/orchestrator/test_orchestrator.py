@@ -137,6 +137,13 @@ async def test_a_name_the_catalog_lacks_beside_one_it_has_is_said_plainly(orches
     assert "not in the catalog" not in r.answer
 
 
+async def test_who_a_record_describes_beside_the_name_given_is_that_record(orchestrator: Orchestrator) -> None:
+    """The words of the question pick out the record that says them of the name ("responsible for the loss of Jet's
+    arm"); the name's own record does not answer who did it to him."""
+    r = (await orchestrator.run("who took Jet Black's arm")).response
+    assert r.status == "answered" and r.answer.startswith("Udai Taxim is a character in Cowboy Bebop.")
+
+
 async def test_a_question_about_a_name_the_catalog_lacks_set_in_a_work_it_has_is_not_found(
         orchestrator: Orchestrator) -> None:
     """The work is only where the question is set: what the catalog has of it answers nothing asked."""

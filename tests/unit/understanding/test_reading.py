@@ -935,3 +935,12 @@ def test_anything_with_a_kind_and_no_type_said_is_a_list_of_anime() -> None:
     a = read("anything with romance in it? anime or manga, i don't mind which", links("x"))
     assert a.intent == "filter" and a.filter is not None and a.filter.entity_type == "anime"
     assert a.filter.words == "romance"
+
+
+def test_who_a_record_describes_beside_the_one_name_given() -> None:
+    q = "who took Zorbo Blank's arm"
+    a = read(q, links(q, ("Zorbo Blank", [cand("character", "Zorbo Blank")])))
+    assert a.described == ("character",) and a.mentions == ["Zorbo Blank"]
+    # the name asked about itself, a relation a cue reads, or no words of its own: the name's own plan
+    for q in ("who is Zorbo Blank exactly", "who is Zorbo Blank's rival", "who directed Zorbo Blank"):
+        assert read(q, links(q, ("Zorbo Blank", [cand("character", "Zorbo Blank")]))).described == (), q
