@@ -210,8 +210,9 @@ def described_beside(question: str, a: Analysis, links: EntityLinks | None) -> b
     if a.intent != "lookup" or len(a.mentions) != 1 or a.hops or a.attr is not None or a.filter is not None or \
             a.recommend is not None or a.explain or a.among is not None or a.more or a.described or links is None:
         return False
-    if not _WHO.search(question):
-        return False
+    if not _WHO.search(question) or not any(c.entity.entity_type in ("character", "person")
+                                            for c in a.linked.get(a.mentions[0], {}).values()):
+        return False  # (a work's own record tells whose story it is: "whose pov is the first special told from")
     named = [(m.start, m.end) for m in links.mentions]
     own = [t.key for t in tokenize(question) if not any(s <= t.start < e for s, e in named)
            and t.key.isalpha() and len(t.key) > 2 and t.key not in STOP and t.key not in C.CUES
