@@ -30,6 +30,7 @@ standalone question and what was resolved (``Followup.how``).
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
@@ -325,13 +326,19 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
                 else _referents(p, context)
             if p.choosing and len(names) < 2:
                 continue  # "which one" with one name before chooses nothing: the question stands as asked
+            # "the anime" when only characters were talked about: the anime they appear in ("which studio did the
+            # anime" after Frieren's teacher: Frieren's anime)
+            cast = _referents(dataclasses.replace(p, kinds=("character",)), context) \
+                if not names and p.form is not None else []
             before = before or names
-            if not names:
+            if not names and not cast:
                 return Followup(body, [f"{p.said!r}: nothing earlier fits"], ask=_ask_about(p, context))
-            said = meant = _joined([n.name for n in names])
+            said = meant = _joined([n.name for n in names or cast])
             if p.choosing:
                 said = f"of {said}"
-            if p.form is not None:
+            if cast:
+                said, meant = f"{cast[0].name}'s {p.form}", f"the {p.form} {cast[0].name} is in"
+            elif p.form is not None:
                 said = f"the {names[0].name} {p.form}"
             elif len(names) == 1 and not p.plural:  # ("all of them" meant one name: which reading is not settled)
                 pinned[names[0].name] = names[0].ref

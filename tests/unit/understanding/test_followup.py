@@ -199,3 +199,10 @@ def test_a_clarification_answered_then_a_question_of_the_choice() -> None:
     assert f.pinned == {"Hunter x Hunter (2011)": hxh11.ref}
     f = resolve("the 2011 one", None, ctx, read)  # only the choice: the last question, with it
     assert f.choice == 0 and f.text == "when did the hunter x hunter anime come out?"
+
+
+def test_the_anime_after_only_characters_is_the_anime_they_are_in() -> None:
+    flamme, serie = named("Flamme", "character"), named("Serie", "character")
+    ctx = context(turn("who taught flamme?", subjects=(flamme,), answers=(serie,)))
+    f = resolve("which studio did the anime", None, ctx, read)
+    assert f.text == "which studio did Serie's anime" and f.how == ["'the anime' -> the anime Serie is in"]
