@@ -108,7 +108,7 @@ BESIDE_WORDS = 2
 
 
 def identified(kinds: Sequence[EntityType], cards: list[ContextCard], skip: frozenset[str] = frozenset(),
-               words: int = TEXT_WORDS, margin: float = TEXT_MARGIN) -> CardEntity | None:
+               words: int = TEXT_WORDS) -> CardEntity | None:
     """The entry a description's words pick out, of the first of ``kinds`` that has one; the entries ``skip`` names
     (the names the question gives) are none."""
     picked: dict[str, CardEntity] = {}
@@ -123,7 +123,7 @@ def identified(kinds: Sequence[EntityType], cards: list[ContextCard], skip: froz
         rival = max((float(r["text_score"]) for r in rows if _kin(r) != _kin(top)), default=0.0)
         score = float(top["text_score"])
         entity = next((e for e in c.entities if e.ref.id == top.get("id")), None)
-        if entity is not None and score >= TEXT_MIN and score >= margin * rival and \
+        if entity is not None and score >= TEXT_MIN and score >= TEXT_MARGIN * rival and \
                 len(top.get("text_words") or ()) >= words:
             picked.setdefault(entity.ref.entity_type, entity)
     return next((picked[k] for k in kinds if k in picked), None)
@@ -235,22 +235,12 @@ def _card_for(cards: list[ContextCard], intent: BatchIntent) -> ContextCard | No
     return None
 
 
-def beside_search(question: str, anime: str | None = None) -> SearchIntent:
+def beside_search(question: str) -> SearchIntent:
     """The question searched by meaning and by its words among the characters (a character its record picks out
-    beside the name it names: "who took Jet Black's arm"), those of ``anime`` when the question names the work."""
-    return SearchIntent.model_validate({
-        "rationale": "a character described beside a name: search characters by meaning", "entity_type": "character",
-        "query": " ".join(question.split())[:_QUERY] or "?", "limit": DESCRIBED_LIMIT, "match": "semantic",
-        "filters": {"anime_id": anime}})
-
-
-def _work_of(a: Analysis) -> str | None:
-    """The anime a question about someone described names as where they are ("... in bleach"), when its one name
-    is a work."""
-    readings = a.linked.get(a.mentions[0], {}).values() if a.mentions else []
-    if any(c.entity.entity_type in ("character", "person") for c in readings):
-        return None
-    return next((c.entity.id for c in readings if c.entity.entity_type == "anime"), None)
+    beside the name it names: "who gave luffy the straw hat")."""
+    return SearchIntent(rationale="a character described beside a name: search characters by meaning",
+                        entity_type="character", query=" ".join(question.split())[:_QUERY] or "?",
+                        limit=DESCRIBED_LIMIT, match="semantic")
 
 
 def progress(a: Analysis, cards: list[ContextCard], question: str = "") -> Progress:
@@ -259,14 +249,12 @@ def progress(a: Analysis, cards: list[ContextCard], question: str = "") -> Progr
     if a.described and a.mentions:
         # a character its record describes, beside the name the question gives ("who gave luffy the straw hat"):
         # the one the words of the records pick out, when that is no name the question gives; else the name's plan
-        work = _work_of(a)
         if not searched_by_meaning(cards):
             p = progress(dataclasses.replace(a, described=()), cards, question)
-            p.steps = [beside_search(question or a.description, work), *p.steps][:MAX_BATCH]
+            p.steps = [beside_search(question or a.description), *p.steps][:MAX_BATCH]
             return p
         named = frozenset(c.entity.id for m in a.mentions for c in a.linked.get(m, {}).values())
-        # (among one work's characters every entry is of one franchise: the best is picked, the first of equals)
-        start = identified(a.described, cards, named, BESIDE_WORDS, margin=1.0 if work else TEXT_MARGIN)
+        start = identified(a.described, cards, named, BESIDE_WORDS)
         if start is not None:
             p.starts = [start]
             return p

@@ -120,9 +120,6 @@ def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
         return _query_answer(a, p, [])
     if a.recommend is not None and not a.mentions and p.card is not None:
         return recommendation(a, p.card, [], [])
-    if p.starts and a.described and a.mentions:  # someone a record describes beside the name given: that record
-        return _result(about(inp, p.starts[0]), [p.starts[0].ref], [p.starts[0].ref], confidence=0.8,
-                       citations=[bare(p.starts[0].name)])
     ents = p.starts or [r.entity for r in p.found if r.entity is not None]
     if not ents:
         return _by_meaning(inp)

@@ -7,7 +7,7 @@ import re
 
 from agentic_rag.protocol import EntityLinks, LinkedMention
 from agentic_rag.protocol.reading import Analysis, Filter
-from agentic_rag.protocol.vocabulary import EntityType, hop_range
+from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.filters import lists, parse_filter, status_of
 from agentic_rag.understanding.linker import STOP
@@ -201,28 +201,18 @@ _WHO = re.compile(r"\bwho(?:m|se)?\b", re.IGNORECASE)
 _FILLER = frozenset(("exactly", "actually", "really", "like", "again", "anyway", "tho", "though", "just", "even",
                      "ever", "also", "lol", "pls", "please", "now", "then", "there", "here"))
 DESCRIBED_WORDS = 2  # words of their own a question needs to describe someone
-_IN_WORK_BEFORE = re.compile(r"\b(?:in|from)\s+(?:the\s+)?$", re.IGNORECASE)
 
 
 def described_beside(question: str, a: Analysis, links: EntityLinks | None) -> bool:
     """Whether ``question`` asks who is described beside the one name it gives ("who gave luffy the straw hat"):
     read as no more than that name's lookup (no relation, value or list asked), a "who" question with words of its
     own that no cue reads. The record those words pick out answers it, when it is not the name's own."""
-    if len(a.mentions) != 1 or a.attr is not None or a.filter is not None or a.recommend is not None or \
-            a.explain or a.among is not None or a.more or a.described or links is None or not _WHO.search(question):
+    if a.intent != "lookup" or len(a.mentions) != 1 or a.hops or a.attr is not None or a.filter is not None or \
+            a.recommend is not None or a.explain or a.among is not None or a.more or a.described or links is None:
         return False
-    readings = {c.entity.entity_type for c in a.linked.get(a.mentions[0], {}).values()}
-    if readings & {"character", "person"}:
-        if a.intent != "lookup" or a.hops:
-            return False
-    else:
-        # a work only where the one asked for is ("who's the captain of the 10th division in bleach"): its own record
-        # tells whose story it is ("whose pov is the first special told from"), so only a work said after "in"; its
-        # cast, if that is what the words read, is the plan when no record is picked out
-        mention = next((m for m in links.mentions if m.text == a.mentions[0]), None)
-        if mention is None or not _IN_WORK_BEFORE.search(question[:mention.start]) or (
-                a.hops and hop_range(a.hops[-1].edges) != "character"):
-            return False
+    if not _WHO.search(question) or not any(c.entity.entity_type in ("character", "person")
+                                            for c in a.linked.get(a.mentions[0], {}).values()):
+        return False  # (a work's own record tells whose story it is: "whose pov is the first special told from")
     named = [(m.start, m.end) for m in links.mentions]
     own = [t.key for t in tokenize(question) if not any(s <= t.start < e for s, e in named)
            and t.key.isalpha() and len(t.key) > 2 and t.key not in STOP and t.key not in C.CUES

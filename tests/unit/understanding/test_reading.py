@@ -944,12 +944,3 @@ def test_who_a_record_describes_beside_the_one_name_given() -> None:
     # the name asked about itself, a relation a cue reads, or no words of its own: the name's own plan
     for q in ("who is Zorbo Blank exactly", "who is Zorbo Blank's rival", "who directed Zorbo Blank"):
         assert read(q, links(q, ("Zorbo Blank", [cand("character", "Zorbo Blank")]))).described == (), q
-
-
-def test_who_a_record_describes_in_a_work_named_after_in() -> None:
-    q = "who's the captain of the 10th division in Zorb"
-    a = read(q, links(q, ("Zorb", work("Zorb"))))
-    assert a.described == ("character",) and a.mentions == ["Zorb"]
-    # the work's own story asked ("whose pov is Zorb told from"), or its main characters: no one described
-    for q in ("whose pov is Zorb told from", "who is the main character in Zorb"):
-        assert read(q, links(q, ("Zorb", work("Zorb")))).described == (), q
