@@ -161,7 +161,7 @@ def resolve(question: str, links: EntityLinks | None, context: ConversationConte
         return short
     pointed = _pointing(body, mentions, context)
     if pointed is not None:
-        return pointed
+        return _pointed_fragment(body, mentions, last, pointed) or pointed
     if (correction or _fragment(body, mentions)) and not _asks_own(question, links, mentions, read) and \
             (refit := _refit(body, mentions, last)) is not None:
         return refit
@@ -310,6 +310,7 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
         # (what is asked does not narrow "the anime": its form word says which reading of the work is meant, and any
         # work the conversation had points there: "how many episodes did the anime get" after the manga)
         narrowed = tuple(k for k in p.kinds if k in asked) if asked and p.form is None else p.kinds
+        wide = p.kinds
         if narrowed:
             p.kinds = narrowed
         # a pronoun after a name of its kind in the same reply points at that name ("i mean misa amane, who is
@@ -324,6 +325,14 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
             # that?")
             names = before if before and p.place is None and all(n.ref.entity_type in p.kinds for n in before) \
                 else _referents(p, context)
+            if not names and p.kinds != wide and p.place is None and p.form is None and not p.plural:
+                # what is asked is another form's ("what magazine was it serialized in" after the Bleach anime): that
+                # form of the work talked about
+                work = [n for n in _referents(dataclasses.replace(p, kinds=wide), context)
+                        if n.ref.entity_type in ("anime", "manga")]
+                form = "manga" if "manga" in p.kinds else "anime" if "anime" in p.kinds else None
+                if work and form is not None and work[0].ref.entity_type != form:
+                    p.form, names = form, work
             if p.choosing and len(names) < 2:
                 continue  # "which one" with one name before chooses nothing: the question stands as asked
             # "the anime" when only characters were talked about: the anime they appear in ("which studio did the
@@ -359,11 +368,22 @@ def _referents(p: _Point, context: ConversationContext) -> list[Named]:
     turns = list(reversed(context.turns))
     told = {n.ref.id for t in context.turns for n in t.subjects}
     if p.place is not None:
-        # the list the answer gave: its names but those asked about and the franchise it belongs to ("Dragon Ball
-        # Super belongs to the Dragon Ball franchise, which has 4 films: ...")
-        lists = [[n for n in t.answers if n.ref.id not in told and n.ref.entity_type != "franchise"] for t in turns]
+        # the list the answer gave: its names but those asked about by then and the franchise it belongs to ("Dragon
+        # Ball Super belongs to the Dragon Ball franchise, which has 4 films: ..."); a name a later turn asked about
+        # keeps its place ("the first one" asked, "and the second?" is still the list's second)
+        asked: set[str] = set()
+        lists: list[list[Named]] = []
+        for t in context.turns:
+            asked |= {n.ref.id for n in t.subjects}
+            lists.insert(0, [n for n in t.answers if n.ref.id not in asked and n.ref.entity_type != "franchise"])
         listed = next((x for x in lists if len(x) >= 2), []) or next((x for x in lists if x), [])
         fitting = [n for n in listed if n.ref.entity_type in p.kinds] or listed
+        if not p.few and not -len(fitting) <= p.place < len(fitting):
+            # a list whose one member the question named ("what death note relight specials are there": the first
+            # is the name asked, "the second one" the other): the answer's own order, names asked included
+            whole = next((x for x in ([n for n in t.answers if n.ref.entity_type != "franchise"] for t in turns)
+                          if len(x) >= 2), [])
+            fitting = [n for n in whole if n.ref.entity_type in p.kinds] or whole
         if p.few:
             return fitting[p.place:p.place + p.few] if p.place >= 0 else fitting[p.place:]
         if -len(fitting) <= p.place < len(fitting):
@@ -551,6 +571,20 @@ def _word_one(body: str, mentions: list[LinkedMention], context: ConversationCon
             if hits:
                 break
     return None
+
+
+def _pointed_fragment(body: str, mentions: list[LinkedMention], last: PastTurn, pointed: Followup) -> Followup | None:
+    """A fragment whose one name is a pointing word ("who directed the first one" then "and the second?"): the last
+    question asked of the name pointed at, not a bare lookup of it."""
+    if pointed.ask is not None or len(pointed.pinned) != 1 or not _fragment(body, mentions):
+        return None
+    ((name, ref),) = pointed.pinned.items()
+    subject = next((s for s in last.subjects if s.text and s.text.lower() in last.standalone.lower()), None)
+    if subject is None or subject.text is None or subject.ref.id == ref.id:
+        return None
+    f = _swap(last, subject.text, name, f"{subject.name} -> {name}")
+    f.how, f.pinned = [*pointed.how, *f.how], dict(pointed.pinned)
+    return f
 
 
 def _swap(last: PastTurn, old: str, new: str, how: str) -> Followup:

@@ -206,3 +206,26 @@ def test_the_anime_after_only_characters_is_the_anime_they_are_in() -> None:
     ctx = context(turn("who taught flamme?", subjects=(flamme,), answers=(serie,)))
     f = resolve("which studio did the anime", None, ctx, read)
     assert f.text == "which studio did Serie's anime" and f.how == ["'the anime' -> the anime Serie is in"]
+
+
+def test_places_keep_their_order_when_a_later_turn_asked_one_and_a_named_member_counts() -> None:
+    last, boruto = named("The Last", "anime"), named("Boruto the Movie", "anime")
+    kobayashi = named("Tsuneo Kobayashi", "person")
+    films = turn("what naruto movies do you have?", answers=(last, boruto))
+    first = turn("who directed the first one", standalone="who directed The Last", subjects=(
+        last.model_copy(update={"text": "The Last"}),), answers=(last, kobayashi))
+    f = resolve("and the second?", None, context(films, first), read)
+    # a fragment whose one name is a place: the last question, asked of it
+    assert f.text == "who directed Boruto the Movie" and f.pinned == {"Boruto the Movie": boruto.ref}
+    # a list one of whose members the question named: the answer's own order
+    relight1, relight2 = named("Relight 1", "anime", "death note relight"), named("Relight 2", "anime")
+    specials = turn("what death note relight specials are there", subjects=(relight1,), answers=(relight1, relight2))
+    assert resolve("what year did the second one come out", None, context(specials), read).text == \
+        "what year did Relight 2 come out"
+
+
+def test_it_asked_what_another_form_has_is_that_form_of_the_work() -> None:
+    bleach = named("Bleach", "anime", "bleach")
+    ctx = context(turn("who made bleach?", subjects=(bleach,), answers=(bleach, named("Tite Kubo", "person"))))
+    assert resolve("what magazine was it serialized in", None, ctx, read).text == \
+        "what magazine was the Bleach manga serialized in"
