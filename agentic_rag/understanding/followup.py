@@ -70,6 +70,7 @@ _NOUN_KINDS: dict[str, tuple[EntityType, ...]] = {
     "studio": ("studio",), "franchise": ("franchise",),
 }
 _NOUNS = "|".join(_NOUN_KINDS)
+_IN_BEFORE = re.compile(r"\b(?:in|from)\s+$", re.IGNORECASE)
 DEMONSTRATIVE = re.compile(rf"\b(?:that|this|the same|said)\s+(?P<noun>{_NOUNS})s?\b", re.IGNORECASE)
 _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5,
              "5th": 5, "sixth": 6, "6th": 6, "seventh": 7, "7th": 7, "eighth": 8, "8th": 8, "ninth": 9, "9th": 9,
@@ -264,7 +265,10 @@ def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
     for m in DEMONSTRATIVE.finditer(text):
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
             noun = m.group("noun").lower()
-            out.append(_Point(m.start(), m.end(), m.group(0), _NOUN_KINDS[noun], gender=_GENDER.get(noun)))
+            kinds = _NOUN_KINDS[noun]
+            if noun == "one" and _IN_BEFORE.search(text[:m.start()]):
+                kinds = WORK  # "who's the inventor girl in that one": a work, not the director just named
+            out.append(_Point(m.start(), m.end(), m.group(0), kinds, gender=_GENDER.get(noun)))
     for m in WHICH_ONE.finditer(text):
         if free(m.start("w"), m.end("w")):
             out.append(_Point(m.start("w"), m.end("w"), m.group(0), ANY, plural=True, choosing=True))
@@ -381,8 +385,8 @@ def _referents(p: _Point, context: ConversationContext) -> list[Named]:
         if not p.few and not -len(fitting) <= p.place < len(fitting):
             # a list whose one member the question named ("what death note relight specials are there": the first
             # is the name asked, "the second one" the other): the answer's own order, names asked included
-            whole = next((x for x in ([n for n in t.answers if n.ref.entity_type != "franchise"] for t in turns)
-                          if len(x) >= 2), [])
+            whole = next((x for x in ([n for n in t.answers if n.ref.entity_type != "franchise"] for t in turns[:1])
+                          if len(x) >= 2 and len({n.ref.entity_type for n in x}) == 1), [])  # (a list of one kind)
             fitting = [n for n in whole if n.ref.entity_type in p.kinds] or whole
         if p.few:
             return fitting[p.place:p.place + p.few] if p.place >= 0 else fitting[p.place:]
@@ -576,8 +580,9 @@ def _word_one(body: str, mentions: list[LinkedMention], context: ConversationCon
 def _pointed_fragment(body: str, mentions: list[LinkedMention], last: PastTurn, pointed: Followup) -> Followup | None:
     """A fragment whose one name is a pointing word ("who directed the first one" then "and the second?"): the last
     question asked of the name pointed at, not a bare lookup of it."""
-    if pointed.ask is not None or len(pointed.pinned) != 1 or not _fragment(body, mentions):
-        return None
+    if pointed.ask is not None or len(pointed.pinned) != 1 or not _fragment(body, mentions) or \
+            ORDINAL.search(body) is None:
+        return None  # (only a place said as the whole reply: "whats it about" asks its own thing of "it")
     ((name, ref),) = pointed.pinned.items()
     subject = next((s for s in last.subjects if s.text and s.text.lower() in last.standalone.lower()), None)
     if subject is None or subject.text is None or subject.ref.id == ref.id:

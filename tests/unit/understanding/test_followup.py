@@ -229,3 +229,21 @@ def test_it_asked_what_another_form_has_is_that_form_of_the_work() -> None:
     ctx = context(turn("who made bleach?", subjects=(bleach,), answers=(bleach, named("Tite Kubo", "person"))))
     assert resolve("what magazine was it serialized in", None, ctx, read).text == \
         "what magazine was the Bleach manga serialized in"
+
+
+def test_that_one_after_in_is_a_work_and_a_reply_that_asks_is_no_place_fragment() -> None:
+    film, director = named("Two Heroes", "anime", "Two Heroes"), named("Kenji Nagasaki", "person")
+    ctx = context(turn("who directed the first one", standalone="who directed Two Heroes", subjects=(film,),
+                       answers=(film, director)))
+    assert resolve("who's the inventor girl in that one", None, ctx, read).text == \
+        "who's the inventor girl in Two Heroes"
+    sequel = named("Mob Psycho 100 III", "anime")
+    ctx = context(turn("what comes after mob psycho 100 II", subjects=(named("Mob Psycho 100 II", "anime",
+                                                                             "mob psycho 100 II"),),
+                       answers=(sequel,)))
+    assert resolve("whats it about", None, ctx, read).text == "whats Mob Psycho 100 III about"
+    # a non-list answer (a work and its studio) has no second one
+    csm = named("Chainsaw Man", "anime", "chainsaw man")
+    ctx = context(turn("which studio did the chainsaw man anime", subjects=(csm,), answers=(csm, named("MAPPA",
+                                                                                                      "studio"))))
+    assert resolve("and the second one?", None, ctx, read).ask is not None
