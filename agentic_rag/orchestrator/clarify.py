@@ -32,6 +32,7 @@ from agentic_rag.protocol.vocabulary import hop_range
 from agentic_rag.understanding.linker import SEASON_SUFFIX
 from agentic_rag.understanding.reading import open_types
 from agentic_rag.understanding.text import link_key
+from agentic_rag.understanding.unknown import SCOPE_BEFORE
 
 MAX_CHOICES = max_len(Clarification, "choices")
 _LABEL = max_len(ClarificationChoice, "label")
@@ -96,7 +97,6 @@ def _context_only(a: Analysis, links: EntityLinks, m: LinkedMention, strong: lis
                    for x in links.mentions)
 
 
-_WHERE = re.compile(r"\b(?:in|from)\s+(?:the\s+)?$", re.IGNORECASE)
 _ASKS_WHO = re.compile(r"^\W*(?:\w+\s+(?:question|q)\W+|(?:ok(?:ay)?|so|and|also|new question|"
                        r"(?:completely|totally) (?:different|unrelated)(?: thing| question)?|unrelated)\W+)*"
                        r"(?:who|whom|list|name)\b", re.IGNORECASE)
@@ -110,7 +110,7 @@ def _where_asked(a: Analysis, question: str, m: LinkedMention, strong: list[Link
     if not question or a.attr is not None or not _ASKS_WHO.match(question) or (
             a.hops and hop_range(a.hops[-1].edges) != "character"):
         return False  # (its characters are asked: "who leads the phantom troupe" reads as who leads the cast)
-    if not _WHERE.search(question[:m.start]) or any(c.entity.entity_type not in ("anime", "manga", "franchise")
+    if not SCOPE_BEFORE.search(question[:m.start]) or any(c.entity.entity_type not in ("anime", "manga", "franchise")
                                                     for c in strong):
         return False
     shared = set.intersection(*(set(c.franchises) for c in strong)) if strong else set()

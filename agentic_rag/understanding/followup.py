@@ -42,6 +42,7 @@ from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.cues import words
 from agentic_rag.understanding.text import dictionary_words, link_key, tokenize
+from agentic_rag.understanding.unknown import SCOPE_BEFORE
 
 MAX_PLURAL = 5  # names "they" may stand for
 
@@ -70,7 +71,6 @@ _NOUN_KINDS: dict[str, tuple[EntityType, ...]] = {
     "studio": ("studio",), "franchise": ("franchise",),
 }
 _NOUNS = "|".join(_NOUN_KINDS)
-_IN_BEFORE = re.compile(r"\b(?:in|from)\s+$", re.IGNORECASE)
 DEMONSTRATIVE = re.compile(rf"\b(?:that|this|the same|said)\s+(?P<noun>{_NOUNS})s?\b", re.IGNORECASE)
 _ORDINALS = {"first": 1, "1st": 1, "second": 2, "2nd": 2, "third": 3, "3rd": 3, "fourth": 4, "4th": 4, "fifth": 5,
              "5th": 5, "sixth": 6, "6th": 6, "seventh": 7, "7th": 7, "eighth": 8, "8th": 8, "ninth": 9, "9th": 9,
@@ -266,7 +266,7 @@ def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
             noun = m.group("noun").lower()
             kinds = _NOUN_KINDS[noun]
-            if noun == "one" and _IN_BEFORE.search(text[:m.start()]):
+            if noun == "one" and SCOPE_BEFORE.search(text[:m.start()]):
                 kinds = WORK  # "who's the inventor girl in that one": a work, not the director just named
             out.append(_Point(m.start(), m.end(), m.group(0), kinds, gender=_GENDER.get(noun)))
     for m in WHICH_ONE.finditer(text):

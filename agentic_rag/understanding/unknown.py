@@ -450,7 +450,7 @@ def _say(out: list[str], question: str, tokens: Sequence[Token], a: int, b: int)
 
 # a work said as where the question is set: "in Jujutsu Kaisen", "from the Demon Slayer manga", or opening the
 # question as its topic ("In JJK, ...", "Jujutsu Kaisen: ...", "jjk question -")
-_SCOPE_BEFORE = re.compile(r"\b(?:in|from|within|inside)\s+(?:the\s+)?$", re.IGNORECASE)
+SCOPE_BEFORE = re.compile(r"\b(?:in|from|within|inside)\s+(?:the\s+)?$", re.IGNORECASE)
 _TOPIC_AFTER = re.compile(r"^\s*(?:(?:anime|manga|series|question|q)\s*)?(?:[:,]|\s[-–—])", re.IGNORECASE)
 _WORK_TYPES = frozenset(("anime", "manga", "franchise"))
 # the work is what the unknown name is asked to be in or part of, not only where the question is set
@@ -474,7 +474,7 @@ def only_scope(question: str, mentions: Sequence[LinkedMention], unknown: Sequen
             return False
         before = question[:m.start]
         opening = not before.strip(" \t\"'") or bool(re.fullmatch(r"\s*(?:in|for)\s+(?:the\s+)?", before, re.I))
-        if not _SCOPE_BEFORE.search(before) and not (opening and _TOPIC_AFTER.match(question[m.end:])):
+        if not SCOPE_BEFORE.search(before) and not (opening and _TOPIC_AFTER.match(question[m.end:])):
             return False
         if _PRESENCE_BEFORE.search(before):
             return False  # whether it is in the work ("does Kokushibo show up in X", "was Miyazaki involved in X")

@@ -7,6 +7,7 @@ import pytest
 from agentic_rag.protocol import EntityLinks, LinkedMention
 from agentic_rag.understanding.text import tokenize
 from agentic_rag.understanding.unknown import englishlike, only_scope, titled_runs, unknown_names
+from tests.unit.understanding.test_reading import cand, links
 
 
 @pytest.mark.parametrize("word", ["rewatching", "bookshop", "keyring", "isnt", "theyve", "slickest", "insanely",
@@ -264,11 +265,8 @@ def test_a_title_between_the_and_what_it_is_is_a_name_unless_english_describes_i
     assert _unknown("are any of the V Jump manga still running", [], known=("jump",)) == []
 
 
-def _mention_at(question: str, text: str, entity_type: str) -> LinkedMention:
-    at = question.index(text)
-    return LinkedMention.model_validate({"text": text, "start": at, "end": at + len(text), "candidates": [
-        {"entity": {"entity_type": entity_type, "id": "00000000-0000-0000-0000-000000000001"}, "name": text,
-         "matched": text, "match": "exact"}]})
+def _work_at(question: str, text: str) -> list[LinkedMention]:
+    return links(question, (text, [cand("anime", text)])).mentions
 
 
 @pytest.mark.parametrize(("question", "known", "scoped"), [
@@ -279,7 +277,7 @@ def _mention_at(question: str, text: str, entity_type: str) -> LinkedMention:
     ("is Yoriichi stronger than Demon Slayer's Tanjiro?", "Demon Slayer", False),
 ])
 def test_a_known_work_only_where_an_unknown_name_is_set(question: str, known: str, scoped: bool) -> None:
-    mentions = [_mention_at(question, known, "anime")]
+    mentions = _work_at(question, known)
     assert only_scope(question, mentions, ["x"]) is scoped
     assert not only_scope(question, mentions, [])
 
@@ -291,4 +289,4 @@ def test_a_known_work_only_where_an_unknown_name_is_set(question: str, known: st
     ("is mirko ranked higher than all might in mha", "mha"),
 ])
 def test_a_known_work_the_unknown_name_is_asked_to_be_in_is_no_scope(question: str, known: str) -> None:
-    assert not only_scope(question, [_mention_at(question, known, "anime")], ["x"])
+    assert not only_scope(question, _work_at(question, known), ["x"])
