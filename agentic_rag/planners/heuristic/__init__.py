@@ -71,9 +71,11 @@ def answer_types(a: Analysis) -> set[str]:
     if a.attr is not None or not a.hops or a.intent != "chain":
         return set()
     last = a.hops[-1]
+    # who a record describes beside the name, searched before the chain the encoder read (which is the fallback)
+    described = set(a.described) if a.mentions else set()
     if last.node_types:
-        return set(last.node_types)
-    types = {t for e in last.edges if e in EDGE_TYPE_BY_NAME for t in EDGE_TYPE_BY_NAME[e].dst}
+        return set(last.node_types) | described
+    types = {t for e in last.edges if e in EDGE_TYPE_BY_NAME for t in EDGE_TYPE_BY_NAME[e].dst} | described
     # an original anime comes from no manga: the people who created it are where it comes from
     return types | {"person"} if last.edges == ("adapted_from",) else types
 

@@ -8,6 +8,7 @@ and the final card once ``steps`` is empty. Nothing is remembered between calls 
 from __future__ import annotations
 
 import dataclasses
+import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -105,12 +106,15 @@ TEXT_WORDS = 3
 # ... and two beside a name the question gives: the name is one of the words a record about that person says
 # ("who took Jet Black's arm": Jet and arm)
 BESIDE_WORDS = 2
+NAME_PREFIX = 4  # letters a shared (stemmed) word and a word of the name agree on to be the name's ("luffi", "luffy")
 
 
 def identified(kinds: Sequence[EntityType], cards: list[ContextCard], skip: frozenset[str] = frozenset(),
-               words: int = TEXT_WORDS) -> CardEntity | None:
+               words: int = TEXT_WORDS, names: Sequence[str] = ()) -> CardEntity | None:
     """The entry a description's words pick out, of the first of ``kinds`` that has one; the entries ``skip`` names
-    (the names the question gives) are none."""
+    (the names the question gives) are none, and one that shares only the words of ``names`` is none either (kin
+    name each other: "remind me who zeke yeager is" is not his father's record)."""
+    said = {w[:NAME_PREFIX] for n in names for w in re.findall(r"[a-z0-9]+", n.lower())}
     picked: dict[str, CardEntity] = {}
     for c in cards:
         if c.source != "qdrant_search" or c.data.get("match") != "semantic":
@@ -123,8 +127,9 @@ def identified(kinds: Sequence[EntityType], cards: list[ContextCard], skip: froz
         rival = max((float(r["text_score"]) for r in rows if _kin(r) != _kin(top)), default=0.0)
         score = float(top["text_score"])
         entity = next((e for e in c.entities if e.ref.id == top.get("id")), None)
-        if entity is not None and score >= TEXT_MIN and score >= TEXT_MARGIN * rival and \
-                len(top.get("text_words") or ()) >= words:
+        shared = [str(w) for w in top.get("text_words") or ()]
+        if entity is not None and score >= TEXT_MIN and score >= TEXT_MARGIN * rival and len(shared) >= words and \
+                any(w[:NAME_PREFIX] not in said for w in shared):
             picked.setdefault(entity.ref.entity_type, entity)
     return next((picked[k] for k in kinds if k in picked), None)
 
@@ -235,12 +240,21 @@ def _card_for(cards: list[ContextCard], intent: BatchIntent) -> ContextCard | No
     return None
 
 
-def beside_search(question: str) -> SearchIntent:
+def beside_search(question: str, anime: str | None = None) -> SearchIntent:
     """The question searched by meaning and by its words among the characters (a character its record picks out
-    beside the name it names: "who gave luffy the straw hat")."""
+    beside the name it names: "who gave luffy the straw hat"), those of the ``anime`` it names when it names only a
+    work ("who's the captain of the 6th division in bleach")."""
     return SearchIntent(rationale="a character described beside a name: search characters by meaning",
                         entity_type="character", query=" ".join(question.split())[:_QUERY] or "?",
-                        limit=DESCRIBED_LIMIT, match="semantic")
+                        limit=DESCRIBED_LIMIT, match="semantic",
+                        filters=SearchFilters(anime_id=anime) if anime else SearchFilters())
+
+
+def _set_in(a: Analysis) -> str | None:
+    """The anime a question is set in when it names no person or character, only that work (its anime reading)."""
+    types = {c.entity.entity_type for m in a.mentions for c in a.linked.get(m, {}).values()}
+    anime = {c.entity.id for m in a.mentions for t, c in a.linked.get(m, {}).items() if t == "anime"}
+    return next(iter(anime)) if len(anime) == 1 and not types & {"character", "person"} else None
 
 
 def progress(a: Analysis, cards: list[ContextCard], question: str = "") -> Progress:
@@ -251,10 +265,11 @@ def progress(a: Analysis, cards: list[ContextCard], question: str = "") -> Progr
         # the one the words of the records pick out, when that is no name the question gives; else the name's plan
         if not searched_by_meaning(cards):
             p = progress(dataclasses.replace(a, described=()), cards, question)
-            p.steps = [beside_search(question or a.description), *p.steps][:MAX_BATCH]
+            p.steps = [beside_search(a.description or question, _set_in(a)), *p.steps][:MAX_BATCH]
             return p
         named = frozenset(c.entity.id for m in a.mentions for c in a.linked.get(m, {}).values())
-        start = identified(a.described, cards, named, BESIDE_WORDS)
+        start = identified(a.described, cards, named, BESIDE_WORDS,
+                           [*a.mentions, *(c.name for m in a.mentions for c in a.linked.get(m, {}).values())])
         if start is not None:
             p.starts = [start]
             return p
@@ -298,13 +313,42 @@ def progress(a: Analysis, cards: list[ContextCard], question: str = "") -> Progr
             p.steps += _ahead(a, cards, p)
         p.steps = p.steps[:MAX_BATCH]
         return p
-    return _resolved(a, cards, p, [r.entity for r in p.found if r.entity is not None])
+    return _resolved(a, cards, p, [r.entity for r in p.found if r.entity is not None], question)
 
 
-def _resolved(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[CardEntity]) -> Progress:
-    """What the question asks of the entities its names resolved to (and, for an explanation, what is quoted)."""
+def _resolved(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[CardEntity],
+              question: str = "") -> Progress:
+    """What the question asks of the entities its names resolved to (and, for an explanation, what is quoted; for a
+    relation of one character the graph does not have, what its own record says nearest the question)."""
     p = _asked(a, cards, p, ents)
-    return _explained(a, cards, p, ents) if a.explain and not p.missing else p
+    if a.explain and not p.missing:
+        return _explained(a, cards, p, ents)
+    if question and ents and _reached_nothing(a, p) and ents[0].ref.entity_type == "character":
+        return _said_of(cards, p, ents[0], question)
+    return p
+
+
+def _reached_nothing(a: Analysis, p: Progress) -> bool:
+    """Whether ``a``'s one relation hop, asked of one name, reached nothing (and nothing more is pending)."""
+    return not p.steps and not p.missing and len(a.hops) == 1 and a.attr is None and a.among is None and \
+        a.recommend is None and a.intent not in ("relation", "compare") and p.card is None and \
+        (not p.levels or not p.levels[-1])
+
+
+def _said_of(cards: list[ContextCard], p: Progress, entity: CardEntity, question: str) -> Progress:
+    """A relation the graph does not record for one character ("what does illumi fight with" read as his enemies):
+    its description's sentences, scored by meaning against the question, so the answer can quote the one that says
+    it ("a ruthless assassin who uses needles"), cited, beside saying the relation is not recorded."""
+    query = " ".join(question.split())[:_QUERY]
+    intent = SearchIntent(rationale="quote what the catalog says of it, nearest the question",
+                          entity_type="character", query=query, filters=SearchFilters(id=[entity.ref.id]), limit=1,
+                          quote=True)
+    card = _card_for(cards, intent)
+    if card is None:
+        p.steps = [intent]
+    else:
+        p.quotes = [card]
+    return p
 
 
 def _asked(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[CardEntity]) -> Progress:

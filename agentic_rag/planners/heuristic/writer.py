@@ -10,6 +10,7 @@ also quotes the catalog's own sentences nearest in meaning to the question, and 
 
 from __future__ import annotations
 
+import dataclasses
 import re
 from typing import Any
 
@@ -104,8 +105,13 @@ def _parts(inp: DraftInput, a: Analysis) -> DraftAnswer:
 
 def _draft(inp: DraftInput, a: Analysis) -> DraftAnswer:
     p = progress(a, inp.cards, inp.question)
+    if a.described and a.mentions and p.starts:
+        # who a record describes beside the name ("who gave luffy his straw hat"): that record, not the chain the
+        # encoder read for the question (the plan had there been none)
+        a = dataclasses.replace(a, hops=[], attr=None, intent="lookup")
     d = _drafted(inp, a, p)
-    return _with_quotes(d, p) if a.explain and d.confidence >= 0.4 else d
+    # an explanation's quotes, or the sentence a character's record says nearest a relation the graph lacks
+    return _with_quotes(d, p) if (a.explain or p.quotes) and d.confidence >= 0.4 else d
 
 
 def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:

@@ -20,6 +20,7 @@ from agentic_rag.understanding.reading.words import _rest
 from agentic_rag.understanding.text import (
     tokenize,
 )
+from agentic_rag.understanding.unknown import SCOPE_BEFORE
 
 _CHATTER = re.compile(r"^.*?\b(?=(?:which|what|list|name|show me|give me|find|any)\b)", re.IGNORECASE)
 
@@ -195,26 +196,55 @@ def _catalog(q: _Question) -> tuple[Analysis | None, Filter | None]:
     return None, f
 
 
-# "who gave luffy the straw hat", "who took Jet Black's arm": a character asked for by what its own record says of it
-# and of the name the question gives, in words no cue reads
+# "who gave luffy the straw hat", "who took Jet Black's arm", "who is L's handler": a character asked for by what its
+# own record says of it and of the name the question gives (its description, or the detail of a relation told of it),
+# in words no cue reads
 _WHO = re.compile(r"\bwho(?:m|se)?\b", re.IGNORECASE)
 _FILLER = frozenset(("exactly", "actually", "really", "like", "again", "anyway", "tho", "though", "just", "even",
                      "ever", "also", "lol", "pls", "please", "now", "then", "there", "here"))
-DESCRIBED_WORDS = 2  # words of their own a question needs to describe someone
+# words of their own (besides the name) a question needs to describe someone: one is enough to search, since the
+# search then asks the record it picks to share the name too and to stand out (planners/heuristic/progress.py)
+DESCRIBED_WORDS = 1
+IN_WORK_WORDS = 2  # ... and beside only the work it is set in
+_WHO_IS = re.compile(r"\bwho(?:'s|\s+(?:is|was|are|were))\b", re.IGNORECASE)
+_PEOPLE: frozenset[EntityType] = frozenset(("character", "person"))
+_WORKS: frozenset[EntityType] = frozenset(("anime", "manga", "franchise"))
 
 
 def described_beside(question: str, a: Analysis, links: EntityLinks | None) -> bool:
-    """Whether ``question`` asks who is described beside the one name it gives ("who gave luffy the straw hat"):
-    read as no more than that name's lookup (no relation, value or list asked), a "who" question with words of its
-    own that no cue reads. The record those words pick out answers it, when it is not the name's own."""
-    if a.intent != "lookup" or len(a.mentions) != 1 or a.hops or a.attr is not None or a.filter is not None or \
-            a.recommend is not None or a.explain or a.among is not None or a.more or a.described or links is None:
+    """Whether ``question`` asks who is described beside the one name it gives ("who gave luffy the straw hat"), or
+    in the one work it names ("who's the captain of the 6th division in bleach"):
+    a "who" question with words of its own that no cue reads, read (``a``, without what the encoder's nearest
+    question asks) as no more than that name's lookup: no relation, value or list asked. A work it is set in ("who is
+    L's handler in death note") is no second name. The record those words pick out answers it, when it is not the
+    name's own."""
+    if links is None or a.filter is not None or a.recommend is not None or a.explain or a.among is not None or \
+            a.more or a.described or not a.mentions:
         return False
-    if not _WHO.search(question) or not any(c.entity.entity_type in ("character", "person")
-                                            for c in a.linked.get(a.mentions[0], {}).values()):
+    if a.intent != "lookup" or a.hops or a.attr is not None:
+        return False
+    people = [m for m in a.mentions if {c.entity.entity_type for c in a.linked.get(m, {}).values()} & _PEOPLE]
+    if len(people) > 1 or not _WHO.search(question) or any(
+            m not in people and not {c.entity.entity_type for c in a.linked.get(m, {}).values()} <= _WORKS
+            for m in a.mentions):
+        return False
+    if not people and not _WHO_IS.search(question):
         return False  # (a work's own record tells whose story it is: "whose pov is the first special told from")
     named = [(m.start, m.end) for m in links.mentions]
     own = [t.key for t in tokenize(question) if not any(s <= t.start < e for s, e in named)
            and t.key.isalpha() and len(t.key) > 2 and t.key not in STOP and t.key not in C.CUES
            and t.key not in _FILLER]
-    return len(own) >= DESCRIBED_WORDS
+    # one of a work's characters, described by words alone ("who's the captain of the 6th division in bleach"):
+    # two words of its own at least, as a description that names nobody needs
+    return len(own) >= (DESCRIBED_WORDS if people else IN_WORK_WORDS)
+
+
+def beside_words(question: str, links: EntityLinks) -> str:
+    """``question`` less the works it is set in ("... in death note": names of no person or character, with the
+    word that sets them), for the search that picks who is described beside the name it gives."""
+    for m in sorted(links.mentions, key=lambda m: -m.start):
+        if m.candidates and not {c.entity.entity_type for c in m.candidates} & _PEOPLE:
+            before, after = question[:m.start], question[m.end:]
+            setting = SCOPE_BEFORE.search(before)
+            question = (before[:setting.start()] if setting else before) + after
+    return " ".join(question.split())

@@ -144,6 +144,29 @@ async def test_who_a_record_describes_beside_the_name_given_is_that_record(orche
     assert r.status == "answered" and r.answer.startswith("Udai Taxim is a character in Cowboy Bebop.")
 
 
+async def test_who_a_record_describes_by_one_word_a_relations_detail_or_in_a_work(orchestrator: Orchestrator) -> None:
+    """One word of its own beside the name is enough to search ("who killed ace"), a relation's detail is its
+    target's words ("L's handler"), the work a question is set in is no second name, a question the encoder read as
+    a chain ("who gave luffy his straw hat", nearest "who directed ...") searches first, and a work's character is
+    found by its description alone ("the captain of the 6th division")."""
+    for question, who in [("who killed ace", "Sakazuki"), ("who is L's handler in death note", "Watari"),
+                          ("who gave luffy his straw hat", "Shanks"), ("who rebuilt genos", "Dr. Kuseno"),
+                          ("who's the captain of the 6th division in bleach", "Byakuya Kuchiki")]:
+        r = (await orchestrator.run(question)).response
+        assert r.status == "answered" and r.answer.startswith(f"{who} is a character"), (question, r.answer)
+    # a record that shares only the name's words (Zeke's father's, which names him) is not who the question means
+    r = (await orchestrator.run("zeke yeager... remind me who that guy is again?")).response
+    assert r.answer.startswith("Zeke Yeager is a character"), r.answer
+
+
+async def test_a_relation_the_graph_lacks_quotes_what_the_record_says(orchestrator: Orchestrator) -> None:
+    """"what does illumi fight with" reads as his enemies, which the catalog does not record; his description says
+    it, and is quoted, cited, beside saying so."""
+    r = (await orchestrator.run("what does illumi fight with")).response
+    assert r.answer.startswith("The catalog records no enemy for Illumi Zoldyck. The catalog says of Illumi Zoldyck: ")
+    assert "needles" in r.answer and "Illumi Zoldyck" in r.citations
+
+
 async def test_a_question_about_a_name_the_catalog_lacks_set_in_a_work_it_has_is_not_found(
         orchestrator: Orchestrator) -> None:
     """The work is only where the question is set: what the catalog has of it answers nothing asked."""

@@ -171,6 +171,17 @@ async def test_prose_search_finds_a_work_by_its_story(pconn: Conn, described: st
     assert all(2 * h.score < hits[0].score for h in hits if h.score < hits[0].score), hits
 
 
+async def test_a_characters_prose_holds_the_details_of_the_relations_told_of_it(pconn: Conn) -> None:
+    """L's relation to Watari says "his handler", a word Watari's own description never uses: it is his prose too,
+    beside L's name."""
+    hits = await prose_search(pconn, "who is L's handler", "character", limit=5)
+    assert hits and hits[0].id == eid("character", "watari-death-note"), hits
+    assert set(hits[0].words) == {"handler", "l"}
+    # Rukia's relation to Byakuya ("adoptive older brother") is his, not hers
+    hits = await prose_search(pconn, "adoptive older brother of Rukia Kuchiki", "character", limit=3)
+    assert hits[0].id == eid("character", "byakuya-kuchiki"), hits
+
+
 @pytest.mark.parametrize("words", ["jojo's bizarre adventure part 5", "makoto shinkai films", "the", "", "'; drop"])
 async def test_prose_search_needs_two_shared_words(pconn: Conn, words: str) -> None:
     assert await prose_search(pconn, words, "anime") == []
