@@ -94,7 +94,7 @@ from agentic_rag.protocol.roles import (
 )
 from agentic_rag.retrievers.errors import RetrievalError
 from agentic_rag.settings import Settings
-from agentic_rag.understanding.followup import resolve
+from agentic_rag.understanding.followup import resolve, unanchored
 from agentic_rag.understanding.reading import read, settled
 from agentic_rag.understanding.unknown import only_scope
 
@@ -509,6 +509,11 @@ class RunContext:
                                   query=mention[:max_len(SearchIntent, "query")] if mention else None,
                                   filters=SearchFilters(id=[chosen.entity.id]), limit=1)
             await stages.retrieve(self, [intent])
+        elif (s.conversation is None or not s.conversation.turns) and \
+                (ask := unanchored(s.question, s.links, s.reading)) is not None:
+            # a first question that only points ("when did it end?"): there is nothing before it to point at
+            await self.event("clarify", "decision", {"unanchored": ask})
+            return clarifying(s, Clarification(question=ask[:SHORT_TEXT_MAX], choices=[]))
         elif s.links is not None and s.links.unknown and only_scope(s.question, s.links.mentions, s.links.unknown):
             # every name the catalog has is only where the question is set ("In JJK, what is Higuruma's domain?"):
             # what the catalog holds answers none of it, and an answer about the setting would pass for one

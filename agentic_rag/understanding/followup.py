@@ -35,12 +35,13 @@ import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
-from agentic_rag.protocol import EntityLinks, EntityRef, LinkedMention
+from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention
 from agentic_rag.protocol.conversation import ConversationContext, Named, PastTurn
 from agentic_rag.protocol.reading import Analysis
 from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.cues import words
+from agentic_rag.understanding.linker import STOP
 from agentic_rag.understanding.text import dictionary_words, link_key, tokenize
 from agentic_rag.understanding.unknown import SCOPE_BEFORE
 
@@ -119,6 +120,8 @@ _SEASONED = re.compile(r"\s*(?::.*|\bseason\s*\d+.*|\bpart\s*\d+.*|\(\d{4}\))$",
 _ASKING = words("""who whom whose what which when where why how is are was were do does did has have had can
 could will would should list name tell give show find compare""")
 FRAGMENT_WORDS = 6  # a reply this short that asks nothing on its own is a fragment
+# whose, said alone ("and hers?"): the last question, of the one pointed at
+OWN = re.compile(r"\s*(?:hers|his|theirs)\s*[?.!]*\s*", re.IGNORECASE)
 
 
 @dataclass(slots=True)
@@ -158,6 +161,9 @@ def resolve(question: str, links: EntityLinks | None, context: ConversationConte
                             choice=picked, mention=chosen.text)
     correction = CORRECTION.match(question)
     body = question[correction.end():] if correction else question
+    if last.status == "needs_clarification" and not last.choices and mentions and _fragment(body, mentions) and \
+            (named := _named_back(body, last)) is not None:
+        return named  # "when did it end?" "which?" "the fullmetal alchemist manga"
     if (short := _short_named(body, mentions, context) or _word_one(body, mentions, context)) is not None:
         return short
     pointed = _pointing(body, mentions, context)
@@ -194,6 +200,20 @@ def _choice(reply: str, mentions: list[LinkedMention], choices: list[Named]) -> 
 # a reply's next clause: "the 2011 one - who animated it?", "the manga, how many volumes does it have"
 _NEXT_CLAUSE = re.compile(r"\s*(?:[-–—,:;.?!]+|\band\b)\s*(?=\w)")
 _LABEL_KIND = re.compile(r"\s*\((?:anime|manga|character|person|studio|franchise)\b[^)]*\)\s*$")
+
+
+def _named_back(body: str, last: PastTurn) -> Followup | None:
+    """The last question, which asked back what its pointing word meant, with the name the reply gives in its place
+    ("when did it end?", then "the fullmetal alchemist manga"; "how many episodes did the second one have?", then
+    "sorry, i meant mob psycho 100 season 2")."""
+    points = _points(last.standalone, [])
+    name = LEAD.sub("", body).strip(" ?.!,")
+    if not points or not name:
+        return None
+    p = points[0]
+    said = f"{name}'s" if p.possessive else name
+    return Followup(_tidy(last.standalone[:p.start] + said + last.standalone[p.end:]),
+                    [f"{p.said!r} -> {name} (the reply to what was asked back)"])
 
 
 def _then_asked(reply: str, chosen: Named, last: PastTurn) -> Followup | None:
@@ -319,11 +339,14 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
             p.kinds = narrowed
         # a pronoun after a name of its kind in the same reply points at that name ("i mean misa amane, who is
         # she", "no i meant the movie, jjk 0. who directed it?")
+        # ("what about naruto, who's his wife": the name's reading of that kind, the character, not the anime)
         inside = None if p.place is not None or p.form is not None else next(
-            (m for m in reversed(mentions) if m.end <= p.start and m.candidates
-             and m.candidates[0].entity.entity_type in p.kinds), None)
+            (m for m in reversed(mentions) if m.end <= p.start and _reading(m, p.kinds) is not None), None)
         if inside is not None:
             said, meant = inside.text, f"{inside.text} (named in the reply)"
+            reading = _reading(inside, p.kinds)
+            if reading is not None and reading is not inside.candidates[0]:
+                pinned[inside.text] = reading.entity
         else:
             # a later pointing word of the same reply points where the first did ("the first one, who directed
             # that?")
@@ -366,6 +389,18 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
         shift += len(said) - (p.end - p.start)
         how.append(f"{p.said!r} -> {meant}")
     return Followup(_tidy(text), how, pinned=pinned)
+
+
+def _reading(m: LinkedMention, kinds: tuple[EntityType, ...]) -> LinkCandidate | None:
+    """The reading of a name the reply gives that a pointing word of ``kinds`` can mean: its best, else (a person's
+    pronoun) a person or character linked by the whole name or an alias ("what about naruto, who's his wife")."""
+    if not m.candidates:
+        return None
+    if m.candidates[0].entity.entity_type in kinds:
+        return m.candidates[0]
+    if not set(kinds) <= set(PERSON):
+        return None  # ("who voices frieren in it": "it" is no other reading of the character just named)
+    return next((c for c in m.candidates if c.entity.entity_type in kinds and c.match in ("exact", "alias")), None)
 
 
 def _referents(p: _Point, context: ConversationContext) -> list[Named]:
@@ -578,11 +613,11 @@ def _word_one(body: str, mentions: list[LinkedMention], context: ConversationCon
 
 
 def _pointed_fragment(body: str, mentions: list[LinkedMention], last: PastTurn, pointed: Followup) -> Followup | None:
-    """A fragment whose one name is a pointing word ("who directed the first one" then "and the second?"): the last
-    question asked of the name pointed at, not a bare lookup of it."""
-    if pointed.ask is not None or len(pointed.pinned) != 1 or not _fragment(body, mentions) or \
-            ORDINAL.search(body) is None:
-        return None  # (only a place said as the whole reply: "whats it about" asks its own thing of "it")
+    """A fragment whose one name is a pointing word ("who directed the first one" then "and the second?"; "who was
+    frieren's teacher" then "and hers?"): the last question asked of the name pointed at, not a bare lookup of it."""
+    if pointed.ask is not None or len(pointed.pinned) != 1 or not _fragment(body, mentions) or (
+            ORDINAL.search(body) is None and OWN.fullmatch(LEAD.sub("", body)) is None):
+        return None  # (only a place, or whose, said as the whole reply: "whats it about" asks its own thing of "it")
     ((name, ref),) = pointed.pinned.items()
     subject = next((s for s in last.subjects if s.text and s.text.lower() in last.standalone.lower()), None)
     if subject is None or subject.text is None or subject.ref.id == ref.id:
@@ -599,6 +634,23 @@ def _swap(last: PastTurn, old: str, new: str, how: str) -> Followup:
 
 
 # -- 4. a question with no subject --------------------------------------------------------------------------------
+
+def unanchored(question: str, links: EntityLinks | None, a: Analysis) -> str | None:
+    """What to ask back when a conversation's first question has no subject but a pointing word ("when did it
+    end?", "how many episodes did the second one have?"): nothing was said before that it can point at; None when it
+    names something or says what it means."""
+    mentions = [m for m in (links.mentions if links else []) if not _numbering(m.text)]
+    if mentions or (links is not None and links.unknown) or not _needs_subject(a):
+        return None
+    points = [p for p in _points(question, mentions) if p.form is None]
+    # only asking words before it: any other word may be what it points at, a name the catalog lacks included
+    # ("kyoto animation - when was it founded?", "my little brother ... he's obsessed with martial arts")
+    if not points or any(t.key not in _ASKING and t.key not in STOP and t.key not in C.CUES
+                         for t in tokenize(question[:points[0].start])):
+        return None
+    return (f"Who or what do you mean by \"{points[0].said}\"? Nothing was said before it that it could point at: "
+            "name the title or the person.")
+
 
 def _needs_subject(a: Analysis) -> bool:
     return (not a.mentions and a.filter is None and a.recommend is None and not a.description and a.among is None

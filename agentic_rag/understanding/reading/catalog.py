@@ -206,7 +206,7 @@ _FILLER = frozenset(("exactly", "actually", "really", "like", "again", "anyway",
 # search then asks the record it picks to share the name too and to stand out (planners/heuristic/progress.py)
 DESCRIBED_WORDS = 1
 IN_WORK_WORDS = 2  # ... and beside only the work it is set in
-_WHO_IS = re.compile(r"\bwho(?:'s|\s+(?:is|was|are|were))\b", re.IGNORECASE)
+_WHO_IS = re.compile(r"\bwho(?:'s|’s)?(?![\w'’])", re.IGNORECASE)  # not "whose pov is it told from"
 _PEOPLE: frozenset[EntityType] = frozenset(("character", "person"))
 _WORKS: frozenset[EntityType] = frozenset(("anime", "manga", "franchise"))
 

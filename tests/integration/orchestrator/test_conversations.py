@@ -65,6 +65,18 @@ async def test_a_new_topic_inherits_nothing_and_a_pointing_word_with_nothing_beh
     assert '"she"' in lost.response.answer
 
 
+async def test_a_first_question_that_only_points_is_asked_back_and_the_name_given_answers_it(
+        orchestrator: Orchestrator) -> None:
+    """"when did it end?" opening a conversation points at nothing: it is asked back, and the name the reply gives
+    completes the question asked ("the fullmetal alchemist manga": when it ended)."""
+    lost = await orchestrator.run("when did it end?", tenant="conv")
+    assert lost.response.status == "needs_clarification" and '"it"' in lost.response.answer
+    named = await orchestrator.run("the fullmetal alchemist manga", tenant="conv",
+                                   conversation_id=lost.conversation_id)
+    assert named.response.status == "answered" and "2010" in named.response.answer
+    assert await standalone_of(orchestrator, named.trajectory_id) == "when did the fullmetal alchemist manga end?"
+
+
 async def test_a_clarification_is_answered_in_words(orchestrator: Orchestrator) -> None:
     asked = await orchestrator.run("who animated hunter x hunter?", tenant="conv")
     assert asked.response.status == "needs_clarification"

@@ -7,7 +7,7 @@ import uuid
 from agentic_rag.protocol import EntityLinks, EntityRef
 from agentic_rag.protocol.conversation import ConversationContext, Named, PastTurn
 from agentic_rag.protocol.vocabulary import EntityType
-from agentic_rag.understanding.followup import resolve
+from agentic_rag.understanding.followup import resolve, unanchored
 from agentic_rag.understanding.reading import read
 
 
@@ -247,3 +247,57 @@ def test_that_one_after_in_is_a_work_and_a_reply_that_asks_is_no_place_fragment(
     ctx = context(turn("which studio did the chainsaw man anime", subjects=(csm,), answers=(csm, named("MAPPA",
                                                                                                       "studio"))))
     assert resolve("and the second one?", None, ctx, read).ask is not None
+
+
+def test_a_possessive_pronoun_said_alone_asks_the_last_question_of_the_one_it_points_at() -> None:
+    teacher = named("Flamme", "character")
+    ctx = context(turn("and frieren's teacher?", standalone="who is Frieren's teacher?",
+                       subjects=(named("Frieren", "character", "Frieren"),), answers=(teacher,)))
+    f = resolve("and hers?", None, ctx, read)
+    assert f.text == "who is Flamme's teacher?" and f.pinned == {"Flamme": teacher.ref}
+
+
+def test_a_persons_pronoun_after_a_name_whose_other_reading_is_a_person_is_that_person() -> None:
+    q = "what about naruto, who's his wife"
+    work, hero = named("Naruto", "anime"), named("Naruto Uzumaki", "character")
+    at = q.index("naruto")
+    links = EntityLinks.model_validate({"mentions": [{"text": "naruto", "start": at, "end": at + 6, "candidates": [
+        {"entity": work.ref.model_dump(), "name": work.name, "matched": "Naruto", "match": "exact"},
+        {"entity": hero.ref.model_dump(), "name": hero.name, "matched": "Naruto", "match": "alias"}]}]})
+    f = resolve(q, links, context(DIRECTED), read)
+    assert f.text == "what about naruto, who's naruto's wife" and f.pinned == {"naruto": hero.ref}
+    # "it" is no other reading of a character just named: "who voices frieren in it" keeps the work talked about
+    q = "who voices zorb in it"
+    zorb_work, zorb = named("Zorb", "anime"), named("Zorb", "character")
+    at = q.index("zorb")
+    links = EntityLinks.model_validate({"mentions": [{"text": "zorb", "start": at, "end": at + 4, "candidates": [
+        {"entity": zorb.ref.model_dump(), "name": "Zorb", "matched": "Zorb", "match": "exact"},
+        {"entity": zorb_work.ref.model_dump(), "name": "Zorb", "matched": "Zorb", "match": "exact"}]}]})
+    assert resolve(q, links, context(DIRECTED), read).text == "who voices zorb in Death Note"
+
+
+def test_a_name_given_for_what_was_asked_back_completes_the_question_asked() -> None:
+    asked = turn("when did it end?", status="needs_clarification")
+    q = "the fullmetal alchemist manga"
+    fma = named("Fullmetal Alchemist", "manga")
+    f = resolve(q, mention(q, "fullmetal alchemist", fma), context(asked), read)
+    assert f.text == "when did the fullmetal alchemist manga end?"
+    q = "sorry, i meant mob psycho 100 season 2"
+    f = resolve(q, mention(q, "mob psycho 100 season 2", named("Mob Psycho 100 II", "anime")),
+                context(turn("how many episodes did the second one have?", status="needs_clarification")), read)
+    assert f.text == "how many episodes did mob psycho 100 season 2 have?"
+    # a reply that asks its own question is no name given back: its pronoun is the name it gives
+    q = "i mean zorb, who is she"
+    f = resolve(q, mention(q, "zorb", named("Zorb", "character")),
+                context(turn("what about her family", status="needs_clarification")), read)
+    assert f.text == "zorb, who is zorb"
+
+
+def test_a_first_question_that_only_points_is_asked_back() -> None:
+    for q in ("when did it end?", "how many episodes did the second one have?", "who directed it?"):
+        asked = unanchored(q, EntityLinks(mentions=[]), read(q, EntityLinks(mentions=[])))
+        assert asked is not None and "mean by" in asked, q
+    # what it points at may be any word before it, a name the catalog lacks too
+    for q in ("kyoto animation - when was it founded?", "I heard Zorb Saga is great. Which studio animated it?",
+              "my little brother is 10. what should he start with?"):
+        assert unanchored(q, EntityLinks(mentions=[]), read(q, EntityLinks(mentions=[]))) is None, q
