@@ -245,9 +245,14 @@ def _after_lacking(state: RunState, answer: str) -> str:
 
 
 def response_from(state: RunState, draft: DraftAnswer, status: ResponseStatus, why: TerminationReason) -> AgentResponse:
-    """The final response from a draft, with the loop's own evidence and warnings."""
+    """The final response from a draft, with the loop's own evidence and warnings; ``not_found`` when it says only
+    what the catalog does not record of the records it found (``DraftAnswer.only_unrecorded``)."""
     rewritten = state.rewrite.rewritten_query if state.rewrite else None
     evidence = draft.evidence.model_copy(update={"rewritten_query": rewritten, "termination_reason": why})
+    if draft.only_unrecorded and status in ("answered", "best_effort") and not lacking(state):
+        # the records are found, what is asked of them is not recorded: said as such (a name the catalog lacks said
+        # beside them is the answer's own news: "Fuyumi is not in the catalog.")
+        status = "not_found"
     return AgentResponse(
         answer=_after_lacking(state, draft.answer), status=status, source_entities=draft.source_entities,
         result_entities=draft.result_entities, evidence=evidence, citations=draft.citations,

@@ -9,6 +9,7 @@ from agentic_rag.protocol.base import EntityRef, ProtocolModel, Rationale, Short
 from agentic_rag.protocol.contracts import (
     FILTER_APPLIES_TO,
     MAX_BATCH,
+    NOT_RECORDED,
     AgentResponse,
     BatchIntent,
     Clarification,
@@ -46,6 +47,7 @@ __all__ = [
     "FILTER_APPLIES_TO",
     "MAX_BATCH",
     "NAME_FIELD",
+    "NOT_RECORDED",
     "OPS_BY_KIND",
     "AgentResponse",
     "Aggregate",

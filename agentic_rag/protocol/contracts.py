@@ -434,6 +434,9 @@ class Evidence(ProtocolModel):
     termination_reason: TerminationReason | None = Field(None, description="Why the loop stopped.")
 
 
+NOT_RECORDED = "not recorded: "  # a fact that says what the catalog does not record of a record it has
+
+
 class DraftAnswer(ProtocolModel):
     """A candidate answer, built only from the retrieved context, before validation."""
 
@@ -449,6 +452,14 @@ class DraftAnswer(ProtocolModel):
         default_factory=list, max_length=20, description="Names or titles of the entities cited."
     )
     confidence: Confidence = Field(description="0.0 to 1.0.")
+
+    @property
+    def only_unrecorded(self) -> bool:
+        """Whether the draft says only what the catalog does not record of the records it found ("the catalog does
+        not record the volumes of X", "records no director for Y"): the question is not answered, the records are
+        (``Evidence.facts`` each begin with :data:`NOT_RECORDED`, and nothing answers it)."""
+        facts = self.evidence.facts
+        return not self.result_entities and bool(facts) and all(f.startswith(NOT_RECORDED) for f in facts)
 
 
 class SufficiencyReport(ProtocolModel):

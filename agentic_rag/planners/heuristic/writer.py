@@ -30,7 +30,7 @@ from agentic_rag.planners.heuristic.sentences import (
     ranking_sentence,
     titled,
 )
-from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphPath
+from agentic_rag.protocol import NOT_RECORDED, DraftAnswer, EntityRef, Evidence, GraphPath
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.reading import Analysis, Recommend
 from agentic_rag.protocol.roles import CardEntity, ContextCard, DraftInput
@@ -158,6 +158,12 @@ def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
             lines.append(hop_sentence(hop, current, level, p.details))
         current = level
     if a.hops and (len(p.levels) < len(a.hops) or not p.levels[-1]):
+        if len(lines) == 1 and len(p.levels) <= 1 and not p.creators and not p.starts and not p.quotes and \
+                a.hops[0].edges != ("adapted_from",):
+            # only what the catalog does not record of the record asked about ("records no director for X"): the
+            # record is found, the question is not answered
+            return _result(lines[0], sources, [], confidence=0.6, citations=[ents[0].name],
+                           facts=[f"{NOT_RECORDED}{lines[0]}"])
         return _result(" ".join(lines), sources, [ents[0].ref], confidence=0.6, citations=[ents[0].name])
     if p.card is not None and p.card.source == "similar":
         return recommendation(a, p.card, lines, sources)
@@ -487,8 +493,12 @@ def _query_answer(a: Analysis, p: Progress, lines: list[str], sources: list[Enti
         shown = [attribute_sentence(attr, r, kind) for r in rows[:ATTRIBUTE_ROWS] for attr in attrs
                  if r.get(attr) not in (None, "", [])]
         # a value recorded for none of them is said once, not once per row
-        shown += [f"The catalog does not record the {x.replace('_', ' ')} of {who or 'these'}."
-                  for x in (a.attr, *a.also) if x not in attrs]
+        unrecorded = [f"The catalog does not record the {x.replace('_', ' ')} of {who or 'these'}."
+                      for x in (a.attr, *a.also) if x not in attrs]
+        if not attrs and not lines:  # only what is not recorded: the records are found, the question is not answered
+            return _result(" ".join(unrecorded), [*sources, *refs], [], confidence=0.6,
+                           facts=[f"{NOT_RECORDED}{x}" for x in unrecorded])
+        shown += unrecorded
         text = " ".join([*lines, *shown])
     elif a.attr == "franchise_works" and not a.rank:
         what = {"movie": "film", "ova": "OVA", "special": "special"}.get(a.fmt or "", a.counted)

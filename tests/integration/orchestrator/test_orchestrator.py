@@ -167,6 +167,21 @@ async def test_a_relation_the_graph_lacks_quotes_what_the_record_says(orchestrat
     assert "needles" in r.answer and "Illumi Zoldyck" in r.citations
 
 
+async def test_a_value_or_relation_the_record_lacks_is_not_found_and_said(orchestrator: Orchestrator) -> None:
+    """The record asked about is found and what is asked of it is not recorded: the run says so and ends not_found,
+    at once (no turns spent looking for what the record cannot hold)."""
+    result = await orchestrator.run("how many volumes does the frieren manga have")
+    assert result.response.status == "not_found" and result.turns == 1
+    assert result.response.answer == "The catalog does not record the volumes of Frieren: Beyond Journey's End."
+    assert result.response.source_entities and not result.response.result_entities
+    result = await orchestrator.run("who directed one piece film red")
+    assert result.response.status == "not_found" and result.turns == 1
+    assert result.response.answer == "The catalog records no director or chief director for One Piece Film: Red."
+    # a part that is answered beside it is an answer; so is an original anime's missing source (it is original)
+    r = (await orchestrator.run("is cowboy bebop based on a manga")).response
+    assert r.status == "answered" and "original anime" in r.answer
+
+
 async def test_a_question_about_a_name_the_catalog_lacks_set_in_a_work_it_has_is_not_found(
         orchestrator: Orchestrator) -> None:
     """The work is only where the question is set: what the catalog has of it answers nothing asked."""

@@ -238,3 +238,17 @@ def test_a_similar_step_carries_exactly_its_intent() -> None:
     assert "similar_intent" in variant["required"] and variant["properties"]["search_intent"] == {"type": "null"}
     # the key a card keeps: the same ask whatever the rationale
     assert p.SimilarIntent.model_validate({**intent, "rationale": "other"}).asked() == step.intents()[0].asked()
+
+
+def test_a_draft_that_says_only_what_is_not_recorded_is_told_apart() -> None:
+    from agentic_rag.protocol import NOT_RECORDED, DraftAnswer, EntityRef, Evidence
+    ref = EntityRef(entity_type="manga", id="00000000-0000-0000-0000-000000000001")
+    said = "The catalog does not record the volumes of X."
+    unrecorded = DraftAnswer(answer=said, source_entities=[ref], confidence=0.6,
+                             evidence=Evidence(facts=[f"{NOT_RECORDED}{said}"]))
+    assert unrecorded.only_unrecorded
+    # an entity that answers, or any fact besides, is an answer
+    assert not unrecorded.model_copy(update={"result_entities": [ref]}).only_unrecorded
+    assert not unrecorded.model_copy(update={"evidence": Evidence(facts=[f"{NOT_RECORDED}{said}", "X: 3"])}) \
+        .only_unrecorded
+    assert not DraftAnswer(answer="nothing", confidence=0.1).only_unrecorded
