@@ -104,14 +104,16 @@ _ASKS_WHO = re.compile(r"^\W*(?:\w+\s+(?:question|q)\W+|(?:ok(?:ay)?|so|and|also
 
 def _where_asked(a: Analysis, question: str, m: LinkedMention, strong: list[LinkCandidate]) -> bool:
     """Whether ``m`` is only the story a question about its people is set in ("who leads the phantom troupe in
-    hunter x hunter?", "list the hashira in demon slayer"): the works of one franchise tell of the same people,
-    so which form or which adaptation is meant changes nothing asked. A relation or a value asked of the title
-    ("who directed X") is the title's own."""
-    if not question or a.attr is not None or not _ASKS_WHO.match(question) or (
-            a.hops and hop_range(a.hops[-1].edges) != "character"):
+    hunter x hunter?", "list the hashira in demon slayer"), or whose people are asked ("who's the main character of
+    mob psycho 100?"): the works of one franchise tell of the same people, so which form or which adaptation is
+    meant changes nothing asked. A relation or a value asked of the title ("who directed X") is the title's own."""
+    cast = bool(a.hops) and hop_range(a.hops[-1].edges) == "character"
+    if not question or a.attr is not None or (a.hops and not cast):
+        return False
+    # its people asked of it ("who's the main character of mob psycho 100"), or a who-question set in it
+    if not cast and (not _ASKS_WHO.match(question) or not SCOPE_BEFORE.search(question[:m.start])):
         return False  # (its characters are asked: "who leads the phantom troupe" reads as who leads the cast)
-    if not SCOPE_BEFORE.search(question[:m.start]) or any(c.entity.entity_type not in ("anime", "manga", "franchise")
-                                                    for c in strong):
+    if any(c.entity.entity_type not in ("anime", "manga", "franchise") for c in strong):
         return False
     shared = set.intersection(*(set(c.franchises) for c in strong)) if strong else set()
     return bool(shared)

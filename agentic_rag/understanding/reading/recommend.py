@@ -91,6 +91,14 @@ SOMETHING_TO = re.compile(r"\b(?:needs?|wants?|wanna|looking for|craving|in the 
                           # "i want to READ something next": the act wanted, then the something
                           r"(?:to\s+)?(?:watch|binge|read|try|check out|start)\s+(?:\w+\s+)?" + _SOMETHING + r"\b)",
                           re.IGNORECASE)
+# works sought by what they must be, not by a type word, beside a work named as an example or left out ("frieren made
+# me want some old school fantasy adventure. smth that started before 2005", "need a massive shonen to binge, 200+
+# episodes ... dont say one piece"): seeking words before an indefinite, in a message whose words also set conditions
+# the catalog's fields hold (:data:`WISH_FIELDS`, read by the filter parser)
+SEEKING = re.compile(r"\b(?:wants?|wanted|wanna|needs?|looking for|look for|craving|in the mood for|hoping for)\s+"
+                     rf"(?:\w+\s+){{0,2}}?(?:{_SOMETHING}|some|another|an?)\b(?!\s+(?:list|number|count|name|summary|"
+                     r"rundown|synopsis|recap|breakdown|overview|answer|explanation|reminder)\b)", re.IGNORECASE)
+WISH_FIELDS = frozenset(("status", "year", "end_year", "episode_count", "volumes", "format"))
 SAME_SOURCE = re.compile(r"\b(?:from|by) (?:the same|that|this|their|his|her) (?:studio|director|author|creator|"
                          r"writer|mangaka|artist|team|people|staff|guy|person)\b|\bsame (?:studio|director|author|"
                          r"creator|writer|mangaka|staff|people)\b", re.IGNORECASE)
@@ -191,6 +199,10 @@ def _asks_recommendation(question: str, linked: list[LinkedMention], excluded: b
     told = [question[a:b] for a, b in sentences(question)] if any(_works(m) for m in linked) else asked
     if any((ANOTHER.search(part) or SOMETHING_TO.search(part)) and not CREDITED.search(part) for part in told):
         return True
+    # (with no work named, conditions wanted are a question over the catalog: every match listed)
+    if any(_works(m) for m in linked) and _conditions(question) and any(
+            SEEKING.search(question[a:b]) and not CREDITED.search(question[a:b]) for a, b in sentences(question)):
+        return True
     left_out = excluded or any(_negated(question, m) for m in linked)
     # "does the studio that animated it have any other shows i could check out?": works of a kind, to watch
     if any(WANTED.search(part) and (CONSUME.search(part) or not CREDITED.search(part)) and not FOLLOWS.search(part)
@@ -207,6 +219,12 @@ def _asks_recommendation(question: str, linked: list[LinkedMention], excluded: b
     # what to watch next, whose works said, or what it is not
     return any(WHAT_NEXT.search(part) for part in asked) and (_cue(question, question, linked) or left_out or
                                                               SAME_SOURCE.search(question) is not None)
+
+
+def _conditions(question: str) -> bool:
+    """Whether the message sets a condition a work's fields hold ("finished", "before 2005", "200+ episodes")."""
+    found = parse_filter(f"anime {' '.join(question.split())}")
+    return found is not None and any(c["field"] in WISH_FIELDS for c in found.where)
 
 
 def _cue(text: str, question: str, linked: list[LinkedMention]) -> bool:

@@ -349,3 +349,21 @@ def test_a_studio_left_out_is_a_condition_on_the_picks_not_a_chain_to_it() -> No
     # praise with any adverb is a like ("was honestly gorgeous"), and more "stuff" of a kind is works wanted
     q = "just finished Monster and i want more psychological stuff, tv only"
     assert read(q, links(q, ("Monster", work("Monster")))).intent == "recommend"
+
+
+def test_works_sought_by_conditions_beside_a_work_named() -> None:
+    """Seeking words before an indefinite, with conditions a work's fields hold, beside a work named as an example or
+    left out: a recommendation, though no cue word or type noun says so."""
+    q = "trigun made me want some old school space adventure. smth that started before 2005 and is already done pls"
+    a = read(q, links(q, ("trigun", work("Trigun"))))
+    r = a.recommend
+    assert r is not None and a.mentions == ["trigun"], "Trigun is the example"
+    assert r.year_max == 2004 and r.finished is True
+    q = "need a MASSIVE shonen to binge, like 200+ episodes, and it has to be finished. and dont say trigun"
+    trigun = work("Trigun")
+    a = read(q, links(q, ("trigun", trigun)))
+    assert a.recommend is not None and a.recommend.least == 200 and a.recommend.finished is True
+    assert {c.entity.id for c in trigun} <= a.exclude, "said not to be one"
+    # no conditions: a want is no recommendation by itself ("I want a summary of Trigun")
+    q = "i want a summary of trigun"
+    assert read(q, links(q, ("trigun", work("Trigun")))).recommend is None
