@@ -76,3 +76,23 @@ def test_a_title_that_is_only_where_its_people_are_asked_needs_no_question() -> 
     q = "who leads the glass troupe in Zorb?"
     apart = [cand("anime", "Zorb", year=2006), cand("manga", "Zorb", year=2003)]
     assert clarification(cast, links(q, ("Zorb", apart)), q) is not None
+
+
+def test_a_title_whose_people_are_asked_needs_no_question_between_its_forms() -> None:
+    from agentic_rag.orchestrator.clarify import clarification
+    from agentic_rag.protocol import LinkCandidate
+    from agentic_rag.understanding.reading.hops import Hop
+    from tests.unit.understanding.test_reading import cand, links
+
+    def of_franchise(c: LinkCandidate) -> LinkCandidate:
+        return c.model_copy(update={"franchises": ["00000000-0000-4000-8000-00000000f00d"]})
+
+    title = [of_franchise(cand("anime", "Zorb", year=2006)), of_franchise(cand("manga", "Zorb", year=2003))]
+    q = "main characters of Zorb?"  # no "who", no "in": the plan itself asks its people
+    cast = Analysis(intent="chain", mentions=["Zorb"], types={"Zorb": ("anime", "manga")},
+                    hops=[Hop(("features",), roles=("main",))])
+    assert clarification(cast, links(q, ("Zorb", title)), q) is None
+    # a relation of the title itself ("who directed Zorb") is the title's own: which one matters
+    staff = Analysis(intent="chain", mentions=["Zorb"], types={"Zorb": ("anime", "manga")},
+                     hops=[Hop(("staff",), roles=("director",))])
+    assert clarification(staff, links("who directed Zorb?", ("Zorb", title)), "who directed Zorb?") is not None
