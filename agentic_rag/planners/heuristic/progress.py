@@ -110,10 +110,12 @@ NAME_PREFIX = 4  # letters a shared (stemmed) word and a word of the name agree 
 
 
 def identified(kinds: Sequence[EntityType], cards: list[ContextCard], skip: frozenset[str] = frozenset(),
-               words: int = TEXT_WORDS, names: Sequence[str] = ()) -> CardEntity | None:
+               words: int = TEXT_WORDS, names: Sequence[str] = (), by_words: bool = False) -> CardEntity | None:
     """The entry a description's words pick out, of the first of ``kinds`` that has one; the entries ``skip`` names
     (the names the question gives) are none, and one that shares only the words of ``names`` is none either (kin
-    name each other: "remind me who zeke yeager is" is not his father's record)."""
+    name each other: "remind me who zeke yeager is" is not his father's record). ``by_words``: among one work's own
+    characters (the search kept to them), an entry that shares more of the words than any other also stands out
+    ("who leads the phantom troupe": Chrollo, "Leader of the Phantom Troupe", beside its members)."""
     said = {w[:NAME_PREFIX] for n in names for w in re.findall(r"[a-z0-9]+", n.lower())}
     picked: dict[str, CardEntity] = {}
     for c in cards:
@@ -128,7 +130,9 @@ def identified(kinds: Sequence[EntityType], cards: list[ContextCard], skip: froz
         score = float(top["text_score"])
         entity = next((e for e in c.entities if e.ref.id == top.get("id")), None)
         shared = [str(w) for w in top.get("text_words") or ()]
-        if entity is not None and score >= TEXT_MIN and score >= TEXT_MARGIN * rival and len(shared) >= words and \
+        most = max((len(r.get("text_words") or ()) for r in rows if r is not top), default=0)
+        apart = score >= TEXT_MARGIN * rival or (by_words and len(shared) > most)
+        if entity is not None and score >= TEXT_MIN and apart and len(shared) >= words and \
                 any(w[:NAME_PREFIX] not in said for w in shared):
             picked.setdefault(entity.ref.entity_type, entity)
     return next((picked[k] for k in kinds if k in picked), None)
@@ -269,7 +273,8 @@ def progress(a: Analysis, cards: list[ContextCard], question: str = "") -> Progr
             return p
         named = frozenset(c.entity.id for m in a.mentions for c in a.linked.get(m, {}).values())
         start = identified(a.described, cards, named, BESIDE_WORDS,
-                           [*a.mentions, *(c.name for m in a.mentions for c in a.linked.get(m, {}).values())])
+                           [*a.mentions, *(c.name for m in a.mentions for c in a.linked.get(m, {}).values())],
+                           by_words=_set_in(a) is not None)
         if start is not None:
             p.starts = [start]
             return p

@@ -151,7 +151,9 @@ async def test_who_a_record_describes_by_one_word_a_relations_detail_or_in_a_wor
     found by its description alone ("the captain of the 6th division")."""
     for question, who in [("who killed ace", "Sakazuki"), ("who is L's handler in death note", "Watari"),
                           ("who gave luffy his straw hat", "Shanks"), ("who rebuilt genos", "Dr. Kuseno"),
-                          ("who's the captain of the 6th division in bleach", "Byakuya Kuchiki")]:
+                          ("who's the captain of the 6th division in bleach", "Byakuya Kuchiki"),
+                          # "leads" the verb, no lead role; the record says "Leader of the Phantom Troupe"
+                          ("who leads the phantom troupe in hunter x hunter", "Chrollo Lucilfer")]:
         r = (await orchestrator.run(question)).response
         assert r.status == "answered" and r.answer.startswith(f"{who} is a character"), (question, r.answer)
     # a record that shares only the name's words (Zeke's father's, which names him) is not who the question means
