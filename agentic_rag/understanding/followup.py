@@ -375,7 +375,10 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
             if cast:
                 said, meant = f"{cast[0].name}'s {p.form}", f"the {p.form} {cast[0].name} is in"
             elif p.form is not None:
-                said = f"the {names[0].name} {p.form}"
+                # the whole show, or the manga, of a film or season talked about is its title's ("the tv show"
+                # after "Cowboy Bebop: The Movie" is Cowboy Bebop's)
+                base = _INSTALMENT.sub("", names[0].name).strip() if p.form in _WHOLE_FORMS else ""
+                said = f"the {base or names[0].name} {p.form}"
             elif len(names) == 1 and not p.plural:  # ("all of them" meant one name: which reading is not settled)
                 pinned[names[0].name] = names[0].ref
             elif len(names) > 1 and all(n in subjects for n in names):
@@ -547,8 +550,19 @@ def _refit(body: str, mentions: list[LinkedMention], last: PastTurn) -> Followup
         before = re.sub(rf"\b(?:{_FORMS})\s+(?:of\s+|for\s+)?$", "", before, flags=re.IGNORECASE)
         after = re.sub(rf"^\s+(?:{_FORMS})\b", "", after, flags=re.IGNORECASE)
         text = f"{before}{subject.text} {kind}{after}"
+        # a length is counted in the form's own unit: "how many episodes ..." then "and the manga?" asks its volumes
+        text = _UNIT[kind][0].sub(_UNIT[kind][1], text) if kind in _UNIT else text
         return Followup(_tidy(text), [f"{subject.name} -> the {kind}"])
     return None
+
+
+_WHOLE_FORMS = frozenset(("show", "series", "tv series", "tv show"))
+# what names one film or season of a show: the show is the title before it
+_INSTALMENT = re.compile(r"\s*(?::\s*)?\b(?:the movie|season\s*\d+|part\s*\d+)\b.*$|\s*\(\d{4}\)$", re.IGNORECASE)
+_UNIT: dict[str, tuple[re.Pattern[str], str]] = {
+    "manga": (re.compile(r"\b(?:episodes?|eps)\b", re.IGNORECASE), "volumes"),
+    "anime": (re.compile(r"\b(?:volumes?|vols?|tankobon)\b", re.IGNORECASE), "episodes"),
+}
 
 
 def _sibling(body: str, name: str) -> str | None:

@@ -301,3 +301,16 @@ def test_a_first_question_that_only_points_is_asked_back() -> None:
     for q in ("kyoto animation - when was it founded?", "I heard Zorb Saga is great. Which studio animated it?",
               "my little brother is 10. what should he start with?"):
         assert unanchored(q, EntityLinks(mentions=[]), read(q, EntityLinks(mentions=[]))) is None, q
+
+
+def test_the_other_form_asks_the_length_in_its_own_unit_and_the_show_of_a_film_is_its_title() -> None:
+    zorb = named("Zorb", "anime", "zorb")
+    f = resolve("and the manga?", None, context(turn("how many episodes does zorb have", subjects=(zorb,))), read)
+    assert f.text == "how many volumes does zorb manga have"
+    f = resolve("and the anime?", None, context(turn("how many volumes does zorb have",
+                                                     subjects=(named("Zorb", "manga", "zorb"),))), read)
+    assert f.text == "how many episodes does zorb anime have"
+    film = named("Zorb: The Movie", "anime", "the zorb movie")
+    f = resolve("whats episode 5 of the tv show called", None,
+                context(turn("what year did the zorb movie come out", subjects=(film,), answers=(film,))), read)
+    assert f.text == "whats episode 5 of the Zorb tv show called"
