@@ -132,8 +132,10 @@ PHRASES: tuple[tuple[str, str], ...] = (
     ("lead into", "sequel"), ("then what", "sequel"), ("leads into", "sequel"), ("led into", "sequel"),
     ("leads to", "sequel"), ("led to", "sequel"), ("follow up", "sequel"), ("come after", "sequel"),
     ("comes after", "sequel"),
-    # "lead" the verb is no lead role: "who leads the phantom troupe" (whose record says it leads it)
+    # "lead" the verb is no lead role: "who leads the phantom troupe" (whose record says it leads it), and what someone
+    # leads is who they are ("what organisation does dragon lead": "Leader of the Revolutionary Army")
     ("who leads", "who"), ("who led", "who"), ("who is leading", "who"), ("who s leading", "who"),
+    ("does lead", "who is"), ("did lead", "who is"), ("do lead", "who is"),
     ("side story", "side"), ("spin off", "spinoff"), ("first ep", "first episode"), ("by who", "whose"),
     ("put out", "made"), ("puts out", "made"), ("come up with", "made"), ("came up with", "made"),
     ("by whom", "whose"), ("real name", "alias"), ("full name", "alias"), ("other names", "aliases"),

@@ -204,6 +204,9 @@ def _lookup(q: _Question, f: Filter | None) -> Analysis:
         if said is None and w.any(C.TITLE):  # "what is X called in Japanese": a work's title
             said = next((t for t in ("anime", "manga") if any(c.entity.entity_type == t for c in anchor.candidates)),
                         None)
+        if said is None and w.has(*C.WHO_IS_PHRASES):  # "who is frieren": the character, not the works of its name
+            said = next((c.entity.entity_type for c in anchor.candidates
+                         if c.entity.entity_type in ("character", "person") and c.match in ("exact", "alias")), None)
         _add(a, tokens, anchor, said, fixed=said is not None)
     return a
 

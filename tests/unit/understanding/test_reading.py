@@ -944,3 +944,23 @@ def test_who_a_record_describes_beside_the_one_name_given() -> None:
     # the name asked about itself, a relation a cue reads, or no words of its own: the name's own plan
     for q in ("who is Zorbo Blank exactly", "who is Zorbo Blank's rival", "who directed Zorbo Blank"):
         assert read(q, links(q, ("Zorbo Blank", [cand("character", "Zorbo Blank")]))).described == (), q
+
+
+def test_who_is_a_name_with_a_character_reading_asks_the_character() -> None:
+    q = "who is zorb"
+    a = read(q, links(q, ("zorb", [cand("character", "Zorb"), *work("Zorb Quest")])))
+    assert open_types(a, "zorb") == ("character",)
+    # a name with no person's reading is asked of as it is: which of its readings is open
+    q = "who is zorb quest"
+    assert len(open_types(read(q, links(q, ("zorb quest", work("Zorb Quest")))), "zorb quest")) == 3
+
+
+def test_lead_the_verb_is_no_lead_role() -> None:
+    q = "what organisation does zorbo lead"
+    a = read(q, links(q, ("zorbo", [cand("character", "Zorbo")])))
+    assert a.intent == "lookup" and not a.hops, "who Zorbo is: the group the record says he leads"
+    q = "who leads the glass troupe in zorb quest"
+    a = read(q, links(q, ("zorb quest", work("Zorb Quest"))))
+    assert not a.hops and a.described == ("character",), "one of its characters, described"
+    q = "who is the lead in zorb quest"  # the noun: the main character
+    assert read(q, links(q, ("zorb quest", work("Zorb Quest")))).hops
