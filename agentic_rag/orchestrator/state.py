@@ -249,9 +249,9 @@ def response_from(state: RunState, draft: DraftAnswer, status: ResponseStatus, w
     what the catalog does not record of the records it found (``DraftAnswer.only_unrecorded``)."""
     rewritten = state.rewrite.rewritten_query if state.rewrite else None
     evidence = draft.evidence.model_copy(update={"rewritten_query": rewritten, "termination_reason": why})
-    if draft.only_unrecorded and status in ("answered", "best_effort") and not lacking(state):
-        # the records are found, what is asked of them is not recorded: said as such (a name the catalog lacks said
-        # beside them is the answer's own news: "Fuyumi is not in the catalog.")
+    if draft.only_unrecorded and status in ("answered", "best_effort"):
+        # the records are found, what is asked of them is not recorded: said as such (beside a name the catalog lacks
+        # too: "Nayuta is not in the catalog. The catalog records no family for Makima." answers nothing asked)
         status = "not_found"
     return AgentResponse(
         answer=_after_lacking(state, draft.answer), status=status, source_entities=draft.source_entities,

@@ -82,8 +82,9 @@ WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more
 ANOTHER = re.compile(r"\b(?:wants?|wanna|needs?|looking for|look for|give me|get me|show me|find me|craving|would like|"
                      r"i'?d like|"
                      r"point me (?:to|towards?)|in the mood for|hook me up with)\s+"
-                     rf"(?:(?:\w+\s+){{0,2}}?another|an?(?!\s+(?:list|number|count|name|summary|rundown|"
-                     r"synopsis|recap|breakdown|overview)\b))"
+                     # ("want to READ a superhero manga": the act wanted, then the work)
+                     r"(?:(?:\w+\s+){0,2}?another|(?:to\s+(?:watch|read|binge|try|start|check out|get into|pick up)\s+)?"
+                     r"an?(?!\s+(?:list|number|count|name|summary|rundown|synopsis|recap|breakdown|overview)\b))"
                      rf"\b(?:[\s/,\u2014\u2013-]+[\w'-]+){{0,5}}?[\s/-]+{_WORKS_NOUN}\b", re.IGNORECASE)
 # "need something dark to binge after X", "want anything like X": something wanted to watch or read
 SOMETHING_TO = re.compile(r"\b(?:needs?|wants?|wanna|looking for|craving|in the mood for)\s+(?:" + _SOMETHING + r"\b"
@@ -98,6 +99,7 @@ SOMETHING_TO = re.compile(r"\b(?:needs?|wants?|wanna|looking for|craving|in the 
 SEEKING = re.compile(r"\b(?:wants?|wanted|wanna|needs?|looking for|look for|craving|in the mood for|hoping for)\s+"
                      rf"(?:\w+\s+){{0,2}}?(?:{_SOMETHING}|some|another|an?)\b(?!\s+(?:list|number|count|name|summary|"
                      r"rundown|synopsis|recap|breakdown|overview|answer|explanation|reminder)\b)", re.IGNORECASE)
+ASKED_SOMETHING = re.compile(rf"\W*{_SOMETHING}\b(?!\s+(?:about|on|like)\b)", re.IGNORECASE)
 WISH_FIELDS = frozenset(("status", "year", "end_year", "episode_count", "volumes", "format"))
 SAME_SOURCE = re.compile(r"\b(?:from|by) (?:the same|that|this|their|his|her) (?:studio|director|author|creator|"
                          r"writer|mangaka|artist|team|people|staff|guy|person)\b|\bsame (?:studio|director|author|"
@@ -164,7 +166,7 @@ LONG = re.compile(r"(?<!not )(?<!not too )(?<!how )\b(?:long(?:[- ]running)?|len
 LACKING = re.compile(r"\b(?P<t>light novels?|novels?|books?|video games?|games?|dramas|k-?dramas?|webtoons?|"
                      r"manhwas?|manhuas?|live[- ]action (?:shows?|movies?|films?|series)|tv dramas?)\b",
                      re.IGNORECASE)
-MANGA_WORDS = frozenset(("manga", "mangas", "read", "reading", "comic", "comics"))
+MANGA_WORDS = frozenset(("manga", "mangas", "read", "reading", "comic", "comics", "volumes", "chapters"))
 ANIME_WORDS = frozenset(("anime", "animes", "watch", "watching", "show", "shows", "series", "movie", "movies",
                          "film", "films", "tv", "episodes"))
 # what a wish's words are not: the cue words above, type words, chatter
@@ -199,9 +201,11 @@ def _asks_recommendation(question: str, linked: list[LinkedMention], excluded: b
     told = [question[a:b] for a, b in sentences(question)] if any(_works(m) for m in linked) else asked
     if any((ANOTHER.search(part) or SOMETHING_TO.search(part)) and not CREDITED.search(part) for part in told):
         return True
-    # (with no work named, conditions wanted are a question over the catalog: every match listed)
+    # (with no work named, conditions wanted are a question over the catalog: every match listed); "something
+    # supernatural that's finished and under 15 volumes?" asks by the words it wants alone
     if any(_works(m) for m in linked) and _conditions(question) and any(
-            SEEKING.search(question[a:b]) and not CREDITED.search(question[a:b]) for a, b in sentences(question)):
+            (SEEKING.search(question[a:b]) or ASKED_SOMETHING.match(question[a:b])) and not CREDITED.search(question[a:b])
+            for a, b in sentences(question)):
         return True
     left_out = excluded or any(_negated(question, m) for m in linked)
     # "does the studio that animated it have any other shows i could check out?": works of a kind, to watch

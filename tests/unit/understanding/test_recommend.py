@@ -367,3 +367,20 @@ def test_works_sought_by_conditions_beside_a_work_named() -> None:
     # no conditions: a want is no recommendation by itself ("I want a summary of Trigun")
     q = "i want a summary of trigun"
     assert read(q, links(q, ("trigun", work("Trigun")))).recommend is None
+
+
+def test_something_asked_by_its_conditions_and_the_act_wanted_before_a_work() -> None:
+    q = "loved trigun but 74 volumes is a LOT lol. something supernatural thats finished and under 15 volumes?"
+    a = read(q, links(q, ("trigun", work("Trigun"))))
+    r = a.recommend
+    assert r is not None and r.entity_type == "manga", "volumes are a manga's"
+    assert r.finished is True and r.most == 14
+    q = "watched the trigun anime, now i want to READ a space manga. not trigun tho"
+    trigun = work("Trigun")
+    at = [i for i in range(len(q)) if q.startswith("trigun", i)]
+    linked = EntityLinks(mentions=[LinkedMention(text="trigun", start=i, end=i + 6, candidates=trigun) for i in at])
+    a = read(q, linked)
+    assert a.recommend is not None and a.recommend.entity_type == "manga"
+    # ... but an errand is no wish for works ("I'd like to order a copy of the Trigun manga")
+    q = "I'd like to order a japanese copy of the Trigun manga, what is its title in japanese?"
+    assert read(q, links(q, ("Trigun", work("Trigun")))).recommend is None
