@@ -83,7 +83,8 @@ ANOTHER = re.compile(r"\b(?:wants?|wanna|needs?|looking for|look for|give me|get
                      r"i'?d like|"
                      r"point me (?:to|towards?)|in the mood for|hook me up with)\s+"
                      # ("want to READ a superhero manga": the act wanted, then the work)
-                     r"(?:(?:\w+\s+){0,2}?another|(?:to\s+(?:watch|read|binge|try|start|check out|get into|pick up)\s+)?"
+                     r"(?:(?:\w+\s+){0,2}?another|"
+                     r"(?:to\s+(?:watch|read|binge|try|start|check out|get into|pick up)\s+)?"
                      r"an?(?!\s+(?:list|number|count|name|summary|rundown|synopsis|recap|breakdown|overview)\b))"
                      rf"\b(?:[\s/,\u2014\u2013-]+[\w'-]+){{0,5}}?[\s/-]+{_WORKS_NOUN}\b", re.IGNORECASE)
 # "need something dark to binge after X", "want anything like X": something wanted to watch or read
@@ -204,8 +205,8 @@ def _asks_recommendation(question: str, linked: list[LinkedMention], excluded: b
     # (with no work named, conditions wanted are a question over the catalog: every match listed); "something
     # supernatural that's finished and under 15 volumes?" asks by the words it wants alone
     if any(_works(m) for m in linked) and _conditions(question) and any(
-            (SEEKING.search(question[a:b]) or ASKED_SOMETHING.match(question[a:b])) and not CREDITED.search(question[a:b])
-            for a, b in sentences(question)):
+            (SEEKING.search(part) or ASKED_SOMETHING.match(part)) and not CREDITED.search(part)
+            for part in (question[a:b] for a, b in sentences(question))):
         return True
     left_out = excluded or any(_negated(question, m) for m in linked)
     # "does the studio that animated it have any other shows i could check out?": works of a kind, to watch
