@@ -180,9 +180,14 @@ async def _grade(run: RunContext, done: list[tuple[BatchIntent, ContextCard]]) -
     for n, (intent, card) in enumerate(done):
         if not _graded(intent, card):
             continue
-        snippets = {r.get("id"): str(r.get("snippet", "")) for r in card.data.get("rows", []) if isinstance(r, dict)}
+        rows = [r for r in card.data.get("rows", []) if isinstance(r, dict)]
+        snippets = {r.get("id"): str(r.get("snippet", "")) for r in rows}
+        # an entry whose own prose shares the question's rare words (retrievers/prose.py: two at least) is relevant by
+        # those words, whatever its snippet shows (a relation's detail is in the prose, not the snippet: Envy is
+        # "Maes Hughes: his killer"); only what meaning alone found is graded
+        worded = {r.get("id") for r in rows if r.get("text_words")}
         for e in card.entities:
-            if len(items) < GRADE_ITEMS:
+            if len(items) < GRADE_ITEMS and e.ref.id not in worded:
                 items.append(GradeItem(index=len(items), entity=e, snippet=snippets.get(e.ref.id, "")[:_SNIPPET]))
                 owner.append((n, e))
     if not items:

@@ -132,7 +132,10 @@ def identified(kinds: Sequence[EntityType], cards: list[ContextCard], skip: froz
         shared = [str(w) for w in top.get("text_words") or ()]
         most = max((len(r.get("text_words") or ()) for r in rows if r is not top), default=0)
         apart = score >= TEXT_MARGIN * rival or (by_words and len(shared) > most)
-        if entity is not None and score >= TEXT_MIN and apart and len(shared) >= words and \
+        # beside a name, the record says the name and something of its own besides (not only the name's words, as
+        # kin's records do, nor only the question's other words, as a stranger's may)
+        beside = not said or by_words or any(w[:NAME_PREFIX] in said for w in shared)
+        if entity is not None and score >= TEXT_MIN and apart and len(shared) >= words and beside and \
                 any(w[:NAME_PREFIX] not in said for w in shared):
             picked.setdefault(entity.ref.entity_type, entity)
     return next((picked[k] for k in kinds if k in picked), None)
@@ -254,6 +257,12 @@ def beside_search(question: str, anime: str | None = None) -> SearchIntent:
                         filters=SearchFilters(anime_id=anime) if anime else SearchFilters())
 
 
+def _people(a: Analysis) -> bool:
+    """Whether a question names a person or a character."""
+    return any(c.entity.entity_type in ("character", "person")
+               for m in a.mentions for c in a.linked.get(m, {}).values())
+
+
 def _set_in(a: Analysis) -> str | None:
     """The anime a question is set in when it names no person or character, only that work (its anime reading)."""
     types = {c.entity.entity_type for m in a.mentions for c in a.linked.get(m, {}).values()}
@@ -264,6 +273,9 @@ def _set_in(a: Analysis) -> str | None:
 def progress(a: Analysis, cards: list[ContextCard], question: str = "") -> Progress:
     """The state of ``a`` over ``cards``: the next intents to run, or everything needed to answer."""
     p = Progress()
+    if a.described and a.mentions and not _people(a) and _set_in(a) is None:
+        # one of a work's characters, described, where the work has no one anime to search within: the name's plan
+        return progress(dataclasses.replace(a, described=()), cards, question)
     if a.described and a.mentions:
         # a character its record describes, beside the name the question gives ("who gave luffy the straw hat"):
         # the one the words of the records pick out, when that is no name the question gives; else the name's plan

@@ -153,12 +153,18 @@ async def test_who_a_record_describes_by_one_word_a_relations_detail_or_in_a_wor
                           ("who gave luffy his straw hat", "Shanks"), ("who rebuilt genos", "Dr. Kuseno"),
                           ("who's the captain of the 6th division in bleach", "Byakuya Kuchiki"),
                           # "leads" the verb, no lead role; the record says "Leader of the Phantom Troupe"
-                          ("who leads the phantom troupe in hunter x hunter", "Chrollo Lucilfer")]:
+                          ("who leads the phantom troupe in hunter x hunter", "Chrollo Lucilfer"),
+                          # found by a relation's detail alone ("Maes Hughes: his killer"): kept though its snippet
+                          # never names him (an entry its words found is not graded away)
+                          ("who killed maes hughes in fma", "Envy")]:
         r = (await orchestrator.run(question)).response
         assert r.status == "answered" and r.answer.startswith(f"{who} is a character"), (question, r.answer)
     # a record that shares only the name's words (Zeke's father's, which names him) is not who the question means
     r = (await orchestrator.run("zeke yeager... remind me who that guy is again?")).response
     assert r.answer.startswith("Zeke Yeager is a character"), r.answer
+    # ... nor one that shares only the question's other words and never the name ("talking" chimeras)
+    r = (await orchestrator.run("just started csm and everyone keeps talking about makima.. who even is she")).response
+    assert r.answer.startswith("Makima is a character"), r.answer
 
 
 async def test_a_relation_the_graph_lacks_quotes_what_the_record_says(orchestrator: Orchestrator) -> None:
