@@ -194,6 +194,17 @@ _FOREIGN_SLOTS = (_TITLE_SLOT, *(re.compile(p, re.IGNORECASE) for p in (
     rf"\b(?:does|do|did|is|was)\s+{_LAZY}\s+(?:have|has|got|run|last|get)\s+(?:(?:a lot|way|many|much|any)\s+)?"
     rf"(?:more|less|fewer|longer|shorter)\b",
 )))
+# ... and the whole of what a question only asks the catalog to hold or tell about, however it is typed ("is sailor
+# moon in the catalog?", "do you have anything on sword art online", "tell me about kyoto animation"): the frame says
+# it is a name, English words or not
+_LEAD = r"^\W*(?:(?:ok(?:ay)?|so|hey|hi|also|and|then)\W+)*"
+_ASKED_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
+    rf"{_LEAD}(?:is|are)\s+{_PHRASE}\s+(?:in|on)\s+(?:your|the|this|ur)\s+(?:catalog|catalogue|database|db|list|"
+    rf"library|collection)\b",
+    rf"{_LEAD}(?:do|does)\s+(?:you|u|the catalog|your catalog|the database)\s+(?:have|has|got|cover|include)\s+"
+    rf"(?:(?:anything|info|data|entries)\s+(?:on|about|for)\s+)?{_PHRASE}\s*[?.!]*\s*$",
+    rf"{_LEAD}tell me about\s+{_PHRASE}\s*[?.!]*\s*$",
+))
 # ... and where two or more words make a name: the side of "X or Y" a question asks to pick between, beside a side
 # that links ("which has more episodes, solo leveling or jjk?"); "studio" and the one word after it, typed in lower
 # case too ("did studio trigger animate it")
@@ -228,7 +239,7 @@ def _in_slots(question: str, tokens: Sequence[Token], free: Sequence[bool],
     """The token ranges of phrases in a name's place (:data:`_SLOTS`) that no mention covers and that could be
     names: no pointing word, no cue word first, a word of four letters or more."""
     out: list[tuple[int, int]] = []
-    for slot in (*_SLOTS, *_FOREIGN_SLOTS, *_PAIRED_SLOTS, _STUDIO_SLOT):
+    for slot in (*_SLOTS, *_FOREIGN_SLOTS, *_ASKED_SLOTS, *_PAIRED_SLOTS, _STUDIO_SLOT):
         for m in slot.finditer(question):
             lo, hi = m.span("np")
             if slot is _STUDIO_SLOT:

@@ -139,6 +139,11 @@ def test_a_name_asked_for_by_whether_the_catalog_has_it() -> None:
     assert _unknown("are there any OVAs in the catalog", []) == []
     assert _unknown("how many of his manga do you have listed?", []) == []
     assert _unknown("is it in your catalog", []) == []
+    # the whole of what is asked for, however it is typed: English words in lower case too
+    assert _unknown("is sailor moon in the catalog?", []) == ["sailor moon"]
+    assert _unknown("do you have anything on kyoto animation?", []) == ["kyoto animation"]
+    assert _unknown("tell me about sword art online", []) == ["sword art online"]
+    assert _unknown("tell me about the show where a boy eats a fruit", []) == []
 
 
 def test_two_capitalised_words_one_of_them_short_and_no_english_word_are_a_name() -> None:
