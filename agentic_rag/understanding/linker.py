@@ -462,9 +462,11 @@ async def _partial(conn: Conn, question: str, tokens: list[Token], mentions: lis
         return fix.word if dropped and fix.word not in english and fix.word not in CUES and fix.word not in STOP \
             else None
 
+    # (a word after "which" or "what" names the kind asked, not a title: "which hokage was minato" asks his rank,
+    # though "Hokage" is a word of "The Seventh Hokage and the Scarlet Spring")
     rare = {t: word for j, t in enumerate(tokens) if len(t.key) >= MIN_PARTIAL and (word := meant(t)) is not None
             and t.key not in english and t.key not in STOP and t.key not in CUES and not linked(t)
-            and not unknown(j - 1) and not unknown(j + 1)}
+            and not unknown(j - 1) and not unknown(j + 1) and not (j > 0 and tokens[j - 1].key in ASKED_KIND)}
     if not rare:
         return mentions
     words = sorted(set(rare.values()))
@@ -975,6 +977,9 @@ def _hyphened(question: str, tokens: list[Token], s: _Span, taken: set[int], loo
     t = tokens[s.start]
     j = s.start + 1
     return j < len(tokens) and j not in taken and question[t.end:tokens[j].start] == "-"
+
+
+ASKED_KIND = frozenset(("which", "what"))  # a word after these names the kind of thing asked for
 
 
 def _common_noun(tokens: list[Token], s: _Span) -> bool:

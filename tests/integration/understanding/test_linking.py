@@ -151,6 +151,9 @@ async def test_a_long_message_is_read_from_the_sentences_that_ask(demo: IngestRe
 async def test_a_rare_word_of_a_longer_name_links_to_it(demo: IngestReport, conn: Any) -> None:
     links = await _link(conn, "finished shippuden, what do i watch next")
     assert _spans(links) == ["shippuden"] and _top(links) == ("Naruto Shippuden", "partial")
+    # ... unless it is the kind asked for ("which hokage": his rank, not "The Seventh Hokage and the Scarlet Spring")
+    links = await _link(conn, "which hokage was minato")
+    assert _spans(links) == ["minato"]
     links = await _link(conn, "bebop ep count?")  # a word of one franchise's names, whatever their number
     assert _spans(links) == ["bebop"] and _top(links) == ("Cowboy Bebop", "partial")
     links = await _link(conn, "MADHOUSE OLDER THAN PIERROT?")
