@@ -22,7 +22,7 @@ from agentic_rag.protocol.roles import RoleInput
 from agentic_rag.understanding.reading.among import _among
 from agentic_rag.understanding.reading.anchor import _anchored, _lookup
 from agentic_rag.understanding.reading.asides import _except
-from agentic_rag.understanding.reading.catalog import _catalog, beside_words, described_beside
+from agentic_rag.understanding.reading.catalog import _catalog, asks_who, beside_words, described_beside
 from agentic_rag.understanding.reading.counts import _together
 from agentic_rag.understanding.reading.explain import _explained
 from agentic_rag.understanding.reading.focus import _focus, _Question
@@ -59,10 +59,12 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     a = read_recommendation(question, links, one, excluded=bool(excluded), studio_out=studio_out) or \
         _read_parts(question, links, one)
     a.by_meaning = any(r.by_meaning for r in reads)
-    # (a reading the encoder's nearest question made counts as the lookup it is without it: that plan is the fallback)
-    plain = _read(question, links.model_copy(update={"asks": []})) if a.by_meaning and links is not None and \
-        not a.more else a
-    if links is not None and described_beside(question, plain, links):
+    # (a reading the encoder's nearest question made counts as the lookup it is without it: that plan is the fallback;
+    # read again only for a "who" question, the one kind this reads)
+    asks_whom = links is not None and asks_who(question)
+    plain = _read(question, links.model_copy(update={"asks": []})) if asks_whom and a.by_meaning and \
+        links is not None and not a.more else a
+    if asks_whom and links is not None and described_beside(question, plain, links):
         # "who gave luffy the straw hat": searched without the work it is set in ("... in death note"), whose words
         # every character of that work shares
         a.described, a.description = ("character",), beside_words(question, links)

@@ -206,9 +206,14 @@ _FILLER = frozenset(("exactly", "actually", "really", "like", "again", "anyway",
 # search then asks the record it picks to share the name too and to stand out (planners/heuristic/progress.py)
 DESCRIBED_WORDS = 1
 IN_WORK_WORDS = 2  # ... and beside only the work it is set in
-_WHO_IS = re.compile(r"\bwho(?:'s|’s)?(?![\w'’])", re.IGNORECASE)  # not "whose pov is it told from"
+_WHO_ALONE = re.compile(r"\bwho(?:'s|’s)?(?![\w'’])", re.IGNORECASE)  # "who", not "whose pov is it told from"
 _PEOPLE: frozenset[EntityType] = frozenset(("character", "person"))
 _WORKS: frozenset[EntityType] = frozenset(("anime", "manga", "franchise"))
+
+
+def asks_who(question: str) -> bool:
+    """Whether ``question`` asks who (the cheap test before :func:`described_beside`'s reading)."""
+    return _WHO.search(question) is not None
 
 
 def described_beside(question: str, a: Analysis, links: EntityLinks | None) -> bool:
@@ -224,11 +229,11 @@ def described_beside(question: str, a: Analysis, links: EntityLinks | None) -> b
     if a.intent != "lookup" or a.hops or a.attr is not None:
         return False
     people = [m for m in a.mentions if {c.entity.entity_type for c in a.linked.get(m, {}).values()} & _PEOPLE]
-    if len(people) > 1 or not _WHO.search(question) or any(
+    if len(people) > 1 or not asks_who(question) or any(
             m not in people and not {c.entity.entity_type for c in a.linked.get(m, {}).values()} <= _WORKS
             for m in a.mentions):
         return False
-    if not people and not _WHO_IS.search(question):
+    if not people and not _WHO_ALONE.search(question):
         return False  # (a work's own record tells whose story it is: "whose pov is the first special told from")
     named = [(m.start, m.end) for m in links.mentions]
     own = [t.key for t in tokenize(question) if not any(s <= t.start < e for s, e in named)
