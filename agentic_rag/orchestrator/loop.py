@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import itertools
 import logging
 import re
 import time
@@ -810,9 +811,10 @@ def turn_card(asked: str, s: RunState, response: AgentResponse) -> PastTurn:
     found = {e.ref.id: (e.ref, _LABEL.sub("", e.name)[:SHORT_TEXT_MAX]) for c in s.cards for e in c.entities}
     # what the answer named, in the order it named them ("the second one" is the second it said), then the
     # results it did not spell out
-    order = _named_in(response.answer, {i: name for i, (_, name) in found.items()})
+    order, listed = _named_in(response.answer, {i: name for i, (_, name) in found.items()},
+                              {r.id for r in response.result_entities})
     order += [r.id for r in response.result_entities if r.id in found]
-    answers = [Named(ref=found[i][0], name=found[i][1]) for i in dict.fromkeys(order)]
+    answers = [Named(ref=found[i][0], name=found[i][1], listed=i in listed) for i in dict.fromkeys(order)]
     choices = [Named(ref=c.entity, name=c.label, text=(s.asked_mention or "")[:SHORT_TEXT_MAX] or None)
                for c in (response.clarification.choices if response.clarification else [])]
     return PastTurn(question=asked[:QUESTION_CARD], standalone=s.question[:QUESTION_CARD], status=response.status,
@@ -820,14 +822,31 @@ def turn_card(asked: str, s: RunState, response: AgentResponse) -> PastTurn:
                     choices=choices[:MAX_CHOICES], answer=response.answer[:SHORT_TEXT_MAX])
 
 
-def _named_in(answer: str, names: dict[str, str]) -> list[str]:
-    """The ids whose names ``answer`` says, in the order it first says them; a name said only inside a longer one
-    ("Death Note" in "Death Note Relight") is not said."""
+# what may stand between two names of one list: their years or roles in brackets, then a comma or "and"
+_BETWEEN = re.compile(r"(?:\s*\([^()]{1,40}\))*\s*(?:,\s*(?:and\s+)?|\s+and\s+|\s*;\s*)")
+
+
+def _named_in(answer: str, names: dict[str, str], results: set[str]) -> tuple[list[str], set[str]]:
+    """The ids whose names ``answer`` says, in the order it first says them (a name said only inside a longer one,
+    "Death Note" in "Death Note Relight", is not said; a name several entities share is the result's, "Naruto" the
+    anime whose episodes were counted, not its manga); and those of its longest list, two names or more said one
+    after another ("In order: Attack on Titan, Attack on Titan Season 2 (2017) and ...": "the third one" counts
+    there, the name asked included when the list says it)."""
     text = answer.casefold()
     spans = [(m.start(), m.end(), i) for i, name in names.items() if name
              for m in re.finditer(re.escape(name.casefold()), text)]
-    own = [(a, i) for a, b, i in spans if not any(a2 <= a and b <= b2 and (b2 - a2) > (b - a) for a2, b2, _ in spans)]
-    return list(dict.fromkeys(i for _, i in sorted(own)))
+    shared = {(a, b) for a, b, i in spans if i in results}
+    spans = [(a, b, i) for a, b, i in spans if i in results or (a, b) not in shared]
+    own = sorted((a, b, i) for a, b, i in spans
+                 if not any(a2 <= a and b <= b2 and (b2 - a2) > (b - a) for a2, b2, _ in spans))
+    runs: list[list[str]] = []
+    for (_, b1, _), (a2, _, i2) in itertools.pairwise([(0, -1, ""), *own]):
+        if runs and b1 >= 0 and _BETWEEN.fullmatch(text[b1:a2]):
+            runs[-1].append(i2)
+        else:
+            runs.append([i2])
+    longest = max(runs, key=len, default=[])
+    return list(dict.fromkeys(i for _, _, i in own)), set(longest) if len(set(longest)) >= 2 else set()
 
 
 def subjects_of(a: Analysis | None, s: RunState) -> list[Named]:

@@ -31,6 +31,8 @@ class Named(ProtocolModel):
     text: ShortText | None = Field(None, description="The words of the question that named it, as typed.")
     pronoun: Literal["he", "she"] | None = Field(
         None, description="How the catalog's description of a character refers to them (None: it does not say).")
+    listed: bool = Field(False, description="Said in the answer's list (names one after another: 'A (2013), B and "
+                                            "C'), where the answer gave one of two names or more.")
 
 
 class PastTurn(ProtocolModel):

@@ -35,7 +35,7 @@ from agentic_rag.protocol.base import clip_lines
 from agentic_rag.protocol.contracts import SIMILAR_LIKE_MAX
 from agentic_rag.retrievers.errors import RetrievalError, on_pool
 from agentic_rag.retrievers.hybrid import rrf
-from agentic_rag.retrievers.vector import SNIPPET_CHARS, QdrantExecutor
+from agentic_rag.retrievers.vector import QdrantExecutor, snippet
 from agentic_rag.storage.qdrant import collection_name
 from agentic_rag.storage.retry import QDRANT_FAILURES, qdrant_transient, retrying
 from agentic_rag.storage.sql import Conn, Pool, Query
@@ -488,7 +488,7 @@ def _popularity(payload: dict[str, Any]) -> int:
 def _row(payload: dict[str, Any]) -> dict[str, Any]:
     row = {k: v for k, v in payload.items() if k not in ("_hash", "_text_hash", "_image", "text", "_score")}
     row["entity_type"] = row.pop("type", None)
-    row["snippet"] = str(payload.get("text", ""))[:SNIPPET_CHARS]
+    row["snippet"], row["about_at"] = snippet(str(payload.get("text", "")), payload.get("about_at"))
     if isinstance(payload.get("_score"), float | int):
         row["score"] = round(float(payload["_score"]), 4)
     return row

@@ -32,7 +32,8 @@ log = logging.getLogger(__name__)
 EmbedFn = Callable[[Sequence[str]], Awaitable[npt.NDArray[np.float32]]]
 ImageEmbedFn = Callable[[Sequence[bytes]], Awaitable[npt.NDArray[np.float32]]]  # encoded images, verified
 SNIPPET_CHARS = 400  # the stored text's start: a lookup answers from it
-FULL_TEXT = "_text"  # a row's whole stored text, while an explanation's sentences are picked from it
+ABOUT_CHARS = 240  # ... with at least this much of the description
+FULL_TEXT = "_text"  # a row's whole description, while an explanation's sentences are picked from it
 
 
 def compile_filter(filters: SearchFilters) -> models.Filter | None:
@@ -56,16 +57,35 @@ def compile_filter(filters: SearchFilters) -> models.Filter | None:
 
 
 def _row(payload: dict[str, Any], score: float | None, *, full: bool = False) -> dict[str, Any]:
-    """A hit as a row; ``full``: it keeps the whole stored text too (:data:`FULL_TEXT`, taken off again once the
+    """A hit as a row; ``full``: it keeps its whole description too (:data:`FULL_TEXT`, taken off again once the
     sentences to quote are picked from it)."""
     row = {k: v for k, v in payload.items() if k not in ("_hash", "_text_hash", "_image", "text")}
     row["entity_type"] = row.pop("type", None)
-    row["snippet"] = str(payload.get("text", ""))[:SNIPPET_CHARS]
-    if full:
-        row[FULL_TEXT] = str(payload.get("text", ""))
+    text, at = str(payload.get("text", "")), payload.get("about_at")
+    row["snippet"], row["about_at"] = snippet(text, at)
+    if full:  # the description whole
+        row[FULL_TEXT] = text[at:].strip() if isinstance(at, int) else ""
     if score is not None:
         row["score"] = round(float(score), 4)
     return row
+
+
+def snippet(text: str, about: Any) -> tuple[str, int | None]:
+    """The stored text's start, which a lookup answers from (at most SNIPPET_CHARS), and where its description
+    starts in it: at least ABOUT_CHARS of the description, in whole sentences where one ends in time, after as much
+    of the head (name, links, other names) as fits; a long head (a character in twelve works) is cut, not the
+    description."""
+    if len(text) <= SNIPPET_CHARS or not isinstance(about, int) or not 0 < about < len(text):
+        return text[:SNIPPET_CHARS], about
+    story = text[about:]
+    room = max(SNIPPET_CHARS - about, ABOUT_CHARS)
+    if len(story) > room:
+        stop = story.rfind(". ", 0, room)
+        story = story[:stop + 1] if stop > 0 else story[:room]
+    head = text[:about]
+    if len(head) + len(story) > SNIPPET_CHARS:
+        head = head[:max(0, SNIPPET_CHARS - len(story) - 5)].rstrip(" ,.") + "... "
+    return head + story, len(head)
 
 
 def _quotes(intent: SearchIntent) -> bool:
@@ -189,9 +209,9 @@ class QdrantExecutor:
         """An explanation's records: each row gets the sentences of its description nearest in meaning to the
         question (``quotes``). The records stand without them when the encoder does not answer in time: the answer
         then quotes nothing, which is no reason to lose the step."""
-        # the whole stored text, not the snippet: a long head (a character in six works) leaves the snippet only the
-        # start of the description, and the sentence that says why may come after it
-        texts = [about(row, str(row.pop(FULL_TEXT, row.get("snippet", "")))) for row in rows]
+        # the whole description, not the snippet's start of it: the sentence that says why may come after it
+        texts = [str(row.pop(FULL_TEXT)) if FULL_TEXT in row else about(row, str(row.get("snippet", "")))
+                 for row in rows]
         try:
             async with asyncio.timeout(self._timeout):
                 said = await quote(self._embed, query, texts)

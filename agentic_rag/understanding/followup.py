@@ -94,6 +94,9 @@ THE_FORM = re.compile(r"\bthe\s+(?P<form>anime|manga|show|series|movie|film|tv s
 PRONOUN = re.compile(rf"\b(?P<p>{'|'.join(PRONOUNS)})\b", re.IGNORECASE)
 # "which one" with nothing after to choose from: one of the names before ("and which one started first")
 WHICH_ONE = re.compile(r"\bwhich\s+(?P<w>one|ones)\b(?!\s+(?:of|is|was|are|were|s)\b|['’]s\b)", re.IGNORECASE)
+# "those", "these" (and "those movies") standing for the names an answer gave: not "these days", nor "which of these:
+# A, B or C" (the names follow)
+THOSE = re.compile(rf"\b(?:those|these)\b(?!\s+days\b)(?:\s+(?P<noun>{_NOUNS})s?\b)?", re.IGNORECASE)
 # "each", "both" standing for the names before, at the end of a clause ("who directed each", "music for both?")
 EACH = re.compile(r"\b(?:each|both)(?:\s+(?:of\s+)?(?:them|those|these|ones?))?(?=\s*(?:$|[?.!,;]))", re.IGNORECASE)
 
@@ -295,6 +298,11 @@ def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
     for m in EACH.finditer(text):
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
             out.append(_Point(m.start(), m.end(), m.group(0), ANY, plural=True))
+    for m in THOSE.finditer(text):
+        if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out) and sum(
+                x.start >= m.end() for x in mentions) < 2:
+            kinds = _NOUN_KINDS[m.group("noun").lower()] if m.group("noun") else ANY
+            out.append(_Point(m.start(), m.end(), m.group(0), kinds, plural=True))
     for m in PRONOUN.finditer(text):
         word = m.group("p").lower()
         if not free(m.start(), m.end()) or any(p.start <= m.start() < p.end for p in out):
@@ -417,8 +425,13 @@ def _referents(p: _Point, context: ConversationContext) -> list[Named]:
         lists: list[list[Named]] = []
         for t in context.turns:
             asked |= {n.ref.id for n in t.subjects}
-            lists.insert(0, [n for n in t.answers if n.ref.id not in asked and n.ref.entity_type != "franchise"])
-        listed = next((x for x in lists if len(x) >= 2), []) or next((x for x in lists if x), [])
+            said = [n for n in t.answers if n.listed]  # the list the answer said, in its order, whatever was asked
+            lists.insert(0, said if len(said) >= 2 else [
+                n for n in t.answers if n.ref.id not in asked and n.ref.entity_type != "franchise"])
+        # the latest list the place is in ("the fourth one" of the seasons listed before "the first two combined")
+        reach = p.place + max(p.few, 1) if p.place >= 0 else -p.place
+        listed = next((x for x in lists if len(x) >= max(2, reach)), []) or \
+            next((x for x in lists if len(x) >= 2), []) or next((x for x in lists if x), [])
         fitting = [n for n in listed if n.ref.entity_type in p.kinds] or listed
         if not p.few and not -len(fitting) <= p.place < len(fitting):
             # a list whose one member the question named ("what death note relight specials are there": the first

@@ -127,12 +127,20 @@ WITH hit AS (
 
 def _blocked(tokens: Sequence[Token]) -> bool:
     # "Boruto's father" asks for a relation; it does not name the character Father. Two words or more may
-    # still be a title made of cue words ("Two Heroes") unless every one is a stop word.
-    cue = STOP if len(tokens) > 1 else STOP | CUES
+    # still be a title made of cue words ("Two Heroes"); every one a stop word, see _stop_only.
+    if len(tokens) > 1:
+        return False
+    t = tokens[0]
     # one letter names nothing, unless typed as a capital of its own: "how is he connected to L?" (not "I", "A")
-    return all(t.key in cue and not t.upper for t in tokens) or (len(tokens) == 1 and (
-        (len(tokens[0].key) < 2 and not (tokens[0].raw.isupper() and tokens[0].raw not in ("I", "A")))
-        or tokens[0].key.isdigit()))
+    return (t.key in STOP | CUES and not t.upper) or (
+        (len(t.key) < 2 and not (t.raw.isupper() and t.raw not in ("I", "A"))) or t.key.isdigit())
+
+
+def _stop_only(tokens: Sequence[Token]) -> bool:
+    """Words that are all stop words ("all might", "the last", "all for one"): a name only of a person or a
+    character (people type names in lower case), or of anything when every word is typed capitalized
+    ("All Might", "The Last"); never when one word alone."""
+    return all(t.key in STOP and not t.upper for t in tokens) and not all(t.raw[:1].isupper() for t in tokens)
 
 
 async def _corrections(conn: Conn, words: list[str]
@@ -225,6 +233,7 @@ async def _link(conn: Conn, question: str) -> EntityLinks:
         return EntityLinks()
     fixes, known = await _corrections(conn, [t.key for t in tokens])
     probes: dict[str, list[tuple[int, int, LinkMatch | None]]] = {}
+    stop_only: set[tuple[int, int]] = set()  # spans that name only a person or a character (_stop_only)
     for i in range(len(tokens)):
         for n in range(1, min(MAX_SPAN, len(tokens) - i) + 1):
             span = tokens[i:i + n]
@@ -232,6 +241,8 @@ async def _link(conn: Conn, question: str) -> EntityLinks:
                 break  # a name never spans words that were left out between two sentences
             if _blocked(span):
                 continue
+            if n > 1 and _stop_only(span):
+                stop_only.add((i, n))
             for key, forced in _variants(span, fixes):
                 probes.setdefault(key, []).append((i, n, forced))
     if not probes:
@@ -254,7 +265,7 @@ async def _link(conn: Conn, question: str) -> EntityLinks:
         if by_subtitle and _GENERIC_SUBTITLE.match(str(key)) and f" {link_key(str(name).split(':')[0])} " not in said:
             continue  # "the final season" is Attack on Titan's only where Attack on Titan is said
         for i, n, forced in probes.get(str(key), ()):
-            if forced == "reordered" and etype not in ORDER_FREE:
+            if (forced == "reordered" or (i, n) in stop_only) and etype not in ORDER_FREE:
                 continue
             if n > 1 and set().union(*gaps[i:i + n - 1]) - set(str(name)):
                 continue

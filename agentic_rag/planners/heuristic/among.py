@@ -15,13 +15,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from agentic_rag.planners.heuristic.context import bare, qualifiers, row_of
+from agentic_rag.planners.heuristic.groups import record_says, singular
 from agentic_rag.planners.heuristic.progress import Progress, among_tests
 from agentic_rag.planners.heuristic.sentences import hop_sentence, join, nothing_sentence
 from agentic_rag.protocol import DraftAnswer, EntityRef, Evidence, GraphIntent
 from agentic_rag.protocol.limits import max_len
 from agentic_rag.protocol.reading import Among, Analysis
 from agentic_rag.protocol.roles import CardEntity, ContextCard
-from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.text import fold
 
 QUOTED = 120  # characters of a record's sentence an answer quotes
@@ -113,45 +113,16 @@ _SENTENCE = re.compile(r"(?<=[.!?])\s+")
 _GROUP_LEAD = re.compile(r"^(?:(?:a|an|the|in|of|on|from|one|part|members?)\s+)+", re.IGNORECASE)
 
 
-_POSSESSIVE = re.compile(r"['’]s\b")
-GROUP_GAP = 2  # words a record may put between two words of a group ("S-Class rank 2 hero")
-# "<noun> of the X" where the noun relates to X from outside it: "teacher of the Legendary Sannin" is none of them
-_OUTSIDE_OF = frozenset(C.FAMILY | C.MENTOR | C.STUDENTS | C.RIVAL | C.ENEMY | {"creator", "founder", "enemy",
-                                                                                  "rival", "teacher", "sister"})
-
-
-def _says_group(words: list[str], group: list[str]) -> bool:
-    """Whether ``words`` say the group: its words in order, a few apart at most, and not as what someone is to the
-    group from outside it ("teacher of the Legendary Sannin", "Tatsumaki's younger sister" is no s-class hero)."""
-    for start, w in enumerate(words):
-        if w != group[0]:
-            continue
-        at, ok = start, True
-        for g in group[1:]:
-            nxt = next((j for j in range(at + 1, min(at + 2 + GROUP_GAP, len(words))) if words[j] == g), None)
-            if nxt is None:
-                ok = False
-                break
-            at = nxt
-        before = [x for x in words[max(0, start - 3):start] if x != "the"]
-        if ok and not (len(before) >= 2 and before[-1] == "of" and before[-2] in _OUTSIDE_OF):
-            return True
-    return False
-
-
 def _by_record(e: CardEntity, among: Among, row: dict[str, Any]) -> Verdict:
     """Whether the name's own record (its names and description, not the works it lists) says every group word."""
     snippet = str(row.get("snippet") or "")
     about = row.get("about_at")
     story = snippet[about:] if isinstance(about, int) else ""
     names = [bare(e.name), *(str(x) for x in row.get("aliases") or [])]
-    group = [_singular(g) for g in among.group]
-    # (a possessive's "s" is no word between: "Gojo and Geto's classmate")
-    holds = any(_says_group([_singular(w) for w in re.findall(r"\w+", fold(_POSSESSIVE.sub("", text)))], group)
-                for text in [*names, story])
+    holds = record_says(row, bare(e.name), among.group)
     sentences = [*names[1:], *_SENTENCE.split(story.strip())]
-    quote = next((s for s in sentences if {_singular(w) for w in re.findall(r"\w+", fold(s))} & {
-        _singular(g) for g in among.group}), "") if holds else (_SENTENCE.split(story.strip())[0] if story else "")
+    quote = next((s for s in sentences if {singular(w) for w in re.findall(r"\w+", fold(s))} & {
+        singular(g) for g in among.group}), "") if holds else (_SENTENCE.split(story.strip())[0] if story else "")
     return Verdict(e, holds, [], quote[:QUOTED].rstrip("."))
 
 
@@ -185,10 +156,6 @@ def names_magazine(said: str, magazine: str) -> bool:
     told = fold(said).replace("+", " plus").split()
     initials = "".join(w[0] for w in fold(magazine).split())
     return all(w in told for w in own) or initials in told
-
-
-def _singular(word: str) -> str:
-    return word[:-1] if len(word) > 3 and word.endswith("s") else word
 
 
 def _said(among: Among, target: str) -> _Said:

@@ -22,6 +22,7 @@ from agentic_rag.planners.heuristic.context import (
     search_cards,
     year_of,
 )
+from agentic_rag.planners.heuristic.groups import group_words, record_says
 from agentic_rag.protocol import (
     FIELDS,
     MAX_BATCH,
@@ -270,9 +271,42 @@ def _set_in(a: Analysis) -> str | None:
     return next(iter(anime)) if len(anime) == 1 and not types & {"character", "person"} else None
 
 
+MEMBERS_LIMIT = 50  # a work's characters searched for a group's members: every one, for a work of the catalog's size
+
+
+def members_search(group: str, anime: str) -> SearchIntent:
+    """One work's characters, searched by the group's words (every one of them comes back, the nearest first)."""
+    return SearchIntent(rationale="a group's members among one work's characters", entity_type="character",
+                        query=group[:_QUERY] or "?", limit=MEMBERS_LIMIT, match="semantic",
+                        filters=SearchFilters(anime_id=anime))
+
+
+def members(a: Analysis, cards: list[ContextCard]) -> list[CardEntity] | None:
+    """The characters whose own records say the group ``a.members``, of its search's card (None: not searched)."""
+    anime = _set_in(a)
+    card = next((c for c in cards if c.source == "qdrant_search" and c.data.get("query") == a.members[:_QUERY]
+                 and c.data.get("entity_type") == "character"), None)
+    if card is None or anime is None:
+        return None
+    group = group_words(a.members)
+    rows = {str(r.get("id")): r for r in card.data.get("rows", []) if isinstance(r, dict)}
+    return [e for e in card.entities if record_says(rows.get(e.ref.id, {}), e.name, group)]
+
+
 def progress(a: Analysis, cards: list[ContextCard], question: str = "") -> Progress:
     """The state of ``a`` over ``cards``: the next intents to run, or everything needed to answer."""
     p = Progress()
+    if a.members and (anime := _set_in(a)) is not None:
+        # a group's members among one work's characters: those whose records say it; else the work's own plan
+        found = members(a, cards)
+        if found is None:
+            p = progress(dataclasses.replace(a, members=""), cards, question)
+            p.steps = [members_search(a.members, anime), *p.steps][:MAX_BATCH]
+            return p
+        if found:
+            p.starts = found
+            return p
+        return progress(dataclasses.replace(a, members=""), cards, question)
     if a.described and a.mentions and not _people(a) and _set_in(a) is None:
         # one of a work's characters, described, where the work has no one anime to search within: the name's plan
         return progress(dataclasses.replace(a, described=()), cards, question)

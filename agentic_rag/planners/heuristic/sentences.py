@@ -209,13 +209,25 @@ def compare_sentence(field: str, x: str, y: str, va: Any, vb: Any) -> str:
                     f"by {gap} year{'s' if gap > 1 else ''}"
         return text + "."
     if field in ("studios", "authors", "magazine"):
-        label = {"studios": "animated by", "authors": "by", "magazine": "serialized in"}[field]
+        label = SIDE_BY_SIDE[field]
         same = va == vb and va not in (None, [])
         text = f"{x} was {label} {shown(va)}; {y} was {label} {shown(vb)}"
         return text + (" (the same)." if same else ".")
     if field == "anime":  # two characters side by side: where each appears
         return f"{x} appears in {shown(va)}; {y} in {shown(vb)}."
     return f"{field.replace('_', ' ').capitalize()}: {x} {shown(va)}, {y} {shown(vb)}."
+
+
+SIDE_BY_SIDE = {"studios": "animated by", "authors": "by", "magazine": "serialized in"}  # fields with no order
+
+
+def side_by_side_sentence(field: str, rows: list[tuple[str, Any]]) -> str:
+    """Three or more entities on a field with no order, each said ("A was animated by Bones; B was animated by
+    MAPPA.")."""
+    def shown(v: Any) -> str:
+        return (join([str(i) for i in v]) or "none recorded") if isinstance(v, list) else str(v or "none recorded")
+
+    return "; ".join(f"{n} was {SIDE_BY_SIDE[field]} {shown(v)}" for n, v in rows) + "."
 
 
 def ranking_sentence(field: str, rows: list[tuple[str, Any]]) -> str:

@@ -19,6 +19,7 @@ from agentic_rag.planners.heuristic.context import bare
 from agentic_rag.planners.heuristic.pictured import IMAGE_MATCH, image_attached, pictured
 from agentic_rag.planners.heuristic.progress import LISTED, Progress, described, progress, ranked_field
 from agentic_rag.planners.heuristic.sentences import (
+    SIDE_BY_SIDE,
     attribute_sentence,
     compare_sentence,
     fact_sentence,
@@ -28,6 +29,7 @@ from agentic_rag.planners.heuristic.sentences import (
     path_sentence,
     quote_sentence,
     ranking_sentence,
+    side_by_side_sentence,
     titled,
 )
 from agentic_rag.protocol import NOT_RECORDED, DraftAnswer, EntityRef, Evidence, GraphPath
@@ -122,6 +124,8 @@ def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
         return _result("The context does not answer the question yet.", [], [], confidence=0.2)
     if a.among is not None:  # a choice among listed names: the set difference
         return among_answer(a, p, inp.cards, inp.links.unknown or [] if inp.links else [])
+    if a.members and p.starts:  # a group's members among one work's characters
+        return _members(a, p.starts)
     if a.filter is not None and not p.starts:
         return _query_answer(a, p, [])
     if a.recommend is not None and not a.mentions and p.card is not None:
@@ -298,6 +302,17 @@ def _by_image(inp: DraftInput) -> DraftAnswer:
     return _result(text, [e.ref for _, e in close[:3]], [top.ref], confidence=0.5, facts=facts)
 
 
+def _members(a: Analysis, found: list[CardEntity]) -> DraftAnswer:
+    """The characters of the work named whose own records say the group ("who are the hashira in demon slayer")."""
+    work = next((bare(c.name) for m in a.mentions for t, c in a.linked.get(m, {}).items() if t == "anime"), "")
+    names = [bare(e.name) for e in found]
+    many = len(names) > 1
+    text = (f"{len(names) if many else 'One'} character{'s' if many else ''} of {work} {'are' if many else 'is'} "
+            f"described in the catalog as {a.members}: {join(names, len(names))}.")
+    refs = [e.ref for e in found]
+    return _result(text, refs, refs, confidence=0.85, facts=[text], citations=names)
+
+
 def about(inp: DraftInput, entity: CardEntity, row: dict[str, Any] | None = None, *, story: bool = True) -> str:
     """A lookup's answer: what the entity is, its other names, and its description (from ``row``, else the
     cards' rows for it: a search hit's, which holds its story, before a query's; no description when ``story``
@@ -388,6 +403,7 @@ def _with_quotes(d: DraftAnswer, p: Progress) -> DraftAnswer:
 
 # what an indexed entity's record (a search hit's row, catalog/index.py) says of the links the answer's first
 # sentence names, in the answer's words: studios ["Madhouse"] are "by Madhouse"
+LINKED_SHOWN = 4  # the works a character's lookup names before "and N more" (a person's or studio's works are all said)
 _LINKED: dict[str, tuple[tuple[str, str], ...]] = {
     "anime": (("studios", "by {}"),),
     "manga": (("authors", "by {}"), ("magazine", "serialized in {}")),
@@ -407,6 +423,8 @@ def _record_parts(row: dict[str, Any], entity_type: str) -> tuple[list[str], str
     said = []
     for field, phrase in _LINKED.get(entity_type, ()):
         value = row.get(field)
+        if entity_type == "character" and isinstance(value, list) and len(value) > LINKED_SHOWN + 1:
+            value = [*map(str, value[:LINKED_SHOWN]), f"{len(value) - LINKED_SHOWN} more"]
         if value not in (None, "", []):
             said.append(phrase.format(join([str(v) for v in value]) if isinstance(value, list) else value))
     genres = ", ".join(str(g).replace("_", " ") for g in row.get("genres") or [])
@@ -425,6 +443,8 @@ def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:
         field = ranked_field(a, ents[0].ref.entity_type)
         rows = [r for r in card.data["rows"] if isinstance(r, dict)]
         text = ranking_sentence(field, [(str(r.get("name")), r.get(field)) for r in rows])
+        if a.compare_field in SIDE_BY_SIDE and any(a.compare_field in r for r in rows):  # "which studio made A, B, C"
+            text = side_by_side_sentence(a.compare_field, [(str(r.get("name")), r.get(a.compare_field)) for r in rows])
         refs = [e.ref for e in card.entities] or [e.ref for e in ents]
         return _result(text or f"I found none of {join([bare(e.name) for e in ents])} in the catalog.", refs, refs,
                        confidence=0.85 if text else 0.4, facts=[text], citations=[bare(e.name) for e in ents])

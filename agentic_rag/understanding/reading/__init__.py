@@ -26,6 +26,7 @@ from agentic_rag.understanding.reading.catalog import _catalog, asks_who, beside
 from agentic_rag.understanding.reading.counts import _together
 from agentic_rag.understanding.reading.explain import _explained
 from agentic_rag.understanding.reading.focus import _focus, _Question
+from agentic_rag.understanding.reading.members import members_asked
 from agentic_rag.understanding.reading.pairs import _forms, _guess, _read_pair
 from agentic_rag.understanding.reading.parts import _read_parts
 from agentic_rag.understanding.reading.recommend import read_recommendation
@@ -64,7 +65,10 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     asks_whom = links is not None and asks_who(question)
     plain = _read(question, links.model_copy(update={"asks": []})) if asks_whom and a.by_meaning and \
         links is not None and not a.more else a
-    if asks_whom and links is not None and described_beside(question, plain, links):
+    if (group := members_asked(question, plain, links)) and not a.more:
+        # "who are the hashira in demon slayer": the work's characters whose records say the group
+        a.members = group
+    elif asks_whom and links is not None and described_beside(question, plain, links):
         # "who gave luffy the straw hat": searched without the work it is set in ("... in death note"), whose words
         # every character of that work shares
         a.described, a.description = ("character",), beside_words(question, links)

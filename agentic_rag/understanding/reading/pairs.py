@@ -154,6 +154,11 @@ def _read_pair(q: _Question) -> Analysis | None:
             studios = all(a.types[m][0] == "studio" for m in a.mentions)  # "which studio is older": not their studios
             a.compare_field = next((f for rx, f in C.COMPARE_FIELDS if rx.search(w.text)
                                     and not (studios and f == "studios")), None)
+            if a.compare_field == "studios" and len(a.mentions) >= 3 and all(
+                    a.types[m][0] == "anime" for m in a.mentions):
+                # "what studio made A, B and C", "did A, B and C have the same studio": no order to put them in,
+                # each one's studio (as "who wrote A, B and C" reads)
+                a.intent, a.hops, a.together, a.compare_field = "chain", [STUDIO], True, None
         elif all(k & {"anime", "manga"} for k in kinds[:2]) and (w.any(C.WORKED) or w.has(*C.WORKED_PHRASES)):
             a.hops = [Hop(("staff",))]  # "someone who worked on both": the path runs through the staff
         return a

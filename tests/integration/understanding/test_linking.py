@@ -85,6 +85,15 @@ async def test_question_words_alone_are_never_names(demo: IngestReport, conn: An
     assert not (await _link(conn, "which one has more episodes")).mentions
 
 
+async def test_a_name_made_of_stop_words_is_a_person_s_or_a_character_s(demo: IngestReport, conn: Any) -> None:
+    # "All Might", "All For One": characters, in any case; "the last" (The Last: Naruto the Movie's other name) only
+    # when typed capitalized, never in "the last season"
+    assert _top(await _link(conn, "whats all might's real name")) == ("All Might", "exact")
+    assert _top(await _link(conn, "who is All For One")) == ("All For One", "exact")
+    assert _spans(await _link(conn, "what did the last season of aot cover")) == ["aot"]
+    assert _top(await _link(conn, "is The Last a movie")) == ("The Last: Naruto the Movie", "alias")
+
+
 async def test_candidates_carry_year_and_format_to_choose_by(demo: IngestReport, conn: Any) -> None:
     links = await _link(conn, "the 2003 fullmetal alchemist anime")
     fma = {c.entity.entity_type: c for c in links.mentions[0].candidates}

@@ -314,3 +314,23 @@ def test_the_other_form_asks_the_length_in_its_own_unit_and_the_show_of_a_film_i
     f = resolve("whats episode 5 of the tv show called", None,
                 context(turn("what year did the zorb movie come out", subjects=(film,), answers=(film,))), read)
     assert f.text == "whats episode 5 of the Zorb tv show called"
+
+
+def test_a_place_counts_in_the_list_the_answer_said_with_the_name_asked_in_it() -> None:
+    seasons = [named(n, "anime") for n in ("Attack on Titan", "Attack on Titan Season 2", "Attack on Titan Season 3",
+                                             "Attack on Titan: The Final Season")]
+    listed = [s.model_copy(update={"listed": True}) for s in seasons]
+    ctx = context(turn("what are the attack on titan seasons in order", subjects=(AOT,), answers=tuple(listed)))
+    got = resolve("how many episodes was the third one", None, ctx, read)
+    assert got.text == "how many episodes was Attack on Titan Season 3"
+    # a later answer's list of two is too short for "the fourth one": the list before it is meant
+    ctx = context(ctx.turns[0], turn("how many episodes are the first two combined", subjects=tuple(listed[1:3]),
+                                     answers=tuple(listed[1:3])))
+    got = resolve("which studio did the fourth one", None, ctx, read)
+    assert got.text == "which studio did Attack on Titan: The Final Season"
+
+
+def test_those_stands_for_the_names_a_list_answer_gave() -> None:
+    got = resolve("what else did those make", None, context(STUDIOS), read)
+    assert got.text == "what else did Wit Studio and MAPPA make"
+    assert "'these" not in " ".join(resolve("are these days any good", None, context(STUDIOS), read).how)

@@ -964,3 +964,29 @@ def test_lead_the_verb_is_no_lead_role() -> None:
     assert not a.hops and a.described == ("character",), "one of its characters, described"
     q = "who is the lead in zorb quest"  # the noun: the main character
     assert read(q, links(q, ("zorb quest", work("Zorb Quest")))).hops
+
+
+@pytest.mark.parametrize(("question", "name", "group"), [
+    ("who are the hashira in demon slayer", "demon slayer", "hashira"),
+    ("which straw hats show up in one piece film red", "one piece film red", "straw hats"),
+    ("list the members of the phantom troupe in hunter x hunter", "hunter x hunter", "phantom troupe"),
+    ("who is in the akatsuki in naruto shippuden", "naruto shippuden", "akatsuki"),
+])
+def test_a_group_s_members_are_asked_among_the_one_work_named(question: str, name: str, group: str) -> None:
+    assert read(question, links(question, (name, work(name)))).members == group
+
+
+@pytest.mark.parametrize("question", [
+    "who directed demon slayer",  # a relation asked, no group
+    "tell me about demon slayer",  # nothing of its own
+    "who are the strongest fighters in demon slayer",  # a superlative ranks: no group's name
+    "who are the fighters that trained and died young in demon slayer",  # more words of its own than a group's name
+])
+def test_no_group_is_read_where_none_is_asked(question: str) -> None:
+    assert read(question, links(question, ("demon slayer", work("demon slayer")))).members == ""
+
+
+def test_three_works_compared_by_studio_are_each_one_s_studio() -> None:
+    q = "what studio made mob psycho 100, jujutsu kaisen and chainsaw man"
+    a = read(q, links(q, *((n, [cand("anime", n)]) for n in ("mob psycho 100", "jujutsu kaisen", "chainsaw man"))))
+    assert (a.intent, hops(a), a.together) == ("chain", [("animated_by",)], True)
