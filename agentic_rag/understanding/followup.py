@@ -46,6 +46,7 @@ from agentic_rag.understanding.text import dictionary_words, link_key, tokenize
 from agentic_rag.understanding.unknown import SCOPE_BEFORE
 
 MAX_PLURAL = 5  # names "they" may stand for
+MAX_CHOSEN = 10  # names "which one" chooses among
 
 PERSON: tuple[EntityType, ...] = ("person", "character")
 WORK: tuple[EntityType, ...] = ("anime", "manga", "franchise")
@@ -97,6 +98,12 @@ WHICH_ONE = re.compile(r"\bwhich\s+(?P<w>one|ones)\b(?!\s+(?:of|is|was|are|were|
 # "those", "these" (and "those movies") standing for the names an answer gave: not "these days", nor "which of these:
 # A, B or C" (the names follow)
 THOSE = re.compile(rf"\b(?:those|these)\b(?!\s+days\b)(?:\s+(?P<noun>{_NOUNS})s?\b)?", re.IGNORECASE)
+# "the girl, who trained her?", "is the guy still alive": the person named before whose description says "she" ("he");
+# not one described ("the girl travelling with goku", "the guy who ..."), and nobody when no description says it
+THE_PERSON = re.compile(r"\bthe\s+(?P<noun>girl|guy|boy|woman|man|dude|lady)\b(?=\s*(?:[,?.!;:]|$|\s+(?:is|was|has|"
+                        r"have|had|does|did|do|can|could|will|would|get|gets|got|ever|also|still|end)\b))",
+                        re.IGNORECASE)
+_PERSON_GENDER = {"girl": "she", "woman": "she", "lady": "she", "guy": "he", "boy": "he", "man": "he", "dude": "he"}
 # "each", "both" standing for the names before, at the end of a clause ("who directed each", "music for both?")
 EACH = re.compile(r"\b(?:each|both)(?:\s+(?:of\s+)?(?:them|those|these|ones?))?(?=\s*(?:$|[?.!,;]))", re.IGNORECASE)
 
@@ -255,6 +262,7 @@ class _Point:
     form: str | None = None  # "the manga": that form of the latest work
     choosing: bool = False  # "which one": one of the names before, said "which of A and B"
     gender: str | None = None  # "he" or "she": a character whose description says the other is not meant
+    said_gender: bool = False  # "the girl": only a name whose description says the gender is meant
 
     def fits(self, n: Named) -> bool:
         return self.gender is None or n.pronoun is None or n.pronoun == self.gender
@@ -298,6 +306,10 @@ def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
     for m in EACH.finditer(text):
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
             out.append(_Point(m.start(), m.end(), m.group(0), ANY, plural=True))
+    for m in THE_PERSON.finditer(text):
+        if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
+            out.append(_Point(m.start(), m.end(), m.group(0), PERSON,
+                              gender=_PERSON_GENDER.get(m.group("noun").lower()), said_gender=True))
     for m in THOSE.finditer(text):
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out) and sum(
                 x.start >= m.end() for x in mentions) < 2:
@@ -368,8 +380,9 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
                 form = "manga" if "manga" in p.kinds else "anime" if "anime" in p.kinds else None
                 if work and form is not None and work[0].ref.entity_type != form:
                     p.form, names = form, work
-            if p.choosing and len(names) < 2:
-                continue  # "which one" with one name before chooses nothing: the question stands as asked
+            if (p.choosing and len(names) < 2) or (p.said_gender and not names):
+                continue  # "which one" with one name before chooses nothing: the question stands as asked (and "the
+                # girl" no description calls "she")
             # "the anime" when only characters were talked about: the anime they appear in ("which studio did the
             # anime" after Frieren's teacher: Frieren's anime)
             cast = _referents(dataclasses.replace(p, kinds=("character",)), context) \
@@ -417,6 +430,9 @@ def _reading(m: LinkedMention, kinds: tuple[EntityType, ...]) -> LinkCandidate |
 def _referents(p: _Point, context: ConversationContext) -> list[Named]:
     turns = list(reversed(context.turns))
     told = {n.ref.id for t in context.turns for n in t.subjects}
+    if p.said_gender:
+        return next(([n] for t in turns for n in (*t.answers, *t.subjects)
+                     if n.pronoun == p.gender and n.ref.entity_type in p.kinds), [])
     if p.place is not None:
         # the list the answer gave: its names but those asked about by then and the franchise it belongs to ("Dragon
         # Ball Super belongs to the Dragon Ball franchise, which has 4 films: ..."); a name a later turn asked about
@@ -446,6 +462,11 @@ def _referents(p: _Point, context: ConversationContext) -> list[Named]:
         return []
     if p.plural:
         latest = next((t for t in turns if t.answers or t.subjects), None)
+        said = [n for n in latest.answers if n.listed] if latest is not None else []
+        if p.choosing and len(said) >= 2:
+            # "which one has the fewest episodes": one of the list the answer said, every one of it, the name asked
+            # included when the list says it
+            return [n for n in said if n.ref.entity_type in p.kinds][:MAX_CHOSEN] or said[:MAX_CHOSEN]
         news = _new(latest.answers, told) if latest is not None else []
         if latest is not None and len(news) >= 2:
             return [n for n in news if n.ref.entity_type in p.kinds][:MAX_PLURAL] or news[:MAX_PLURAL]

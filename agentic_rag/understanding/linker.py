@@ -42,7 +42,7 @@ from agentic_rag.understanding.text import (
 )
 from agentic_rag.understanding.unknown import titled_runs, unknown_names
 
-MAX_TOKENS = 40  # words of a question considered: its asking sentences first, then those nearest to them
+MAX_TOKENS = 64  # words of a question considered: its asking sentences first, then those nearest to them
 MAX_RANGE = 12  # seasons one range names ("seasons 1-3")
 MAX_SPAN = 10  # words in one name ("Evangelion: 3.0+1.0 Thrice Upon a Time" is nine)
 MIN_TYPO_WORD = 4  # shorter words are never corrected: too many catalog words are one edit away

@@ -230,8 +230,9 @@ def side_by_side_sentence(field: str, rows: list[tuple[str, Any]]) -> str:
     return "; ".join(f"{n} was {SIDE_BY_SIDE[field]} {shown(v)}" for n, v in rows) + "."
 
 
-def ranking_sentence(field: str, rows: list[tuple[str, Any]]) -> str:
-    """Three or more entities on one number, in order ("By volumes: Demon Slayer 23, Chainsaw Man 11 ...")."""
+def ranking_sentence(field: str, rows: list[tuple[str, Any]], *, fewest: bool = False) -> str:
+    """Three or more entities on one number, in order, and which has the most (``fewest``: the fewest, listed from
+    there): "From most to fewest volumes: Demon Slayer (23 volumes), ..., so Demon Slayer has the most"."""
     known = [(n, v) for n, v in rows if isinstance(v, int | float)]
     unknown = [n for n, v in rows if not isinstance(v, int | float)]
     if field in ("year", "end_year", "founded"):
@@ -240,10 +241,13 @@ def ranking_sentence(field: str, rows: list[tuple[str, Any]]) -> str:
         listed = join([f"{n} ({v})" for n, v in known], len(known))
         text = f"In order: {listed}, so {known[0][0]} {verb}." if known else ""
     else:
-        known.sort(key=lambda r: -r[1])
+        known.sort(key=lambda r: r[1] if fewest else -r[1])
         unit = _FIELD_WORDS.get(field, field.replace("_", " "))
         listed = join([f"{n} ({v} {unit})" for n, v in known], len(known))
-        text = f"From most to fewest {unit}: {listed}." if known else ""
+        order, end = ("fewest to most", "fewest") if fewest else ("most to fewest", "most")
+        tied = [n for n, v in known if v == known[0][1]] if known else []
+        lead = f"{join(tied, len(tied))} {'have' if len(tied) > 1 else 'has'} the {end}"
+        text = f"From {order} {unit}: {listed}, so {lead}." if known else ""
     if unknown:
         text += f" The catalog does not record it for {join(unknown)}."
     return text.strip()

@@ -134,7 +134,7 @@ def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
     if not ents:
         return _by_meaning(inp)
     if a.intent in ("relation", "compare"):
-        return _pair(a, p, ents)
+        return _pair(a, p, ents, _FEWEST.search(inp.question) is not None)
     starts = ents if a.together or p.starts else ents[:1]  # "s1 + s2 combined": every name is a start
     chain = [*starts, *(e for level in p.levels for e in level)]
     sources = [e.ref for e in chain]
@@ -162,10 +162,10 @@ def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
             lines.append(hop_sentence(hop, current, level, p.details))
         current = level
     if a.hops and (len(p.levels) < len(a.hops) or not p.levels[-1]):
-        if len(lines) == 1 and len(p.levels) <= 1 and not p.creators and not p.starts and not p.quotes and \
+        if len(lines) == 1 and len(p.levels) <= 1 and not p.creators and not p.starts and not _quoted(p) and \
                 a.hops[0].edges != ("adapted_from",):
             # only what the catalog does not record of the record asked about ("records no director for X"): the
-            # record is found, the question is not answered
+            # record is found, the question is not answered (its description, searched for why, says nothing near)
             return _result(lines[0], sources, [], confidence=0.6, citations=[ents[0].name],
                            facts=[f"{NOT_RECORDED}{lines[0]}"])
         return _result(" ".join(lines), sources, [ents[0].ref], confidence=0.6, citations=[ents[0].name])
@@ -434,7 +434,11 @@ def _record_parts(row: dict[str, Any], entity_type: str) -> tuple[list[str], str
     return said, genres, [str(n) for n in row.get("native_names") or []], story
 
 
-def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:
+# a ranking asked from its bottom ("which has the fewest episodes")
+_FEWEST = re.compile(r"\b(?:fewest|least|shortest|smallest|lowest|fewer|less|shorter|smaller)\b", re.IGNORECASE)
+
+
+def _pair(a: Analysis, p: Progress, ents: list[CardEntity], fewest: bool = False) -> DraftAnswer:
     card = p.card
     x, y = bare(ents[0].name), bare(ents[1].name)
     if x == y and ents[0].ref.entity_type != ents[1].ref.entity_type:  # one title's two forms: "the X manga"
@@ -442,7 +446,7 @@ def _pair(a: Analysis, p: Progress, ents: list[CardEntity]) -> DraftAnswer:
     if card is not None and a.intent == "compare" and "rows" in card.data:  # three or more, in order
         field = ranked_field(a, ents[0].ref.entity_type)
         rows = [r for r in card.data["rows"] if isinstance(r, dict)]
-        text = ranking_sentence(field, [(str(r.get("name")), r.get(field)) for r in rows])
+        text = ranking_sentence(field, [(str(r.get("name")), r.get(field)) for r in rows], fewest=fewest)
         if a.compare_field in SIDE_BY_SIDE and any(a.compare_field in r for r in rows):  # "which studio made A, B, C"
             text = side_by_side_sentence(a.compare_field, [(str(r.get("name")), r.get(a.compare_field)) for r in rows])
         refs = [e.ref for e in card.entities] or [e.ref for e in ents]

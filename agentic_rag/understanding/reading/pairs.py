@@ -18,7 +18,7 @@ from agentic_rag.understanding.reading.names import _add, _readings, _type_word
 from agentic_rag.understanding.reading.relations import _staff
 from agentic_rag.understanding.reading.words import _Words
 
-MAX_COMPARED = 6  # works one comparison ranks
+MAX_COMPARED = 10  # works one comparison ranks
 
 
 Pair = Literal["relation", "compare"]

@@ -334,3 +334,13 @@ def test_those_stands_for_the_names_a_list_answer_gave() -> None:
     got = resolve("what else did those make", None, context(STUDIOS), read)
     assert got.text == "what else did Wit Studio and MAPPA make"
     assert "'these" not in " ".join(resolve("are these days any good", None, context(STUDIOS), read).how)
+
+
+def test_the_girl_is_the_one_a_description_calls_she_and_nobody_else() -> None:
+    yor = named("Yor Forger", "character").model_copy(update={"pronoun": "she"})
+    loid = named("Loid Forger", "character").model_copy(update={"pronoun": "he"})
+    ctx = context(turn("who is yor married to", subjects=(yor,), answers=(loid,)))
+    assert resolve("the guy, what does he do?", None, ctx, read).text == "Loid Forger, what does Loid Forger do?"
+    unsaid = context(turn("who is on team 7", subjects=(named("Naruto Uzumaki", "character"),),
+                          answers=(named("Sakura Haruno", "character"),)))
+    assert "'the girl'" not in " ".join(resolve("the girl, who trained her?", None, unsaid, read).how)
