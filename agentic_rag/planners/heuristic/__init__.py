@@ -89,6 +89,11 @@ def validate(inp: ValidateInput) -> SufficiencyReport:
         # the record asked about is found and the value or relation asked is not in it: nothing more will be
         return SufficiencyReport(sufficient=True, rationale="the catalog has the record, not what is asked of it")
     wanted = answer_types(a)
+    quoted = {e.ref.id for c in inp.cards if c.data.get("quote") for e in c.entities}
+    if wanted and d.result_entities and all(e.id in quoted for e in d.result_entities) and d.confidence >= 0.6:
+        # what the graph does not record, said by the record's own sentence nearest the question (a work's synopsis
+        # saying who it is about): all the catalog holds
+        return SufficiencyReport(sufficient=True, rationale="the record's own words are all the catalog says of it")
     if wanted and d.result_entities and not any(e.entity_type in wanted
                                                 for e in (*d.result_entities, *d.source_entities)):
         return SufficiencyReport(sufficient=False, rationale="the draft's answer is not the kind of entity asked",

@@ -374,7 +374,9 @@ def _resolved(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[Car
     p = _asked(a, cards, p, ents)
     if a.explain and not p.missing:
         return _explained(a, cards, p, ents)
-    if question and ents and _reached_nothing(a, p) and ents[0].ref.entity_type == "character":
+    if question and ents and _reached_nothing(a, p) and (ents[0].ref.entity_type == "character" or (
+            ents[0].ref.entity_type in ("anime", "manga") and a.hops[0].edges == ("features",))):
+        # (a work whose cast the catalog does not record: its synopsis may say who it is about)
         return _said_of(cards, p, ents[0], question)
     return p
 
@@ -387,13 +389,14 @@ def _reached_nothing(a: Analysis, p: Progress) -> bool:
 
 
 def _said_of(cards: list[ContextCard], p: Progress, entity: CardEntity, question: str) -> Progress:
-    """A relation the graph does not record for one character ("what does illumi fight with" read as his enemies):
+    """A relation the graph does not record for one character ("what does illumi fight with" read as his enemies), or
+    a work's cast it does not record ("who's the main character of Before the Fall"):
     its description's sentences, scored by meaning against the question, so the answer can quote the one that says
     it ("a ruthless assassin who uses needles"), cited, beside saying the relation is not recorded."""
     query = " ".join(question.split())[:_QUERY]
     intent = SearchIntent(rationale="quote what the catalog says of it, nearest the question",
-                          entity_type="character", query=query, filters=SearchFilters(id=[entity.ref.id]), limit=1,
-                          quote=True)
+                          entity_type=entity.ref.entity_type, query=query, filters=SearchFilters(id=[entity.ref.id]),
+                          limit=1, quote=True)
     card = _card_for(cards, intent)
     if card is None:
         p.steps = [intent]

@@ -305,7 +305,8 @@ def _two_parts(text: str, whole: Analysis, a1: Analysis, a2: Analysis, second: t
             return a1
     if not (a2.hops or a2.attr) or a2.filter or not a2.mentions:
         return whole
-    if not (a1.hops or a2.hops) and not (more and whole.hops and not {a1.attr, a2.attr} & {whole.attr, *whole.also}):
+    if not (a1.hops or a2.hops) and not (more and whole.hops and not {a1.attr, a2.attr} & {whole.attr, *whole.also}) \
+            and not _other_forms(a1, a2):
         # two attributes of one entity: the whole reading reads both off one row (unless it follows a hop for a
         # third part and reads neither: "how long is X, when did it finish, and who composed its score?")
         return whole
@@ -315,6 +316,16 @@ def _two_parts(text: str, whole: Analysis, a1: Analysis, a2: Analysis, second: t
     a1.also = [x for x in a1.also if x != a1.attr]  # ("how long is X in episodes": the episodes once)
     a1.more = [a2]
     return a1
+
+
+def _other_forms(a1: Analysis, a2: Analysis) -> bool:
+    """Whether two parts ask of one title's two forms ("when did the X manga end, and how many episodes did the anime
+    get"): each part's own type word reads the name as another entity, so each is read off its own row."""
+    m = a1.mentions[0] if a1.mentions else None
+    if m is None or a2.mentions[:1] != [m] or m in a1.open or m in a2.open:
+        return False
+    t1, t2 = a1.types.get(m, ())[:1], a2.types.get(m, ())[:1]
+    return bool(t1 and t2) and t1 != t2 and {*t1, *t2} <= {"anime", "manga"}
 
 
 # words that point back at what the first part of a question found ("that studio", "the same director")

@@ -40,7 +40,8 @@ _SOMETHING = r"(?:something|smth|sth|somethin|anything|anythin)"  # as typed in 
 # Words that ask for recommendations ("other anime", "anything else" do not: "what other anime did X direct" asks
 # for facts, the works of a person or a studio)
 ASKED = re.compile(
-    r"\b(?:re(?:c|cc)om+e?nd\w*|recs?|suggest\w*|(?:with|w/|has|having|got) (?:a|an|that|the same) .{0,40}?"
+    r"\b(?:re(?:c|cc)om+e?nd\w*|recs?|suggest\w*|any (?:ideas|picks|tips|pointers)|"
+    r"(?:with|w/|has|having|got) (?:a|an|that|the same) .{0,40}?"
     r"\b(?:feel|vibes?|energy|atmosphere)\b|similar (?:to|ones?|anime|animes|shows?|series|movies?|films?|manga|mangas|"
     r"titles|stuff|vibes?)|(?:anything|something|any) similar|same (?:vibe|vibes|feel|energy|kind of|style)|"
     r"similar (?:feel|feeling|tone|mood|premise|story|themes?)|with a similar|"
@@ -70,12 +71,17 @@ FOLLOWS = re.compile(r"\b(?:follows?|followed|continues?|continued|continuation|
 # the asker's own watching or reading to come ("films i could check out", "something to binge"): works wanted, not
 # a fact about who made what
 CONSUME = re.compile(r"\b(?:i|we|he|she|they) (?:could|can|should|might|would|will|'d|'ll) (?:\w+ )?(?:watch|read|"
-                     r"check out|try|pick up|binge|start|get into)\b|\bto (?:watch|binge|check out|pick up|get into)\b",
-                     re.IGNORECASE)
+                     r"check out|try|pick up|binge|start|get into)\b|\bto (?:watch|binge|check out|pick up|get into)\b|"
+                     # ... asked ("what could we watch together")
+                     r"\b(?:could|can|should|might|would) (?:i|we|he|she|they) (?:\w+ )?(?:watch|read|check out|try|"
+                     r"pick up|binge|start|get into)\b", re.IGNORECASE)
 _NEXT = re.compile(r"\b(?:watch|read|try|check out|binge|start)\s+next\b", re.IGNORECASE)
 # works of a kind asked for ("any psychological manga that's finished?", "another comedy manga", "anything else
 # from that studio"): a recommendation when the message also says whose works are meant or what the asker liked
-_WORKS_NOUN = r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|titles|productions?|projects|works|stuff)"
+_WORKS_NOUN = (r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|titles|productions?|projects|works|stuff|"
+               # works named by their kind ("what other action comedies could we watch")
+               r"comedies|comedys|thrillers|dramas|romances|mysteries|westerns|isekais|shonens|shounens|seinens|"
+               r"mechas|rom-?coms)")
 WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more|(?:is|are) there an?)\b"
                     r"(?:[\s,/-]+(?!(?:did|does|do|has|"
                     rf"have|had|is|are|was|were)\b)[\w'-]+){{0,5}}?[\s/-]+(?:{_WORKS_NOUN}|else)\b", re.IGNORECASE)

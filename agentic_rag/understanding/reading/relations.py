@@ -37,6 +37,11 @@ _PLURAL_FORMATS = frozenset(("movies", "films", "ovas", "specials"))
 _SEQUEL_AGAIN = re.compile(r" sequel (?:of|to) (?:the|its|that) sequel | (?:and|then) (?:then )?after that ")
 # "who are the main people in X", "the important guys of X": the people of a work are its characters
 _PEOPLE_IN = re.compile(r"\bwho\b.*\b(?:people|folks|guys|ones)\s+(?:in|of|from)\b")
+# the one a work is about, asked of the work ("who's the main character of mob psycho 100", "who is the protagonist"),
+# not a work picked by who it is about ("is there a bleach movie where hitsugaya is the main guy")
+_MAIN_ROLE = re.compile(r"\bwho(?:'s|’s|se)?\b.*(?:\bmain\s+(?:character|protagonist|guy|girl|hero|heroine)\b|"
+                        r"\bprotagonists?\b|\bmcs?\b|\bheroine\b)")
+_WORK_TYPES = frozenset(("anime", "manga", "franchise"))
 
 
 # The credit the words ask for, the first that holds: a role's cue words, and the hop to its people.
@@ -284,7 +289,8 @@ FINAL_RULES: tuple[Rule, ...] = (
     Rule("mentor", _cue(C.MENTOR), _mentors),
     *(Rule(edge, _cue(C.PEER_EDGES[edge]), (hop,)) for edge, hop in PEER_HOPS.items()),
     Rule("family", _cue(C.FAMILY), (FAMILY,)),
-    Rule("cast", lambda x: x.w.any(C.CAST) or x.w.has(*C.CAST_PHRASES) or bool(_PEOPLE_IN.search(x.w.text)),
+    Rule("cast", lambda x: x.w.any(C.CAST) or x.w.has(*C.CAST_PHRASES) or bool(_PEOPLE_IN.search(x.w.text)) or (
+        bool(x.types & _WORK_TYPES) and not x.types & {"character", "person"} and bool(_MAIN_ROLE.search(x.w.text))),
          lambda x: [MAIN_CAST if x.w.any(C.MAIN) else CAST]),
     Rule("person's works", lambda x: bool(x.types & {"person"} and x.w.any(C.WORKS | C.MADE)),
          lambda x: [Hop(("worked_on",), exclude_seen=x.w.any(C.OTHER))]),

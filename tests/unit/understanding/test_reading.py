@@ -990,3 +990,17 @@ def test_three_works_compared_by_studio_are_each_one_s_studio() -> None:
     q = "what studio made mob psycho 100, jujutsu kaisen and chainsaw man"
     a = read(q, links(q, *((n, [cand("anime", n)]) for n in ("mob psycho 100", "jujutsu kaisen", "chainsaw man"))))
     assert (a.intent, hops(a), a.together) == ("chain", [("animated_by",)], True)
+
+
+@pytest.mark.parametrize("question", ["who's the main character of mob psycho 100?",
+                                      "who is the protagonist of mob psycho 100", "who's the mc in mob psycho 100"])
+def test_the_one_a_work_is_about_is_its_main_cast(question: str) -> None:
+    a = read(question, links(question, ("mob psycho 100", work("mob psycho 100"))))
+    assert hops(a) == [("features",)] and a.hops[0].roles == ("main",)
+
+
+def test_two_parts_asking_of_a_title_s_two_forms_are_two_readings() -> None:
+    q = "when did the chainsaw man manga end, and how many episodes did the anime get?"
+    a = read(q, links(q, ("chainsaw man", work("chainsaw man"))))
+    assert (a.attr, a.types["chainsaw man"][0]) == ("year", "manga")
+    assert [(x.attr, x.types["chainsaw man"][0]) for x in a.more] == [("episode_count", "anime")]

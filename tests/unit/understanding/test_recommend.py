@@ -384,3 +384,10 @@ def test_something_asked_by_its_conditions_and_the_act_wanted_before_a_work() ->
     # ... but an errand is no wish for works ("I'd like to order a copy of the Trigun manga")
     q = "I'd like to order a japanese copy of the Trigun manga, what is its title in japanese?"
     assert read(q, links(q, ("Trigun", work("Trigun")))).recommend is None
+
+
+def test_any_ideas_asks_for_picks_by_the_wish_alone() -> None:
+    q = "looking for something short, finished and funny, under 15 episodes. any ideas?"
+    a = read(q, EntityLinks())
+    assert a.intent == "recommend" and a.recommend is not None and a.recommend.finished is True
+    assert "funny" in a.recommend.wish
