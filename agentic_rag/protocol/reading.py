@@ -146,6 +146,8 @@ class Analysis:
     # a group the catalog has no entry for, whose members are asked among one work's characters ("who are the hashira
     # in demon slayer"): its words as typed; a member's own record says them
     members: str = ""
+    # what is asked that the catalog records of nothing ("who voices levi": voice actors), said as not recorded
+    unrecorded: str = ""
     # a message of several questions (:mod:`agentic_rag.understanding.reading.parts`): how many it asks, when more
     # than are read, (read, asked): "Answered the first 4 of 40 questions"; None: every one is read
     parts: tuple[int, int] | None = None

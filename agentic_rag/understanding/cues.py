@@ -106,7 +106,7 @@ STATUS = words("status ongoing airing finished completed")
 TOTAL = words("total combined altogether together all seasons")
 # a sum is asked even without "how many"
 SUM = words("total totals combined altogether together sum sums summing summed added adding")
-WORKS = words("anime shows show series works work titles title manga movies films credits")
+WORKS = words("anime shows show series works work titles manga movies films credits")  # ("his title": no work)
 OTHER = words("other else another")
 TITLE = words("japanese romaji native title called")
 APPEAR = words("appear appears appeared appearing from in star stars starring featuring feature features")
@@ -257,3 +257,14 @@ EXPLAIN = re.compile(
 INSISTED = words("exactly actually really even different differ differs difference")
 # The edges between characters, by the cue words that ask for them, in the order they are tried ("nemesis": a rival)
 PEER_EDGES: dict[str, frozenset[str]] = {"rival": RIVAL, "enemy": ENEMY, "teammate": TEAMMATE, "ally": ALLY}
+
+
+# What the catalog records of nothing, asked in these words: said as not recorded, never answered with a neighbour
+# ("who voices levi" is not Levi's lookup; "its myanimelist score" is not its music). A singing voice is a credit
+# some records hold ("the singing voice of Uta"), so only the voice cast's words are here.
+UNRECORDED: tuple[tuple[re.Pattern[str], str], ...] = (
+    (re.compile(r"\b(?:voice actors?|voice actress(?:es)?|voice cast|voiced|voices|voicing|seiyuus?|dubbed|"
+                r"(?:english|japanese|german|spanish|french) dub|\bvas?\b)\b", re.IGNORECASE), "voice actors"),
+    (re.compile(r"\b(?:myanimelist|anilist|imdb|mal score|ratings?|rated)\b", re.IGNORECASE), "ratings or scores"),
+    (re.compile(r"\b(?:box office|copies sold|sales figures?|budget)\b", re.IGNORECASE), "sales or budgets"),
+)

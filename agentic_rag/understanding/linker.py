@@ -110,6 +110,7 @@ SELECT h.key, h.by_subtitle, h.entity_id::text, h.entity_type, h.name, h.kind, h
   FROM hit h"""
 _HIT = "n.entity_id, n.entity_type, n.name, n.kind, n.popularity FROM entity_name n"
 _SUBTITLE = "link_key(substr(n.norm, strpos(n.norm, ':') + 1))"
+_DASHED = "link_key(substr(n.norm, strpos(n.norm, ' - ') + 3))"  # migration 0022's index: "... - The Final Chapters"
 _JOINED = "replace(link_key(n.norm), ' ', '')"  # migration 0009's index
 MIN_JOINED = 7  # letters in one word that may be a whole name typed without spaces ("deathnote")
 NAMES_SQL = Query(f"""
@@ -119,6 +120,9 @@ WITH hit AS (
   UNION ALL
   SELECT {_SUBTITLE}, true, {_HIT}
    WHERE strpos(n.norm, ':') > 0 AND {_SUBTITLE} = ANY(:subtitles::text[]) AND n.entity_type <> 'episode'
+  UNION ALL
+  SELECT {_DASHED}, true, {_HIT}
+   WHERE strpos(n.norm, ' - ') > 0 AND {_DASHED} = ANY(:subtitles::text[]) AND n.entity_type <> 'episode'
   UNION ALL
   SELECT {_JOINED}, false, {_HIT}
    WHERE {_JOINED} = ANY(:joined::text[]) AND n.entity_type <> 'episode'
@@ -287,7 +291,10 @@ async def _link(conn: Conn, question: str) -> EntityLinks:
     mentions = _one_work(question, tokens, await _films(conn, question, tokens, mentions))
     mentions, misread = _out_of_place(question, tokens, mentions)
     mentions = _families(question, mentions)
-    fixed = [k for k in fixes if k not in misread]
+    mentions = _shared_name(question, mentions)
+    # (a word read as a typo of a catalog word only where a name came of it: "pieck" is no "piece" when no name did)
+    used = {t.key for t in tokens for m in mentions if m.start <= t.start < m.end}
+    fixed = [k for k in fixes if k not in misread and k in used]
     titled = await _unsaid(conn, question, tokens, titled_runs(question, tokens, mentions, known))
     return EntityLinks(mentions=mentions,
                        unknown=unknown_names(question, tokens, mentions, known, fixed, titled) or None)
@@ -344,6 +351,27 @@ def _out_of_place(question: str, tokens: list[Token],
 
 
 _FAMILY_AFTER = re.compile(r"^\s*(?:family|clan|household|siblings|brothers|sisters|kids|house)\b", re.IGNORECASE)
+
+
+# several asked at once: "who are the upper rank six demons", "which characters are called X"
+_SEVERAL = re.compile(r"\b(?:who|which)\b.*\b(?:are|were)\b|\b(?:both|all of them|each of them)\b", re.IGNORECASE)
+MAX_SHARED = 4  # people one shared name is read as, asked together
+
+
+def _shared_name(question: str, mentions: list[LinkedMention]) -> list[LinkedMention]:
+    """A name several people or characters share as typed ("Upper Rank Six": Daki and Gyutaro), asked of several at
+    once ("who are the upper rank six demons"): every one of them, each its own mention over the same words, not a
+    choice to ask about."""
+    if not _SEVERAL.search(question):
+        return mentions
+    out: list[LinkedMention] = []
+    for m in mentions:
+        people = [c for c in m.candidates if c.entity.entity_type in ORDER_FREE and c.match in ("exact", "alias")]
+        if len(people) >= 2 and len(people) == len(m.candidates) and len({link_key(c.matched) for c in people}) == 1:
+            out += [m.model_copy(update={"candidates": [c]}) for c in people[:MAX_SHARED]]
+        else:
+            out.append(m)
+    return out[:MAX_MENTIONS]
 
 
 def _families(question: str, mentions: list[LinkedMention]) -> list[LinkedMention]:

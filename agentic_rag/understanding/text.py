@@ -111,7 +111,9 @@ _ABBREVIATIONS = frozenset(
     ("vs", "dr", "mr", "mrs", "ms", "st", "vol", "vols", "ep", "eps", "no", "feat", "approx", "etc", "jr", "sr", "pt"))
 _ASKING = re.compile(r"\b(?:who|whom|whose|what|whats|which|when|where|why|how|list|name|tell|give|show|find)\b",
                      re.IGNORECASE)
-_QUESTION = re.compile(r"\s*(?:(?:and|also|then|so)\s+)?(?:who|whom|whose|what|whats|which|when|where|why|how)\b",
+_QUESTION = re.compile(r"\s*(?:(?:and|also|then|so)\s+)?(?:who|whom|whose|what|whats|which|when|where|why|how)\b|"
+                       # a few words that say what the question before meant ("who made aot? like which studio")
+                       r"\s*(?:like|i mean|as in|or)\s+(?:who|whom|whose|what|which|when|where)\b(?:\W+\w+){0,2}\W*$",
                        re.IGNORECASE)
 _I_MEAN = re.compile(r"\bi mean\b", re.IGNORECASE)  # "... in which year? the manga I mean": says which is asked
 _COMMAND = re.compile(r"\s*(?:(?:please|pls|and|also|then)\s+)?(?:give|list|tell|show|name|include)\b", re.IGNORECASE)

@@ -94,13 +94,20 @@ def english_form(word: str) -> bool:
                for i in range(3, len(word) - 2) if max(i, len(word) - i) >= 4)
 
 
+# words whose "'s" is "is" or "has" ("what's", "who's"), not an owner's
+_CONTRACTED = frozenset(("what", "who", "where", "when", "why", "how", "that", "it", "there", "here", "he", "she",
+                         "which", "this"))
+
+
 def _foreign(question: str, t: Token, before: Token | None, known: Mapping[str, int], corrected: frozenset[str], *,
              beside_names: bool, after_name: bool, beside_known: bool) -> bool:
     k, capital = t.key, t.raw[:1].isupper() and not t.upper
     if t.upper or len(k) < (MIN_LETTERS if capital or beside_names else MIN_LOWER):
         return False
-    if not capital and before is not None and (before.key in _DETERMINERS or before.possessive):
+    if not capital and before is not None and (before.key in _DETERMINERS or (
+            before.possessive and before.key not in _CONTRACTED)):
         return False  # "a corgi", "a telepathic girl", "Ichigo's zanpakuto": a thing described or owned, not a name
+        # ("what's kokushibo's ...": a contraction, no owner)
     if not (k.isalpha() and k not in known and k not in CUES and k not in JARGON):
         return False
     if capital and before is not None and not _sentence_start(question, before, t) and not after_name:

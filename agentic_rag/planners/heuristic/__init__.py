@@ -85,7 +85,7 @@ def validate(inp: ValidateInput) -> SufficiencyReport:
     a = reading_of(inp)
     # an answer that neither names nor rests on the kind of entity asked (a character where the question asks
     # who directed) answers nothing yet
-    if d.only_unrecorded and d.source_entities:
+    if d.only_unrecorded and (d.source_entities or a.unrecorded):
         # the record asked about is found and the value or relation asked is not in it: nothing more will be
         return SufficiencyReport(sufficient=True, rationale="the catalog has the record, not what is asked of it")
     wanted = answer_types(a)

@@ -124,6 +124,11 @@ def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
         return _result("The context does not answer the question yet.", [], [], confidence=0.2)
     if a.among is not None:  # a choice among listed names: the set difference
         return among_answer(a, p, inp.cards, inp.links.unknown or [] if inp.links else [])
+    if a.unrecorded:  # what the catalog records of nothing ("who voices levi"): said so, of the names given
+        named = p.starts or [r.entity for r in p.found if r.entity is not None]
+        of = f" for {join([bare(e.name) for e in named])}" if named else ""
+        text = f"The catalog does not record {a.unrecorded}{of}."
+        return _result(text, [e.ref for e in named], [], confidence=0.6, facts=[f"{NOT_RECORDED}{text}"])
     if a.members and p.starts:  # a group's members among one work's characters
         return _members(a, p.starts)
     if a.filter is not None and not p.starts:

@@ -19,6 +19,7 @@ from __future__ import annotations
 from agentic_rag.protocol import EntityLinks
 from agentic_rag.protocol.reading import ANY_TYPE, Analysis, Attr
 from agentic_rag.protocol.roles import RoleInput
+from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.reading.among import _among
 from agentic_rag.understanding.reading.anchor import _anchored, _lookup
 from agentic_rag.understanding.reading.asides import _except
@@ -30,6 +31,7 @@ from agentic_rag.understanding.reading.members import members_asked
 from agentic_rag.understanding.reading.pairs import _forms, _guess, _read_pair
 from agentic_rag.understanding.reading.parts import _read_parts
 from agentic_rag.understanding.reading.recommend import read_recommendation
+from agentic_rag.understanding.text import asking
 
 
 def read(question: str, links: EntityLinks | None) -> Analysis:
@@ -74,6 +76,21 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         a.described, a.description = ("character",), beside_words(question, links)
     for x in (a, *a.more):
         x.exclude |= excluded
+    return _unrecorded(question, a)
+
+
+def _unrecorded(question: str, a: Analysis) -> Analysis:
+    """``a``, or, when its asking sentences ask what the catalog records of nothing ("who voices levi"), the lookup
+    of the names it gives, to say that it is not recorded (a message in parts keeps its plan: its other parts are
+    answered)."""
+    if a.more or a.recommend is not None or a.among is not None or a.members:
+        return a
+    # (the last asking sentence: "who voiced... no wait, who directed it" asks who directed it)
+    asked = next((question[x:y] for x, y in reversed(asking(question))), question)
+    said = next((what for rx, what in C.UNRECORDED if rx.search(asked)), "")
+    if said:
+        a.unrecorded, a.intent, a.hops, a.attr, a.filter, a.described = said, "lookup", [], None, None, ()
+        a.compare_field, a.also = None, []
     return a
 
 

@@ -89,7 +89,7 @@ ANOTHER = re.compile(r"\b(?:wants?|wanna|needs?|looking for|look for|give me|get
                      r"i'?d like|"
                      r"point me (?:to|towards?)|in the mood for|hook me up with)\s+"
                      # ("want to READ a superhero manga": the act wanted, then the work)
-                     r"(?:(?:\w+\s+){0,2}?another|"
+                     r"(?:(?:\w+\s+){0,2}?(?:another|more)|"
                      r"(?:to\s+(?:watch|read|binge|try|start|check out|get into|pick up)\s+)?"
                      r"an?(?!\s+(?:list|number|count|name|summary|rundown|synopsis|recap|breakdown|overview)\b))"
                      rf"\b(?:[\s/,\u2014\u2013-]+[\w'-]+){{0,5}}?[\s/-]+{_WORKS_NOUN}\b", re.IGNORECASE)

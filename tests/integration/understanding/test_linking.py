@@ -94,6 +94,23 @@ async def test_a_name_made_of_stop_words_is_a_person_s_or_a_character_s(demo: In
     assert _top(await _link(conn, "is The Last a movie")) == ("The Last: Naruto the Movie", "alias")
 
 
+async def test_a_subtitle_after_a_dash_links_alone(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "how many episodes is the final chapters")
+    assert _top(links) == ("Attack on Titan: The Final Season - The Final Chapters", "alias")
+
+
+async def test_a_name_several_share_asked_of_several_is_each_of_them(demo: IngestReport, conn: Any) -> None:
+    both = await _link(conn, "who are the upper rank six demons")
+    assert sorted(m.candidates[0].name for m in both.mentions) == ["Daki", "Gyutaro"]
+    one = await _link(conn, "who is upper rank six")  # one asked: which of them is a choice to ask about
+    assert len(one.mentions) == 1 and len(one.mentions[0].candidates) == 2
+
+
+async def test_a_name_after_a_contraction_is_no_thing_owned(demo: IngestReport, conn: Any) -> None:
+    links = await _link(conn, "what's kokushibo's blood demon art in demon slayer?")
+    assert links.unknown == ["kokushibo"]
+
+
 async def test_candidates_carry_year_and_format_to_choose_by(demo: IngestReport, conn: Any) -> None:
     links = await _link(conn, "the 2003 fullmetal alchemist anime")
     fma = {c.entity.entity_type: c for c in links.mentions[0].candidates}

@@ -1004,3 +1004,34 @@ def test_two_parts_asking_of_a_title_s_two_forms_are_two_readings() -> None:
     a = read(q, links(q, ("chainsaw man", work("chainsaw man"))))
     assert (a.attr, a.types["chainsaw man"][0]) == ("year", "manga")
     assert [(x.attr, x.types["chainsaw man"][0]) for x in a.more] == [("episode_count", "anime")]
+
+
+def test_a_few_words_after_a_question_say_what_it_meant() -> None:
+    from agentic_rag.understanding.text import asking
+    q = "who made aot? like which studio"
+    assert [q[a:b].strip() for a, b in asking(q)] == ["who made aot?", "like which studio"]
+    a = read(q, links(q, ("aot", work("aot"))))
+    assert hops(a) == [("animated_by",)]
+    # a whole clause after "like" is no say of what was meant: the question stands
+    q = "whats the point of dragon ball kai? like why does it exist if dbz already does"
+    assert [q[a:b].strip() for a, b in asking(q)] == ["whats the point of dragon ball kai?"]
+
+
+def test_a_title_someone_holds_is_no_work() -> None:
+    q = "whats roy mustang's alchemist title"
+    a = read(q, links(q, ("roy mustang", [cand("character", "Roy Mustang")])))
+    assert a.intent == "lookup" and not a.hops
+
+
+@pytest.mark.parametrize(("question", "what"), [
+    ("who voices levi in the english dub?", "voice actors"),
+    ("whats levi's myanimelist score", "ratings or scores"),
+])
+def test_what_the_catalog_records_of_nothing_is_said_unrecorded(question: str, what: str) -> None:
+    a = read(question, links(question, ("levi", [cand("character", "Levi Ackerman", "alias")])))
+    assert (a.unrecorded, a.intent, a.hops) == (what, "lookup", [])
+
+
+def test_a_singing_voice_and_a_musical_score_are_credits_not_unrecorded() -> None:
+    q = "who composed the score for death note"
+    assert read(q, links(q, ("death note", work("death note")))).unrecorded == ""
