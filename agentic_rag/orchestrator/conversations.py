@@ -97,7 +97,12 @@ TURNS_SQL = Query("""
     WHERE conversation_id = :id ORDER BY seq""")
 
 # the descriptions of the characters a turn named: how each is referred to (he or she), for "his" and "the girl"
-PRONOUN_SQL = Query("SELECT id::text, description FROM character WHERE id = ANY(:ids::uuid[])")
+# (with its other names: "Aunt Mito" says who Mito is where her description does not)
+PRONOUN_SQL = Query("""
+    SELECT c.id::text, concat_ws('. ', c.description,
+                                 (SELECT string_agg(n.name, '. ') FROM entity_name n
+                                   WHERE n.entity_id = c.id AND n.kind <> 'primary'))
+    FROM character c WHERE c.id = ANY(:ids::uuid[])""")
 # (and the nouns a description calls its character: "son of NERV commander Gendo Ikari", "Rukia's older brother"; a
 # noun after "his" or "her" is someone else: "devoted to his wife", and "him" an object: "who left him")
 _HE = words("he his himself son brother father husband boy man king prince uncle nephew grandfather grandson "

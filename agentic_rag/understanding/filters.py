@@ -102,7 +102,7 @@ _SUPERLATIVES: tuple[tuple[re.Pattern[str], dict[str, str], str], ...] = (
     (re.compile(r"\b(?:most|highest|largest) (?:number of )?(?:volumes?|vols)\b", re.I), {"manga": "volumes"}, "desc"),
     (re.compile(r"\b(?:fewest|least|lowest|smallest) (?:number of )?(?:volumes?|vols)\b", re.I),
      {"manga": "volumes"}, "asc"),
-    (re.compile(r"\b(?:oldest|earliest|first (?:one|to be founded))\b", re.I),
+    (re.compile(r"\b(?:oldest|earliest|first (?:one|to be founded)|founded (?:the )?first|first founded)\b", re.I),
      {"anime": "year", "manga": "year", "studio": "founded"}, "asc"),
     (re.compile(r"\b(?:newest|youngest|latest|most recent)\b", re.I),
      {"anime": "year", "manga": "year", "studio": "founded"}, "desc"),
@@ -122,6 +122,10 @@ def fold(text: str) -> str:
     return " ".join("".join(c for c in decomposed if not unicodedata.combining(c)).split())
 
 
+_ONE_STUDIO = re.compile(r"\bstudio\b", re.IGNORECASE)
+_WORK_NOUNS = re.compile(r"\b(?:anime|manga|movies?|films?|shows?|series|seasons?|ovas?|titles?)\b", re.IGNORECASE)
+
+
 def parse_filter(q: str) -> Filter | None:
     """The filter ``q`` asks for, or None when it is not a catalog-wide question."""
     if top := _TOP.match(q):
@@ -129,6 +133,8 @@ def parse_filter(q: str) -> Filter | None:
         et = "manga" if what == "magazine" or (top.group("noun") or "").lower() == "manga" else "anime"
         return Filter(entity_type=et, kind="top", group_by="genres" if what == "genre" else what)
     q = _SHORT_YEARS.sub(lambda y: f"{y['w']} 19{y['a']} {y['j']} 19{y['b']}", with_digits(q))
+    if _ONE_STUDIO.search(q) and superlative(q, "studio") is not None and not _WORK_NOUNS.search(q):
+        q = _ONE_STUDIO.sub("studios", q)  # "which studio is the oldest": the one first of the studios ranked
     m = _HEAD.match(q)
     if m is None and (some := _SOMETHING_WITH.match(q)) is not None:
         # "anything with romance in it?": works of that kind, anime when no type is said

@@ -551,10 +551,14 @@ def _fragment(body: str, mentions: list[LinkedMention]) -> bool:
 def _asks_own(question: str, links: EntityLinks | None, mentions: list[LinkedMention],
               read: Callable[[str, EntityLinks | None], Analysis]) -> bool:
     """A short reply that names something and asks its own thing of it ("and killua's dad?": a relation; "and
-    bleach's episodes?": a value): it stands alone, it is no new subject for the last question."""
-    if not mentions:
-        return False
+    bleach's episodes?": a value), or asks over the whole catalog ("and the newest studio?"): it stands alone, it is
+    no new subject for the last question."""
     a = read(question, links)
+    if not mentions:
+        # "and the newest studio?": a question over the whole catalog, whole as it stands
+        # ("and the tv series?" names a form of the work talked about: a format alone asks nothing of the catalog)
+        return a.filter is not None and (a.filter.rank is not None or any(c.get("field") != "format"
+                                                                           for c in a.filter.where))
     return bool(a.hops) or a.attr is not None
 
 

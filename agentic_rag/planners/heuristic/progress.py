@@ -126,13 +126,20 @@ def identified(kinds: Sequence[EntityType], cards: list[ContextCard], skip: froz
                 if isinstance(r, dict) and isinstance(r.get("text_score"), int | float) and r.get("id") not in skip]
         if not rows:
             continue
-        top = max(rows, key=lambda r: float(r["text_score"]))  # the first of equals: the nearer in meaning too
+        # beside a name, only a record that says more than the name's words can be meant ("who raised Gon Freecss":
+        # Mito, who raised him, not Ging, whose record says "Gon" and "Freecss" louder)
+        own = [r for r in rows if any(str(w)[:NAME_PREFIX] not in said for w in r.get("text_words") or ())] \
+            if said else rows
+        top = max(own or rows, key=lambda r: float(r["text_score"]))  # the first of equals: the nearer in meaning
         rival = max((float(r["text_score"]) for r in rows if _kin(r) != _kin(top)), default=0.0)
         score = float(top["text_score"])
         entity = next((e for e in c.entities if e.ref.id == top.get("id")), None)
         shared = [str(w) for w in top.get("text_words") or ()]
         most = max((len(r.get("text_words") or ()) for r in rows if r is not top), default=0)
-        apart = score >= TEXT_MARGIN * rival or (by_words and len(shared) > most)
+        # (beside a name, the words of its own are what set a record apart: the name's are every kin's and friend's)
+        others = max((_own_words(r, said) for r in rows if _kin(r) != _kin(top)), default=0)
+        apart = score >= TEXT_MARGIN * rival or (by_words and len(shared) > most) or (
+            bool(said) and _own_words(top, said) > 0 and others == 0)
         # beside a name, the record says the name and something of its own besides (not only the name's words, as
         # kin's records do, nor only the question's other words, as a stranger's may)
         beside = not said or by_words or any(w[:NAME_PREFIX] in said for w in shared)
@@ -140,6 +147,11 @@ def identified(kinds: Sequence[EntityType], cards: list[ContextCard], skip: froz
                 any(w[:NAME_PREFIX] not in said for w in shared):
             picked.setdefault(entity.ref.entity_type, entity)
     return next((picked[k] for k in kinds if k in picked), None)
+
+
+def _own_words(row: dict[str, Any], said: set[str]) -> int:
+    """The words a search row shares with the question that are no word of the names it gives."""
+    return sum(str(w)[:NAME_PREFIX] not in said for w in row.get("text_words") or ())
 
 
 def described_start(a: Analysis, cards: list[ContextCard]) -> CardEntity | None:

@@ -31,3 +31,9 @@ def test_only_characters_are_marked() -> None:
     card = PastTurn(question="q", standalone="q", status="answered", subjects=[anno], answers=[shinji])
     marked = with_pronouns(card, {shinji.ref.id: "son of Gendo", anno.ref.id: "his father"})
     assert marked.answers[0].pronoun == "he" and marked.subjects[0].pronoun is None
+
+
+def test_another_name_says_who_a_description_does_not() -> None:
+    # (the card reads the description with the character's other names: "Aunt Mito")
+    assert pronoun_of("Ging's cousin, who raised Gon on Whale Island.") is None
+    assert pronoun_of("Ging's cousin, who raised Gon on Whale Island.. Mito. Aunt Mito") == "she"

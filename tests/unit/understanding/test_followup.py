@@ -344,3 +344,8 @@ def test_the_girl_is_the_one_a_description_calls_she_and_nobody_else() -> None:
     unsaid = context(turn("who is on team 7", subjects=(named("Naruto Uzumaki", "character"),),
                           answers=(named("Sakura Haruno", "character"),)))
     assert "'the girl'" not in " ".join(resolve("the girl, who trained her?", None, unsaid, read).how)
+
+
+def test_a_fragment_asking_over_the_whole_catalog_stands_alone() -> None:
+    ctx = context(turn("which studio is the oldest", answers=(named("Tatsunoko Production", "studio"),)))
+    assert not resolve("and the newest studio?", None, ctx, read).changed

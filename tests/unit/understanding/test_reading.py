@@ -1035,3 +1035,11 @@ def test_what_the_catalog_records_of_nothing_is_said_unrecorded(question: str, w
 def test_a_singing_voice_and_a_musical_score_are_credits_not_unrecorded() -> None:
     q = "who composed the score for death note"
     assert read(q, links(q, ("death note", work("death note")))).unrecorded == ""
+
+
+@pytest.mark.parametrize(("question", "direction"), [("which studio is the oldest", "asc"),
+                                                     ("which studio was founded first", "asc"),
+                                                     ("what is the newest studio", "desc")])
+def test_the_oldest_studio_is_the_first_of_the_studios_ranked(question: str, direction: str) -> None:
+    f = read(question, EntityLinks()).filter
+    assert f is not None and (f.entity_type, f.rank) == ("studio", ("founded", direction))
