@@ -54,6 +54,8 @@ def clarification(a: Analysis, links: EntityLinks, question: str = "") -> tuple[
     """A clarification for the first mention with several strong readings the question (as read: ``a``) allows,
     with that mention (the resumed run fetches the chosen entity under it), else None; ``question``: the words
     the mentions' offsets are in."""
+    if a.unrecorded:
+        return None  # what the catalog records of nothing is not recorded of any reading ("who voices frieren")
     for m in links.mentions:
         if m.text not in a.mentions or (a.among is not None and m.text in a.among.readings):
             continue  # (a listed name's reading is the one that shares works with the other names listed)

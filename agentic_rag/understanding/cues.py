@@ -179,7 +179,8 @@ LISTED_IN_ORDER = re.compile(r"\b(?:oldest|earliest|newest|latest) (?:first|to (
                              r"\bin (?:release|airing|chronological|broadcast|publication|the right|watch) order\b|"
                              r"\bin order(?: of (?:release|airing))?\b|"
                              r"\bin the order (?:they|it) (?:aired|came out|were released|released|came)\b|"
-                             r"\bchronologically\b")
+                             r"\bchronologically\b|"
+                             r"\b(?:sorted |ordered |listed )?by (?:release )?(?:year|date|release)\b")
 # the pilot episode, not the verb nor a pilot of something ("which eva does toji pilot", "the pilot of Unit-01")
 FIRST_EPISODE = re.compile(r"\b(?:first episode|episode (?:1|one)|pilot episode|(?:the|its|a) pilot(?! of)(?! for))\b")
 EPISODE_N = re.compile(r"\b(?:episode|ep|eps) (?P<n>\d{1,4})\b")

@@ -716,7 +716,19 @@ def _completed(question: str, context: ConversationContext) -> Followup:
                         ask="What would you like to know that about? Name the title or the person.")
     q = question.rstrip(" ?.!")
     body = LEAD.sub("", q).strip() or q
+    numbering = list(_NUMBERED.finditer(body))
+    if len(numbering) == 1 and not re.match(r"\s+of\b", body[(numbered := numbering[0]).end():], re.IGNORECASE):
+        # "is part 2 finished?": that part of the title talked about ("is Chainsaw Man part 2 finished?"); not
+        # "part 1 and part 2 of the final season", which says whose parts
+        base = _NUMBER_SUFFIX.sub("", target.name).strip() or target.name  # (its subtitle kept: "The Final Season")
+        text = f"{body[:numbered.start()]}{base} {numbered.group()}{body[numbered.end():]}?"
+        return Followup(_tidy(text), [f"no subject -> {base} {numbered.group()}"])
     return Followup(_tidy(f"{body} of {target.name}?"), [f"no subject -> {target.name}"])
+
+
+# a season or part said with no title ("is part 2 finished?", "who directed season 3")
+_NUMBERED = re.compile(r"\b(?:season|part|pt|s)\s*\d{1,2}\b", re.IGNORECASE)
+_NUMBER_SUFFIX = re.compile(r"\s+(?:season|part)\s*\d{1,2}$|\s*\(\d{4}\)$", re.IGNORECASE)
 
 
 def _latest_work(context: ConversationContext, kinds: tuple[EntityType, ...] = ()) -> Named | None:

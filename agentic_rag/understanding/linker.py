@@ -1021,13 +1021,16 @@ def _hyphened(question: str, tokens: list[Token], s: _Span, taken: set[int], loo
 ASKED_KIND = frozenset(("which", "what"))  # a word after these names the kind of thing asked for
 
 
+_ALIKE = frozenset(("same", "other", "another"))  # "the same guy", "another king": a noun, as after an article
+
+
 def _common_noun(tokens: list[Token], s: _Span) -> bool:
     """A lowercase English word after an article, or after a name's possessive, is a noun, not a name: "the king
     of the pirates" is not the character King (who is still found as "King" or "who is king"), and "anya's power"
     is what Anya has, not the character Power."""
     t = tokens[s.start]
     return (s.length == 1 and t.raw.islower() and t.key in english_words() and s.start > 0
-            and (tokens[s.start - 1].key in DETERMINERS or (   # ("what's" is "what is": no possessive)
+            and (tokens[s.start - 1].key in DETERMINERS | _ALIKE or (   # ("what's" is "what is": no possessive)
                 tokens[s.start - 1].possessive and tokens[s.start - 1].key not in STOP)))
 
 

@@ -83,13 +83,14 @@ def _unrecorded(question: str, a: Analysis) -> Analysis:
     """``a``, or, when its asking sentences ask what the catalog records of nothing ("who voices levi"), the lookup
     of the names it gives, to say that it is not recorded (a message in parts keeps its plan: its other parts are
     answered)."""
-    if a.more or a.recommend is not None or a.among is not None or a.members:
+    if a.more or a.recommend is not None or a.among is not None:
         return a
     # (the last asking sentence: "who voiced... no wait, who directed it" asks who directed it)
     asked = next((question[x:y] for x, y in reversed(asking(question))), question)
     said = next((what for rx, what in C.UNRECORDED if rx.search(asked)), "")
     if said:
         a.unrecorded, a.intent, a.hops, a.attr, a.filter, a.described = said, "lookup", [], None, None, ()
+        a.members = ""  # ("who voices frieren in X": no group "voices")
         a.compare_field, a.also = None, []
     return a
 

@@ -61,6 +61,9 @@ def _read_clauses(text: str, parts: list[tuple[int, int]], whole: Analysis, link
     return a
 
 
+_TYPED_AFTER = re.compile(r"\s+(?:manga|anime)\b", re.IGNORECASE)
+
+
 def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked: list[LinkedMention],
                 names: Callable[[tuple[int, int]], list[LinkedMention]],
                 _read: Callable[[str, EntityLinks | None], Analysis]) -> Analysis:
@@ -101,7 +104,10 @@ def _read_named(text: str, parts: list[tuple[int, int]], whole: Analysis, linked
     a1 = _read(_only(text, [first]), EntityLinks(mentions=own))
     # the second part is about what the first is about ("... and who illustrates its source?")
     anchor = next((m for m in own if a1.mentions[:1] == [m.text]), own[-1])
-    a2 = _read(_only(text, [second, (anchor.start, anchor.end)]), EntityLinks(mentions=[anchor]))
+    # (its type word with it: "who created the one piece manga and what year did it start" asks of the manga twice)
+    typed = _TYPED_AFTER.match(text, anchor.end)
+    a2 = _read(_only(text, [second, (anchor.start, typed.end() if typed else anchor.end)]),
+               EntityLinks(mentions=[anchor]))
     a = _two_parts(text, whole, a1, a2, second, more=len(parts) > 2)
     if a is whole and not (a2.hops or a2.attr) and a2.filter is None and (a1.hops or a1.attr) and _says(text, second) \
             and (whole.hops, whole.attr, whole.also) == (a1.hops, a1.attr, a1.also):

@@ -111,6 +111,11 @@ async def test_a_name_after_a_contraction_is_no_thing_owned(demo: IngestReport, 
     assert links.unknown == ["kokushibo"]
 
 
+async def test_a_word_after_same_is_a_noun(demo: IngestReport, conn: Any) -> None:
+    assert not (await _link(conn, "same guy as the tv series?")).mentions  # not the character Guy
+    assert _top(await _link(conn, "who is guy")) == ("Might Guy", "alias")
+
+
 async def test_candidates_carry_year_and_format_to_choose_by(demo: IngestReport, conn: Any) -> None:
     links = await _link(conn, "the 2003 fullmetal alchemist anime")
     fma = {c.entity.entity_type: c for c in links.mentions[0].candidates}

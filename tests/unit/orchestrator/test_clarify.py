@@ -96,3 +96,15 @@ def test_a_title_whose_people_are_asked_needs_no_question_between_its_forms() ->
     staff = Analysis(intent="chain", mentions=["Zorb"], types={"Zorb": ("anime", "manga")},
                      hops=[Hop(("staff",), roles=("director",))])
     assert clarification(staff, links("who directed Zorb?", ("Zorb", title)), "who directed Zorb?") is not None
+
+
+def test_what_the_catalog_records_of_nothing_needs_no_question() -> None:
+    from agentic_rag.orchestrator.clarify import clarification
+    from tests.unit.understanding.test_reading import cand, links
+
+    title = [cand("anime", "Zorb", year=2006), cand("manga", "Zorb", year=2003)]
+    q = "who voices the hero of Zorb?"
+    a = Analysis(intent="lookup", mentions=["Zorb"], types={"Zorb": ("anime", "manga")})
+    assert clarification(a, links(q, ("Zorb", title)), q) is not None
+    a.unrecorded = "voice actors"  # not recorded of either reading: nothing to choose
+    assert clarification(a, links(q, ("Zorb", title)), q) is None

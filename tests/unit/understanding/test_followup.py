@@ -349,3 +349,9 @@ def test_the_girl_is_the_one_a_description_calls_she_and_nobody_else() -> None:
 def test_a_fragment_asking_over_the_whole_catalog_stands_alone() -> None:
     ctx = context(turn("which studio is the oldest", answers=(named("Tatsunoko Production", "studio"),)))
     assert not resolve("and the newest studio?", None, ctx, read).changed
+
+
+def test_a_part_said_with_no_title_is_that_part_of_the_title_talked_about() -> None:
+    csm = named("Chainsaw Man", "manga", "chainsaw man")
+    ctx = context(turn("who wrote chainsaw man", subjects=(csm,), answers=(named("Tatsuki Fujimoto", "person"),)))
+    assert resolve("is part 2 finished?", None, ctx, read).text == "is Chainsaw Man part 2 finished?"

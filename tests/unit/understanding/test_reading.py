@@ -1043,3 +1043,15 @@ def test_a_singing_voice_and_a_musical_score_are_credits_not_unrecorded() -> Non
 def test_the_oldest_studio_is_the_first_of_the_studios_ranked(question: str, direction: str) -> None:
     f = read(question, EntityLinks()).filter
     assert f is not None and (f.entity_type, f.rank) == ("studio", ("founded", direction))
+
+
+def test_a_later_part_asks_of_the_form_the_first_named() -> None:
+    q = "who created the one piece manga and what year did it start?"
+    a = read(q, links(q, ("one piece", work("one piece"))))
+    assert [x.types["one piece"][0] for x in (a, *a.more)] == ["manga", "manga"]
+
+
+def test_works_listed_by_year_are_the_franchise_s_works_in_order() -> None:
+    q = "list the bleach movies by year"
+    a = read(q, links(q, ("bleach", work("bleach"))))
+    assert (a.attr, a.fmt) == ("franchise_works", "movie")
