@@ -341,6 +341,10 @@ def _dummy_it(text: str, at: int) -> bool:
         is not None or re.search(r"\bmake\s+$", text[max(0, at - 10):at], re.IGNORECASE) is not None
 
 
+_ASKED_BEFORE = re.compile(r"\b(?:what|which|who|whom|when|where|how)\b", re.IGNORECASE)
+_AND_THEN = re.compile(r",\s*(?:and|then|also)\b|\band then\b|;", re.IGNORECASE)
+
+
 def _pointing(body: str, mentions: list[LinkedMention], context: ConversationContext) -> Followup | None:
     points = _points(body, mentions)
     if not points:
@@ -350,7 +354,12 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
     pinned: dict[str, EntityRef] = {}
     before: list[Named] = []
     subjects = [n for t in context.turns for n in t.subjects]
+    prior_end = -1
     for p in points:
+        if prior_end >= 0 and p.said.lower() in ("that", "this") and _ASKED_BEFORE.search(body[:prior_end]) and \
+                _AND_THEN.search(body[prior_end:p.start]):
+            continue  # "what came after it, and which studio made that": what the first part finds, read on by it
+        prior_end = p.end
         # (what is asked does not narrow "the anime": its form word says which reading of the work is meant, and any
         # work the conversation had points there: "how many episodes did the anime get" after the manga)
         narrowed = tuple(k for k in p.kinds if k in asked) if asked and p.form is None else p.kinds

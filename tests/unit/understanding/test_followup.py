@@ -355,3 +355,11 @@ def test_a_part_said_with_no_title_is_that_part_of_the_title_talked_about() -> N
     csm = named("Chainsaw Man", "manga", "chainsaw man")
     ctx = context(turn("who wrote chainsaw man", subjects=(csm,), answers=(named("Tatsuki Fujimoto", "person"),)))
     assert resolve("is part 2 finished?", None, ctx, read).text == "is Chainsaw Man part 2 finished?"
+
+
+def test_that_after_a_part_that_asks_is_what_that_part_finds() -> None:
+    ctx = context(turn("who directed attack on titan", subjects=(AOT,), answers=(ARAKI,)))
+    got = resolve("what came after it, and which studio made that", None, ctx, read)
+    assert got.text == "what came after Attack on Titan, and which studio made that"
+    # a part that only points is no question of its own: the later word points where it did
+    assert resolve("the first one, who directed that?", None, context(STUDIOS), read).text.count("Wit Studio") == 2
