@@ -426,7 +426,11 @@ def _asked(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[CardEn
         kind = "path" if a.intent == "relation" else "compare"
         if ents[0].ref == ents[1].ref:
             return p
-        return _need(p, cards, [_graph(kind, ents[0].ref, end=ents[1].ref)], final=True)
+        # ("someone who worked on both": the path through the people credited, not the studio both share)
+        staff = a.hops[0] if a.intent == "relation" and a.hops and a.hops[0].edges == ("staff", "worked_on") \
+            else None
+        step = _graph(kind, ents[0].ref, end=ents[1].ref, hop=staff)
+        return _need(p, cards, [step.model_copy(update={"max_hops": 2}) if staff else step], final=True)
     return _walk(a, cards, p, ents if a.together else ents[:1])
 
 

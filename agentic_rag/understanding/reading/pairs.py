@@ -105,6 +105,14 @@ def _partner_type(compared: list[LinkedMention]) -> EntityType | None:
 _OR = re.compile(r"\s*,?\s*or\s+", re.IGNORECASE)
 
 
+_STAFF_WORDS = frozenset(("staff", "worked", "work", "crew"))  # people credited on both ("share a staff member")
+
+
+def _any_reading(m: LinkedMention) -> set[EntityType]:
+    """Every type a mention's name or alias reads as (not its best readings alone)."""
+    return {c.entity.entity_type for c in m.candidates if c.match in ("exact", "alias")}
+
+
 def _read_pair(q: _Question) -> Analysis | None:
     """Two names related or compared ("how are X and Y related", "which is longer, X or Y")."""
     question, w, tokens, mentions = q.text, q.w, q.tokens, q.mentions
@@ -121,9 +129,13 @@ def _read_pair(q: _Question) -> Analysis | None:
                    and re.search(r"[:\u2014\u2013]|\s-\s", question[mentions[i - 1].end:mentions[i].start])), None)
     if joined is not None:
         mentions, kinds = mentions[joined:], kinds[joined:]
+    widened = len(mentions) >= 2 and _pair(w, kinds, question[mentions[0].end:mentions[1].start]) is None and \
+        w.any(_STAFF_WORDS) and _pair(w, wide := [_any_reading(m) for m in mentions], "") == "relation"
+    if widened:
+        kinds = wide  # "do frieren and death note share a staff member": the titles, though "Frieren" is a name too
     if len(mentions) >= 2 and (pair := _pair(w, kinds, question[mentions[0].end:mentions[1].start])) is not None:
         a = Analysis(intent=pair, mentions=[])
-        people = all(k & {"character", "person"} for k in kinds[:2])
+        people = all(k & {"character", "person"} for k in kinds[:2]) and not widened
         # two people are related as people; a name that is only a work makes the pair about works
         wanted: tuple[EntityType, ...] = ("character", "person", "anime", "manga", "studio") \
             if pair == "relation" and people else ("anime", "manga", "studio", "character", "person")
@@ -160,7 +172,9 @@ def _read_pair(q: _Question) -> Analysis | None:
                 # each one's studio (as "who wrote A, B and C" reads)
                 a.intent, a.hops, a.together, a.compare_field = "chain", [STUDIO], True, None
         elif all(k & {"anime", "manga"} for k in kinds[:2]) and (w.any(C.WORKED) or w.has(*C.WORKED_PHRASES)):
-            a.hops = [Hop(("staff",))]  # "someone who worked on both": the path runs through the staff
+            # "someone who worked on both": the path runs through the staff (only through the people credited where
+            # the words say the work: "share a staff member", "worked on both"; "can someone explain" says none)
+            a.hops = [Hop(("staff", "worked_on"))] if w.any(_STAFF_WORDS) else [Hop(("staff",))]
         return a
     return None
 

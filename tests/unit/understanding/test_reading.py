@@ -1055,3 +1055,11 @@ def test_works_listed_by_year_are_the_franchise_s_works_in_order() -> None:
     q = "list the bleach movies by year"
     a = read(q, links(q, ("bleach", work("bleach"))))
     assert (a.attr, a.fmt) == ("franchise_works", "movie")
+
+
+def test_two_titles_sharing_staff_are_titles_though_one_is_a_name_too() -> None:
+    q = "do frieren and death note share a staff member"
+    frieren = [cand("character", "Frieren"), cand("anime", "Frieren: Beyond Journey's End", "alias"),
+               cand("manga", "Frieren: Beyond Journey's End", "alias")]
+    a = read(q, links(q, ("frieren", frieren), ("death note", work("death note"))))
+    assert a.intent == "relation" and [a.types[m][0] for m in a.mentions] == ["anime", "anime"]
