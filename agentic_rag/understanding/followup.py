@@ -103,7 +103,6 @@ THOSE = re.compile(rf"\b(?:those|these)\b(?!\s+days\b)(?:\s+(?P<noun>{_NOUNS})s?
 THE_PERSON = re.compile(r"\bthe\s+(?P<noun>girl|guy|boy|woman|man|dude|lady)\b(?=\s*(?:[,?.!;:]|$|\s+(?:is|was|has|"
                         r"have|had|does|did|do|can|could|will|would|get|gets|got|ever|also|still|end)\b))",
                         re.IGNORECASE)
-_PERSON_GENDER = {"girl": "she", "woman": "she", "lady": "she", "guy": "he", "boy": "he", "man": "he", "dude": "he"}
 # "each", "both" standing for the names before, at the end of a clause ("who directed each", "music for both?")
 EACH = re.compile(r"\b(?:each|both)(?:\s+(?:of\s+)?(?:them|those|these|ones?))?(?=\s*(?:$|[?.!,;]))", re.IGNORECASE)
 
@@ -309,7 +308,7 @@ def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
     for m in THE_PERSON.finditer(text):
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
             out.append(_Point(m.start(), m.end(), m.group(0), PERSON,
-                              gender=_PERSON_GENDER.get(m.group("noun").lower()), said_gender=True))
+                              gender=_GENDER.get(m.group("noun").lower()), said_gender=True))
     for m in THOSE.finditer(text):
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out) and sum(
                 x.start >= m.end() for x in mentions) < 2:
@@ -331,8 +330,8 @@ def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
 
 # the words that say which a person is: a character described as "she" is not "he" ("who's his dad?" after Shinji
 # and Asuka were named is Shinji's)
-_GENDER = {"he": "he", "him": "he", "his": "he", "guy": "he", "dude": "he", "man": "he",
-           "she": "she", "her": "she", "hers": "she", "girl": "she", "woman": "she"}
+_GENDER = {"he": "he", "him": "he", "his": "he", "guy": "he", "dude": "he", "man": "he", "boy": "he",
+           "she": "she", "her": "she", "hers": "she", "girl": "she", "woman": "she", "lady": "she"}
 
 
 def _dummy_it(text: str, at: int) -> bool:

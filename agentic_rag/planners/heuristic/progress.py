@@ -128,8 +128,7 @@ def identified(kinds: Sequence[EntityType], cards: list[ContextCard], skip: froz
             continue
         # beside a name, only a record that says more than the name's words can be meant ("who raised Gon Freecss":
         # Mito, who raised him, not Ging, whose record says "Gon" and "Freecss" louder)
-        own = [r for r in rows if any(str(w)[:NAME_PREFIX] not in said for w in r.get("text_words") or ())] \
-            if said else rows
+        own = [r for r in rows if _own_words(r, said)] if said else rows
         top = max(own or rows, key=lambda r: float(r["text_score"]))  # the first of equals: the nearer in meaning
         rival = max((float(r["text_score"]) for r in rows if _kin(r) != _kin(top)), default=0.0)
         score = float(top["text_score"])
@@ -295,10 +294,9 @@ def members_search(group: str, anime: str) -> SearchIntent:
 
 def members(a: Analysis, cards: list[ContextCard]) -> list[CardEntity] | None:
     """The characters whose own records say the group ``a.members``, of its search's card (None: not searched)."""
-    anime = _set_in(a)
     card = next((c for c in cards if c.source == "qdrant_search" and c.data.get("query") == a.members[:_QUERY]
                  and c.data.get("entity_type") == "character"), None)
-    if card is None or anime is None:
+    if card is None:
         return None
     group = group_words(a.members)
     rows = {str(r.get("id")): r for r in card.data.get("rows", []) if isinstance(r, dict)}

@@ -200,7 +200,7 @@ def _catalog(q: _Question) -> tuple[Analysis | None, Filter | None]:
 # own record says of it and of the name the question gives (its description, or the detail of a relation told of it),
 # in words no cue reads
 _WHO = re.compile(r"\bwho(?:m|se)?\b", re.IGNORECASE)
-_FILLER = frozenset(("exactly", "actually", "really", "like", "again", "anyway", "tho", "though", "just", "even",
+FILLER = frozenset(("exactly", "actually", "really", "like", "again", "anyway", "tho", "though", "just", "even",
                      "ever", "also", "lol", "pls", "please", "now", "then", "there", "here"))
 # words of their own (besides the name) a question needs to describe someone: one is enough to search, since the
 # search then asks the record it picks to share the name too and to stand out (planners/heuristic/progress.py)
@@ -238,7 +238,7 @@ def described_beside(question: str, a: Analysis, links: EntityLinks | None) -> b
     named = [(m.start, m.end) for m in links.mentions]
     own = [t.key for t in tokenize(question) if not any(s <= t.start < e for s, e in named)
            and t.key.isalpha() and len(t.key) > 2 and t.key not in STOP and t.key not in C.CUES
-           and t.key not in _FILLER]
+           and t.key not in FILLER]
     # one of a work's characters, described by words alone ("who's the captain of the 6th division in bleach"):
     # two words of its own at least, as a description that names nobody needs
     return len(own) >= (DESCRIBED_WORDS if people else IN_WORK_WORDS)

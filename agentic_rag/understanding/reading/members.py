@@ -11,6 +11,7 @@ from agentic_rag.protocol import EntityLinks
 from agentic_rag.protocol.reading import Analysis
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.linker import STOP
+from agentic_rag.understanding.reading.catalog import FILLER
 from agentic_rag.understanding.text import Token, tokenize
 
 MAX_GROUP = 3  # words of a group's name ("straw hat pirates")
@@ -20,8 +21,7 @@ _SEVERAL = re.compile(r"\b(?:who|which)(?:\s+\w+)?\s+(?:are|were)\b|\bmembers?\b
                       re.IGNORECASE)
 _MEMBERSHIP = frozenset(("on", "in", "of", "from", "among", "join", "joined", "joins"))
 _ASKED = re.compile(r"\b(?:who|whom|which|list|name)\b", re.IGNORECASE)
-_FILLER = frozenset(("exactly", "actually", "really", "like", "again", "anyway", "tho", "though", "just", "even",
-                     "ever", "also", "lol", "pls", "please", "now", "then", "there", "here", "show", "shows"))
+_FILLER = FILLER | {"show", "shows"}  # ("which straw hats show up": no group "show")
 _WORKS = frozenset(("anime", "manga", "franchise"))
 _SUPERLATIVE = re.compile(r"[a-z]{3,}est")
 
