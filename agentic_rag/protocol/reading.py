@@ -142,6 +142,9 @@ class Analysis:
     # words, which the answer's quoted sentences (of the records' descriptions) are chosen by, nearest in meaning;
     # empty: none is asked
     explain: str = ""
+    # words asked of whom the hops reach that the catalog holds only in descriptions ("who is luffy's dad and what
+    # does he do"): the reached records' sentences nearest them are quoted
+    describe: str = ""
     among: Among | None = None  # a choice among listed names by a predicate ("which of these is not in X: ...")
     # a group the catalog has no entry for, whose members are asked among one work's characters ("who are the hashira
     # in demon slayer"): its words as typed; a member's own record says them

@@ -229,7 +229,8 @@ FORMAT_PHRASES = phrases("is it a movie", "what type", "what kind")
 CAME_OUT_PHRASES = phrases("came out", "come out")
 YEAR_PHRASES = phrases("what year", *CAME_OUT_PHRASES)
 STATUS_PHRASES = phrases("still running", "still going", "still being serialized", "still being published",
-                         "still serialized", "still publishing", "still coming out")
+                         "still serialized", "still publishing", "still coming out", "done yet", "over yet",
+                         "ended yet", "complete yet", "completed yet", "wrapped up yet")
 ADD_UP_PHRASES = phrases("add up", "in all")  # a sum of each listed match's count
 SUM_PHRASES = phrases(*ADD_UP_PHRASES, "all together")  # a sum asked without a sum word
 IN_TOTAL_PHRASES = phrases("in total", "add up")  # every work of a format, added up

@@ -342,6 +342,26 @@ def _dummy_it(text: str, at: int) -> bool:
 
 _ASKED_BEFORE = re.compile(r"\b(?:what|which|who|whom|when|where|how)\b", re.IGNORECASE)
 _AND_THEN = re.compile(r",\s*(?:and|then|also)\b|\band then\b|;", re.IGNORECASE)
+# a part that asks for someone: "who ...", "X's son", "her adoptive brother", "its director"
+_WHO = re.compile(r"\bwho(?:m|se)?\b|\bwho['\u2019]?s\b", re.IGNORECASE)
+_OWNED = re.compile(r"(?:\w['\u2019]s|\b(?:his|her|their|its))\s+(?:(?P<a>\w+)\s+)?(?P<b>\w+)", re.IGNORECASE)
+_SOMEONE = C.FAMILY | C.MENTOR | C.STUDENTS | C.RIVAL | C.ENEMY | C.ALLY | C.TEAMMATE | C.STAFF_NOUNS
+
+
+def _asks_person(text: str) -> bool:
+    return _WHO.search(text) is not None or any(
+        (m.group("a") or "").lower() in _SOMEONE or m.group("b").lower() in _SOMEONE for m in _OWNED.finditer(text))
+
+
+def _last_cut(body: str, before: int) -> int | None:
+    """Where the part that holds ``before`` begins (None: it is the first part)."""
+    cuts = [m.start() for m in _NEXT_PART.finditer(body, 0, before)]
+    return cuts[-1] if cuts else None
+
+
+# where a message's next part begins ("... son called and who's his ...", "...? and which division does he lead")
+_NEXT_PART = re.compile(r"(?:,|\band\b|\bthen\b|;|\?)\s*(?:and\s+)?(?:who|whom|what|which|when|where|how|is|was|did|does)"
+                        r"\b", re.IGNORECASE)
 
 
 def _pointing(body: str, mentions: list[LinkedMention], context: ConversationContext) -> Followup | None:
@@ -370,6 +390,11 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
         # ("what about naruto, who's his wife": the name's reading of that kind, the character, not the anime)
         inside = None if p.place is not None or p.form is not None else next(
             (m for m in reversed(mentions) if m.end <= p.start and _reading(m, p.kinds) is not None), None)
+        if set(p.kinds) <= set(PERSON) and (cut := _last_cut(body, p.start)) is not None and \
+                _asks_person(body[:cut]):
+            continue  # "whats vegeta's son called and who's his best friend", "whos her brother and which division
+            # does he lead": a part after one that asks for someone; the reading chains it to whom that part finds,
+            # as in a question asked alone
         if inside is not None:
             said, meant = inside.text, f"{inside.text} (named in the reply)"
             reading = _reading(inside, p.kinds)
@@ -406,7 +431,10 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
             elif p.form is not None:
                 # the whole show, or the manga, of a film or season talked about is its title's ("the tv show"
                 # after "Cowboy Bebop: The Movie" is Cowboy Bebop's)
-                base = _INSTALMENT.sub("", names[0].name).strip() if p.form in _WHOLE_FORMS else ""
+                # ("the anime" after the manga's Part 2, a part no anime adapts: the title's anime)
+                base = _INSTALMENT.sub("", names[0].name).strip() if p.form in _WHOLE_FORMS or (
+                    p.form in ("anime", "manga") and names[0].ref.entity_type in ("anime", "manga")
+                    and names[0].ref.entity_type != p.form) else ""
                 said = f"the {base or names[0].name} {p.form}"
             elif len(names) == 1 and not p.plural:  # ("all of them" meant one name: which reading is not settled)
                 pinned[names[0].name] = names[0].ref

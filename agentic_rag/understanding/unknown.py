@@ -165,6 +165,9 @@ _SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
     rf"\bbetween\s+{_PHRASE}\s+and\b",
     rf"(?:^|[^\w\s]\s*|\b(?:is|was|who|which)\s+){_PHRASE}\s+(?:vs\.?|versus)\s",
     rf"\s(?:vs\.?|versus)\s+{_PHRASE}",
+    # the work whose maker a question asks, said before the credit ("is blue lock made by the same studio as jjk")
+    rf"\b(?:is|was|are|were)\s+{_LAZY}\s+(?:also\s+|even\s+|really\s+|actually\s+)?(?:made|animated|produced|"
+    rf"directed|written|drawn|created|done)\s+by\b",
     rf"\b(?:is|was|are|were)\s+{_LAZY}\s+(?:(?:any|a lot|much|way|an?)\s+)?(?:\w{{3,}}er|more \w+|less \w+)"
     rf"(?:\s+(?:studio|show|series|anime|manga|work|title|one))?\s+than\b",
     # "kaneki from tokyo ghoul vs denji": the work a side of the comparison is from
@@ -206,8 +209,8 @@ _FOREIGN_SLOTS = (_TITLE_SLOT, *(re.compile(p, re.IGNORECASE) for p in (
 # it is a name, English words or not
 _LEAD = r"^\W*(?:(?:ok(?:ay)?|so|hey|hi|also|and|then)\W+)*"
 _ASKED_SLOTS = tuple(re.compile(p, re.IGNORECASE) for p in (
-    rf"{_LEAD}(?:is|are)\s+{_PHRASE}\s+(?:in|on)\s+(?:your|the|this|ur)\s+(?:catalog|catalogue|database|db|list|"
-    rf"library|collection)\b",
+    rf"{_LEAD}(?:is|are)\s+{_PHRASE}\s+(?:(?:in|on)\s+(?:your|the|this|ur)\s+(?:catalog|catalogue|database|db|list|"
+    rf"library|collection)\b|(?:also\s+|even\s+)?(?:in|on) here\b)",
     rf"{_LEAD}(?:do|does)\s+(?:you|u|the catalog|your catalog|the database)\s+(?:have|has|got|cover|include)\s+"
     rf"(?:(?:anything|info|data|entries)\s+(?:on|about|for)\s+)?{_PHRASE}\s*[?.!]*\s*$",
     rf"{_LEAD}tell me about\s+{_PHRASE}\s*[?.!]*\s*$",
@@ -237,7 +240,7 @@ _NOT_NAMES = frozenset("""
 him her them it its his their whom who what me you us one ones someone anyone somebody nobody everyone same other
 another different whoever whatever this that these those two three four five six seven eight nine ten eleven twelve
 twenty thirty forty fifty sixty seventy eighty ninety hundred several many multiple few both all most there he she
-which how every each much
+which how every each much anything something nothing everything
 """.split())  # noqa: SIM905  (a word list reads better as text)
 
 

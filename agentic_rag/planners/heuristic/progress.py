@@ -75,6 +75,7 @@ class Progress:
     quotes: list[ContextCard] = field(default_factory=list)  # an explanation's records, with their nearest sentences
     forms: set[str] = field(default_factory=set)  # ... of them, the other forms of a title left open (its manga)
     kin: set[str] = field(default_factory=set)  # ... of them, the people the one character explained is related to
+    described: set[str] = field(default_factory=set)  # ... of them, whom a chain reached, asked about (a.describe)
 
     @property
     def pending(self) -> bool:
@@ -89,6 +90,7 @@ QUOTED_WORKS = 3  # works of the named characters an explanation quotes, those t
 KIN = Hop(("family", "romantic", "rival", "enemy", "ally", "teammate", "mentor_of", "student_of"),
           node_types=("character",))
 QUOTED_KIN = 8
+QUOTED_REACHED = 2  # of whom a chain reached, the records whose description is quoted for what is asked of them
 ALTERNATIVES = Hop(("alternative_version",), node_types=("anime",))
 # a question that names nothing mostly describes one of these
 DESCRIBED: tuple[EntityType, ...] = ("anime", "manga", "character", "person")
@@ -384,10 +386,13 @@ def _resolved(a: Analysis, cards: list[ContextCard], p: Progress, ents: list[Car
     p = _asked(a, cards, p, ents)
     if a.explain and not p.missing:
         return _explained(a, cards, p, ents)
+    if a.describe and not p.steps and not p.missing and p.levels and p.levels[-1]:
+        p.described = {e.ref.id for e in p.levels[-1][:QUOTED_REACHED]}
+        return _said_of(cards, p, p.levels[-1][:QUOTED_REACHED], a.describe)
     if question and ents and _reached_nothing(a, p) and (ents[0].ref.entity_type == "character" or (
             ents[0].ref.entity_type in ("anime", "manga") and a.hops[0].edges == ("features",))):
         # (a work whose cast the catalog does not record: its synopsis may say who it is about)
-        return _said_of(cards, p, ents[0], question)
+        return _said_of(cards, p, ents[:1], question)
     return p
 
 
@@ -398,15 +403,16 @@ def _reached_nothing(a: Analysis, p: Progress) -> bool:
         (not p.levels or not p.levels[-1])
 
 
-def _said_of(cards: list[ContextCard], p: Progress, entity: CardEntity, question: str) -> Progress:
+def _said_of(cards: list[ContextCard], p: Progress, entities: list[CardEntity], question: str) -> Progress:
     """A relation the graph does not record for one character ("what does illumi fight with" read as his enemies), or
     a work's cast it does not record ("who's the main character of Before the Fall"):
     its description's sentences, scored by meaning against the question, so the answer can quote the one that says
     it ("a ruthless assassin who uses needles"), cited, beside saying the relation is not recorded."""
     query = " ".join(question.split())[:_QUERY]
-    intent = SearchIntent(rationale="quote what the catalog says of it, nearest the question",
-                          entity_type=entity.ref.entity_type, query=query, filters=SearchFilters(id=[entity.ref.id]),
-                          limit=1, quote=True)
+    kind = entities[0].ref.entity_type
+    ids = [e.ref.id for e in entities if e.ref.entity_type == kind]
+    intent = SearchIntent(rationale="quote what the catalog says of it, nearest the question", entity_type=kind,
+                          query=query, filters=SearchFilters(id=ids), limit=len(ids), quote=True)
     card = _card_for(cards, intent)
     if card is None:
         p.steps = [intent]

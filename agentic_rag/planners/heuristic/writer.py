@@ -127,7 +127,7 @@ def _drafted(inp: DraftInput, a: Analysis, p: Progress) -> DraftAnswer:
     if a.unrecorded:  # what the catalog records of nothing ("who voices levi"): said so, of the names given
         named = p.starts or [r.entity for r in p.found if r.entity is not None]
         of = f" for {join([bare(e.name) for e in named])}" if named else ""
-        text = f"The catalog does not record {a.unrecorded}{of}."
+        text = f"{a.unrecorded[0].upper()}{a.unrecorded[1:]} are not in the catalog: it records none{of}."
         return _result(text, [e.ref for e in named], [], confidence=0.6, facts=[f"{NOT_RECORDED}{text}"])
     if a.members and p.starts:  # a group's members among one work's characters
         return _members(a, p.starts)
@@ -347,6 +347,9 @@ def _quoted(p: Progress) -> list[tuple[float, str, CardEntity]]:
     descriptions, and the nearest of the other records' (a work's synopsis, an entity a relation goes through)
     when it is clearly nearer (a work's synopsis names the characters too, so it is near whatever it says)."""
     # a title's other forms left open are its own records too (the manga beside the anime)
+    if p.described:  # what a chain reached, asked about: each one's sentence nearest what is asked, however near
+        best = {x[2].ref.id: x for x in reversed(_sentences(p)) if x[2].ref.id in p.described}
+        return sorted(best.values(), key=lambda x: -x[0])
     named = {r.entity.ref.id for r in p.found if r.entity is not None} | {e.ref.id for e in p.starts} | p.forms
     scored = [x for x in _sentences(p) if x[0] >= QUOTE_MIN]
     own = [x for x in scored if x[2].ref.id in named][:1]

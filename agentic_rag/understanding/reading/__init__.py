@@ -16,9 +16,12 @@ an explanation asked is read over that plan (:mod:`.explain`). A message in two 
 
 from __future__ import annotations
 
+import re
+
 from agentic_rag.protocol import EntityLinks
 from agentic_rag.protocol.reading import ANY_TYPE, Analysis, Attr
 from agentic_rag.protocol.roles import RoleInput
+from agentic_rag.protocol.vocabulary import hop_range
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.reading.among import _among
 from agentic_rag.understanding.reading.anchor import _anchored, _lookup
@@ -76,7 +79,25 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
         a.described, a.description = ("character",), beside_words(question, links)
     for x in (a, *a.more):
         x.exclude |= excluded
-    return _unrecorded(question, a)
+    return _unrecorded(question, _what_they_do(question, a))
+
+
+# what someone does or is about, asked of whom a relation reaches ("what does yor's brother do", "what's his dad's
+# deal"): the catalog says it only in their description
+_WHAT_DO = re.compile(r"\bwhat\s+(?:does|did|do|is|was)\b[^?.!]*\bdo(?:ing)?\b(?:\s+for\s+(?:a\s+)?(?:living|work))?"
+                      r"(?:\s+(?:now|these days|exactly|again))?\s*[?.!]*\s*$|"
+                      r"\bwhat(?:['\u2019]?s| is| was)\s+(?:\S+\s+){0,4}?\S+['\u2019]s\s+(?:deal|job|story|role|thing|backstory|"
+                      r"position|occupation)\b", re.IGNORECASE)
+
+
+def _what_they_do(question: str, a: Analysis) -> Analysis:
+    """``a``, asking besides what the reached people's descriptions say of what they do, when its words ask that of
+    whom its one relation reaches."""
+    if a.more or a.attr is not None or a.explain or a.describe or not a.hops or a.among is not None or \
+            hop_range(a.hops[-1].edges) not in ("character", "person") or _WHAT_DO.search(question) is None:
+        return a
+    a.describe = " ".join(question.split())
+    return a
 
 
 def _unrecorded(question: str, a: Analysis) -> Analysis:

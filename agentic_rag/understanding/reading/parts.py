@@ -309,6 +309,10 @@ def _two_parts(text: str, whole: Analysis, a1: Analysis, a2: Analysis, second: t
                     period := _period(later, set())) is not None:
                 a1.period, a1.attr = period, None  # "... which of its anime came out between 2003 and 2011"
             return a1
+        if reached in ("person", "character") and ask is None and back.group() in _SOMEONE_SAID:
+            # "who is luffy's dad and what does he do": what the part asks of him is in his description
+            a1.describe = " ".join(text[second[0]:second[1]].split())
+            return a1
     if not (a2.hops or a2.attr) or a2.filter or not a2.mentions:
         return whole
     if not (a1.hops or a2.hops) and not (more and whole.hops and not {a1.attr, a2.attr} & {whole.attr, *whole.also}) \
@@ -361,6 +365,7 @@ by many much more less fewer than exactly
 _TELLS = re.compile(r"(?:list|name|tell|give|say|count)\b")
 
 
+_SOMEONE_SAID = frozenset(("he", "him", "his", "she", "her"))
 _POINTS_BACK = re.compile(r"\b(?:he|she|him|his|her|it|its|they|them|their|those|these|that)\b")
 _POSSESSIVES = frozenset(("his", "her", "its", "their"))
 

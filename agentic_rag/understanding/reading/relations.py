@@ -229,8 +229,8 @@ def _person_credits_hops(x: _Asked) -> list[Hop]:
     assert staff is not None
     kind = x.answer if x.answer in ("anime", "manga") else None
     roles = staff.roles
-    if kind == "anime" and "story" in roles:
-        roles += ("series_composition",)  # an anime's writer is its series composer
+    if kind != "manga" and "story" in roles:
+        roles += ("series_composition",)  # an anime's writer is its series composer ("what has X written")
     on_anime = set(roles) <= {"director", "chief_director", "music", "character_design", "series_composition"}
     hops = [Hop(("worked_on",), roles, node_types=("anime",) if on_anime else (kind,) if kind else (),
                 exclude_seen=w.any(C.OTHER))]

@@ -175,6 +175,15 @@ async def test_a_relation_the_graph_lacks_quotes_what_the_record_says(orchestrat
     assert "needles" in r.answer and "Illumi Zoldyck" in r.citations
 
 
+async def test_what_someone_a_relation_reaches_does_is_quoted_from_their_record(orchestrator: Orchestrator) -> None:
+    """"what does yor's brother do": the brother, and the sentence of his description nearest what is asked, cited."""
+    r = (await orchestrator.run("what does yor's brother do")).response
+    assert r.answer.startswith("Yor Forger's brother is Yuri Briar. The catalog says of Yuri Briar: ")
+    assert "State Security" in r.answer and "Yuri Briar" in r.citations
+    r = (await orchestrator.run("who is luffy's dad and what does he do")).response
+    assert "Revolutionary Army" in r.answer, r.answer
+
+
 async def test_a_value_or_relation_the_record_lacks_is_not_found_and_said(orchestrator: Orchestrator) -> None:
     """The record asked about is found and what is asked of it is not recorded: the run says so and ends not_found,
     at once (no turns spent looking for what the record cannot hold)."""
@@ -185,6 +194,9 @@ async def test_a_value_or_relation_the_record_lacks_is_not_found_and_said(orches
     result = await orchestrator.run("who directed one piece film red")
     assert result.response.status == "not_found" and result.turns == 1
     assert result.response.answer == "The catalog records no director or chief director for One Piece Film: Red."
+    # what the catalog records of nothing (a voice cast) is said to be not in the catalog, of the record named
+    r = (await orchestrator.run("who voices gojo in the jujutsu kaisen anime?")).response
+    assert r.status == "not_found" and r.answer.startswith("Voice actors are not in the catalog: it records none")
     # a part that is answered beside it is an answer; so is an original anime's missing source (it is original)
     r = (await orchestrator.run("is cowboy bebop based on a manga")).response
     assert r.status == "answered" and "original anime" in r.answer

@@ -363,3 +363,18 @@ def test_that_after_a_part_that_asks_is_what_that_part_finds() -> None:
     assert got.text == "what came after Attack on Titan, and which studio made that"
     # a part that only points is no question of its own: the later word points where it did
     assert resolve("the first one, who directed that?", None, context(STUDIOS), read).text.count("Wit Studio") == 2
+
+
+def test_a_pronoun_in_a_part_after_one_that_asks_for_someone_is_left_to_the_reading() -> None:
+    """"whats vegeta's son called and who's his best friend": "his" is the son the first part finds, which the
+    reading chains to, not Vegeta named in the reply nor anyone earlier; "what's his name and who is his dad" asks
+    nobody in its first part, so both are the one talked about."""
+    q = "whats Zorb's son called and who's his best friend"
+    zorb = named("Zorb", "character")
+    f = resolve(q, mention(q, "Zorb", zorb), context(DIRECTED), read)
+    assert f.text == q
+    f = resolve("whos her brother and which division does he lead", None,
+                context(turn("who is Quxa", subjects=(named("Quxa", "character"),))), read)
+    assert f.text.startswith("whos Quxa's brother") and f.text.endswith("does he lead")
+    f = resolve("what's his name and who is his dad", None, context(DIRECTED), read)
+    assert f.text == "what's Tetsurō Araki's name and who is Tetsurō Araki's dad"

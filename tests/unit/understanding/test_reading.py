@@ -1063,3 +1063,22 @@ def test_two_titles_sharing_staff_are_titles_though_one_is_a_name_too() -> None:
                cand("manga", "Frieren: Beyond Journey's End", "alias")]
     a = read(q, links(q, ("frieren", frieren), ("death note", work("death note"))))
     assert a.intent == "relation" and [a.types[m][0] for m in a.mentions] == ["anime", "anime"]
+
+
+@pytest.mark.parametrize("q", ["is the zorb manga done yet?", "is zorb over yet", "has the zorb manga ended yet"])
+def test_done_or_over_yet_asks_a_works_status(q: str) -> None:
+    """"done yet" is the status asked in the words people use, not a description of the work."""
+    assert read(q, links(q, ("zorb", work("Zorb")))).attr == "status"
+
+
+def test_what_is_asked_of_whom_a_relation_reaches_is_read_in_their_description() -> None:
+    """"who is luffy's dad and what does he do": the second part asks of the father what only his description says;
+    "what does luffy's dad do" alike. A value the graph holds is a hop, not a description ("and who trained him")."""
+    for q in ("who is luffy's dad and what does he do", "what does luffy's dad do", "what's luffy's dad's deal"):
+        a = read(q, links(q, ("luffy", LUFFY)))
+        assert a.hops and a.hops[-1].edges == ("family", "romantic") and a.describe, q
+    q = "who is luffy's dad and who trained him"
+    a = read(q, links(q, ("luffy", LUFFY)))
+    assert not a.describe and len(a.hops) == 2
+    q = "what does luffy do"  # no relation: the lookup, whose description is said anyway
+    assert not read(q, links(q, ("luffy", LUFFY))).describe

@@ -144,6 +144,15 @@ def test_a_name_asked_for_by_whether_the_catalog_has_it() -> None:
     assert _unknown("do you have anything on kyoto animation?", []) == ["kyoto animation"]
     assert _unknown("tell me about sword art online", []) == ["sword art online"]
     assert _unknown("tell me about the show where a boy eats a fruit", []) == []
+    assert _unknown("is black clover in here too? thats pierrot right", ["pierrot"]) == ["black clover"]
+    assert _unknown("is anything in here by mappa", ["mappa"]) == []
+
+
+def test_the_work_a_credit_is_asked_of_is_a_name_however_it_is_typed() -> None:
+    """"is X made by the same studio as Y": X is in a work's place, English words or not."""
+    assert _unknown("is blue lock made by the same studio as jjk?", ["jjk"]) == ["blue lock"]
+    assert _unknown("was it made by mappa", ["mappa"]) == []
+    assert _unknown("was the movie also animated by mappa", ["mappa"]) == []
 
 
 def test_two_capitalised_words_one_of_them_short_and_no_english_word_are_a_name() -> None:
