@@ -360,8 +360,8 @@ def _last_cut(body: str, before: int) -> int | None:
 
 
 # where a message's next part begins ("... son called and who's his ...", "...? and which division does he lead")
-_NEXT_PART = re.compile(r"(?:,|\band\b|\bthen\b|;|\?)\s*(?:and\s+)?(?:who|whom|what|which|when|where|how|is|was|did|does)"
-                        r"\b", re.IGNORECASE)
+_NEXT_PART = re.compile(r"(?:,|\band\b|\bthen\b|;|\?)\s*(?:and\s+)?"
+                        r"(?:who|whom|what|which|when|where|how|is|was|did|does)\b", re.IGNORECASE)
 
 
 def _pointing(body: str, mentions: list[LinkedMention], context: ConversationContext) -> Followup | None:

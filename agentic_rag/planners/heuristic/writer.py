@@ -348,8 +348,8 @@ def _quoted(p: Progress) -> list[tuple[float, str, CardEntity]]:
     when it is clearly nearer (a work's synopsis names the characters too, so it is near whatever it says)."""
     # a title's other forms left open are its own records too (the manga beside the anime)
     if p.described:  # what a chain reached, asked about: each one's sentence nearest what is asked, however near
-        best = {x[2].ref.id: x for x in reversed(_sentences(p)) if x[2].ref.id in p.described}
-        return sorted(best.values(), key=lambda x: -x[0])
+        nearest = {x[2].ref.id: x for x in reversed(_sentences(p)) if x[2].ref.id in p.described}
+        return sorted(nearest.values(), key=lambda x: -x[0])
     named = {r.entity.ref.id for r in p.found if r.entity is not None} | {e.ref.id for e in p.starts} | p.forms
     scored = [x for x in _sentences(p) if x[0] >= QUOTE_MIN]
     own = [x for x in scored if x[2].ref.id in named][:1]

@@ -86,8 +86,8 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
 # deal"): the catalog says it only in their description
 _WHAT_DO = re.compile(r"\bwhat\s+(?:does|did|do|is|was)\b[^?.!]*\bdo(?:ing)?\b(?:\s+for\s+(?:a\s+)?(?:living|work))?"
                       r"(?:\s+(?:now|these days|exactly|again))?\s*[?.!]*\s*$|"
-                      r"\bwhat(?:['\u2019]?s| is| was)\s+(?:\S+\s+){0,4}?\S+['\u2019]s\s+(?:deal|job|story|role|thing|backstory|"
-                      r"position|occupation)\b", re.IGNORECASE)
+                      r"\bwhat(?:['\u2019]?s| is| was)\s+(?:\S+\s+){0,4}?\S+['\u2019]s\s+"
+                      r"(?:deal|job|story|role|thing|backstory|position|occupation)\b", re.IGNORECASE)
 
 
 def _what_they_do(question: str, a: Analysis) -> Analysis:
