@@ -200,8 +200,9 @@ def _said(names: Sequence[str]) -> str:
     return shown[0] if len(shown) == 1 else ", ".join(shown[:-1]) + " and " + shown[-1]
 
 
-def reasons(shared: dict[str, list[str]], matched: Sequence[str]) -> list[str]:
-    """A pick's evidence in words: what it shares with the examples, or that it is close to them in meaning."""
+def reasons(shared: dict[str, list[str]], matched: Sequence[str], fits: Sequence[str] = ()) -> list[str]:
+    """A pick's evidence in words: what it shares with the examples, the wished genres it has (``fits``), or that
+    it is close to them in meaning."""
     out = []
     if shared.get("studios"):
         out.append(f"also animated by {_said(shared['studios'])}")
@@ -209,6 +210,8 @@ def reasons(shared: dict[str, list[str]], matched: Sequence[str]) -> list[str]:
         out.append(f"also by {_said(shared['people'])}")
     if shared.get("genres"):
         out.append(f"also {_said([g.replace('_', ' ') for g in shared['genres']])}")
+    elif fits:  # ("something cozy ... with comedy": no example to share them with)
+        out.append(f"{_said([g.replace('_', ' ') for g in fits])} as asked")
     if not out and "vector" in matched:
         out.append("close to it in what it is about")
     return out
@@ -373,8 +376,9 @@ class SimilarRetriever:
             matched = [m for m, ranked in (("vector", by_meaning), ("graph", by_graph)) if item in ranked]
             evidence = shared.get(item, {})
             own = payloads[item].get("franchise_id") in ex.own
+            fits = [g for g in intent.filters.genres if g in (payloads[item].get("genres") or ())]
             said = ([f"from the same franchise as {_said(ex.names)}"] if own and ex.names else []) + reasons(
-                evidence, matched)
+                evidence, matched, fits)
             rows.append({**_row(payloads[item]), "rrf": round(score, 5), "matched_by": matched,
                          "shared_studios": evidence.get("studios", []), "shared_people": evidence.get("people", []),
                          "shared_genres": evidence.get("genres", []), "reasons": said})

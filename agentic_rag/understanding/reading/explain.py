@@ -43,7 +43,7 @@ def _explained(q: _Question, a: Analysis, plan: Callable[[str], Analysis]) -> An
         return a
     words = {t.key for t in tokenize(q.whole)}  # "how is X Y's brother?? they're not even related": the whole message
     if a.intent == "relation" and _HOW_RELATED.match(cue.group()) and not words & C.INSISTED and (
-            _between_people(a)):
+            _between_people(a)) and _relation_said(q.text[cue.start():]):
         # "how is X related to Y" asks the relation, which the answer states with its detail; between two works
         # ("how does Death & Rebirth relate to The End of Evangelion") the relation alone says little: their
         # synopses say how, and are quoted
@@ -91,6 +91,19 @@ def _scene(q: _Question, anchor: LinkedMention) -> LinkedMention | None:
             c.entity.id in ids for c in m.candidates):
         return None
     return m if _SCENE_END.match(q.whole[m.end:anchor.start]) else None
+
+
+# what ends the clause a "how is X ..." asks in: a condition or a contrast after it ("how was reiner the armored titan
+# if he trained with eren the whole time"), whose own relation words are not what is asked
+_CONDITION = re.compile(r"[,;?!.]|\b(?:if|when|while|since|because|though|although|even though|yet|but)\b", re.IGNORECASE)
+_RELATION_WORDS = C.RELATED | C.FAMILY | C.MENTOR | C.STUDENTS | C.RIVAL | C.ENEMY | C.ALLY | C.TEAMMATE
+
+
+def _relation_said(asked: str) -> bool:
+    """Whether "how is X ..." says a relation in its own clause ("how is choso yuji's brother", "how are X and Y
+    related"), not only after it: then it asks the relation."""
+    end = _CONDITION.search(asked, 4)
+    return bool({t.key for t in tokenize(asked[:end.start() if end else len(asked)])} & _RELATION_WORDS)
 
 
 def _between_people(a: Analysis) -> bool:

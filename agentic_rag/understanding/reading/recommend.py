@@ -70,7 +70,8 @@ FOLLOWS = re.compile(r"\b(?:follows?|followed|continues?|continued|continuation|
                      re.IGNORECASE)
 # the asker's own watching or reading to come ("films i could check out", "something to binge"): works wanted, not
 # a fact about who made what
-CONSUME = re.compile(r"\b(?:i|we|he|she|they) (?:could|can|should|might|would|will|'d|'ll) (?:\w+ )?(?:watch|read|"
+CONSUME = re.compile(r"\b(?:i|we|he|she|they)(?: (?:could|can|should|might|would|will)|['\u2019]d|['\u2019]ll) "
+                     r"(?:\w+ )?(?:watch|read|"
                      r"check out|try|pick up|binge|start|get into)\b|\bto (?:watch|binge|check out|pick up|get into)\b|"
                      # ... asked ("what could we watch together")
                      r"\b(?:could|can|should|might|would) (?:i|we|he|she|they) (?:\w+ )?(?:watch|read|check out|try|"
@@ -106,6 +107,7 @@ SOMETHING_TO = re.compile(r"\b(?:needs?|wants?|wanna|looking for|craving|in the 
 SEEKING = re.compile(r"\b(?:wants?|wanted|wanna|needs?|looking for|look for|craving|in the mood for|hoping for)\s+"
                      rf"(?:\w+\s+){{0,2}}?(?:{_SOMETHING}|some|another|an?)\b(?!\s+(?:list|number|count|name|summary|"
                      r"rundown|synopsis|recap|breakdown|overview|answer|explanation|reminder)\b)", re.IGNORECASE)
+_ASKS_FACT = re.compile(r"\b(?:who|whom|whose|what|which|when|where|why|how)\b|\b(?:else|wrong)\b", re.IGNORECASE)
 ASKED_SOMETHING = re.compile(rf"\W*{_SOMETHING}\b(?!\s+(?:about|on|like)\b)", re.IGNORECASE)
 WISH_FIELDS = frozenset(("status", "year", "end_year", "episode_count", "volumes", "format"))
 SAME_SOURCE = re.compile(r"\b(?:from|by) (?:the same|that|this|their|his|her) (?:studio|director|author|creator|"
@@ -213,6 +215,12 @@ def _asks_recommendation(question: str, linked: list[LinkedMention], excluded: b
     if any(_works(m) for m in linked) and _conditions(question) and any(
             (SEEKING.search(part) or ASKED_SOMETHING.match(part)) and not CREDITED.search(part)
             for part in (question[a:b] for a, b in sentences(question))):
+        return True
+    # "something cozy and wholesome, slice of life with comedy?": an asking sentence that is only the something
+    # wanted, with no question word and no work named, asks for works like that
+    if not any(_works(m) for m in linked) and any(
+            ASKED_SOMETHING.match(part) and not CREDITED.search(part) and not _ASKS_FACT.search(part)
+            and len(part.split()) >= 2 for part in asked):
         return True
     left_out = excluded or any(_negated(question, m) for m in linked)
     # "does the studio that animated it have any other shows i could check out?": works of a kind, to watch
@@ -340,7 +348,11 @@ def _formats(text: str) -> tuple[str, ...]:
 def _wish(words: str) -> str:
     keys = [t.key for t in tokenize(words)]
     kept = [k for k in keys if k not in STOP and k not in CHATTER and not any(ch.isdigit() for ch in k) and len(k) > 1]
-    return " ".join(dict.fromkeys(kept[:WISH_WORDS]))
+    kept = kept[:WISH_WORDS]
+    # each word once, unless said again before a new word ("something dark ... dark fantasy": "dark fantasy" is a
+    # genre of its own)
+    return " ".join(k for i, k in enumerate(kept) if k not in kept[:i] or (
+        i + 1 < len(kept) and kept[i + 1] not in kept[:i + 1]))
 
 
 def read_recommendation(question: str, links: EntityLinks | None,

@@ -75,6 +75,9 @@ def test_two_names_explained_keep_their_relation() -> None:
     ("how is levi related to kenny exactly?", True),
     ("how is levi even related to kenny", True),
     ("how is levi kenny's nephew?? they're not even family are they", True),  # the insisting word said after
+    # "how was X the Y if ...": no relation said in the clause asked; the one after "if" is the puzzle, explained
+    ("how was levi the strongest soldier if he trained under kenny", True),
+    ("how was levi the strongest soldier, kenny trained him", True),
 ])
 def test_how_related_is_an_explanation_when_a_word_insists(question: str, explained: bool) -> None:
     a = read(question, links(question, ("levi", LEVI), ("kenny", KENNY)))

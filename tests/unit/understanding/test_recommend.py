@@ -391,3 +391,21 @@ def test_any_ideas_asks_for_picks_by_the_wish_alone() -> None:
     a = read(q, EntityLinks())
     assert a.intent == "recommend" and a.recommend is not None and a.recommend.finished is True
     assert "funny" in a.recommend.wish
+
+
+def test_an_asking_sentence_of_only_the_something_wanted_is_a_recommendation() -> None:
+    """"something cozy and wholesome, slice of life with comedy?": no question word, no work named, the something
+    asked for; "something wrong?" and "anything else?" ask nothing of the kind."""
+    q = "my gf doesnt like gore or sad stuff. something cozy and wholesome, slice of life with comedy? we'd watch it"
+    a = read(q, EntityLinks())
+    assert a.recommend is not None and {"cozy", "comedy"} <= set(a.recommend.wish.split())
+    for q in ("anything else?", "something wrong?", "anything about the studio?"):
+        assert read(q, EntityLinks()).recommend is None, q
+
+
+def test_a_wish_word_said_again_before_a_new_word_is_kept() -> None:
+    """"something dark ... dark fantasy": the genre said whole, not "dark ... fantasy"."""
+    q = ("need something dark like aot but i dont want to start another 80 ep commitment. dark fantasy tv show, "
+         "already finished, under 30 episodes. and not more attack on titan pls")
+    a = read(q, links(q, ("aot", work("Attack on Titan")), ("attack on titan", work("Attack on Titan"))))
+    assert a.recommend is not None and "dark fantasy" in a.recommend.wish, a.recommend.wish
