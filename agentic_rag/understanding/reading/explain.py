@@ -95,7 +95,8 @@ def _scene(q: _Question, anchor: LinkedMention) -> LinkedMention | None:
 
 # what ends the clause a "how is X ..." asks in: a condition or a contrast after it ("how was reiner the armored titan
 # if he trained with eren the whole time"), whose own relation words are not what is asked
-_CONDITION = re.compile(r"[,;?!.]|\b(?:if|when|while|since|because|though|although|even though|yet|but)\b", re.IGNORECASE)
+_CONDITION = re.compile(r"[,;?!.]|\b(?:if|when|while|since|because|though|although|even though|yet|but)\b",
+                        re.IGNORECASE)
 _RELATION_WORDS = C.RELATED | C.FAMILY | C.MENTOR | C.STUDENTS | C.RIVAL | C.ENEMY | C.ALLY | C.TEAMMATE
 
 

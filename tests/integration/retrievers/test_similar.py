@@ -156,5 +156,6 @@ async def test_picks_with_more_of_the_wished_genres_come_first(pool: Pool, vecto
 async def test_a_pick_for_a_wish_alone_says_the_wished_genres_it_has(pool: Pool, vector: QdrantExecutor) -> None:
     """No example to share anything with: the reason is the genres asked that the pick has."""
     rows = await _similar(pool, vector, entity_type="anime", query="cozy wholesome slice of life with comedy", limit=5)
-    assert rows and rows[0]["reasons"] == ["comedy and slice of life as asked"], [(r["name"], r["reasons"]) for r in rows]
+    said = [(r["name"], r["reasons"]) for r in rows]
+    assert rows and rows[0]["reasons"] == ["comedy and slice of life as asked"], said
     assert all(r["reasons"][0].endswith(" as asked") for r in rows)
