@@ -293,6 +293,8 @@ def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
                 form = m.group("form").lower()
                 out.append(_Point(m.start(), m.end(), m.group(0), WORK, form=form))
     for m in DEMONSTRATIVE.finditer(text):
+        if m.group().lower().startswith("the same") and re.match(r"\s+as\b", text[m.end():], re.IGNORECASE):
+            continue  # "made by the same studio as the show": a comparison, the two sides said
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out):
             noun = m.group("noun").lower()
             kinds = _NOUN_KINDS[noun]
@@ -340,6 +342,9 @@ def _dummy_it(text: str, at: int) -> bool:
         is not None or re.search(r"\bmake\s+$", text[max(0, at - 10):at], re.IGNORECASE) is not None
 
 
+# a noun the asked words are said of, before the pronoun it is of ("the studio behind it", "the director of that")
+_OWNER = re.compile(r"\b(?:the|that|this)\s+[a-z]+\s+(?:behind|of|for|on|that (?:made|animated|directed|wrote)|who "
+                    r"(?:made|animated|directed|wrote))\s+$", re.IGNORECASE)
 _ASKED_BEFORE = re.compile(r"\b(?:what|which|who|whom|when|where|how)\b", re.IGNORECASE)
 _AND_THEN = re.compile(r",\s*(?:and|then|also)\b|\band then\b|;", re.IGNORECASE)
 # a part that asks for someone: "who ...", "X's son", "her adoptive brother", "its director"
@@ -420,6 +425,9 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
             # anime" after Frieren's teacher: Frieren's anime)
             cast = _referents(dataclasses.replace(p, kinds=("character",)), context) \
                 if not names and p.form is not None else []
+            if not names and not cast and p.kinds != wide and _OWNER.search(body[:p.start]):
+                # "what year was the studio behind it founded": the studio is founded, "it" is what it is behind
+                names = _referents(dataclasses.replace(p, kinds=wide), context)
             before = before or names
             if not names and not cast:
                 return Followup(body, [f"{p.said!r}: nothing earlier fits"], ask=_ask_about(p, context))

@@ -13,7 +13,7 @@ from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding import cues as C
 from agentic_rag.understanding.reading.coerce import _pick_type
 from agentic_rag.understanding.reading.focus import _Question
-from agentic_rag.understanding.reading.hops import STUDIO, _answer_type
+from agentic_rag.understanding.reading.hops import APPEARS, APPEARS_MANGA, STUDIO, _answer_type
 from agentic_rag.understanding.reading.names import _add, _readings, _type_word
 from agentic_rag.understanding.reading.relations import _staff
 from agentic_rag.understanding.reading.words import _Words
@@ -113,6 +113,14 @@ def _any_reading(m: LinkedMention) -> set[EntityType]:
     return {c.entity.entity_type for c in m.candidates if c.match in ("exact", "alias")}
 
 
+def _works_asked_of_people(w: _Words) -> bool:
+    """"which anime do X and Y appear in", "what shows are X and Y both in": works asked, by appearing in them, with
+    no relation between the two said."""
+    return bool(w.any(C.WORKS) and w.set & {"which", "what"} and w.set & {"appear", "appears", "appeared", "in"}
+                and not w.any(C.RELATED | C.FAMILY | C.MENTOR | C.STUDENTS | C.ALLY | C.ENEMY | C.RIVAL | C.TEAMMATE
+                              | C.COMPARE | C.COMPARATIVE | C.STAFF_NOUNS | C.STAFF_VERBS | C.MADE))
+
+
 def _read_pair(q: _Question) -> Analysis | None:
     """Two names related or compared ("how are X and Y related", "which is longer, X or Y")."""
     question, w, tokens, mentions = q.text, q.w, q.tokens, q.mentions
@@ -133,6 +141,14 @@ def _read_pair(q: _Question) -> Analysis | None:
         w.any(_STAFF_WORDS) and _pair(w, wide := [_any_reading(m) for m in mentions], "") == "relation"
     if widened:
         kinds = wide  # "do frieren and death note share a staff member": the titles, though "Frieren" is a name too
+    if len(mentions) == 2 and all(k & {"character"} for k in kinds) and _works_asked_of_people(w):
+        # "which anime do kushina and minato appear in": each one's works, side by side (not how they are related)
+        hop = APPEARS_MANGA if "manga" in w.set and not w.set & {"anime", "show", "series", "tv"} else APPEARS
+        a, second = Analysis(intent="chain", mentions=[], hops=[hop]), Analysis(intent="chain", mentions=[], hops=[hop])
+        _add(a, tokens, mentions[0], "character", fixed=True)
+        _add(second, tokens, mentions[1], "character", fixed=True)
+        a.more = [second]
+        return a
     if len(mentions) >= 2 and (pair := _pair(w, kinds, question[mentions[0].end:mentions[1].start])) is not None:
         a = Analysis(intent=pair, mentions=[])
         people = all(k & {"character", "person"} for k in kinds[:2]) and not widened

@@ -107,6 +107,7 @@ SOMETHING_TO = re.compile(r"\b(?:needs?|wants?|wanna|looking for|craving|in the 
 SEEKING = re.compile(r"\b(?:wants?|wanted|wanna|needs?|looking for|look for|craving|in the mood for|hoping for)\s+"
                      rf"(?:\w+\s+){{0,2}}?(?:{_SOMETHING}|some|another|an?)\b(?!\s+(?:list|number|count|name|summary|"
                      r"rundown|synopsis|recap|breakdown|overview|answer|explanation|reminder)\b)", re.IGNORECASE)
+_SOMETHING_WANTED = re.compile(r"\W*(?:something|smth|sth|somethin)\b(?!\s+(?:about|on|like)\b)", re.IGNORECASE)
 _ASKS_FACT = re.compile(r"\b(?:who|whom|whose|what|which|when|where|why|how)\b|\b(?:else|wrong)\b", re.IGNORECASE)
 ASKED_SOMETHING = re.compile(rf"\W*{_SOMETHING}\b(?!\s+(?:about|on|like)\b)", re.IGNORECASE)
 WISH_FIELDS = frozenset(("status", "year", "end_year", "episode_count", "volumes", "format"))
@@ -217,9 +218,10 @@ def _asks_recommendation(question: str, linked: list[LinkedMention], excluded: b
             for part in (question[a:b] for a, b in sentences(question))):
         return True
     # "something cozy and wholesome, slice of life with comedy?": an asking sentence that is only the something
-    # wanted, with no question word and no work named, asks for works like that
+    # wanted, with no question word and no work named, asks for works like that ("anything with romance in it?"
+    # asks whether the catalog has any: a list)
     if not any(_works(m) for m in linked) and any(
-            ASKED_SOMETHING.match(part) and not CREDITED.search(part) and not _ASKS_FACT.search(part)
+            _SOMETHING_WANTED.match(part) and not CREDITED.search(part) and not _ASKS_FACT.search(part)
             and len(part.split()) >= 2 for part in asked):
         return True
     left_out = excluded or any(_negated(question, m) for m in linked)

@@ -378,3 +378,18 @@ def test_a_pronoun_in_a_part_after_one_that_asks_for_someone_is_left_to_the_read
     assert f.text.startswith("whos Quxa's brother") and f.text.endswith("does he lead")
     f = resolve("what's his name and who is his dad", None, context(DIRECTED), read)
     assert f.text == "what's Tetsurō Araki's name and who is Tetsurō Araki's dad"
+
+
+def test_a_pronoun_a_noun_is_of_points_at_what_the_noun_is_of() -> None:
+    """"what year was the studio behind it founded": a studio is founded, but "it" is the work it is behind."""
+    f = resolve("what year was the studio behind it founded", None, context(DIRECTED), read)
+    assert f.text == "what year was the studio behind Death Note founded", f.how
+    f = resolve("when was it founded", None, context(DIRECTED), read)
+    assert f.ask is not None  # no studio talked about: asked, not guessed
+
+
+def test_the_same_noun_followed_by_as_compares_two_sides_said() -> None:
+    """"was the movie made by the same studio as the show?": no studio talked about is pointed at; the movie and the
+    show are the work's."""
+    f = resolve("was the movie made by the same studio as the show?", None, context(DIRECTED), read)
+    assert f.ask is None and "the same studio as" in f.text and "Death Note" in f.text

@@ -1082,3 +1082,14 @@ def test_what_is_asked_of_whom_a_relation_reaches_is_read_in_their_description()
     assert not a.describe and len(a.hops) == 2
     q = "what does luffy do"  # no relation: the lookup, whose description is said anyway
     assert not read(q, links(q, ("luffy", LUFFY))).describe
+
+
+def test_the_works_two_characters_appear_in_are_each_one_s_not_their_relation() -> None:
+    q = "which anime do kushina and minato actually appear in"
+    a = read(q, links(q, ("kushina", [cand("character", "Kushina Uzumaki")]),
+                      ("minato", [cand("character", "Minato Namikaze")])))
+    assert a.intent == "chain" and hops(a) == [("appears_in",)] and a.more and a.more[0].mentions == ["minato"]
+    q = "how are kushina and minato related"
+    a = read(q, links(q, ("kushina", [cand("character", "Kushina Uzumaki")]),
+                      ("minato", [cand("character", "Minato Namikaze")])))
+    assert a.intent == "relation"
