@@ -181,7 +181,8 @@ def resolve(question: str, links: EntityLinks | None, context: ConversationConte
     if (correction or _fragment(body, mentions)) and not _asks_own(question, links, mentions, read) and \
             (refit := _refit(body, mentions, last)) is not None:
         return refit
-    if not mentions and _needs_subject(read(question, links)):
+    if not mentions and not (links is not None and links.unknown) and _needs_subject(read(question, links)):
+        # (a name the catalog lacks is a subject: "is black clover in here too?" asks of it, not of the last one)
         return _completed(question, context)
     return Followup(question)
 
@@ -342,6 +343,9 @@ def _dummy_it(text: str, at: int) -> bool:
         is not None or re.search(r"\bmake\s+$", text[max(0, at - 10):at], re.IGNORECASE) is not None
 
 
+# a studio or a director asked of what a pointing word after it points at ("which studio made that one")
+_MADE_OF = re.compile(r"\b(?:studios?\s+(?:made|animated|produced|did|behind|for|of)|(?:who|which \w+)\s+(?:directed|"
+                      r"animated))\s+$", re.IGNORECASE)
 # a noun the asked words are said of, before the pronoun it is of ("the studio behind it", "the director of that")
 _OWNER = re.compile(r"\b(?:the|that|this)\s+[a-z]+\s+(?:behind|of|for|on|that (?:made|animated|directed|wrote)|who "
                     r"(?:made|animated|directed|wrote))\s+$", re.IGNORECASE)
@@ -387,6 +391,9 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
         # (what is asked does not narrow "the anime": its form word says which reading of the work is meant, and any
         # work the conversation had points there: "how many episodes did the anime get" after the manga)
         narrowed = tuple(k for k in p.kinds if k in asked) if asked and p.form is None else p.kinds
+        if not asked and not before and "person" in p.kinds and _MADE_OF.search(body[:p.start]):
+            # "which studio made that one" after a show's director was named: a show is made, not its director
+            narrowed = tuple(k for k in p.kinds if k in ("anime", "franchise"))
         wide = p.kinds
         if narrowed:
             p.kinds = narrowed
@@ -611,6 +618,17 @@ def _refit(body: str, mentions: list[LinkedMention], last: PastTurn) -> Followup
     subject = next((s for s in last.subjects if s.text and s.text.lower() in last.standalone.lower()), None)
     if subject is None or subject.text is None:
         return None
+    said = sorted((s for s in last.subjects if s.text and s.text.lower() in last.standalone.lower()),
+                  key=lambda s: last.standalone.lower().index((s.text or "").lower()))
+    if len(mentions) >= 2 and len(said) >= 2:
+        # "shippuden vs boruto?" after "which is longer, the naruto anime or the bleach anime": each name the last
+        # question asked of, in its order, is the fragment's name in its order
+        text, how = last.standalone, []
+        for old_one, m in reversed(list(zip(said, sorted(mentions, key=lambda m: m.start), strict=False))):
+            at = text.lower().index((old_one.text or "").lower())
+            text = text[:at] + m.text + text[at + len(old_one.text or ""):]
+            how.insert(0, f"{old_one.name} -> {m.text}")
+        return Followup(_tidy(text), how)
     if mentions:
         new = mentions[0].text
         return _swap(last, subject.text, new, f"{subject.name} -> {new}")

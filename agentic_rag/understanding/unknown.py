@@ -116,8 +116,10 @@ def _foreign(question: str, t: Token, before: Token | None, known: Mapping[str, 
         return not _as_spelled(k) and not (k in corrected and beside_known)
     if k in corrected:
         return False
-    if beside_names and not capital:
-        # typed in lower case beside a name: a word no dictionary has, Webster's included ("kisame", not "spooky")
+    if not capital and (beside_names or (before is not None and not _sentence_start(question, before, t))):
+        # typed in lower case beside a name or inside a sentence: a word no dictionary has, Webster's included
+        # ("kisame", "dandadan"; not "spooky", "taught the brothers alchemy"); a sentence's first word may be its
+        # topic ("berserk how many episodes")
         return not englishlike(k) and k not in dictionary_words()
     return not englishlike(k)
 
@@ -203,6 +205,8 @@ _FOREIGN_SLOTS = (_TITLE_SLOT, *(re.compile(p, re.IGNORECASE) for p in (
     rf"produced?|directed|direct|write|written|draw|drawn|created?|compose|score|voice)\b",
     rf"\b(?:does|do|did|is|was)\s+{_LAZY}\s+(?:have|has|got|run|last|get)\s+(?:(?:a lot|way|many|much|any)\s+)?"
     rf"(?:more|less|fewer|longer|shorter)\b",
+    # what a count is asked of ("how many volumes does berserk have")
+    rf"\bhow many\s+\w+\s+(?:does|do|did)\s+{_LAZY}\s+(?:have|has|get|got|run|last)\b",
 )))
 # ... and the whole of what a question only asks the catalog to hold or tell about, however it is typed ("is sailor
 # moon in the catalog?", "do you have anything on sword art online", "tell me about kyoto animation"): the frame says

@@ -393,3 +393,33 @@ def test_the_same_noun_followed_by_as_compares_two_sides_said() -> None:
     show are the work's."""
     f = resolve("was the movie made by the same studio as the show?", None, context(DIRECTED), read)
     assert f.ask is None and "the same studio as" in f.text and "Death Note" in f.text
+
+
+def test_a_fragment_of_two_names_changes_both_names_the_last_question_asked_of() -> None:
+    q = "shippuden vs boruto?"
+    shippuden, boruto = named("Naruto Shippuden", "anime"), named("Boruto", "anime")
+    at, bt = q.index("shippuden"), q.index("boruto")
+    links = EntityLinks.model_validate({"mentions": [
+        {"text": "shippuden", "start": at, "end": at + 9, "candidates": [
+            {"entity": shippuden.ref.model_dump(), "name": shippuden.name, "matched": "shippuden", "match": "alias"}]},
+        {"text": "boruto", "start": bt, "end": bt + 6, "candidates": [
+            {"entity": boruto.ref.model_dump(), "name": boruto.name, "matched": "boruto", "match": "alias"}]}]})
+    last = turn("which is longer, the naruto anime or the bleach anime",
+                subjects=(named("Naruto", "anime", "naruto"), named("Bleach", "anime", "bleach")))
+    f = resolve(q, links, context(last), read)
+    assert f.text == "which is longer, the shippuden anime or the boruto anime", f.how
+
+
+def test_a_name_the_catalog_lacks_is_the_subject_of_its_question() -> None:
+    """"is black clover in here too?": asked of the name the catalog lacks, not completed with the last subject."""
+    q = "is black clover in here too? thats pierrot right"
+    f = resolve(q, EntityLinks(unknown=["black clover"]), context(DIRECTED), read)
+    assert f.text == q and not f.changed
+
+
+def test_that_one_after_which_studio_made_is_the_show_not_its_director() -> None:
+    assert resolve("which studio made that one", None, context(DIRECTED), read).text == \
+        "which studio made Death Note"
+    # the subject of the verb is whoever it is ("what else did they direct": the director)
+    assert resolve("what else did they direct?", None, context(DIRECTED), read).text == \
+        "what else did Tetsurō Araki direct?"

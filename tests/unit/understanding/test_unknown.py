@@ -67,6 +67,8 @@ def test_a_capital_inside_a_sentence_is_a_name_though_one_letter_off_a_word() ->
 
 
 def test_without_a_name_a_lower_case_word_counts_unless_it_is_described() -> None:
+    assert _unknown("and who taught the brothers alchemy", []) == []  # a word of Webster's inside a sentence
+    assert _unknown("how many volumes does berserk have", []) == ["berserk"]  # ... where a count is asked of a name
     assert _unknown("berserk how many episodes", []) == ["berserk"]
     assert _unknown("the show with a corgi and a telepathic girl", []) == []
     assert _unknown("how many episodes", []) == []
