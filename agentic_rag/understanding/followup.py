@@ -618,13 +618,13 @@ def _refit(body: str, mentions: list[LinkedMention], last: PastTurn) -> Followup
     subject = next((s for s in last.subjects if s.text and s.text.lower() in last.standalone.lower()), None)
     if subject is None or subject.text is None:
         return None
-    said = sorted((s for s in last.subjects if s.text and s.text.lower() in last.standalone.lower()),
-                  key=lambda s: last.standalone.lower().index((s.text or "").lower()))
-    if len(mentions) >= 2 and len(said) >= 2:
+    asked_of = sorted((s for s in last.subjects if s.text and s.text.lower() in last.standalone.lower()),
+                      key=lambda s: last.standalone.lower().index((s.text or "").lower()))
+    if len(mentions) >= 2 and len(asked_of) >= 2:
         # "shippuden vs boruto?" after "which is longer, the naruto anime or the bleach anime": each name the last
         # question asked of, in its order, is the fragment's name in its order
-        text, how = last.standalone, []
-        for old_one, m in reversed(list(zip(said, sorted(mentions, key=lambda m: m.start), strict=False))):
+        text, how = last.standalone, list[str]()
+        for old_one, m in reversed(list(zip(asked_of, sorted(mentions, key=lambda m: m.start), strict=False))):
             at = text.lower().index((old_one.text or "").lower())
             text = text[:at] + m.text + text[at + len(old_one.text or ""):]
             how.insert(0, f"{old_one.name} -> {m.text}")
