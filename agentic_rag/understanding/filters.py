@@ -45,10 +45,13 @@ _COUNT = re.compile(r"(?:\b(?P<op>no more than|no fewer than|more than|over|at l
                     r"at most|exactly|past|above|beyond|exceeding|below|up to)|"
                     r"(?P<sym>>=|<=|[<>≥≤=]))?\s*\b(?P<n>\d+)(?P<plus>\+)?"
                     r"(?: or (?P<more>more|fewer|less|over|under))? (?:\w+ )?(?P<what>episodes|eps|volumes|vols)\b"
-                    r"(?: or (?P<after>more|fewer|less|over|under|above|below))?|"
+                    r"(?: or (?P<after>more|fewer|less|over|under|above|below)|\s+(?P<cap>max|maximum|tops|min|minimum)\b)?|"
                     r"(?P<what2>episodes|eps|volumes|vols)\s*(?P<sym2>>=|<=|[<>≥≤=])\s*(?P<n2>\d+)\b", re.IGNORECASE)
-_MORE = {"more": "gte", "over": "gte", "above": "gte", "fewer": "lte", "less": "lte", "under": "lte", "below": "lte"}
-_COUNT_RANGE = re.compile(r"\b(?:between|from) (?P<a>\d+) (?:and|to) (?P<b>\d+) (?P<what>episodes|eps|volumes|vols)\b",
+_MORE = {"more": "gte", "over": "gte", "above": "gte", "fewer": "lte", "less": "lte", "under": "lte", "below": "lte",
+         "max": "lte", "maximum": "lte", "tops": "lte", "min": "gte", "minimum": "gte"}
+# "between 10 and 20 volumes", "12-13 eps" (and "12-13 eps max": at most the larger)
+_COUNT_RANGE = re.compile(r"(?:\b(?:between|from) (?P<a>\d+) (?:and|to) (?P<b>\d+)|\b(?P<a2>\d+)\s*[-\u2013]\s*(?P<b2>\d+)) "
+                          r"(?P<what>episodes|eps|volumes|vols)\b(?P<cap>\s+(?:max|maximum|tops|at most)\b)?",
                           re.IGNORECASE)
 _Y = r"(?:19|20)\d\d"
 _YEAR_RANGE = re.compile(rf"\b(?:between|from) (?P<a>{_Y}) (?:and|to|-) (?P<b>{_Y})\b", re.IGNORECASE)
@@ -166,16 +169,18 @@ def parse_filter(q: str) -> Filter | None:
     rest = f"{pre} {post}"
     for cm in _COUNT_RANGE.finditer(rest):
         fld = "episode_count" if cm.group("what").lower().startswith("ep") else "volumes"
-        lo, hi = sorted((int(cm.group("a")), int(cm.group("b"))))
-        f.where += [{"field": fld, "op": "gte", "value": lo}, {"field": fld, "op": "lte", "value": hi}]
+        lo, hi = sorted((int(cm.group("a") or cm.group("a2")), int(cm.group("b") or cm.group("b2"))))
+        if not cm.group("cap"):
+            f.where.append({"field": fld, "op": "gte", "value": lo})
+        f.where.append({"field": fld, "op": "lte", "value": hi})
     rest = _COUNT_RANGE.sub(" ", rest)
     for cm in _COUNT.finditer(rest):
         what, n = cm.group("what") or cm.group("what2"), int(cm.group("n") or cm.group("n2"))
         fld = "episode_count" if what.lower().startswith("ep") else "volumes"
         if sym := cm.group("sym") or cm.group("sym2"):
             op = _SYMBOLS[sym]
-        elif cm.group("plus") or cm.group("more") or cm.group("after"):
-            op = _MORE.get((cm.group("more") or cm.group("after") or "more").lower(), "gte")
+        elif cm.group("plus") or cm.group("more") or cm.group("after") or cm.group("cap"):
+            op = _MORE.get((cm.group("more") or cm.group("after") or cm.group("cap") or "more").lower(), "gte")
         else:
             op = _NUM_WORDS.get((cm.group("op") or "exactly").lower(), "eq")
         f.where.append({"field": fld, "op": op, "value": n})

@@ -345,7 +345,7 @@ def _dummy_it(text: str, at: int) -> bool:
 
 # a studio or a director asked of what a pointing word after it points at ("which studio made that one")
 _MADE_OF = re.compile(r"\b(?:studios?\s+(?:made|animated|produced|did|behind|for|of)|(?:who|which \w+)\s+(?:directed|"
-                      r"animated))\s+$", re.IGNORECASE)
+                      r"animated)|(?:directors?|composers?|studios?)\s+(?:for|of|on|behind))\s+$", re.IGNORECASE)
 # a noun the asked words are said of, before the pronoun it is of ("the studio behind it", "the director of that")
 _OWNER = re.compile(r"\b(?:the|that|this)\s+[a-z]+\s+(?:behind|of|for|on|that (?:made|animated|directed|wrote)|who "
                     r"(?:made|animated|directed|wrote))\s+$", re.IGNORECASE)
@@ -520,7 +520,10 @@ def _referents(p: _Point, context: ConversationContext) -> list[Named]:
             return [n for n in said if n.ref.entity_type in p.kinds][:MAX_CHOSEN] or said[:MAX_CHOSEN]
         news = _new(latest.answers, told) if latest is not None else []
         if latest is not None and len(news) >= 2:
-            return [n for n in news if n.ref.entity_type in p.kinds][:MAX_PLURAL] or news[:MAX_PLURAL]
+            fitting = [n for n in news if n.ref.entity_type in p.kinds]
+            if not fitting and len(latest.subjects) >= 2 and all(s.ref.entity_type in p.kinds for s in latest.subjects):
+                return latest.subjects[:MAX_PLURAL]  # "directors for each?" after two works' studios: the works
+            return fitting[:MAX_PLURAL] or news[:MAX_PLURAL]
         if latest is not None and len(latest.subjects) >= 2 and not news:
             return latest.subjects[:MAX_PLURAL]
     # "it" is a work before it is a studio ("who animated X?" "when did it start?": X)

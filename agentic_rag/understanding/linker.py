@@ -593,7 +593,8 @@ def _seasons_later(tokens: list[Token]) -> list[tuple[str, int, Token, Token]]:
         # (season 1 is the name itself, and "from season 1 through ..." a run along the chain; a part is named by its
         # number, "part 1" too; season 1 set against another season is that season: "season 1 vs season 2")
         if season is not None and season[0] in ("season", "year", "part") and (
-                season[1] > 1 or season[0] != "season" or _paired(tokens[j + season[2]:])):
+                season[1] > 1 or season[0] != "season" or _paired(tokens[j + season[2]:]) or (
+                    j > 0 and tokens[j - 1].key in _COMPARED_WITH)):
             out.append((season[0], season[1], t, tokens[j + season[2] - 1]))
             j += season[2]
             continue
@@ -602,6 +603,8 @@ def _seasons_later(tokens: list[Token]) -> list[tuple[str, int, Token, Token]]:
 
 
 _PAIRING = frozenset(("vs", "versus", "or", "and", "&"))
+# season 1 said as the other side of a comparison ("a different studio than s1")
+_COMPARED_WITH = frozenset(("than", "vs", "versus"))  # (not "from season 1 through ...": a run)
 
 
 def _paired(after: list[Token]) -> bool:

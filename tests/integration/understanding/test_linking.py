@@ -431,6 +431,9 @@ async def test_a_part_said_later_may_be_a_manga_s_and_a_season_is_an_anime_s(dem
 async def test_season_1_set_against_another_season_is_the_first_title(demo: IngestReport, conn: Any) -> None:
     found = await _link(conn, "how many episodes were in spy x family season 1 vs season 2")
     assert [c.name for m in found.mentions for c in m.candidates[:1]] == ["Spy x Family", "Spy x Family Season 2"]
+    # ... and said after "than": the other side of a comparison
+    found = await _link(conn, "was opm season 2 done by a different studio than s1?")
+    assert [c.name for m in found.mentions for c in m.candidates[:1]] == ["One-Punch Man Season 2", "One-Punch Man"]
 
 
 async def test_an_english_word_after_a_possessive_is_what_the_name_has(demo: IngestReport, conn: Any) -> None:

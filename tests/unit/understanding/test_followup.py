@@ -423,3 +423,12 @@ def test_that_one_after_which_studio_made_is_the_show_not_its_director() -> None
     # the subject of the verb is whoever it is ("what else did they direct": the director)
     assert resolve("what else did they direct?", None, context(DIRECTED), read).text == \
         "what else did Tetsurō Araki direct?"
+
+
+def test_each_after_a_staff_noun_is_each_work_asked_of() -> None:
+    """"directors for each?" after two works' studios were compared: each work, not each studio the answer named."""
+    last = turn("was opm season 2 done by a different studio than s1?",
+                subjects=(named("One-Punch Man Season 2", "anime"), named("One-Punch Man", "anime")),
+                answers=(named("J.C.Staff", "studio"), named("Madhouse", "studio")))
+    f = resolve("directors for each?", None, context(last), read)
+    assert f.text == "directors for One-Punch Man Season 2 and One-Punch Man?", f.how

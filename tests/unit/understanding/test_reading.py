@@ -555,6 +555,10 @@ def test_catalog_lists_said_many_ways() -> None:
         return [(c["field"], c["op"], c["value"]) for c in f.where]
 
     assert where("list every ova") == [("format", "eq", "ova")]
+    # a range said with a dash, and capped by "max": at most its larger end
+    assert where("anime with 12-13 episodes") == [("episode_count", "gte", 12), ("episode_count", "lte", 13)]
+    assert where("short comedy anime, like 12-13 eps max") == [("episode_count", "lte", 13)]
+    assert where("anime of 13 eps max") == [("episode_count", "lte", 13)]
     assert where("which anime in here are OVAs? just want the list") == [("format", "eq", "ova")]
     assert where("which studios were set up pre-2000?") == [("founded", "lt", 2000)]
     assert where("Which manga go past 40 tankobon volumes?") == [("volumes", "gt", 40)]
