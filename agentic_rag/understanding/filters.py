@@ -45,12 +45,14 @@ _COUNT = re.compile(r"(?:\b(?P<op>no more than|no fewer than|more than|over|at l
                     r"at most|exactly|past|above|beyond|exceeding|below|up to)|"
                     r"(?P<sym>>=|<=|[<>≥≤=]))?\s*\b(?P<n>\d+)(?P<plus>\+)?"
                     r"(?: or (?P<more>more|fewer|less|over|under))? (?:\w+ )?(?P<what>episodes|eps|volumes|vols)\b"
-                    r"(?: or (?P<after>more|fewer|less|over|under|above|below)|\s+(?P<cap>max|maximum|tops|min|minimum)\b)?|"
+                    r"(?: or (?P<after>more|fewer|less|over|under|above|below)|"
+                    r"\s+(?P<cap>max|maximum|tops|min|minimum)\b)?|"
                     r"(?P<what2>episodes|eps|volumes|vols)\s*(?P<sym2>>=|<=|[<>≥≤=])\s*(?P<n2>\d+)\b", re.IGNORECASE)
 _MORE = {"more": "gte", "over": "gte", "above": "gte", "fewer": "lte", "less": "lte", "under": "lte", "below": "lte",
          "max": "lte", "maximum": "lte", "tops": "lte", "min": "gte", "minimum": "gte"}
 # "between 10 and 20 volumes", "12-13 eps" (and "12-13 eps max": at most the larger)
-_COUNT_RANGE = re.compile(r"(?:\b(?:between|from) (?P<a>\d+) (?:and|to) (?P<b>\d+)|\b(?P<a2>\d+)\s*[-\u2013]\s*(?P<b2>\d+)) "
+_COUNT_RANGE = re.compile(r"(?:\b(?:between|from) (?P<a>\d+) (?:and|to) (?P<b>\d+)|"
+                          r"\b(?P<a2>\d+)\s*[-\u2013]\s*(?P<b2>\d+)) "
                           r"(?P<what>episodes|eps|volumes|vols)\b(?P<cap>\s+(?:max|maximum|tops|at most)\b)?",
                           re.IGNORECASE)
 _Y = r"(?:19|20)\d\d"

@@ -86,7 +86,8 @@ _WORKS_NOUN = (r"(?:anime|animes|manga|mangas|shows?|series|movies?|films?|title
 WANTED = re.compile(r"\b(?:any|another|some|something|anything|other|others|more|(?:is|are) there an?)\b"
                     r"(?:[\s,/-]+(?!(?:did|does|do|has|"
                     rf"have|had|is|are|was|were)\b)[\w'-]+){{0,5}}?[\s/-]+(?:{_WORKS_NOUN}|else)\b", re.IGNORECASE)
-ANOTHER = re.compile(r"\b(?:wants?|wanna|needs?|looking for|look for|give me|gimme|get me|show me|find me|craving|would like|"
+ANOTHER = re.compile(r"\b(?:wants?|wanna|needs?|looking for|look for|give me|gimme|get me|show me|find me|craving|"
+                     r"would like|"
                      r"i'?d like|"
                      r"point me (?:to|towards?)|in the mood for|hook me up with)\s+"
                      # ("want to READ a superhero manga": the act wanted, then the work)
