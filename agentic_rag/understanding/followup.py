@@ -36,6 +36,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention
+from agentic_rag.protocol.links import MAX_MENTIONS
 from agentic_rag.protocol.conversation import ConversationContext, Named, PastTurn
 from agentic_rag.protocol.reading import Analysis
 from agentic_rag.protocol.vocabulary import EntityType
@@ -46,7 +47,7 @@ from agentic_rag.understanding.text import dictionary_words, link_key, tokenize
 from agentic_rag.understanding.unknown import SCOPE_BEFORE
 
 MAX_PLURAL = 5  # names "they" may stand for
-MAX_CHOSEN = 10  # names "which one" chooses among
+MAX_CHOSEN = MAX_MENTIONS  # names "which one" chooses among (no more than linking reads back)
 
 PERSON: tuple[EntityType, ...] = ("person", "character")
 WORK: tuple[EntityType, ...] = ("anime", "manga", "franchise")
@@ -261,6 +262,7 @@ class _Point:
     few: int = 0  # ... and how many places from it ("the first two"); 0: one
     form: str | None = None  # "the manga": that form of the latest work
     choosing: bool = False  # "which one": one of the names before, said "which of A and B"
+    whole: bool = False  # "which of those": one of the whole list the answer said
     gender: str | None = None  # "he" or "she": a character whose description says the other is not meant
     said_gender: bool = False  # "the girl": only a name whose description says the gender is meant
 
@@ -316,7 +318,9 @@ def _points(text: str, mentions: list[LinkedMention]) -> list[_Point]:
         if free(m.start(), m.end()) and not any(p.start <= m.start() < p.end for p in out) and sum(
                 x.start >= m.end() for x in mentions) < 2:
             kinds = _NOUN_KINDS[m.group("noun").lower()] if m.group("noun") else ANY
-            out.append(_Point(m.start(), m.end(), m.group(0), kinds, plural=True))
+            whole = re.search(r"\b(?:which|what|who)(?:\s+one)?\s+of\s+$|\b(?:out of|among(?:st)?)\s+$",
+                              text[:m.start()], re.IGNORECASE) is not None
+            out.append(_Point(m.start(), m.end(), m.group(0), kinds, plural=True, whole=whole))
     for m in PRONOUN.finditer(text):
         word = m.group("p").lower()
         if not free(m.start(), m.end()) or any(p.start <= m.start() < p.end for p in out):
@@ -453,7 +457,8 @@ def _pointing(body: str, mentions: list[LinkedMention], context: ConversationCon
                 said = f"the {base or names[0].name} {p.form}"
             elif len(names) == 1 and not p.plural:  # ("all of them" meant one name: which reading is not settled)
                 pinned[names[0].name] = names[0].ref
-            elif len(names) > 1 and all(n in subjects for n in names):
+            elif len(names) > 1 and (all(n in subjects for n in names) or p.whole or p.choosing):
+                # (or one of a list the answer said: each the entity it listed)
                 # "which one started first" after "the bleach manga or naruto's": the names asked about, each as meant
                 pinned |= {n.name: n.ref for n in names}
             if p.possessive and said.endswith("s") and len(names) > 1:
@@ -514,7 +519,7 @@ def _referents(p: _Point, context: ConversationContext) -> list[Named]:
     if p.plural:
         latest = next((t for t in turns if t.answers or t.subjects), None)
         said = [n for n in latest.answers if n.listed] if latest is not None else []
-        if p.choosing and len(said) >= 2:
+        if (p.choosing or p.whole) and len(said) >= 2:
             # "which one has the fewest episodes": one of the list the answer said, every one of it, the name asked
             # included when the list says it
             return [n for n in said if n.ref.entity_type in p.kinds][:MAX_CHOSEN] or said[:MAX_CHOSEN]

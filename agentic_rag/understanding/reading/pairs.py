@@ -67,6 +67,17 @@ def _compared_by_words(x: _Two) -> bool:
         x.joined("or") and ("first" in w.set or w.has(*C.CAME_OUT_PHRASES)))
 
 
+_FIRST_LAST = frozenset(("first", "earliest", "oldest", "newest", "latest"))
+
+
+def _which_first(x: _Two) -> bool:
+    """"which of A, B and C came out first", "which of these is the most recent": the works ranked by when."""
+    w = x.w
+    return x.titles and "which" in w.set and (bool(w.set & _FIRST_LAST) or w.has("most recent")) and (
+        w.any(C.YEAR) or w.has(*C.CAME_OUT_PHRASES) or bool(w.set & (_FIRST_LAST - {"first"})) or
+        w.has("most recent"))
+
+
 # How two names are read, the first rule that holds; none: the question is about one of them.
 PAIR_RULES: tuple[tuple[str, Callable[[_Two], bool], Pair], ...] = (
     ("sign or same", _compared_by_sign, "compare"),
@@ -74,6 +85,7 @@ PAIR_RULES: tuple[tuple[str, Callable[[_Two], bool], Pair], ...] = (
     ("compare words", _compared_by_words, "compare"),
     ("before or after", lambda x: x.works and x.w.any(C.BEFORE_AFTER) and (  # "did X air before Y"
         x.w.any(C.YEAR | C.FOUNDED | C.ENDED) or x.w.has(*C.CAME_OUT_PHRASES)), "compare"),
+    ("which came first", _which_first, "compare"),
     ("worked on both", lambda x: x.works and x.w.any(C.WORKED | C.BOTH), "relation"),
     ("related", lambda x: x.w.any(C.RELATED) or (x.w.any(C.FAMILY | C.MENTOR) and x.people), "relation"),
     ("two people", lambda x: x.people and not x.titles, "relation"),

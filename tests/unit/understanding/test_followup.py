@@ -432,3 +432,13 @@ def test_each_after_a_staff_noun_is_each_work_asked_of() -> None:
                 answers=(named("J.C.Staff", "studio"), named("Madhouse", "studio")))
     f = resolve("directors for each?", None, context(last), read)
     assert f.text == "directors for One-Punch Man Season 2 and One-Punch Man?", f.how
+
+
+def test_which_of_those_chooses_among_the_whole_list_the_answer_said() -> None:
+    """"which of those is the most recent" after eight works listed: all eight, each the entity listed (not the first
+    five "they" may stand for)."""
+    works = [named(f"Zorb {i}", "anime").model_copy(update={"listed": True}) for i in range(1, 9)]
+    ctx = context(turn("what anime did zorbhouse make", subjects=(named("Zorbhouse", "studio"),),
+                       answers=tuple(works)))
+    f = resolve("which of those is the most recent", None, ctx, read)
+    assert all(w.name in f.text for w in works) and set(f.pinned) == {w.name for w in works}

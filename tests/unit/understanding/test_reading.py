@@ -1097,3 +1097,9 @@ def test_the_works_two_characters_appear_in_are_each_one_s_not_their_relation() 
     a = read(q, links(q, ("kushina", [cand("character", "Kushina Uzumaki")]),
                       ("minato", [cand("character", "Minato Namikaze")])))
     assert a.intent == "relation"
+
+
+def test_which_of_several_titles_came_first_ranks_them_by_year() -> None:
+    q = "which of zorb, quux and blip came out first"
+    a = read(q, links(q, ("zorb", work("Zorb")), ("quux", work("Quux")), ("blip", work("Blip"))))
+    assert a.intent == "compare" and a.mentions == ["zorb", "quux", "blip"] and a.compare_field == "year"
