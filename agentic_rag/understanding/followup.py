@@ -36,8 +36,8 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 
 from agentic_rag.protocol import EntityLinks, EntityRef, LinkCandidate, LinkedMention
-from agentic_rag.protocol.links import MAX_MENTIONS
 from agentic_rag.protocol.conversation import ConversationContext, Named, PastTurn
+from agentic_rag.protocol.links import MAX_MENTIONS
 from agentic_rag.protocol.reading import Analysis
 from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding import cues as C
