@@ -38,7 +38,12 @@ def _focus(question: str, links: EntityLinks | None) -> _Question:
     # a long message: read the sentences that ask (and the one naming what they ask about), not the story
     asked = asking(question)
     question = focus(question, [(m.start, m.end) for m in linked])
-    kept, dropped = _settings(question, _distinct([m for m in linked if question[m.start:m.end].strip()]))
+    present = [m for m in linked if question[m.start:m.end].strip()]
+    distinct = _distinct(present)
+    # a name said again ("X - who's the new character in X") is the name once: its words ask nothing ("film"); a
+    # work said again is "it" there, as it would be typed
+    repeats = [m for m in present if m not in distinct]
+    kept, dropped = _settings(question, distinct)
     if kept and not any(a <= m.start < b for a, b in asked for m in kept):
         # the asking sentences name nothing: "he", "that series" say which of the names before they mean
         refers: set[str] = {"person": {"person", "character"}, "work": {"anime", "manga", "franchise"}}.get(
@@ -46,6 +51,9 @@ def _focus(question: str, links: EntityLinks | None) -> _Question:
         kept = [m for m in kept if _readings(m) & refers] or kept
     for lo, hi in dropped:
         question = question[:lo] + " " * (hi - lo) + question[hi:]
+    for m in repeats:
+        said = "it" if _readings(m) & {"anime", "manga", "franchise"} and m.end - m.start >= 2 else ""
+        question = question[:m.start] + said.ljust(m.end - m.start) + question[m.end:]
     # "the manga one rather than the anime", "before it ended": words that ask for nothing
     question = _UNASKED.sub(lambda x: " " * len(x.group()), question)
     tokens = tokenize(question)

@@ -12,6 +12,7 @@ import pytest
 from agentic_rag.protocol import AskHint, EntityLinks, EntityRef, LinkCandidate, LinkedMention
 from agentic_rag.understanding.asks import confident, masked
 from agentic_rag.understanding.reading import open_types, read
+from agentic_rag.understanding.reading.focus import _focus
 
 _ids = itertools.count(1)
 
@@ -1103,3 +1104,19 @@ def test_which_of_several_titles_came_first_ranks_them_by_year() -> None:
     q = "which of zorb, quux and blip came out first"
     a = read(q, links(q, ("zorb", work("Zorb")), ("quux", work("Quux")), ("blip", work("Blip"))))
     assert a.intent == "compare" and a.mentions == ["zorb", "quux", "blip"] and a.compare_field == "year"
+
+
+def test_a_work_named_twice_is_one_name_and_its_words_ask_nothing() -> None:
+    """"X Film: Red - who's the new character in X Film: Red": the second time is "it"; its "film" asks for no
+    films of the franchise."""
+    q = "Zorb Film: Red - who's the new character in Zorb Film: Red"
+    zorb = [cand("anime", "Zorb Film: Red")]
+    ls = links(q, ("Zorb Film: Red", zorb))
+    second = q.rindex("Zorb Film: Red")
+    ls = ls.model_copy(update={"mentions": [*ls.mentions, ls.mentions[0].model_copy(
+        update={"start": second, "end": second + len("Zorb Film: Red")})]})
+    f = _focus(q, ls)
+    assert [m.start for m in f.mentions] == [0] and "film" not in f.text[second:].lower()
+    assert f.text[second:].startswith("it ")
+    a = read(q, ls)
+    assert not a.hops and a.attr is None
