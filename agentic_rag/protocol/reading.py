@@ -142,6 +142,9 @@ class Analysis:
     # words, which the answer's quoted sentences (of the records' descriptions) are chosen by, nearest in meaning;
     # empty: none is asked
     explain: str = ""
+    # the results of this reading less those of ``more[0]`` are the answer ("which demon slayer anime is zenitsu
+    # missing from": the franchise's anime, less his)
+    minus: bool = False
     # words asked of whom the hops reach that the catalog holds only in descriptions ("who is luffy's dad and what
     # does he do"): the reached records' sentences nearest them are quoted
     describe: str = ""

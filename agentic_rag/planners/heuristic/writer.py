@@ -71,7 +71,38 @@ def draft(inp: DraftInput) -> DraftAnswer:
     a = reading_of(inp)
     if not a.mentions and a.filter is None and image_attached(inp.cards):
         return _by_image(inp)
+    if a.minus and a.more:
+        return _minus(inp, a)
     return _unanswered(_draft(inp, a) if not a.more else _parts(inp, a), a)
+
+
+def _minus(inp: DraftInput, a: Analysis) -> DraftAnswer:
+    """A set difference ("which demon slayer anime is zenitsu missing from"): what the first chain reaches less what
+    the second does, said with both sets' names cited."""
+    first, other = dataclasses.replace(a, more=[], minus=False), a.more[0]
+    drafts = [_draft(inp, first), _draft(inp, other)]
+    weakest = min(drafts, key=lambda d: d.confidence)
+    if weakest.confidence < 0.6:
+        return weakest  # a chain is pending or reached nothing: that is what the run must hear
+    pa, pb = progress(first, inp.cards, inp.question), progress(other, inp.cards, inp.question)
+    kept, taken = (p.levels[-1] if p.levels else [] for p in (pa, pb))
+    gone = {e.ref.id for e in taken}
+    left = [e for e in kept if e.ref.id not in gone]
+    x = next((bare(r.entity.name) for r in pa.found if r.entity is not None), "")
+    y = next((bare(r.entity.name) for r in pb.found if r.entity is not None), "")
+    names = [bare(e.name) for e in left]
+    if other.hops and other.hops[-1].edges == ("appears_in",):  # works: where the character is not
+        text = (f"{y} does not appear in {join(names)}; of the {x} anime in the catalog, {y} appears in the other "
+                f"{len(kept) - len(left)}." if left else f"{y} appears in every {x} anime in the catalog.")
+    else:  # characters: who of one work's cast the other lacks
+        cast = "main characters" if a.hops and a.hops[-1].roles == ("main",) else "characters"
+        text = (f"Of the {cast} of {x}, {join(names)} {'does' if len(names) == 1 else 'do'} not appear in {y}."
+                if left else f"Every one of the {cast} of {x} appears in {y}.")
+    sources = [r.entity.ref for p in (pa, pb) for r in p.found if r.entity is not None]
+    return _result(text, sources, [e.ref for e in left], confidence=0.8,
+                   facts=[f"{x}: {join([bare(e.name) for e in kept], limit=50)}",
+                          f"{y}: {join([bare(e.name) for e in taken], limit=50)}"],
+                   citations=[x, y])
 
 
 def _unanswered(d: DraftAnswer, a: Analysis) -> DraftAnswer:

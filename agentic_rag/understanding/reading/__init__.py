@@ -31,6 +31,7 @@ from agentic_rag.understanding.reading.counts import _together
 from agentic_rag.understanding.reading.explain import _explained
 from agentic_rag.understanding.reading.focus import _focus, _Question
 from agentic_rag.understanding.reading.members import members_asked
+from agentic_rag.understanding.reading.minus import read_minus
 from agentic_rag.understanding.reading.pairs import _forms, _guess, _read_pair
 from agentic_rag.understanding.reading.parts import _read_parts
 from agentic_rag.understanding.reading.recommend import read_recommendation
@@ -51,6 +52,8 @@ def read(question: str, links: EntityLinks | None) -> Analysis:
     whole, first (:mod:`.among`): its list is no set of parts, and its "not" no aside."""
     if (choice := _among(question, links)) is not None:
         return choice
+    if (difference := read_minus(question, links)) is not None:
+        return difference
     said = links.mentions if links is not None else []
     question, links, excluded = _except(question, links)
     # a studio left out ("made by some studio other than Madhouse"): a condition on recommended works

@@ -175,6 +175,18 @@ async def test_a_relation_the_graph_lacks_quotes_what_the_record_says(orchestrat
     assert "needles" in r.answer and "Illumi Zoldyck" in r.citations
 
 
+async def test_a_set_less_another_set_is_answered_from_both_chains(orchestrator: Orchestrator) -> None:
+    """Set differences over what retrieval returns: the franchise's anime less the character's; one work's main
+    characters less another's cast. The names left are the results."""
+    r = (await orchestrator.run("which demon slayer anime is zenitsu missing from")).response
+    assert r.status == "answered" and r.answer.startswith(
+        "Zenitsu Agatsuma does not appear in Demon Slayer: Kimetsu no Yaiba - Swordsmith Village Arc;"), r.answer
+    assert [e.entity_type for e in r.result_entities] == ["anime"]
+    r = (await orchestrator.run("which of the jjk season 1 main characters don't show up in the jjk 0 movie")).response
+    assert r.answer.startswith("Of the main characters of Jujutsu Kaisen, ") and "Yuji Itadori" in r.answer
+    assert "Satoru Gojo" not in r.answer and len(r.result_entities) >= 3
+
+
 async def test_what_someone_a_relation_reaches_does_is_quoted_from_their_record(orchestrator: Orchestrator) -> None:
     """"what does yor's brother do": the brother, and the sentence of his description nearest what is asked, cited."""
     r = (await orchestrator.run("what does yor's brother do")).response
