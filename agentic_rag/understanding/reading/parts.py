@@ -385,6 +385,11 @@ _TOPIC_PARTS = re.compile(r"\s*(?:,(?!\s*or\b)|;|\?+)\s*(?:(?:and|also|plus|&)\s
                           re.IGNORECASE)
 
 
+_ASKS_IN_WORDS = re.compile(r"\b(?:who|whom|whose|what|which|when|where|why|how|is|are|was|were|did|does|do)\b",
+                            re.IGNORECASE)
+_NOUN_PARTS = re.compile(rf"{_TOPIC_PARTS.pattern}|\s*(?:\+|&)\s*|\s+(?:and|plus)\s+", re.IGNORECASE)
+
+
 # a topic said first and set apart by a comma: "For X, ...", "About X, ...", "Regarding X, ..."
 _INTRO = re.compile(r"^\s*(?:for|about|regarding|re|as for|on|concerning)\b[^,?!.]*,", re.IGNORECASE)
 
@@ -405,7 +410,9 @@ def _topic(text: str, linked: list[LinkedMention]) -> tuple[tuple[int, int], lis
     if _CHAINED.search(text[colon[1]:]) and _INTRO.match(text) is None:
         return None  # "jjk 0 movie - what manga is it adapted from and where did that run": one chain, read whole
     parts, start = [], colon[1]
-    for cut in _TOPIC_PARTS.finditer(text, colon[1]):
+    # a list of what is asked with no asking word ("csm anime: studio + episode count?"): "and", "+", "&" part it too
+    cuts = _TOPIC_PARTS if _ASKS_IN_WORDS.search(text[colon[1]:]) else _NOUN_PARTS
+    for cut in cuts.finditer(text, colon[1]):
         parts.append((start, cut.start()))
         start = cut.end()
     parts.append((start, len(text)))

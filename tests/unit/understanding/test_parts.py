@@ -116,6 +116,10 @@ def test_a_topic_named_first_is_what_every_part_after_it_asks_of() -> None:
     a = read(q, links(q, ("trigun", TRIGUN)))
     assert {x.attr for x in (a, *a.more)} >= {"episode_count", "year"}
     assert any(x.hops and x.hops[0].edges == ("staff",) for x in (a, *a.more))
+    # ... joined by "+" or "and", with no question word ("csm anime: studio + episode count?")
+    for q in ("trigun anime: studio + episode count?", "trigun anime: studio and episode count?"):
+        a = read(q, links(q, ("trigun", TRIGUN)))
+        assert [x.hops[0].edges if x.hops else x.attr for x in (a, *a.more)] == [("animated_by",), "episode_count"], q
 
 
 def test_a_colon_inside_a_title_or_parts_that_chain_are_no_topic() -> None:
