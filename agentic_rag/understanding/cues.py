@@ -268,5 +268,6 @@ UNRECORDED: tuple[tuple[re.Pattern[str], str], ...] = (
     (re.compile(r"\b(?:voice actors?|voice actress(?:es)?|voice cast|voiced|voices|voicing|seiyuus?|dubbed|"
                 r"(?:english|japanese|german|spanish|french) dub|\bvas?\b)\b", re.IGNORECASE), "voice actors"),
     (re.compile(r"\b(?:myanimelist|anilist|imdb|mal score|ratings?|rated)\b", re.IGNORECASE), "ratings or scores"),
-    (re.compile(r"\b(?:box office|copies sold|sales figures?|budget)\b", re.IGNORECASE), "sales or budgets"),
+    (re.compile(r"\b(?:box office|copies sold|sales figures?|budget|(?:how many|number of) copies|"
+                r"copies(?: \w+){0,5} sold|sold worldwide)\b", re.IGNORECASE), "sales or budgets"),
 )

@@ -1027,6 +1027,22 @@ ASKED_KIND = frozenset(("which", "what"))  # a word after these names the kind o
 _ALIKE = frozenset(("same", "other", "another"))  # "the same guy", "another king": a noun, as after an article
 
 
+_INTENSIFIERS = frozenset(("so", "too", "very", "basically", "pretty", "kinda", "literally", "really", "super", "hella",
+                           "insanely", "absurdly", "ridiculously", "stupidly", "way", "totally", "lowkey", "highkey"))
+_SOMEONE_IS = frozenset(("he", "she", "they", "hes", "shes", "theyre"))
+
+
+def _said_of_someone(tokens: list[Token], s: _Span) -> bool:
+    """A short word typed in lower case that says what someone is ("he's basically op", "she is so op"): slang,
+    not the title it abbreviates."""
+    t = tokens[s.start]
+    if s.length != 1 or not t.raw.islower() or len(t.key) > 3 or s.start == 0:
+        return False
+    before = [x.key for x in tokens[max(0, s.start - 2):s.start]]
+    return before[-1] in _INTENSIFIERS or before[-1] in _SOMEONE_IS or (
+        len(before) >= 2 and before[-2] in _SOMEONE_IS and before[-1] in ("is", "s", "was", "are", "were"))
+
+
 def _common_noun(tokens: list[Token], s: _Span) -> bool:
     """A lowercase English word after an article, or after a name's possessive, is a noun, not a name: "the king
     of the pirates" is not the character King (who is still found as "King" or "who is king"), and "anya's power"
@@ -1083,7 +1099,8 @@ def _choose(question: str, tokens: list[Token], spans: list[_Span]) -> list[Link
         chosen.append(s)
     loose = {s.start: s.best()[0] for s in chosen if s.length == 1 and s.best()[0] > _rank("exact")}
     chosen = [s for s in chosen if not _inside_unknown_name(tokens, s, taken, loose)
-              and not _common_noun(tokens, s) and not _hyphened(question, tokens, s, taken, loose)
+              and not _common_noun(tokens, s) and not _said_of_someone(tokens, s)
+              and not _hyphened(question, tokens, s, taken, loose)
               and not _in_title_cased_noun(tokens, s, taken)]
     out: list[LinkedMention] = []
     for s in sorted(chosen, key=lambda s: s.start)[:MAX_MENTIONS]:

@@ -192,13 +192,13 @@ _FOREIGN_SLOTS = (_TITLE_SLOT, *(re.compile(p, re.IGNORECASE) for p in (
     rf"\bthan\s+{_PHRASE}",
     # what a studio or person made ("did mappa also make vinland saga"), whose a work is ("is jojo's bizarre adventure
     # by the same araki")
-    rf"\b(?:make|made|animate|animated|produce|produced|direct|directed|write|wrote|draw|drew|create|created)\s+"
-    rf"{_PHRASE}\s*(?:[?!.,;:\u2014\u2013]|\s-\s|$|\band\b|\btoo\b)",
+    rf"\b(?:make|made|animate|animated|produce|produced|direct|directed|write|wrote|draw|drew|create|created|"
+    rf"(?:also|even|ever) do)\s+{_PHRASE}\s*(?:[?!.,;:\u2014\u2013]|\s-\s|$|\band\b|\btoo\b)",
     rf"\b(?:is|was)\s+{_PHRASE}\s+(?:by|from)\s",
     rf"\b(?:is|was|are|were)\s+{_LAZY}\s+(?:just\s+|really\s+|about\s+)?as\s+\w+\s+as\b",  # "as brutal as"
     # a member asked of a group ("Was Beyond Birthday one of L's successors")
     rf"\b(?:is|was|are|were)\s+{_LAZY}\s+(?:(?:really|actually|ever|also)\s+)?(?:one of|part of|a member of|"
-    rf"among|in)\s+(?:\w+(?:'s|’s)|the|his|her|their)\s",
+    rf"among|in)\s+(?:\w+(?:'s|’s)|the|his|her|their|my)\s",
     # who made something ("did kyoto animation work on any demon slayer season"), one side of "X has more ... than"
     rf"\b(?:did|does|do|has|have|had)\s+{_LAZY}\s+(?:(?:ever|also|even|just|really|actually|not|never)\s+)?"
     rf"(?:work(?:ed)?\s+on|animated?|make|made|"

@@ -39,7 +39,7 @@ MAX_GROUP_WORDS = 4  # words a group the catalog has no entry for may run to ("l
 
 # a negation cue; "not counting", "but not", "not including" leave something out of a sum instead (asides.py)
 _NEGATION = re.compile(r"\b(?:not|no|nobody|never|none|neither|nor|isnt|wasnt|arent|werent|doesnt|didnt|dont|"
-                       r"hasnt|havent|hadnt|aint|wont|cant|couldnt)\b|n['’]t\b", re.IGNORECASE)
+                       r"hasnt|havent|hadnt|aint|wont|cant|couldnt|missing|absent)\b|n['’]t\b", re.IGNORECASE)
 _NOT_NEGATION = re.compile(r"\b(?:not (?:counting|including|the (?:anime|manga|movies?|films?|shows?))|but not|"
                            r"rather than|other than)\b", re.IGNORECASE)
 # the question picks among the names it lists
@@ -56,6 +56,7 @@ _COMPARING = re.compile(rf"\b(?:{'|'.join(sorted(C.COMPARATIVE | C.COMPARE))}|mo
 _LEFT_OUT = re.compile(rf"(?:{_EXCEPT.pattern})\W*$", re.IGNORECASE)
 # what stands between two items of a list
 _SEPARATOR = re.compile(r"[\s,/&]*(?:\b(?:and|or|nor)\b[\s,]*)?(?:the\s+)?", re.IGNORECASE)
+_FORM_SAID = re.compile(r"^\s*(?:tv\s+)?(?:series|show|anime|manga|movie|film|ova)\b", re.IGNORECASE)
 _SPLIT = re.compile(r"\s*(?:,|/|&|\bor\b|\band\b|\bnor\b)\s*", re.IGNORECASE)
 # where a list after a colon or a dash ends: a sentence's end (not the dot of "1.0")
 _LIST_END = re.compile(r"[?!;]|\.(?=\s|$)")
@@ -233,8 +234,9 @@ def _listed(question: str, links: EntityLinks) -> list[_Item]:
     best: list[_Item] = []
     run: list[_Item] = []
     for item in items:
-        if run and _SEPARATOR.fullmatch(question[run[-1].end:item.start]) and \
-                re.search(r"[,/&]|\b(?:and|or|nor)\b", question[run[-1].end:item.start]):
+        # (the form an item is said with is the item's: "the Cowboy Bebop TV series, ...")
+        between = _FORM_SAID.sub("", question[run[-1].end:item.start].lstrip(")"), count=1) if run else ""
+        if run and _SEPARATOR.fullmatch(between) and re.search(r"[,/&]|\b(?:and|or|nor)\b", between):
             run.append(item)
         else:
             run = [item]

@@ -453,3 +453,10 @@ async def test_a_family_beside_the_characters_asked_about_is_no_name_to_choose(d
     assert _spans(found) == ["Mikasa"]
     found = await _link(conn, "who is in the Zoldyck family?")  # asked about alone, it stays
     assert _spans(found) == ["Zoldyck"]
+
+
+async def test_a_short_word_saying_what_someone_is_is_no_title(demo: IngestReport, conn: Any) -> None:
+    """"he's basically op": slang for what he is, not One Piece; "is op finished" still names it."""
+    found = await _link(conn, "in mob psycho, why does mob hold back his powers when he's basically op?")
+    assert "op" not in _spans(found)
+    assert _spans(await _link(conn, "is op finished")) == ["op"]

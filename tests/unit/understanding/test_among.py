@@ -173,3 +173,15 @@ def test_a_group_named_after_one_of_and_a_cue_word_beside_others() -> None:
     q = "wolfwood, meryl, milly.. which one is NOT an s-class hero?"
     a = read(q, links(q, *((n, char(n)) for n in ("wolfwood", "meryl", "milly"))))
     assert a.among is not None and a.among.group == ("s", "class", "hero")
+
+
+def test_missing_from_negates_and_a_list_says_items_with_their_form() -> None:
+    q = "of the main four (gon, killua, kurapika, leorio), who's missing from the Zorb OVA?"
+    a = read(q, links(q, ("gon", char("Gon")), ("killua", char("Killua")), ("kurapika", char("Kurapika")),
+                      ("leorio", char("Leorio")), ("Zorb", work("Zorb"))))
+    assert among(a)[:3] == (["gon", "killua", "kurapika", "leorio"], True, "Zorb")
+    # "the X TV series", "Y (1999)": the item's form and year are the item's own, the list runs on
+    q = "Quux, the Zorb TV series, Blip (1999), Blop: which of these were NOT animated by Bonez?"
+    a = read(q, links(q, ("Quux", work("Quux")), ("Zorb", work("Zorb")), ("Blip (1999", work("Blip")),
+                      ("Blop", work("Blop")), ("Bonez", [cand("studio", "Bonez")])))
+    assert among(a)[0] == ["Quux", "Zorb", "Blip (1999", "Blop"] and among(a)[1]

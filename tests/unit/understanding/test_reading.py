@@ -1030,6 +1030,7 @@ def test_a_title_someone_holds_is_no_work() -> None:
 
 @pytest.mark.parametrize(("question", "what"), [
     ("who voices levi in the english dub?", "voice actors"),
+    ("how many copies has the levi manga sold worldwide?", "sales or budgets"),
     ("whats levi's myanimelist score", "ratings or scores"),
 ])
 def test_what_the_catalog_records_of_nothing_is_said_unrecorded(question: str, what: str) -> None:

@@ -306,3 +306,10 @@ def test_a_known_work_only_where_an_unknown_name_is_set(question: str, known: st
 ])
 def test_a_known_work_the_unknown_name_is_asked_to_be_in_is_no_scope(question: str, known: str) -> None:
     assert not only_scope(question, _work_at(question, known), ["x"])
+
+
+def test_a_work_asked_done_too_and_a_name_asked_in_my_title_are_names() -> None:
+    assert _unknown("which studio animated frieren, and did they also do vinland saga?", ["frieren"]) == \
+        ["vinland saga"]
+    assert _unknown("is mirko in my hero academia season 6?", ["my hero academia season 6"]) == ["mirko"]
+    assert _unknown("did they also do anything else?", []) == []
