@@ -76,6 +76,7 @@ def _explained(q: _Question, a: Analysis, plan: Callable[[str], Analysis]) -> An
 
 
 # "In W, ...", "W: ...": a work said first and set apart, the scene of what is asked
+_SCENE_AFTER = re.compile(r"\b(?:in|during|throughout)\s+(?:the\s+)?$", re.IGNORECASE)
 _SCENE_END = re.compile(r"^\s*(?:[,:\u2014-]|\s-\s)")
 
 
@@ -83,6 +84,12 @@ def _scene(q: _Question, anchor: LinkedMention) -> LinkedMention | None:
     """The work a question sets its explanation in: named before ``anchor`` and set apart from the rest by a comma
     or a colon ("In Boruto: Two Blue Vortex, why is Boruto ..."), a different entity from it."""
     before = [m for m in q.mentions if m.end <= anchor.start]
+    # (the work a character is said to be in is set aside as a setting: it is among the linked names only)
+    after = next((m for m in q.linked if m.start >= anchor.end and _SCENE_AFTER.search(q.whole[:m.start])), None)
+    if not before and after is not None and _readings(after) & {"anime", "manga", "franchise"} and \
+            not _readings(after) & set(_PEOPLE) and not any(c.entity.id in {x.entity.id for x in anchor.candidates}
+                                                            for c in after.candidates):
+        return after  # "why is goku a little kid again in dragon ball gt": the work it happens in, said after
     if not before:
         return None
     m = before[-1]
@@ -105,6 +112,9 @@ def _relation_said(asked: str) -> bool:
     related"), not only after it: then it asks the relation."""
     end = _CONDITION.search(asked, 4)
     return bool({t.key for t in tokenize(asked[:end.start() if end else len(asked)])} & _RELATION_WORDS)
+
+
+_OWNER_SAID = re.compile(r"\b(?:his|her|their)\s+$", re.IGNORECASE)
 
 
 def _between_people(a: Analysis) -> bool:
@@ -136,6 +146,10 @@ def _subject(q: _Question, a: Analysis) -> LinkedMention | None:
     named = [m for m in q.mentions if m.text in a.mentions or (m.candidates and m.candidates[0].name in a.mentions)]
     if not named:
         return None
+    if _readings(named[0]) & {"anime", "manga", "franchise"} and _OWNER_SAID.search(q.whole[:named[0].start]) and (
+            owner := next((m for m in reversed(q.mentions) if m.end <= named[0].start
+                           and "character" in _readings(m)), None)) is not None:
+        return owner  # "why did ryuk drop his death note": the notebook is his, the why is Ryuk's
     others = [m for m in q.mentions if m not in named and len({c.entity.id for c in m.candidates}) == 1]
     for m in others:
         if any(c.entity.id == m.candidates[0].entity.id for c in named[0].candidates):

@@ -56,6 +56,8 @@ ASKED = re.compile(
     r"(?:something|anything|want|wanna|looking for|need|craving)\b.{0,30}\b\w+(?:'s|’s) (?:vibes?|feel|energy|"
     r"atmosphere)|"
     r"if (?:i|you) (?:liked?|loved?|enjoyed?)|"
+    # "... thats the vibe im after": the wish said as a vibe sought
+    r"(?:vibes?|feel|energy|mood) (?:i'?m|im|i am|we'?re) (?:after|looking for|going for|chasing|craving)|"
     # "got anything else that's action + comedy?": more works, described
     rf"{_SOMETHING} else (?:that'?s|thats|that is|that has|that have|with|where|like|along|in the)\b|"
     r"(?:any|some|something) good (?:anime|animes|shows?|series|movies?|films?|manga|mangas|to watch|to read)|"
@@ -226,6 +228,12 @@ def _asks_recommendation(question: str, linked: list[LinkedMention], excluded: b
             and len(part.split()) >= 2 for part in asked):
         return True
     left_out = excluded or any(_negated(question, m) for m in linked)
+    # "looking for another fantasy adventure ... not frieren obviously": seeking another of a kind, beside a work
+    # liked or left out
+    told_all = [question[a:b] for a, b in sentences(question)]
+    if any(_works(m) for m in linked) and (left_out or LIKED.search(question)) and any(
+            SEEKING.search(part) and not CREDITED.search(part) for part in told_all):
+        return True
     # "does the studio that animated it have any other shows i could check out?": works of a kind, to watch
     if any(WANTED.search(part) and (CONSUME.search(part) or not CREDITED.search(part)) and not FOLLOWS.search(part)
            for part in asked) and (

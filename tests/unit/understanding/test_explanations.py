@@ -239,3 +239,17 @@ def test_a_cause_asked_of_a_name_said_she_or_he_is_the_character_s() -> None:
     assert a.explain and a.types["Mikasa"][0] == "character"
     q = "What made Mikasa set out on a journey after the war?"  # no pronoun: the reading it had
     assert read(q, links(q, ("Mikasa", mikasa))).types["Mikasa"][0] == "anime"
+
+
+def test_a_work_the_why_happens_in_said_after_the_name_is_its_scene_too() -> None:
+    q = "wait why is vash a little kid again in trigun maximum??"
+    a = read(q, links(q, ("vash", [cand("character", "Vash the Stampede")]),
+                      ("trigun maximum", [cand("manga", "Trigun Maximum")])))
+    assert a.explain and a.together and a.mentions == ["vash", "trigun maximum"]
+
+
+def test_a_title_owned_by_the_character_named_is_a_thing_the_why_is_the_character_s() -> None:
+    """"why did ryuk drop his death note": the notebook is his; the one explained is Ryuk."""
+    q = "why did quux drop his zorb note into the human world anyway"
+    a = read(q, links(q, ("quux", [cand("character", "Quux")]), ("zorb note", [cand("anime", "Zorb Note")])))
+    assert a.explain and a.mentions[0] == "quux" and a.types["quux"][0] == "character"

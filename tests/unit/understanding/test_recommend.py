@@ -409,3 +409,17 @@ def test_a_wish_word_said_again_before_a_new_word_is_kept() -> None:
          "already finished, under 30 episodes. and not more attack on titan pls")
     a = read(q, links(q, ("aot", work("Attack on Titan")), ("attack on titan", work("Attack on Titan"))))
     assert a.recommend is not None and "dark fantasy" in a.recommend.wish, a.recommend.wish
+
+
+def test_seeking_another_of_a_kind_beside_a_work_left_out_and_a_vibe_sought() -> None:
+    q = ("zorb wrecked me emotionally (in a good way). looking for another fantasy adventure where a group travels "
+         "together. not zorb obviously")
+    ls = links(q, ("zorb", work("Zorb")))
+    again = q.rindex("zorb")
+    ls = ls.model_copy(update={"mentions": [*ls.mentions, ls.mentions[0].model_copy(
+        update={"start": again, "end": again + 4})]})
+    a = read(q, ls)
+    assert a.recommend is not None and a.exclude
+    q = "anything set in old-timey japan? like a historical setting with swords and monsters, thats the vibe im after"
+    a = read(q, EntityLinks())
+    assert a.recommend is not None and "historical" in a.recommend.wish
