@@ -219,6 +219,13 @@ def _named_back(body: str, last: PastTurn) -> Followup | None:
     "sorry, i meant mob psycho 100 season 2")."""
     points = _points(last.standalone, [])
     name = LEAD.sub("", body).strip(" ?.!,")
+    if not points and name and (season := SEASON.search(last.standalone)) is not None:
+        # "who directed season 2?" "which show's season 2?" "spy x family": that title's season
+        n = season.group("n") or _SEASON_NTH.get((season.group("nth") or "").lower())
+        if n is not None:
+            at = season.start() - (4 if last.standalone[:season.start()].lower().endswith("the ") else 0)
+            text = f"{last.standalone[:at]}{name} season {n}{last.standalone[season.end():]}"
+            return Followup(_tidy(text), [f"{season.group()!r} -> {name} season {n} (the reply to what was asked back)"])
     if not points or not name:
         return None
     p = points[0]
@@ -764,6 +771,10 @@ def unanchored(question: str, links: EntityLinks | None, a: Analysis) -> str | N
     mentions = [m for m in (links.mentions if links else []) if not _numbering(m.text)]
     if mentions or (links is not None and links.unknown) or not _needs_subject(a):
         return None
+    if not mentions and not (links is not None and links.unknown) and a.filter is None and a.recommend is None and \
+            (season := SEASON.search(question)) is not None and _untitled(question[:season.start()]):
+        # "who directed season 2?" as a conversation's first question: a season of no title named
+        return f"Which show's {season.group().lower()} do you mean? Name the title."
     points = [p for p in _points(question, mentions) if p.form is None]
     # only asking words before it: any other word may be what it points at, a name the catalog lacks included
     # ("kyoto animation - when was it founded?", "my little brother ... he's obsessed with martial arts")
@@ -772,6 +783,13 @@ def unanchored(question: str, links: EntityLinks | None, a: Analysis) -> str | N
         return None
     return (f"Who or what do you mean by \"{points[0].said}\"? Nothing was said before it that it could point at: "
             "name the title or the person.")
+
+
+def _untitled(before: str) -> bool:
+    """Whether the words before a season say no title ("who directed season 2", "does the second season"; not
+    "vinland saga season 2", a title the catalog lacks)."""
+    words = [t.key for t in tokenize(before)]
+    return not words or words[-1] in STOP or words[-1] in C.CUES
 
 
 def _needs_subject(a: Analysis) -> bool:

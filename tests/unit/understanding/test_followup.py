@@ -442,3 +442,18 @@ def test_which_of_those_chooses_among_the_whole_list_the_answer_said() -> None:
                        answers=tuple(works)))
     f = resolve("which of those is the most recent", None, ctx, read)
     assert all(w.name in f.text for w in works) and set(f.pinned) == {w.name for w in works}
+
+
+def test_a_season_of_no_title_asks_which_and_the_reply_names_the_title() -> None:
+    """"who directed season 2?" first in a conversation: whose season is asked back; "spy x family" answers it."""
+    q = "who directed season 2?"
+    assert unanchored(q, EntityLinks(), read(q, EntityLinks())) == "Which show's season 2 do you mean? Name the title."
+    q = "vinland saga season 2 how many eps"  # a title the catalog lacks is a title: said missing, not asked for
+    assert unanchored(q, EntityLinks(), read(q, EntityLinks())) is None
+    last = turn(q, status="needs_clarification")
+    zorb = named("Zorb", "anime")
+    f = resolve("zorb", mention("zorb", "zorb", zorb), context(last), read)
+    assert f.text == "who directed zorb season 2?"
+    last = turn("how many episodes does the second season have?", status="needs_clarification")
+    f = resolve("zorb", mention("zorb", "zorb", zorb), context(last), read)
+    assert f.text == "how many episodes does zorb season 2 have?"
