@@ -225,7 +225,7 @@ def _named_back(body: str, last: PastTurn) -> Followup | None:
         if n is not None:
             at = season.start() - (4 if last.standalone[:season.start()].lower().endswith("the ") else 0)
             text = f"{last.standalone[:at]}{name} season {n}{last.standalone[season.end():]}"
-            return Followup(_tidy(text), [f"{season.group()!r} -> {name} season {n} (the reply to what was asked back)"])
+            return Followup(_tidy(text), [f"{season.group()!r} -> {name} season {n} (the reply to the question back)"])
     if not points or not name:
         return None
     p = points[0]
