@@ -27,8 +27,9 @@ _HEAD = re.compile(
 _TOP = re.compile(r"^(?:which|what) (?P<what>studio|magazine|genre)s? (?:has|have|had) (?:animated|made|produced|"
                   r"serialized|published|the most)?\s*(?:the )?most (?P<noun>anime|manga|titles|shows|series)?",
                   re.IGNORECASE)
-_SOMETHING_WITH = re.compile(r"^\s*(?:(?:is|are) there\s+)?(?:anything|something|any)\s+(?:with|that has|having)\s+",
-                             re.IGNORECASE)
+_SOMETHING_WITH = re.compile(r"^\s*(?:(?:ok(?:ay)?|so|and|then|hm+|well)\W+)*(?:(?:is|are) there\s+)?"
+                             r"(?:anything|something|any)\s+(?:with|that has|having|tagged(?: as)?|tagged with|in the "
+                             r"genre(?: of)?)\s+", re.IGNORECASE)
 _PRINT = re.compile(r"\b(?:weekly|monthly|jump|magazines?|serialized|serialised|volumes?|mangaka|tankobon|"
                     r"tankōbon|published)\b", re.IGNORECASE)
 _NON_WORD = re.compile(r"[^\w&.\-]+")

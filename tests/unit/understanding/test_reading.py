@@ -556,6 +556,9 @@ def test_catalog_lists_said_many_ways() -> None:
         return [(c["field"], c["op"], c["value"]) for c in f.where]
 
     assert where("list every ova") == [("format", "eq", "ova")]
+    # "anything tagged X": works of that kind, after chatter too
+    f = parse_filter("ok. anything tagged historical then?")
+    assert f is not None and f.entity_type == "anime"
     # a range said with a dash, and capped by "max": at most its larger end
     assert where("anime with 12-13 episodes") == [("episode_count", "gte", 12), ("episode_count", "lte", 13)]
     assert where("short comedy anime, like 12-13 eps max") == [("episode_count", "lte", 13)]
