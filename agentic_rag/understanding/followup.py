@@ -536,7 +536,8 @@ def _referents(p: _Point, context: ConversationContext) -> list[Named]:
             if not fitting and len(latest.subjects) >= 2 and all(s.ref.entity_type in p.kinds for s in latest.subjects):
                 return latest.subjects[:MAX_PLURAL]  # "directors for each?" after two works' studios: the works
             return fitting[:MAX_PLURAL] or news[:MAX_PLURAL]
-        if latest is not None and len(latest.subjects) >= 2 and not news:
+        if latest is not None and len(latest.subjects) >= 2 and len(news) < 2:
+            # ("episode count for each?" after two works compared, whose answer named one studio besides them)
             return latest.subjects[:MAX_PLURAL]
     # "it" is a work before it is a studio ("who animated X?" "when did it start?": X)
     groups = [tuple(k for k in p.kinds if k in WORK), tuple(k for k in p.kinds if k not in WORK)] \

@@ -457,3 +457,11 @@ def test_a_season_of_no_title_asks_which_and_the_reply_names_the_title() -> None
     last = turn("how many episodes does the second season have?", status="needs_clarification")
     f = resolve("zorb", mention("zorb", "zorb", zorb), context(last), read)
     assert f.text == "how many episodes does zorb season 2 have?"
+
+
+def test_each_after_two_works_compared_is_both_though_the_answer_named_their_studio() -> None:
+    last = turn("whats the difference between zorb and quux",
+                subjects=(named("Zorb", "anime", "zorb"), named("Quux", "anime", "quux")),
+                answers=(named("Zorb", "anime"), named("Quux", "anime"), named("Bonez", "studio")))
+    f = resolve("episode count for each?", None, context(last), read)
+    assert f.text == "episode count for Zorb and Quux?", f.how
