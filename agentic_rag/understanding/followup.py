@@ -794,8 +794,17 @@ def _untitled(before: str) -> bool:
 
 
 def _needs_subject(a: Analysis) -> bool:
-    return (not a.mentions and a.filter is None and a.recommend is None and not a.description and a.among is None
-            and bool(a.described))
+    return (not a.mentions and a.recommend is None and not a.description and a.among is None
+            and (bool(a.described) and a.filter is None or _asks_of_nothing(a)))
+
+
+def _asks_of_nothing(a: Analysis) -> bool:
+    """A catalog question that sets no condition and whose words are only cue words ("whats the sequel series"): a
+    relation asked of no name, not a list of the whole catalog."""
+    f = a.filter
+    return f is not None and not (f.where or f.rank or f.group_by or f.total or f.count or f.shown) and all(
+        t.key in STOP or t.key in C.CUES or t.key in _ASKING for t in tokenize(f.words)) and any(
+        t.key in C.CUES for t in tokenize(f.words))
 
 
 def _completed(question: str, context: ConversationContext) -> Followup:

@@ -465,3 +465,9 @@ def test_each_after_two_works_compared_is_both_though_the_answer_named_their_stu
                 answers=(named("Zorb", "anime"), named("Quux", "anime"), named("Bonez", "studio")))
     f = resolve("episode count for each?", None, context(last), read)
     assert f.text == "episode count for Zorb and Quux?", f.how
+
+
+def test_a_relation_asked_of_no_name_is_asked_of_the_work_talked_about() -> None:
+    """"whats the sequel series": no condition on the catalog, only the relation's words: the last work's sequel."""
+    f = resolve("whats the sequel series", None, context(DIRECTED), read)
+    assert f.text == "whats the sequel series of Death Note?", f.how
