@@ -795,7 +795,7 @@ def _untitled(before: str) -> bool:
 
 def _needs_subject(a: Analysis) -> bool:
     return (not a.mentions and a.recommend is None and not a.description and a.among is None
-            and (bool(a.described) and a.filter is None or _asks_of_nothing(a)))
+            and ((bool(a.described) and a.filter is None) or _asks_of_nothing(a)))
 
 
 def _asks_of_nothing(a: Analysis) -> bool:
