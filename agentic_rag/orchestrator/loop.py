@@ -592,6 +592,9 @@ class RunContext:
             return clarifying(s, Clarification(question=f.ask[:SHORT_TEXT_MAX], choices=[]))
         if f.changed:
             s.question, s.links, s.reading, s.pinned = f.text[:QUESTION_MAX], None, None, f.pinned
+        elif f.pinned:  # the reply stands as asked, a name in it read as the conversation meant it
+            s.pinned = f.pinned
+            self._pin()
         last = s.conversation.last()
         if f.choice is not None and last is not None:
             picked = last.choices[f.choice]

@@ -156,7 +156,24 @@ def resolve(question: str, links: EntityLinks | None, context: ConversationConte
             read: Callable[[str, EntityLinks | None], Analysis]) -> Followup:
     """``question`` restated to stand alone, given the conversation's last turns; ``links``: the names linked in
     it; ``read``: the question reader (a reply with no name is read to tell "how many episodes?" from a question
-    over the whole catalog)."""
+    over the whole catalog). A name the reply says that has several readings, one of which the conversation
+    already talked about ("did nishio direct anything else" after Daisuke Nishio was named), is that one."""
+    f = _resolve(question, links, context, read)
+    if context is None or links is None:
+        return f
+    talked = {n.ref.id: n.ref for t in context.turns for n in (*t.subjects, *t.answers)}
+    for m in links.mentions:
+        ids = {c.entity.id for c in m.candidates}
+        known = [talked[i] for i in ids if i in talked]
+        # (readings of one kind, two people called Nishio: a title's forms are told apart by the reply's own words)
+        if len(ids) >= 2 and len(known) == 1 and m.text not in f.pinned and m.text in f.text and \
+                len({c.entity.entity_type for c in m.candidates}) == 1:
+            f.pinned[m.text] = known[0]
+    return f
+
+
+def _resolve(question: str, links: EntityLinks | None, context: ConversationContext | None,
+             read: Callable[[str, EntityLinks | None], Analysis]) -> Followup:
     last = context.last() if context is not None else None
     if context is None or last is None:
         return Followup(question)

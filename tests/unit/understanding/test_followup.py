@@ -471,3 +471,16 @@ def test_a_relation_asked_of_no_name_is_asked_of_the_work_talked_about() -> None
     """"whats the sequel series": no condition on the catalog, only the relation's words: the last work's sequel."""
     f = resolve("whats the sequel series", None, context(DIRECTED), read)
     assert f.text == "whats the sequel series of Death Note?", f.how
+
+
+def test_a_name_of_several_readings_is_the_one_the_conversation_talked_about() -> None:
+    """"did nishio direct anything else" after Daisuke Nishio was named: him, not a question which Nishio."""
+    daisuke, tetsuya = named("Daisuke Nishio", "person"), named("Tetsuya Nishio", "person")
+    q = "did nishio direct anything else"
+    at = q.index("nishio")
+    links = EntityLinks.model_validate({"mentions": [{"text": "nishio", "start": at, "end": at + 6, "candidates": [
+        {"entity": p.ref.model_dump(), "name": p.name, "matched": "Nishio", "match": "alias"}
+        for p in (daisuke, tetsuya)]}]})
+    ctx = context(turn("who directed zorb", subjects=(named("Zorb", "anime"),), answers=(daisuke,)))
+    f = resolve(q, links, ctx, read)
+    assert f.text == q and f.pinned == {"nishio": daisuke.ref}
