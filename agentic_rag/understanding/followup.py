@@ -648,11 +648,11 @@ def _asks_own(question: str, links: EntityLinks | None, mentions: list[LinkedMen
 
 def _refit(body: str, mentions: list[LinkedMention], last: PastTurn) -> Followup | None:
     """The last question with its subject changed as the fragment says."""
-    subject = next((s for s in last.subjects if s.text and s.text.lower() in last.standalone.lower()), None)
+    in_last = [s for s in last.subjects if s.text and s.text.lower() in last.standalone.lower()]
+    subject = in_last[0] if in_last else None
     if subject is None or subject.text is None:
         return None
-    asked_of = sorted((s for s in last.subjects if s.text and s.text.lower() in last.standalone.lower()),
-                      key=lambda s: last.standalone.lower().index((s.text or "").lower()))
+    asked_of = sorted(in_last, key=lambda s: last.standalone.lower().index((s.text or "").lower()))
     if len(mentions) >= 2 and len(asked_of) >= 2:
         # "shippuden vs boruto?" after "which is longer, the naruto anime or the bleach anime": each name the last
         # question asked of, in its order, is the fragment's name in its order

@@ -80,11 +80,10 @@ def _minus(inp: DraftInput, a: Analysis) -> DraftAnswer:
     """A set difference ("which demon slayer anime is zenitsu missing from"): what the first chain reaches less what
     the second does, said with both sets' names cited."""
     first, other = dataclasses.replace(a, more=[], minus=False), a.more[0]
-    drafts = [_draft(inp, first), _draft(inp, other)]
-    weakest = min(drafts, key=lambda d: d.confidence)
+    pa, pb = progress(first, inp.cards, inp.question), progress(other, inp.cards, inp.question)
+    weakest = min((_drafted(inp, first, pa), _drafted(inp, other, pb)), key=lambda d: d.confidence)
     if weakest.confidence < 0.6:
         return weakest  # a chain is pending or reached nothing: that is what the run must hear
-    pa, pb = progress(first, inp.cards, inp.question), progress(other, inp.cards, inp.question)
     kept, taken = (p.levels[-1] if p.levels else [] for p in (pa, pb))
     gone = {e.ref.id for e in taken}
     left = [e for e in kept if e.ref.id not in gone]

@@ -45,6 +45,9 @@ STUDENTS = Hop(("mentor_of",))
 PART_OF = Hop(("part_of",), node_types=("franchise",))
 
 
+INCLUDES = Hop(("includes",), node_types=("anime",))  # a franchise's anime
+
+
 FAMILY = Hop(("family", "romantic"))
 
 

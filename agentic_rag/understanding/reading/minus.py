@@ -16,10 +16,10 @@ from __future__ import annotations
 import re
 
 from agentic_rag.protocol import EntityLinks, LinkedMention
-from agentic_rag.protocol.reading import Analysis, Hop
+from agentic_rag.protocol.reading import Analysis
 from agentic_rag.protocol.vocabulary import EntityType
 from agentic_rag.understanding import cues as C
-from agentic_rag.understanding.reading.hops import APPEARS, CAST, MAIN_CAST, PART_OF
+from agentic_rag.understanding.reading.hops import APPEARS, CAST, INCLUDES, MAIN_CAST, PART_OF
 from agentic_rag.understanding.reading.names import _add, _readings
 from agentic_rag.understanding.text import Token, tokenize
 
@@ -31,7 +31,6 @@ _WHICH = re.compile(r"\b(?:which|what|who)\b", re.IGNORECASE)
 _WORKS_ASKED = re.compile(r"\b(?:anime|animes|shows?|series|seasons?|arcs?|movies?|films?|entries|parts?)\b",
                           re.IGNORECASE)
 _CHARACTERS_ASKED = re.compile(r"\b(?:characters?|chars|cast|members?|protagonists?|mcs?)\b", re.IGNORECASE)
-INCLUDES = Hop(("includes",), node_types=("anime",))
 _WORKS: frozenset[EntityType] = frozenset(("anime", "manga", "franchise"))
 
 

@@ -230,9 +230,9 @@ def _asks_recommendation(question: str, linked: list[LinkedMention], excluded: b
     left_out = excluded or any(_negated(question, m) for m in linked)
     # "looking for another fantasy adventure ... not frieren obviously": seeking another of a kind, beside a work
     # liked or left out
-    told_all = [question[a:b] for a, b in sentences(question)]
+    # (with a work named, ``told`` is every sentence)
     if any(_works(m) for m in linked) and (left_out or LIKED.search(question)) and any(
-            SEEKING.search(part) and not CREDITED.search(part) for part in told_all):
+            SEEKING.search(part) and not CREDITED.search(part) for part in told):
         return True
     # "does the studio that animated it have any other shows i could check out?": works of a kind, to watch
     if any(WANTED.search(part) and (CONSUME.search(part) or not CREDITED.search(part)) and not FOLLOWS.search(part)
